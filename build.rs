@@ -1,0 +1,36 @@
+//! Compiles the BPF side (CO-RE, clang), generates its libbpf skeleton and the
+//! Rust view of `intf.h`, the one header the C and Rust sides share.
+use std::{env, path::PathBuf};
+
+use libbpf_cargo::SkeletonBuilder;
+
+const BPF_DIR: &str = "src/trace/bpf";
+
+fn main() {
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR is set by cargo"));
+
+    SkeletonBuilder::new()
+        .source(format!("{BPF_DIR}/lsmpmon.bpf.c"))
+        .clang_args([
+            "-I/usr/include/x86_64-linux-gnu",
+            "-I",
+            BPF_DIR,
+            "-D__TARGET_ARCH_x86",
+        ])
+        .build_and_generate(out.join("lsmpmon.skel.rs"))
+        .expect("compiling src/trace/bpf/lsmpmon.bpf.c (needs clang and libbpf headers)");
+
+    bindgen::Builder::default()
+        .header(format!("{BPF_DIR}/intf.h"))
+        .clang_arg("-I/usr/include/x86_64-linux-gnu")
+        .allowlist_type("lsmpmon_.*")
+        .allowlist_var("LSMPMON_.*")
+        .constified_enum_module("lsmpmon_.*")
+        .derive_default(true)
+        .generate()
+        .expect("bindgen on intf.h (needs libclang)")
+        .write_to_file(out.join("intf.rs"))
+        .expect("writing intf.rs");
+
+    println!("cargo:rerun-if-changed={BPF_DIR}");
+}

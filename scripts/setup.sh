@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what lsmpmon needs from the machine's own Debian release (never
+# another suite), checks the Rust toolchain and builds the static binary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(clang llvm libbpf-dev libelf-dev zlib1g-dev libzstd-dev linux-libc-dev
+          pkg-config make bpftool qemu-system-x86 busybox-static
+          debian-archive-keyring ca-certificates python3-jsonschema)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get update -q >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+fi
+
+[ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+if ! command -v cargo >/dev/null; then
+  echo "setup: error: cargo not found: install Rust with rustup (Debian 12's rustc is too old), then rerun" >&2
+  exit 2
+fi
+rust_minor=$(rustc --version | sed -E 's/^rustc 1\.([0-9]+).*/\1/')
+if [ "${rust_minor:-0}" -lt 82 ]; then
+  echo "setup: error: $(rustc --version) is too old (need >= 1.82): install Rust with rustup, then rerun" >&2
+  exit 2
+fi
+
+cargo build --release --locked >&2
+echo "setup: built target/x86_64-unknown-linux-gnu/release/lsmpmon" >&2

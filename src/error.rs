@@ -1,0 +1,81 @@
+//! One exit-code convention for every subcommand (documented in the README).
+use std::fmt;
+
+/// The command did what was asked.
+pub const EXIT_OK: i32 = 0;
+/// Something failed while running (a probe, a benchmark, a guest command).
+pub const EXIT_FAILURE: i32 = 1;
+/// Wrong usage or an environment that cannot do the job (not root, no BTF,
+/// lockdown, unknown hook or kernel, missing tool): fix the cause and retry.
+pub const EXIT_USAGE: i32 = 2;
+/// A guest did not finish in time, or crashed before its command ended.
+pub const EXIT_GUEST_TIMEOUT: i32 = 124;
+
+/// An error the user can act on; its message is printed as one line.
+#[derive(Debug)]
+pub struct UserError {
+    pub code: i32,
+    pub message: String,
+}
+
+impl fmt::Display for UserError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for UserError {}
+
+/// Usage or environment error (exit code 2).
+pub fn usage(message: impl Into<String>) -> anyhow::Error {
+    UserError {
+        code: EXIT_USAGE,
+        message: message.into(),
+    }
+    .into()
+}
+
+/// Error with an explicit exit code.
+pub fn with_code(code: i32, message: impl Into<String>) -> anyhow::Error {
+    UserError {
+        code,
+        message: message.into(),
+    }
+    .into()
+}
+
+/// The exit code for an error: the one a `UserError` in its chain carries, else 1.
+pub fn exit_code(err: &anyhow::Error) -> i32 {
+    err.chain()
+        .find_map(|e| e.downcast_ref::<UserError>().map(|u| u.code))
+        .unwrap_or(EXIT_FAILURE)
+}
+
+/// The whole chain on one line: "what: why: root cause".
+pub fn one_line(err: &anyhow::Error) -> String {
+    err.chain()
+        .map(|e| e.to_string().replace('\n', " "))
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context;
+
+    #[test]
+    fn code_survives_context() {
+        let err = Err::<(), _>(usage("no BTF"))
+            .context("starting trace")
+            .unwrap_err();
+        assert_eq!(exit_code(&err), EXIT_USAGE);
+        assert_eq!(one_line(&err), "starting trace: no BTF");
+    }
+
+    #[test]
+    fn plain_errors_are_runtime_failures() {
+        let err = anyhow::anyhow!("read failed");
+        assert_eq!(exit_code(&err), EXIT_FAILURE);
+    }
+}

@@ -1,0 +1,33 @@
+//! lsmpmon: what Linux Security Modules cost, hook by hook.
+mod error;
+mod vm;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(name = "lsmpmon", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Throwaway QEMU guests with real Debian kernels.
+    #[command(subcommand)]
+    Vm(vm::VmCommand),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Vm(cmd) => vm::main(cmd),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(err) => {
+            eprintln!("lsmpmon: error: {}", error::one_line(&err));
+            std::process::exit(error::exit_code(&err));
+        }
+    }
+}

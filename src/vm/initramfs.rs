@@ -1,0 +1,144 @@
+//! The guest's root file system: busybox, the static lsmpmon and an /init that
+//! sets up the documented environment, as an uncompressed newc cpio archive.
+use std::{fs, io::Write, path::Path};
+
+use anyhow::{Context, Result};
+
+/// What every guest has before COMMAND runs (also documented in the README).
+pub const INIT_SCRIPT: &str = r#"#!/bin/busybox sh
+/bin/busybox --install -s
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/root
+mount -t devtmpfs dev /dev
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t tmpfs -o mode=1777 tmp /tmp
+mount -t tmpfs run /run
+mount -t securityfs security /sys/kernel/security
+mount -t tracefs tracefs /sys/kernel/tracing
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t bpf bpf /sys/fs/bpf
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
+ip link set lo up
+hostname lsmpmon-guest
+cd /root
+exec /bin/lsmpmon vm guest-exec /lsmpmon/run.json
+"#;
+
+/// Path in the guest of the run description written by `vm run`.
+pub const RUN_FILE: &str = "lsmpmon/run.json";
+
+pub struct Cpio {
+    buf: Vec<u8>,
+    ino: u32,
+}
+
+impl Cpio {
+    pub fn new() -> Self {
+        Self {
+            buf: Vec::new(),
+            ino: 1,
+        }
+    }
+
+    fn entry(&mut self, name: &str, mode: u32, rdev: (u32, u32), data: &[u8]) {
+        let name_z = format!("{name}\0");
+        let header = format!(
+            "070701{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}",
+            self.ino,
+            mode,
+            0,
+            0,
+            1,
+            0,
+            data.len(),
+            0,
+            0,
+            rdev.0,
+            rdev.1,
+            name_z.len(),
+            0
+        );
+        self.ino += 1;
+        self.buf.extend_from_slice(header.as_bytes());
+        self.buf.extend_from_slice(name_z.as_bytes());
+        self.pad();
+        self.buf.extend_from_slice(data);
+        self.pad();
+    }
+
+    fn pad(&mut self) {
+        while self.buf.len() % 4 != 0 {
+            self.buf.push(0);
+        }
+    }
+
+    pub fn dir(&mut self, name: &str) {
+        self.entry(name, 0o040755, (0, 0), &[]);
+    }
+
+    pub fn file(&mut self, name: &str, mode: u32, data: &[u8]) {
+        self.entry(name, 0o100000 | mode, (0, 0), data);
+    }
+
+    pub fn symlink(&mut self, name: &str, target: &str) {
+        self.entry(name, 0o120777, (0, 0), target.as_bytes());
+    }
+
+    pub fn char_dev(&mut self, name: &str, major: u32, minor: u32) {
+        self.entry(name, 0o020600, (major, minor), &[]);
+    }
+
+    pub fn finish(mut self) -> Vec<u8> {
+        self.entry("TRAILER!!!", 0, (0, 0), &[]);
+        while self.buf.len() % 512 != 0 {
+            self.buf.push(0);
+        }
+        self.buf
+    }
+}
+
+/// Writes the guest's initramfs: busybox, `lsmpmon_bin` as /bin/lsmpmon, /init
+/// and the run description.
+pub fn build(out: &Path, busybox: &Path, lsmpmon_bin: &Path, run_json: &[u8]) -> Result<()> {
+    let mut cpio = Cpio::new();
+    for d in [
+        "bin", "sbin", "usr", "usr/bin", "usr/sbin", "dev", "proc", "sys", "tmp", "run", "etc",
+        "root", "lsmpmon", "mnt",
+    ] {
+        cpio.dir(d);
+    }
+    cpio.char_dev("dev/console", 5, 1);
+    cpio.char_dev("dev/null", 1, 3);
+    let busybox_bytes =
+        fs::read(busybox).with_context(|| format!("reading {}", busybox.display()))?;
+    cpio.file("bin/busybox", 0o755, &busybox_bytes);
+    cpio.symlink("bin/sh", "busybox");
+    let lsmpmon_bytes =
+        fs::read(lsmpmon_bin).with_context(|| format!("reading {}", lsmpmon_bin.display()))?;
+    cpio.file("bin/lsmpmon", 0o755, &lsmpmon_bytes);
+    cpio.file("init", 0o755, INIT_SCRIPT.as_bytes());
+    cpio.file("etc/passwd", 0o644, b"root:x:0:0:root:/root:/bin/sh\n");
+    cpio.file("etc/group", 0o644, b"root:x:0:\n");
+    cpio.file(RUN_FILE, 0o644, run_json);
+    let mut f = fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
+    f.write_all(&cpio.finish())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newc_entries_are_aligned_and_terminated() {
+        let mut c = Cpio::new();
+        c.file("a", 0o644, b"hello");
+        let bytes = c.finish();
+        assert!(bytes.starts_with(b"070701"));
+        assert_eq!(bytes.len() % 512, 0);
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(text.contains("TRAILER!!!"));
+        // name "a\0" after a 110-byte header, padded to 4, then the data.
+        assert_eq!(&bytes[112..117], b"hello");
+    }
+}

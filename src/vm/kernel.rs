@@ -1,0 +1,243 @@
+//! Real Debian kernels, fetched by package name into the cache with a private
+//! apt configuration: the system's apt sources are never touched.
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::usage;
+
+const MIRROR: &str = "http://deb.debian.org/debian";
+const SECURITY_MIRROR: &str = "http://deb.debian.org/debian-security";
+const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
+
+/// A kernel series lsmpmon knows how to fetch, and the Debian suites holding it.
+struct Series {
+    name: &'static str,
+    suite: &'static str,
+}
+
+const SERIES: &[Series] = &[
+    Series {
+        name: "5.10",
+        suite: "bullseye",
+    },
+    Series {
+        name: "6.1",
+        suite: "bookworm",
+    },
+    Series {
+        name: "6.12",
+        suite: "trixie",
+    },
+];
+
+/// What was fetched, kept next to it: the provenance of every guest result.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Kernel {
+    pub series: String,
+    pub flavour: String,
+    pub package: String,
+    pub package_version: String,
+    pub deb_sha256: String,
+    /// `uname -r` of the kernel, from the image's file name.
+    pub release: String,
+    pub vmlinuz: PathBuf,
+    pub config: PathBuf,
+}
+
+pub fn known_series() -> Vec<&'static str> {
+    SERIES.iter().map(|s| s.name).collect()
+}
+
+/// The kernel for `series` and `flavour` ("cloud" or "amd64"), fetched on first use.
+pub fn ensure(cache: &Path, series: &str, flavour: &str) -> Result<Kernel> {
+    let known = SERIES.iter().find(|s| s.name == series).ok_or_else(|| {
+        usage(format!(
+            "unknown kernel '{series}': use one of {}",
+            known_series().join(", ")
+        ))
+    })?;
+    if flavour != "cloud" && flavour != "amd64" {
+        return Err(usage(format!(
+            "unknown kernel flavour '{flavour}': use cloud or amd64"
+        )));
+    }
+    let dir = cache.join("kernels").join(format!("{series}-{flavour}"));
+    let manifest = dir.join("kernel.json");
+    if let Ok(text) = fs::read_to_string(&manifest) {
+        if let Ok(k) = serde_json::from_str::<Kernel>(&text) {
+            if k.vmlinuz.exists() {
+                return Ok(k);
+            }
+        }
+    }
+    eprintln!("lsmpmon: fetching Debian {series} {flavour} kernel into {}", dir.display());
+    let apt = PrivateApt::new(cache, known.suite)?;
+    apt.update()?;
+    let meta = format!("linux-image-{flavour}-amd64");
+    let image = apt.first_dependency(&meta)?;
+    let unsigned = format!("{image}-unsigned");
+    let package = if apt.exists(&unsigned) { unsigned } else { image };
+    fs::create_dir_all(&dir)?;
+    let deb = apt.download(&package, &dir)?;
+    let deb_sha256 = sha256_file(&deb)?;
+    let root = dir.join("root");
+    let _ = fs::remove_dir_all(&root);
+    run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&root))?;
+    let boot = root.join("boot");
+    let vmlinuz = find_prefixed(&boot, "vmlinuz-")?;
+    let release = vmlinuz
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix("vmlinuz-"))
+        .unwrap_or_default()
+        .to_string();
+    let config = boot.join(format!("config-{release}"));
+    let package_version = deb
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.split('_').nth(1))
+        .unwrap_or_default()
+        .replace("%3a", ":");
+    // Keep only what a guest needs: the image and its config.
+    for sub in ["lib", "usr"] {
+        let _ = fs::remove_dir_all(root.join(sub));
+    }
+    let kernel = Kernel {
+        series: series.into(),
+        flavour: flavour.into(),
+        package,
+        package_version,
+        deb_sha256,
+        release,
+        vmlinuz,
+        config,
+    };
+    fs::write(&manifest, serde_json::to_string_pretty(&kernel)?)?;
+    let _ = fs::remove_file(&deb);
+    Ok(kernel)
+}
+
+struct PrivateApt {
+    root: PathBuf,
+}
+
+impl PrivateApt {
+    fn new(cache: &Path, suite: &str) -> Result<Self> {
+        if !Path::new(KEYRING).exists() {
+            return Err(usage(format!(
+                "{KEYRING} is missing: apt-get install debian-archive-keyring"
+            )));
+        }
+        let root = cache.join("apt").join(suite);
+        for d in ["lists/partial", "archives/partial"] {
+            fs::create_dir_all(root.join(d))?;
+        }
+        let sources = format!(
+            "deb [signed-by={KEYRING}] {MIRROR} {suite} main\n\
+             deb [signed-by={KEYRING}] {MIRROR} {suite}-updates main\n\
+             deb [signed-by={KEYRING}] {SECURITY_MIRROR} {suite}-security main\n"
+        );
+        fs::write(root.join("sources.list"), sources)?;
+        Ok(Self { root })
+    }
+
+    fn options(&self) -> Vec<String> {
+        let r = self.root.display();
+        [
+            format!("Dir::Etc::SourceList={r}/sources.list"),
+            "Dir::Etc::SourceParts=/dev/null".into(),
+            format!("Dir::State::Lists={r}/lists"),
+            format!("Dir::Cache={r}"),
+            format!("Dir::Cache::Archives={r}/archives"),
+            "Dir::State::status=/dev/null".into(),
+            "Debug::NoLocking=1".into(),
+            "APT::Sandbox::User=root".into(),
+            "APT::Architecture=amd64".into(),
+            "APT::Architectures=amd64".into(),
+        ]
+        .into_iter()
+        .flat_map(|o| ["-o".to_string(), o])
+        .collect()
+    }
+
+    fn update(&self) -> Result<()> {
+        let mut cmd = Command::new("apt-get");
+        cmd.args(self.options()).args(["-q", "update"]);
+        run(&mut cmd).context("apt-get update with lsmpmon's private apt configuration")
+    }
+
+    fn first_dependency(&self, package: &str) -> Result<String> {
+        let out = output(Command::new("apt-cache").args(self.options()).args(["depends", package]))
+            .with_context(|| format!("looking up {package}"))?;
+        out.lines()
+            .find_map(|l| l.trim().strip_prefix("Depends: "))
+            .map(|s| s.trim().to_string())
+            .with_context(|| format!("{package} has no kernel image dependency"))
+    }
+
+    fn exists(&self, package: &str) -> bool {
+        output(Command::new("apt-cache").args(self.options()).args(["show", package]))
+            .map(|o| !o.trim().is_empty())
+            .unwrap_or(false)
+    }
+
+    fn download(&self, package: &str, dir: &Path) -> Result<PathBuf> {
+        run(Command::new("apt-get")
+            .args(self.options())
+            .args(["-q", "download", package])
+            .current_dir(dir))?;
+        find_prefixed(dir, &format!("{package}_"))
+    }
+}
+
+fn find_prefixed(dir: &Path, prefix: &str) -> Result<PathBuf> {
+    for entry in fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry?.path();
+        if path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with(prefix))
+        {
+            return Ok(path);
+        }
+    }
+    bail!("no {prefix}* in {}", dir.display())
+}
+
+pub fn sha256_file(path: &Path) -> Result<String> {
+    let bytes = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(format!("{:x}", Sha256::digest(&bytes)))
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    // A tool's chatter goes to stderr: stdout carries only results.
+    let status = cmd
+        .stdout(std::io::stderr())
+        .status()
+        .with_context(|| format!("running {:?}", cmd.get_program()))?;
+    if !status.success() {
+        bail!("{:?} failed with {status}", cmd.get_program());
+    }
+    Ok(())
+}
+
+fn output(cmd: &mut Command) -> Result<String> {
+    let out = cmd
+        .output()
+        .with_context(|| format!("running {:?}", cmd.get_program()))?;
+    if !out.status.success() {
+        bail!(
+            "{:?} failed: {}",
+            cmd.get_program(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}

@@ -1,0 +1,201 @@
+//! `lsmpmon vm`: run a command under a real Debian kernel, with the LSMs you
+//! choose, in a throwaway QEMU guest. Reused by the lab.
+pub mod guest;
+pub mod initramfs;
+pub mod kernel;
+pub mod qemu;
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+
+use crate::error::usage;
+use qemu::Accel;
+
+#[derive(Subcommand, Debug)]
+pub enum VmCommand {
+    /// Boot a Debian kernel and run COMMAND inside as root; exits with its status.
+    Run(RunArgs),
+    /// Show what the cache holds and its size, or clean it.
+    Cache(CacheArgs),
+    /// (inside the guest) run the command of the guest's run file.
+    #[command(hide = true)]
+    GuestExec { spec: PathBuf },
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Kernel series: 5.10 (bullseye), 6.1 (bookworm), 6.12 (trixie).
+    #[arg(long, default_value = "6.1")]
+    pub kernel: String,
+    /// Debian kernel flavour.
+    #[arg(long, default_value = "cloud")]
+    pub flavour: String,
+    /// LSMs to activate, in order (the kernel's lsm= parameter). Default: the kernel's own.
+    #[arg(long)]
+    pub lsm: Option<String>,
+    /// Extra kernel command-line parameters.
+    #[arg(long, default_value = "")]
+    pub append: String,
+    /// Wall-clock seconds before the guest is killed.
+    #[arg(long, default_value_t = 900)]
+    pub timeout: u64,
+    #[arg(long, default_value_t = 1024)]
+    pub memory_mb: u32,
+    /// tcg: deterministic virtual time (default). kvm only where it works.
+    #[arg(long, value_enum, default_value = "tcg")]
+    pub accel: Accel,
+    /// lsmpmon binary to put in the guest (must be static). Default: this one.
+    #[arg(long)]
+    pub lsmpmon_bin: Option<PathBuf>,
+    #[command(flatten)]
+    pub cache: CacheDir,
+    /// The command and its arguments, passed exactly.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct CacheDir {
+    /// Where kernels, apt lists and guest run logs are kept.
+    #[arg(long, env = "LSMPMON_CACHE")]
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl CacheDir {
+    pub fn path(&self) -> PathBuf {
+        self.cache_dir.clone().unwrap_or_else(|| {
+            std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+                .unwrap_or_else(|| PathBuf::from("/var/cache"))
+                .join("lsmpmon")
+        })
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct CacheArgs {
+    #[command(flatten)]
+    pub cache: CacheDir,
+    /// Remove guest run logs (and, with --all, kernels and apt lists too).
+    #[arg(long)]
+    pub clean: bool,
+    #[arg(long, requires = "clean")]
+    pub all: bool,
+}
+
+pub fn main(cmd: VmCommand) -> Result<i32> {
+    match cmd {
+        VmCommand::Run(args) => run(&args),
+        VmCommand::Cache(args) => cache(&args),
+        VmCommand::GuestExec { spec } => guest::exec(&spec).map(|_| crate::error::EXIT_OK),
+    }
+}
+
+pub fn run(args: &RunArgs) -> Result<i32> {
+    let cache = args.cache.path();
+    let kernel = kernel::ensure(&cache, &args.kernel, &args.flavour)?;
+    let busybox = Path::new("/bin/busybox");
+    if !busybox.exists() {
+        return Err(usage(
+            "/bin/busybox not found: apt-get install busybox-static (scripts/setup.sh does)",
+        ));
+    }
+    let bin = match &args.lsmpmon_bin {
+        Some(p) => p.clone(),
+        None => std::env::current_exe().context("locating the lsmpmon binary")?,
+    };
+    let run_dir = new_run_dir(&cache)?;
+    let spec = guest::RunSpec {
+        argv: args.command.clone(),
+    };
+    let initramfs = run_dir.join("initramfs.cpio");
+    initramfs::build(&initramfs, busybox, &bin, &serde_json::to_vec(&spec)?)?;
+    let mut cmdline = String::from("console=ttyS0 quiet panic=-1 oops=panic nokaslr");
+    if let Some(lsm) = &args.lsm {
+        cmdline += &format!(" lsm={lsm}");
+    }
+    if !args.append.is_empty() {
+        cmdline += " ";
+        cmdline += &args.append;
+    }
+    let code = qemu::boot(&qemu::Boot {
+        vmlinuz: &kernel.vmlinuz,
+        initramfs: &initramfs,
+        cmdline,
+        memory_mb: args.memory_mb,
+        accel: args.accel,
+        run_dir: &run_dir,
+        timeout: Duration::from_secs(args.timeout),
+    })?;
+    // The initramfs is large and rebuilt each time; logs are kept.
+    let _ = fs::remove_file(&initramfs);
+    Ok(code)
+}
+
+fn new_run_dir(cache: &Path) -> Result<PathBuf> {
+    let stamp = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis();
+    let dir = cache
+        .join("runs")
+        .join(format!("{stamp}-{}", std::process::id()));
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
+
+fn cache(args: &CacheArgs) -> Result<i32> {
+    let cache = args.cache.path();
+    if args.clean {
+        let targets: &[&str] = if args.all {
+            &["runs", "kernels", "apt"]
+        } else {
+            &["runs"]
+        };
+        for t in targets {
+            let _ = fs::remove_dir_all(cache.join(t));
+        }
+    }
+    println!("{}", cache.display());
+    for sub in ["kernels", "apt", "runs"] {
+        let p = cache.join(sub);
+        println!("  {sub:<8} {:>10}", human_bytes(dir_size(&p)));
+        if sub == "kernels" {
+            for k in fs::read_dir(&p).into_iter().flatten().flatten() {
+                println!("    {}", k.file_name().to_string_lossy());
+            }
+        }
+    }
+    println!("  total    {:>10}", human_bytes(dir_size(&cache)));
+    Ok(0)
+}
+
+fn dir_size(p: &Path) -> u64 {
+    let Ok(meta) = fs::symlink_metadata(p) else {
+        return 0;
+    };
+    if !meta.is_dir() {
+        return meta.len();
+    }
+    fs::read_dir(p)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| dir_size(&e.path()))
+        .sum()
+}
+
+fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut v = n as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i < UNITS.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    format!("{v:.1} {}", UNITS[i])
+}

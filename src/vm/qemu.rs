@@ -1,0 +1,180 @@
+//! Boots one throwaway guest under QEMU and supervises it: output streamed
+//! back as it arrives, a wall-clock timeout, the console log kept.
+use std::{
+    fs,
+    io::{Read, Seek, SeekFrom, Write},
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result};
+
+use crate::error::{usage, with_code, EXIT_GUEST_TIMEOUT};
+
+/// Serial ports: ttyS0 console, ttyS1 COMMAND's stdout, ttyS2 its stderr,
+/// ttyS3 the exit status. Separate files, so the console never mixes in.
+pub const GUEST_STDOUT: &str = "/dev/ttyS1";
+pub const GUEST_STDERR: &str = "/dev/ttyS2";
+pub const GUEST_STATUS: &str = "/dev/ttyS3";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Accel {
+    /// Software emulation with instruction-counted (virtual, deterministic) time.
+    Tcg,
+    /// Hardware virtualisation: real time, not deterministic. Only on request.
+    Kvm,
+}
+
+pub struct Boot<'a> {
+    pub vmlinuz: &'a Path,
+    pub initramfs: &'a Path,
+    pub cmdline: String,
+    pub memory_mb: u32,
+    pub accel: Accel,
+    pub run_dir: &'a Path,
+    pub timeout: Duration,
+}
+
+/// Runs the guest to completion; returns COMMAND's exit status.
+pub fn boot(b: &Boot) -> Result<i32> {
+    let qemu = "qemu-system-x86_64";
+    if which(qemu).is_none() {
+        return Err(usage(
+            "qemu-system-x86_64 not found: apt-get install qemu-system-x86 (scripts/setup.sh does)",
+        ));
+    }
+    let console = b.run_dir.join("console.log");
+    let files = [
+        console.clone(),
+        b.run_dir.join("stdout"),
+        b.run_dir.join("stderr"),
+        b.run_dir.join("status"),
+    ];
+    let mut cmd = Command::new(qemu);
+    match b.accel {
+        Accel::Tcg => cmd.args(["-accel", "tcg", "-icount", "shift=0,sleep=off", "-rtc", "clock=vm"]),
+        Accel::Kvm => cmd.args(["-accel", "kvm", "-cpu", "host"]),
+    };
+    cmd.args(["-m", &b.memory_mb.to_string(), "-smp", "1"])
+        .args(["-nodefaults", "-display", "none", "-no-reboot", "-monitor", "none"])
+        .arg("-kernel")
+        .arg(b.vmlinuz)
+        .arg("-initrd")
+        .arg(b.initramfs)
+        .args(["-append", &b.cmdline]);
+    for f in &files {
+        cmd.arg("-serial").arg(format!("file:{}", f.display()));
+    }
+    let qemu_log = fs::File::create(b.run_dir.join("qemu.log"))?;
+    cmd.stdin(Stdio::null())
+        .stdout(qemu_log.try_clone()?)
+        .stderr(qemu_log);
+    let mut child = cmd.spawn().context("starting qemu-system-x86_64")?;
+
+    let start = Instant::now();
+    let mut out = Tail::new(&files[1]);
+    let mut err = Tail::new(&files[2]);
+    let exited = loop {
+        out.copy_to(&mut std::io::stdout());
+        err.copy_to(&mut std::io::stderr());
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if start.elapsed() > b.timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        thread::sleep(Duration::from_millis(50));
+    };
+    out.copy_to(&mut std::io::stdout());
+    err.copy_to(&mut std::io::stderr());
+
+    if exited.is_none() {
+        return Err(with_code(
+            EXIT_GUEST_TIMEOUT,
+            format!(
+                "guest did not finish within {} s (raise --timeout); console log: {}",
+                b.timeout.as_secs(),
+                console.display()
+            ),
+        ));
+    }
+    let status = fs::read_to_string(&files[3]).unwrap_or_default();
+    match parse_status(&status) {
+        Some(code) => Ok(code),
+        None => {
+            let qemu_err = fs::read_to_string(b.run_dir.join("qemu.log")).unwrap_or_default();
+            let why = if qemu_err.trim().is_empty() {
+                "guest stopped before its command finished (kernel panic?)".to_string()
+            } else {
+                format!("qemu failed: {}", qemu_err.lines().last().unwrap_or("").trim())
+            };
+            Err(with_code(
+                EXIT_GUEST_TIMEOUT,
+                format!("{why}; console log: {}", console.display()),
+            ))
+        }
+    }
+}
+
+/// The status line the guest writes: "status N".
+pub fn parse_status(text: &str) -> Option<i32> {
+    text.lines()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix("status ")?.trim().parse().ok())
+}
+
+/// Follows a file that QEMU is still writing.
+struct Tail {
+    path: PathBuf,
+    pos: u64,
+}
+
+impl Tail {
+    fn new(path: &Path) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            pos: 0,
+        }
+    }
+
+    fn copy_to(&mut self, w: &mut dyn Write) {
+        let Ok(mut f) = fs::File::open(&self.path) else {
+            return;
+        };
+        if f.seek(SeekFrom::Start(self.pos)).is_err() {
+            return;
+        }
+        let mut buf = Vec::new();
+        if let Ok(n) = f.read_to_end(&mut buf) {
+            self.pos += n as u64;
+            let _ = w.write_all(&buf);
+            let _ = w.flush();
+        }
+    }
+}
+
+pub fn which(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join(program))
+        .find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_line_is_found_after_noise() {
+        assert_eq!(parse_status("garbage\nstatus 3\n"), Some(3));
+        assert_eq!(parse_status("status 0"), Some(0));
+        assert_eq!(parse_status(""), None);
+        assert_eq!(parse_status("status x"), None);
+    }
+}
