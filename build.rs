@@ -32,5 +32,24 @@ fn main() {
         .write_to_file(out.join("intf.rs"))
         .expect("writing intf.rs");
 
+    syscall_names(&out);
     println!("cargo:rerun-if-changed={BPF_DIR}");
+}
+
+/// x86_64 syscall numbers -> names, from the kernel's uapi header (linux-libc-dev).
+fn syscall_names(out: &std::path::Path) {
+    const HEADER: &str = "/usr/include/x86_64-linux-gnu/asm/unistd_64.h";
+    let text = std::fs::read_to_string(HEADER).expect("reading asm/unistd_64.h (linux-libc-dev)");
+    let mut rows = String::from("pub const SYSCALL_NAMES: &[(u32, &str)] = &[\n");
+    for line in text.lines() {
+        let mut parts = line.split_whitespace();
+        if let (Some("#define"), Some(name), Some(nr)) = (parts.next(), parts.next(), parts.next()) {
+            if let (Some(name), Ok(nr)) = (name.strip_prefix("__NR_"), nr.parse::<u32>()) {
+                rows += &format!("    ({nr}, \"{name}\"),\n");
+            }
+        }
+    }
+    rows += "];\n";
+    std::fs::write(out.join("syscall_names.rs"), rows).expect("writing syscall_names.rs");
+    println!("cargo:rerun-if-changed={HEADER}");
 }

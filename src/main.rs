@@ -1,5 +1,9 @@
 //! lsmpmon: what Linux Security Modules cost, hook by hook.
 mod error;
+mod intf;
+mod provenance;
+mod results;
+mod trace;
 mod vm;
 
 use clap::{Parser, Subcommand};
@@ -13,6 +17,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Time every LSM hook with eBPF (fentry/fexit): per hook, per syscall.
+    Trace(trace::TraceCommand),
     /// Throwaway QEMU guests with real Debian kernels.
     #[command(subcommand)]
     Vm(vm::VmCommand),
@@ -21,6 +27,7 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Trace(cmd) => trace::main(cmd),
         Command::Vm(cmd) => vm::main(cmd),
     };
     match result {

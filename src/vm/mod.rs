@@ -117,7 +117,11 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     };
     let initramfs = run_dir.join("initramfs.cpio");
     initramfs::build(&initramfs, busybox, &bin, &serde_json::to_vec(&spec)?)?;
-    let mut cmdline = String::from("console=ttyS0 quiet panic=-1 oops=panic nokaslr");
+    let mut cmdline = format!(
+        "console=ttyS0 quiet panic=-1 oops=panic nokaslr {}={}",
+        crate::provenance::VM_PARAM,
+        if args.accel == Accel::Tcg { "tcg" } else { "kvm" }
+    );
     if let Some(lsm) = &args.lsm {
         cmdline += &format!(" lsm={lsm}");
     }

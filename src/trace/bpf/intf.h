@@ -16,7 +16,7 @@ enum lsmpmon_limits {
 	LSMPMON_CALIBRATION_HOOK = LSMPMON_MAX_HOOKS - 1,
 	/* Syscall slot 0 is "(none)": not in a syscall; slot n+1 is syscall n. */
 	LSMPMON_SYSCALL_SLOTS = 512,
-	LSMPMON_HIST_BUCKETS = 40,
+	LSMPMON_HIST_BUCKETS = 64, /* log2 of a u64: a mask keeps the index provably in range */
 	/* Nesting depth of hooks inside hooks kept per task. */
 	LSMPMON_MAX_DEPTH = 8,
 	LSMPMON_OBJ_NAME_LEN = 32,

@@ -235,6 +235,7 @@ static __always_inline void record(struct task_struct *task, __u32 id, __u64 del
 	struct lsmpmon_syscall_time *st;
 	struct lsmpmon_hook_stats *s;
 	__u32 slot, idx;
+	__u64 bucket;
 
 	s = bpf_map_lookup_elem(&hook_stats, &id);
 	if (!s)
@@ -245,7 +246,10 @@ static __always_inline void record(struct task_struct *task, __u32 id, __u64 del
 		s->min_ns = delta_ns;
 	if (delta_ns > s->max_ns)
 		s->max_ns = delta_ns;
-	s->hist[log2_u64(delta_ns) % LSMPMON_HIST_BUCKETS]++;
+	bucket = log2_u64(delta_ns);
+	/* Keep clang from folding the mask away: the verifier needs it. */
+	asm volatile("" : "+r"(bucket));
+	s->hist[bucket & (LSMPMON_HIST_BUCKETS - 1)]++;
 
 	slot = syscall_slot(task);
 	idx = id * LSMPMON_SYSCALL_SLOTS + slot;

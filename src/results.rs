@@ -1,0 +1,124 @@
+//! The result schema shared by every subcommand (serde), versioned. The JSON
+//! Schema files under `schema/` describe the same shapes for other tools.
+use serde::Serialize;
+
+pub const TRACE_SCHEMA: &str = "lsmpmon.trace/1";
+
+/// How and where a figure was obtained.
+#[derive(Debug, Clone, Serialize)]
+pub struct Provenance {
+    pub tool: &'static str,
+    pub version: &'static str,
+    pub kernel_release: String,
+    /// From securityfs `lsm`, in the kernel's order.
+    pub active_lsms: Vec<String>,
+    /// "host" or "guest" (a QEMU guest started by `lsmpmon vm run`).
+    pub environment: String,
+    /// "real" or "virtual" (QEMU -icount: 1 ns is about one guest instruction).
+    pub time: String,
+    pub hostname: String,
+    /// Seconds since the Unix epoch when the measurement started.
+    pub started_unix_s: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceResult {
+    pub schema: &'static str,
+    pub provenance: Provenance,
+    pub options: TraceOptions,
+    pub probe: ProbeInfo,
+    /// Time the trace was enabled, in the unit of `provenance.time`.
+    pub elapsed_ns: u64,
+    pub hooks: Vec<HookResult>,
+    pub syscalls: Vec<SyscallResult>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceOptions {
+    pub hooks: String,
+    pub command: Vec<String>,
+    pub comm: Option<String>,
+    pub pid: Option<u32>,
+    pub uid: Option<u32>,
+    pub cgroup: Option<String>,
+    pub object: Option<String>,
+    pub subtract_floor: bool,
+    pub syscall_time: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeInfo {
+    /// "fentry/fexit".
+    pub method: String,
+    /// What an empty kernel function measures through the same probe pair.
+    pub floor_ns: Option<f64>,
+    pub floor_samples: u64,
+    pub hooks_found: usize,
+    pub hooks_attached: usize,
+    pub attach_ms: f64,
+    /// Filled in after the statistics were read (detaching cannot lose them).
+    pub detach_ms: Option<f64>,
+    pub failed: Vec<Excluded>,
+    pub excluded: Vec<Excluded>,
+    /// Hooks the --object filter cannot apply to (no file, dentry or path argument).
+    pub not_filterable: Vec<String>,
+    /// Probe runs the kernel skipped (recursion), all hooks together.
+    pub recursion_misses: u64,
+}
+
+pub use crate::trace::hooks::Excluded;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct HookResult {
+    pub hook: String,
+    pub function: String,
+    /// count + cs_count.
+    pub calls: u64,
+    /// Calls without a context switch: the timed ones.
+    pub count: u64,
+    /// Calls during which the task was switched out (kept out of the timing).
+    pub cs_count: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    pub ave_ns: f64,
+    pub sum_ns: u64,
+    pub p50_ns: Option<u64>,
+    pub p99_ns: Option<u64>,
+    /// Int-returning hooks only: calls that returned 0 / non-zero.
+    pub allow: Option<u64>,
+    pub deny: Option<u64>,
+    pub dropped: u64,
+    /// log2 buckets of the timed calls: [low_ns, high_ns) and count.
+    pub hist: Vec<Bucket>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Bucket {
+    pub low_ns: u64,
+    pub high_ns: u64,
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SyscallResult {
+    /// Syscall name, or "(none)" for hook calls outside any syscall.
+    pub syscall: String,
+    pub nr: Option<u32>,
+    /// Sum over the hooks below (nested hooks counted in both).
+    pub hook_sum_ns: u64,
+    pub hook_count: u64,
+    /// With --syscall-time: time from entry to exit of this syscall.
+    pub total_ns: Option<u64>,
+    pub calls: Option<u64>,
+    /// With --syscall-time: share of total_ns spent in outermost hooks.
+    pub lsm_share: Option<f64>,
+    pub hooks: Vec<SyscallHook>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SyscallHook {
+    pub hook: String,
+    pub count: u64,
+    pub sum_ns: u64,
+    pub ave_ns: f64,
+}

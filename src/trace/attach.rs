@@ -1,0 +1,157 @@
+//! Attaching one fentry/fexit pair per hook without loading one BPF object per
+//! hook: the object is loaded once, then its relocated instructions are loaded
+//! again per hook with the hook id patched in and that hook as attach target.
+use std::{
+    os::fd::{AsRawFd, FromRawFd, OwnedFd},
+    thread,
+    time::Instant,
+};
+
+use anyhow::{bail, Result};
+use libbpf_sys::bpf_insn;
+
+use crate::intf::LSMPMON_HOOK_ID_MAGIC;
+
+/// `BPF_ALU64 | BPF_MOV | BPF_K`: the instruction hook_id() compiles to.
+const MOV64_IMM: u8 = 0xb7;
+
+pub struct Template {
+    insns: Vec<bpf_insn>,
+    attach_type: libbpf_sys::bpf_attach_type,
+    name: &'static std::ffi::CStr,
+}
+
+impl Template {
+    pub fn new(insns: &[bpf_insn], exit: bool) -> Result<Self> {
+        let patched = insns
+            .iter()
+            .filter(|i| i.code == MOV64_IMM && i.imm as u32 == LSMPMON_HOOK_ID_MAGIC)
+            .count();
+        if patched == 0 {
+            bail!("BPF program has no hook-id placeholder: rebuild lsmpmon");
+        }
+        Ok(Self {
+            insns: insns.to_vec(),
+            attach_type: if exit {
+                libbpf_sys::BPF_TRACE_FEXIT
+            } else {
+                libbpf_sys::BPF_TRACE_FENTRY
+            },
+            name: if exit { c"lsmpmon_exit" } else { c"lsmpmon_entry" },
+        })
+    }
+
+    fn instance(&self, hook_id: u32) -> Vec<bpf_insn> {
+        let mut insns = self.insns.clone();
+        for i in insns.iter_mut() {
+            if i.code == MOV64_IMM && i.imm as u32 == LSMPMON_HOOK_ID_MAGIC {
+                i.imm = hook_id as i32;
+            }
+        }
+        insns
+    }
+
+    /// Loads a copy for `hook_id` aimed at the kernel function with BTF id `btf_id`.
+    pub fn load(&self, hook_id: u32, btf_id: u32) -> Result<OwnedFd, String> {
+        let insns = self.instance(hook_id);
+        let mut opts = libbpf_sys::bpf_prog_load_opts {
+            sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
+            expected_attach_type: self.attach_type,
+            attach_btf_id: btf_id,
+            ..Default::default()
+        };
+        // SAFETY: insns and opts outlive the call; the name is NUL-terminated.
+        let fd = unsafe {
+            libbpf_sys::bpf_prog_load(
+                libbpf_sys::BPF_PROG_TYPE_TRACING,
+                self.name.as_ptr(),
+                c"GPL".as_ptr(),
+                insns.as_ptr(),
+                insns.len() as _,
+                &mut opts,
+            )
+        };
+        if fd < 0 {
+            return Err(format!("load: {}", std::io::Error::from_raw_os_error(-fd)));
+        }
+        // SAFETY: fd is a fresh descriptor we own.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    pub fn attach(&self, prog: &OwnedFd) -> Result<OwnedFd, String> {
+        // SAFETY: valid prog fd; NULL opts.
+        let fd = unsafe {
+            libbpf_sys::bpf_link_create(prog.as_raw_fd(), 0, self.attach_type, std::ptr::null())
+        };
+        if fd < 0 {
+            return Err(format!("attach: {}", std::io::Error::from_raw_os_error(-fd)));
+        }
+        // SAFETY: as above.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+}
+
+/// One hook's loaded and attached pair.
+pub struct Pair {
+    pub hook_id: u32,
+    pub entry: OwnedFd,
+    pub exit: OwnedFd,
+    entry_link: OwnedFd,
+    exit_link: OwnedFd,
+}
+
+pub fn attach_pair(entry: &Template, exit: &Template, hook_id: u32, btf_id: u32) -> Result<Pair, String> {
+    let entry_prog = entry.load(hook_id, btf_id)?;
+    let exit_prog = exit.load(hook_id, btf_id)?;
+    let entry_link = entry.attach(&entry_prog)?;
+    let exit_link = exit.attach(&exit_prog)?;
+    Ok(Pair {
+        hook_id,
+        entry: entry_prog,
+        exit: exit_prog,
+        entry_link,
+        exit_link,
+    })
+}
+
+/// Programs the kernel skipped because a BPF program was already running on
+/// that CPU (`recursion_misses`, 5.12+).
+pub fn recursion_misses(prog: &OwnedFd) -> u64 {
+    let mut info = libbpf_sys::bpf_prog_info::default();
+    let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
+    // SAFETY: info is a properly sized out-buffer.
+    let err = unsafe {
+        libbpf_sys::bpf_prog_get_info_by_fd(prog.as_raw_fd(), &mut info, &mut len)
+    };
+    if err != 0 {
+        return 0;
+    }
+    info.recursion_misses
+}
+
+/// Detaches every pair. Each link release waits for a grace period in the
+/// kernel, so they are released from many threads at once, not in series.
+/// Returns the wall (in a guest: virtual) milliseconds it took.
+pub fn detach_all(pairs: Vec<Pair>) -> f64 {
+    let start = Instant::now();
+    let mut links = Vec::with_capacity(pairs.len() * 2);
+    let mut progs = Vec::with_capacity(pairs.len() * 2);
+    for p in pairs {
+        links.push(p.entry_link);
+        links.push(p.exit_link);
+        progs.push(p.entry);
+        progs.push(p.exit);
+    }
+    let threads = links.len().clamp(1, 128);
+    let chunk = links.len().div_ceil(threads).max(1);
+    let mut handles = Vec::new();
+    while !links.is_empty() {
+        let part: Vec<OwnedFd> = links.drain(..chunk.min(links.len())).collect();
+        handles.push(thread::spawn(move || drop(part)));
+    }
+    for h in handles {
+        let _ = h.join();
+    }
+    drop(progs);
+    start.elapsed().as_secs_f64() * 1e3
+}

@@ -1,0 +1,214 @@
+//! Turns the per-CPU BPF maps into results: LSMPMON's per-hook statistics,
+//! histograms and the hook x syscall table.
+use std::collections::BTreeMap;
+
+use super::hooks::Hook;
+use crate::intf::{lsmpmon_hook_stats, lsmpmon_syscall_cell, lsmpmon_syscall_time};
+use crate::results::{Bucket, HookResult, SyscallHook, SyscallResult};
+
+include!(concat!(env!("OUT_DIR"), "/syscall_names.rs"));
+
+pub fn syscall_name(slot: u32) -> (String, Option<u32>) {
+    if slot == 0 {
+        return ("(none)".into(), None);
+    }
+    let nr = slot - 1;
+    let name = SYSCALL_NAMES
+        .iter()
+        .find(|(n, _)| *n == nr)
+        .map(|(_, s)| s.to_string())
+        .unwrap_or_else(|| format!("syscall_{nr}"));
+    (name, Some(nr))
+}
+
+pub fn add_stats(acc: &mut lsmpmon_hook_stats, v: &lsmpmon_hook_stats) {
+    acc.count += v.count;
+    acc.sum_ns += v.sum_ns;
+    if v.min_ns != 0 && (acc.min_ns == 0 || v.min_ns < acc.min_ns) {
+        acc.min_ns = v.min_ns;
+    }
+    acc.max_ns = acc.max_ns.max(v.max_ns);
+    acc.cs_count += v.cs_count;
+    acc.cs_sum_ns += v.cs_sum_ns;
+    acc.allow += v.allow;
+    acc.deny += v.deny;
+    acc.dropped += v.dropped;
+    for (a, b) in acc.hist.iter_mut().zip(v.hist.iter()) {
+        *a += b;
+    }
+}
+
+/// Upper bound of the log2 bucket holding quantile `q` of the timed calls.
+pub fn quantile(hist: &[u64], q: f64) -> Option<u64> {
+    let total: u64 = hist.iter().sum();
+    if total == 0 {
+        return None;
+    }
+    let rank = (q * total as f64).ceil().max(1.0) as u64;
+    let mut seen = 0;
+    for (i, c) in hist.iter().enumerate() {
+        seen += c;
+        if seen >= rank {
+            return Some(1u64 << (i + 1));
+        }
+    }
+    None
+}
+
+pub fn hook_result(hook: &Hook, s: &lsmpmon_hook_stats, floor_ns: Option<f64>) -> HookResult {
+    let floor = floor_ns.unwrap_or(0.0);
+    let sub = |v: u64| (v as f64 - floor).max(0.0).round() as u64;
+    let ave = if s.count > 0 {
+        s.sum_ns as f64 / s.count as f64
+    } else {
+        0.0
+    };
+    let hist = s
+        .hist
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| **c > 0)
+        .map(|(i, c)| Bucket {
+            low_ns: if i == 0 { 0 } else { 1u64 << i },
+            high_ns: 1u64 << (i + 1),
+            count: *c,
+        })
+        .collect();
+    HookResult {
+        hook: hook.name.clone(),
+        function: hook.function.clone(),
+        calls: s.count + s.cs_count,
+        count: s.count,
+        cs_count: s.cs_count,
+        min_ns: sub(s.min_ns),
+        max_ns: sub(s.max_ns),
+        ave_ns: if s.count > 0 { (ave - floor).max(0.0) } else { 0.0 },
+        sum_ns: (s.sum_ns as f64 - floor * s.count as f64).max(0.0).round() as u64,
+        p50_ns: quantile(&s.hist, 0.50).map(sub),
+        p99_ns: quantile(&s.hist, 0.99).map(sub),
+        allow: hook.returns_int.then_some(s.allow),
+        deny: hook.returns_int.then_some(s.deny),
+        dropped: s.dropped,
+        hist,
+    }
+}
+
+/// The hook x syscall table, largest hook time first.
+pub fn syscalls(
+    hooks: &[Hook],
+    cells: &BTreeMap<(u32, u32), lsmpmon_syscall_cell>,
+    times: Option<&BTreeMap<u32, lsmpmon_syscall_time>>,
+    floor_ns: Option<f64>,
+) -> Vec<SyscallResult> {
+    let floor = floor_ns.unwrap_or(0.0);
+    let mut by_slot: BTreeMap<u32, Vec<SyscallHook>> = BTreeMap::new();
+    for ((hook_id, slot), c) in cells {
+        if c.count == 0 {
+            continue;
+        }
+        let Some(hook) = hooks.get(*hook_id as usize) else {
+            continue;
+        };
+        let sum = (c.sum_ns as f64 - floor * c.count as f64).max(0.0);
+        by_slot.entry(*slot).or_default().push(SyscallHook {
+            hook: hook.name.clone(),
+            count: c.count,
+            sum_ns: sum.round() as u64,
+            ave_ns: sum / c.count as f64,
+        });
+    }
+    let mut out: Vec<SyscallResult> = by_slot
+        .into_iter()
+        .map(|(slot, mut rows)| {
+            rows.sort_by(|a, b| b.sum_ns.cmp(&a.sum_ns).then(a.hook.cmp(&b.hook)));
+            let (syscall, nr) = syscall_name(slot);
+            let t = times.and_then(|t| t.get(&slot));
+            let total = t.map(|t| t.sum_ns);
+            SyscallResult {
+                syscall,
+                nr,
+                hook_sum_ns: rows.iter().map(|r| r.sum_ns).sum(),
+                hook_count: rows.iter().map(|r| r.count).sum(),
+                total_ns: total,
+                calls: t.map(|t| t.count),
+                lsm_share: t
+                    .filter(|t| t.sum_ns > 0)
+                    .map(|t| t.hook_ns as f64 / t.sum_ns as f64),
+                hooks: rows,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| b.hook_sum_ns.cmp(&a.hook_sum_ns).then(a.syscall.cmp(&b.syscall)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_use_bucket_upper_bounds() {
+        let mut hist = [0u64; 64];
+        hist[8] = 98; // 256..512 ns
+        hist[12] = 2; // 4096..8192 ns
+        assert_eq!(quantile(&hist, 0.5), Some(512));
+        assert_eq!(quantile(&hist, 0.99), Some(8192));
+        assert_eq!(quantile(&[0; 64], 0.5), None);
+    }
+
+    #[test]
+    fn per_cpu_values_sum_with_min_of_nonzero() {
+        let mut acc = lsmpmon_hook_stats::default();
+        let a = lsmpmon_hook_stats {
+            count: 2,
+            sum_ns: 300,
+            min_ns: 100,
+            max_ns: 200,
+            ..Default::default()
+        };
+        let empty = lsmpmon_hook_stats::default();
+        let b = lsmpmon_hook_stats {
+            count: 1,
+            sum_ns: 50,
+            min_ns: 50,
+            max_ns: 50,
+            cs_count: 3,
+            ..Default::default()
+        };
+        for v in [&a, &empty, &b] {
+            add_stats(&mut acc, v);
+        }
+        assert_eq!((acc.count, acc.sum_ns, acc.min_ns, acc.max_ns, acc.cs_count), (3, 350, 50, 200, 3));
+    }
+
+    #[test]
+    fn floor_is_subtracted_and_calls_include_switched() {
+        let hook = Hook {
+            name: "inode_create".into(),
+            function: "security_inode_create".into(),
+            btf_id: 0,
+            object: None,
+            returns_int: true,
+        };
+        let s = lsmpmon_hook_stats {
+            count: 4,
+            sum_ns: 4000,
+            min_ns: 900,
+            max_ns: 1200,
+            cs_count: 1,
+            allow: 5,
+            ..Default::default()
+        };
+        let r = hook_result(&hook, &s, Some(200.0));
+        assert_eq!(r.calls, 5);
+        assert_eq!(r.ave_ns, 800.0);
+        assert_eq!((r.min_ns, r.max_ns, r.sum_ns), (700, 1000, 3200));
+        assert_eq!(r.allow, Some(5));
+    }
+
+    #[test]
+    fn syscall_slots_map_to_names() {
+        assert_eq!(syscall_name(0).0, "(none)");
+        assert_eq!(syscall_name(4), ("close".to_string(), Some(3)));
+    }
+}

@@ -1,0 +1,171 @@
+//! Which LSM hooks exist on this kernel: a traceable `security_X` with a
+//! `bpf_lsm_X` twin in BTF is hook `X`. Nothing here lists hooks by name but
+//! the deny list, each entry with its reason.
+use std::{collections::HashSet, fs};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::btf::{ArgType, KernelBtf};
+use crate::error::usage;
+use crate::intf::lsmpmon_obj_kind as obj;
+
+/// Hooks the tracer must stay off, and why.
+pub const DENY_LIST: &[(&str, &str)] = &[(
+    "task_free",
+    "the tracer's per-task stack lives in task storage, which is torn down around this hook",
+)];
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Hook {
+    /// The LSM hook's name, as in `lsm_hook_defs.h`: `inode_create`.
+    pub name: String,
+    /// The traced kernel function: `security_inode_create`.
+    pub function: String,
+    #[serde(skip)]
+    pub btf_id: u32,
+    /// Which argument names the object for `--object`, if any.
+    #[serde(skip)]
+    pub object: Option<(u32, u8)>,
+    #[serde(skip)]
+    pub returns_int: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Excluded {
+    pub hook: String,
+    pub reason: String,
+}
+
+pub struct Discovery {
+    pub hooks: Vec<Hook>,
+    pub excluded: Vec<Excluded>,
+}
+
+/// All LSM hooks of the running kernel, sorted by name.
+pub fn discover(btf: &KernelBtf) -> Result<Discovery> {
+    let traceable = traceable_functions();
+    let mut hooks = Vec::new();
+    let mut excluded = Vec::new();
+    for (function, f) in &btf.funcs {
+        let Some(name) = function.strip_prefix("security_") else {
+            continue;
+        };
+        if !btf.funcs.contains_key(&format!("bpf_lsm_{name}")) {
+            continue;
+        }
+        if let Some((_, why)) = DENY_LIST.iter().find(|(h, _)| *h == name) {
+            excluded.push(Excluded {
+                hook: name.into(),
+                reason: format!("deny list: {why}"),
+            });
+            continue;
+        }
+        if let Some(t) = &traceable {
+            if !t.contains(function.as_str()) {
+                excluded.push(Excluded {
+                    hook: name.into(),
+                    reason: format!("{function} is not in available_filter_functions (inlined or notrace)"),
+                });
+                continue;
+            }
+        }
+        hooks.push(Hook {
+            name: name.into(),
+            function: function.clone(),
+            btf_id: f.btf_id,
+            object: object_arg(&f.params),
+            returns_int: f.ret == ArgType::Int,
+        });
+    }
+    if hooks.is_empty() {
+        return Err(usage(
+            "no LSM hooks found in kernel BTF (no bpf_lsm_* functions: CONFIG_BPF_LSM off?)",
+        ));
+    }
+    hooks.sort_by(|a, b| a.name.cmp(&b.name));
+    excluded.sort_by(|a, b| a.hook.cmp(&b.hook));
+    Ok(Discovery { hooks, excluded })
+}
+
+/// The first `struct file *`, `struct dentry *` or `struct path *` argument.
+pub fn object_arg(params: &[ArgType]) -> Option<(u32, u8)> {
+    params.iter().enumerate().find_map(|(i, p)| match p {
+        ArgType::StructPtr(s) if s == "file" => Some((obj::LSMPMON_OBJ_FILE, i as u8)),
+        ArgType::StructPtr(s) if s == "dentry" => Some((obj::LSMPMON_OBJ_DENTRY, i as u8)),
+        ArgType::StructPtr(s) if s == "path" => Some((obj::LSMPMON_OBJ_PATH, i as u8)),
+        _ => None,
+    })
+}
+
+fn traceable_functions() -> Option<HashSet<String>> {
+    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .find_map(|d| fs::read_to_string(format!("{d}/available_filter_functions")).ok())
+        .map(|text| {
+            text.lines()
+                .filter_map(|l| l.split_whitespace().next())
+                .map(String::from)
+                .collect()
+        })
+}
+
+/// Keeps the hooks whose name or function matches one of the comma-separated globs.
+pub fn select(hooks: Vec<Hook>, globs: &str) -> Result<Vec<Hook>> {
+    let patterns = globs
+        .split(',')
+        .map(str::trim)
+        .filter(|g| !g.is_empty())
+        .map(|g| glob::Pattern::new(g).map_err(|e| usage(format!("bad hook pattern '{g}': {e}"))))
+        .collect::<Result<Vec<_>>>()?;
+    for p in &patterns {
+        if !hooks.iter().any(|h| p.matches(&h.name) || p.matches(&h.function)) {
+            return Err(usage(format!(
+                "no LSM hook matches '{}': see lsmpmon trace --list-hooks",
+                p.as_str()
+            )));
+        }
+    }
+    Ok(hooks
+        .into_iter()
+        .filter(|h| patterns.iter().any(|p| p.matches(&h.name) || p.matches(&h.function)))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hook(name: &str) -> Hook {
+        Hook {
+            name: name.into(),
+            function: format!("security_{name}"),
+            btf_id: 1,
+            object: None,
+            returns_int: true,
+        }
+    }
+
+    #[test]
+    fn globs_match_hook_or_function_name() {
+        let all = vec![hook("inode_create"), hook("inode_unlink"), hook("file_open")];
+        let names = |v: Vec<Hook>| v.into_iter().map(|h| h.name).collect::<Vec<_>>();
+        assert_eq!(
+            names(select(all.clone(), "inode_*").unwrap()),
+            ["inode_create", "inode_unlink"]
+        );
+        assert_eq!(names(select(all.clone(), "security_file_open").unwrap()), ["file_open"]);
+        assert!(select(all, "nosuch_*").is_err());
+    }
+
+    #[test]
+    fn object_is_first_file_dentry_or_path() {
+        let inode = ArgType::StructPtr("inode".into());
+        let dentry = ArgType::StructPtr("dentry".into());
+        assert_eq!(
+            object_arg(&[inode.clone(), dentry, ArgType::Int]),
+            Some((obj::LSMPMON_OBJ_DENTRY, 1))
+        );
+        assert_eq!(object_arg(&[inode]), None);
+    }
+}

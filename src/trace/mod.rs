@@ -1,0 +1,690 @@
+//! `lsmpmon trace`: LSMPMON on eBPF. Times every LSM hook of the running
+//! kernel with fentry/fexit programs; per hook, per syscall, filtered.
+pub mod attach;
+pub mod btf;
+pub mod collect;
+pub mod ctl;
+pub mod hooks;
+pub mod percpu;
+pub mod report;
+
+mod bpf {
+    #![allow(clippy::all, dead_code, non_camel_case_types, non_snake_case)]
+    include!(concat!(env!("OUT_DIR"), "/lsmpmon.skel.rs"));
+}
+
+use std::{
+    collections::BTreeMap,
+    io::Write,
+    mem::MaybeUninit,
+    os::fd::AsFd,
+    os::fd::AsRawFd,
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    sync::atomic::{AtomicBool, Ordering},
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::MapCore;
+
+use crate::error::usage;
+use crate::intf::{
+    lsmpmon_hook_meta, lsmpmon_hook_stats, lsmpmon_limits as lim, lsmpmon_syscall_cell,
+    lsmpmon_syscall_time,
+};
+use crate::results::{ProbeInfo, TraceOptions, TraceResult, TRACE_SCHEMA};
+use attach::{Pair, Template};
+use bpf::*;
+use hooks::Hook;
+use report::{SortKey, View};
+
+/// The empty kernel function the probe floor is measured on (net/bpf/test_run.c):
+/// BPF_PROG_TEST_RUN of a tracing program calls it once per run.
+const CALIBRATION_FUNCTION: &str = "bpf_fentry_test1";
+const CALIBRATION_RUNS: u32 = 2000;
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct TraceCommand {
+    #[command(subcommand)]
+    pub ctl: Option<TraceSub>,
+    #[command(flatten)]
+    pub args: TraceArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TraceSub {
+    /// Control a running trace: enable, disable, reset or dump.
+    Ctl {
+        #[arg(value_enum)]
+        action: ctl::Action,
+        /// The trace's process id (needed when several run).
+        #[arg(long)]
+        pid: Option<u32>,
+        /// Dump as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct TraceArgs {
+    /// Hooks to trace: comma-separated globs on the hook (inode_*) or function (security_*) name.
+    #[arg(long, default_value = "*")]
+    pub hooks: String,
+    /// List the hooks this kernel has (and those excluded, with why) and exit.
+    #[arg(long)]
+    pub list_hooks: bool,
+    /// Subject filter: only tasks with this command name (LSMPMON's `s foo`).
+    #[arg(long)]
+    pub comm: Option<String>,
+    /// Subject filter: only this process (thread group id).
+    #[arg(long)]
+    pub pid: Option<u32>,
+    /// Subject filter: only this user id.
+    #[arg(long)]
+    pub uid: Option<u32>,
+    /// Subject filter: only tasks in this cgroup (v2 path, absolute or under /sys/fs/cgroup).
+    #[arg(long)]
+    pub cgroup: Option<String>,
+    /// Object filter: only calls on a file/dentry/path with this base name (LSMPMON's `o bar`).
+    #[arg(long)]
+    pub object: Option<String>,
+    /// Stop after this many seconds (default: when COMMAND exits, or on Ctrl-C).
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Print the statistics every this many seconds (NDJSON with --json).
+    #[arg(long)]
+    pub interval: Option<f64>,
+    /// Machine-readable output (schema/trace.schema.json). COMMAND's stdout then goes to stderr.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the final result here instead of stdout.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Sort the table by.
+    #[arg(long, value_enum, default_value = "sum")]
+    pub sort: SortKey,
+    /// Show only the first N rows of each table.
+    #[arg(long)]
+    pub top: Option<usize>,
+    /// Print a log2 latency histogram per hook.
+    #[arg(long)]
+    pub hist: bool,
+    /// Subtract the measured probe floor from every timing.
+    #[arg(long)]
+    pub subtract_floor: bool,
+    /// Also time each syscall (sys_enter to sys_exit) to give the share spent in LSM hooks.
+    #[arg(long)]
+    pub syscall_time: bool,
+    /// Command to run while tracing (system-wide unless filtered; lsmpmon excludes itself).
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+pub fn main(cmd: TraceCommand) -> Result<i32> {
+    match cmd.ctl {
+        Some(TraceSub::Ctl { action, pid, json }) => {
+            print!("{}", ctl::send(pid, action, json)?);
+            Ok(0)
+        }
+        None => run(&cmd.args),
+    }
+}
+
+fn check_root() -> Result<()> {
+    // SAFETY: plain query.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(usage(
+            "lsmpmon trace needs root (CAP_BPF and CAP_PERFMON): run it with sudo",
+        ));
+    }
+    Ok(())
+}
+
+fn discover(args: &TraceArgs) -> Result<(hooks::Discovery, btf::KernelBtf)> {
+    let kbtf = btf::KernelBtf::load(|n| {
+        n.starts_with("security_") || n.starts_with("bpf_lsm_") || n == CALIBRATION_FUNCTION
+    })?;
+    let mut d = hooks::discover(&kbtf)?;
+    d.hooks = hooks::select(d.hooks, &args.hooks)?;
+    if d.hooks.len() >= lim::LSMPMON_CALIBRATION_HOOK as usize {
+        return Err(usage(format!(
+            "{} hooks selected; lsmpmon handles at most {}",
+            d.hooks.len(),
+            lim::LSMPMON_CALIBRATION_HOOK
+        )));
+    }
+    Ok((d, kbtf))
+}
+
+fn list_hooks(d: &hooks::Discovery) {
+    for h in &d.hooks {
+        let obj = if h.object.is_some() { "object" } else { "-" };
+        println!("{:<32} {:<40} {obj}", h.name, h.function);
+    }
+    for e in &d.excluded {
+        println!("# excluded {}: {}", e.hook, e.reason);
+    }
+}
+
+/// Why the kernel refused our programs, as one actionable line.
+fn refused(what: &str, err: &dyn std::fmt::Display) -> anyhow::Error {
+    let text = err.to_string();
+    if text.contains("Operation not permitted") || text.contains("EPERM") || text.contains("-1") {
+        let lockdown = std::fs::read_to_string("/sys/kernel/security/lockdown")
+            .ok()
+            .and_then(|l| {
+                l.split_whitespace()
+                    .find(|w| w.starts_with('['))
+                    .map(|w| w.trim_matches(['[', ']']).to_string())
+            });
+        let why = match lockdown.as_deref() {
+            Some("none") | None => "the kernel refused fentry programs (EPERM; kernel lockdown or missing CAP_BPF)".to_string(),
+            Some(mode) => format!("kernel lockdown ({mode}) refuses fentry programs"),
+        };
+        return usage(format!(
+            "{why}: trace inside a guest instead: lsmpmon vm run --kernel 6.1 -- lsmpmon trace ..."
+        ));
+    }
+    anyhow::anyhow!("{what}: {text}")
+}
+
+fn raise_nofile(needed: u64) {
+    let want = needed.max(65536);
+    let lim = libc::rlimit {
+        rlim_cur: want,
+        rlim_max: want,
+    };
+    // SAFETY: valid pointer; failure leaves the old limit (attach then reports EMFILE).
+    unsafe {
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+            let mut cur = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut cur);
+            cur.rlim_cur = cur.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &cur);
+        }
+    }
+}
+
+fn cgroup_id(path: &str) -> Result<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let p = if path.starts_with('/') && std::path::Path::new(path).exists() {
+        PathBuf::from(path)
+    } else {
+        PathBuf::from("/sys/fs/cgroup").join(path.trim_start_matches('/'))
+    };
+    let meta = std::fs::metadata(&p)
+        .map_err(|e| usage(format!("cgroup {}: {e}", p.display())))?;
+    Ok(meta.ino())
+}
+
+fn fixed_bytes<const N: usize>(what: &str, s: &str) -> Result<[i8; N]> {
+    if s.len() >= N {
+        return Err(usage(format!("{what} '{s}' is longer than {} bytes", N - 1)));
+    }
+    let mut out = [0i8; N];
+    for (o, b) in out.iter_mut().zip(s.bytes()) {
+        *o = b as i8;
+    }
+    Ok(out)
+}
+
+struct Session<'obj> {
+    skel: LsmpmonSkel<'obj>,
+    hooks: Vec<Hook>,
+    pairs: Vec<Pair>,
+    calibration: Option<Pair>,
+    probe: ProbeInfo,
+    options: TraceOptions,
+    provenance: crate::results::Provenance,
+    enabled_at: Option<Instant>,
+    elapsed: Duration,
+}
+
+impl Session<'_> {
+    fn set_enabled(&mut self, on: bool) {
+        if let Some(bss) = self.skel.maps.bss_data.as_deref_mut() {
+            // SAFETY: the .bss map is mmapped and shared with the BPF programs.
+            unsafe { std::ptr::write_volatile(&mut bss.enabled, on as u32) };
+        }
+        match (on, self.enabled_at) {
+            (true, None) => self.enabled_at = Some(Instant::now()),
+            (false, Some(t)) => {
+                self.elapsed += t.elapsed();
+                self.enabled_at = None;
+            }
+            _ => {}
+        }
+    }
+
+    fn elapsed_ns(&self) -> u64 {
+        let running = self.enabled_at.map(|t| t.elapsed()).unwrap_or_default();
+        (self.elapsed + running).as_nanos() as u64
+    }
+
+    fn n_cells(&self) -> u32 {
+        self.hooks.len() as u32 * lim::LSMPMON_SYSCALL_SLOTS
+    }
+
+    fn reset(&mut self) -> Result<()> {
+        let maps = &self.skel.maps;
+        percpu::clear::<lsmpmon_hook_stats>(maps.hook_stats.as_fd().as_raw_fd(), lim::LSMPMON_CALIBRATION_HOOK)?;
+        percpu::clear::<lsmpmon_syscall_cell>(maps.syscall_cells.as_fd().as_raw_fd(), self.n_cells())?;
+        percpu::clear::<lsmpmon_syscall_time>(maps.syscall_time.as_fd().as_raw_fd(), lim::LSMPMON_SYSCALL_SLOTS)?;
+        self.elapsed = Duration::ZERO;
+        if self.enabled_at.is_some() {
+            self.enabled_at = Some(Instant::now());
+        }
+        Ok(())
+    }
+
+    fn read_stats(&self) -> Result<Vec<lsmpmon_hook_stats>> {
+        let mut sums = vec![lsmpmon_hook_stats::default(); lim::LSMPMON_MAX_HOOKS as usize];
+        percpu::for_each::<lsmpmon_hook_stats>(
+            self.skel.maps.hook_stats.as_fd().as_raw_fd(),
+            lim::LSMPMON_MAX_HOOKS,
+            |k, v| collect::add_stats(&mut sums[k as usize], v),
+        )?;
+        Ok(sums)
+    }
+
+    /// Everything measured so far, as a result.
+    fn snapshot(&mut self) -> Result<TraceResult> {
+        let stats = self.read_stats()?;
+        let calib = &stats[lim::LSMPMON_CALIBRATION_HOOK as usize];
+        if self.calibration.is_some() && calib.count > 0 {
+            self.probe.floor_ns = Some(calib.sum_ns as f64 / calib.count as f64);
+            self.probe.floor_samples = calib.count;
+        }
+        let subtract = self.options.subtract_floor.then_some(self.probe.floor_ns).flatten();
+        let hooks = self
+            .hooks
+            .iter()
+            .enumerate()
+            .map(|(i, h)| collect::hook_result(h, &stats[i], subtract))
+            .collect();
+        let mut cells = BTreeMap::new();
+        percpu::for_each::<lsmpmon_syscall_cell>(
+            self.skel.maps.syscall_cells.as_fd().as_raw_fd(),
+            self.n_cells(),
+            |k, v| {
+                if v.count > 0 {
+                    let key = (k / lim::LSMPMON_SYSCALL_SLOTS, k % lim::LSMPMON_SYSCALL_SLOTS);
+                    let c: &mut lsmpmon_syscall_cell = cells.entry(key).or_default();
+                    c.count += v.count;
+                    c.sum_ns += v.sum_ns;
+                }
+            },
+        )?;
+        let times = if self.options.syscall_time {
+            let mut t: BTreeMap<u32, lsmpmon_syscall_time> = BTreeMap::new();
+            percpu::for_each::<lsmpmon_syscall_time>(
+                self.skel.maps.syscall_time.as_fd().as_raw_fd(),
+                lim::LSMPMON_SYSCALL_SLOTS,
+                |k, v| {
+                    let e = t.entry(k).or_default();
+                    e.sum_ns += v.sum_ns;
+                    e.count += v.count;
+                    e.hook_ns += v.hook_ns;
+                },
+            )?;
+            Some(t)
+        } else {
+            None
+        };
+        self.probe.recursion_misses = self
+            .pairs
+            .iter()
+            .map(|p| attach::recursion_misses(&p.entry) + attach::recursion_misses(&p.exit))
+            .sum();
+        Ok(TraceResult {
+            schema: TRACE_SCHEMA,
+            provenance: self.provenance.clone(),
+            options: self.options.clone(),
+            probe: self.probe.clone(),
+            elapsed_ns: self.elapsed_ns(),
+            hooks,
+            syscalls: collect::syscalls(&self.hooks, &cells, times.as_ref(), subtract),
+        })
+    }
+}
+
+fn render(r: &TraceResult, args: &TraceArgs, compact: bool) -> Result<String> {
+    if args.json {
+        let mut s = if compact {
+            serde_json::to_string(r)?
+        } else {
+            serde_json::to_string_pretty(r)?
+        };
+        s.push('\n');
+        Ok(s)
+    } else {
+        Ok(report::text(
+            r,
+            &View {
+                sort: args.sort,
+                top: args.top,
+                hist: args.hist,
+            },
+        ))
+    }
+}
+
+pub fn run(args: &TraceArgs) -> Result<i32> {
+    check_root()?;
+    let (discovery, kbtf) = discover(args)?;
+    if args.list_hooks {
+        list_hooks(&discovery);
+        return Ok(0);
+    }
+    let hooks = discovery.hooks;
+    let not_filterable: Vec<String> = hooks
+        .iter()
+        .filter(|h| h.object.is_none())
+        .map(|h| h.name.clone())
+        .collect();
+
+    // SAFETY: signal handlers only store to an atomic.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+    raise_nofile(hooks.len() as u64 * 4 + 256);
+
+    let mut open_object = MaybeUninit::uninit();
+    let builder = LsmpmonSkelBuilder::default();
+    let mut open = builder
+        .open(&mut open_object)
+        .map_err(|e| refused("opening the BPF object", &e))?;
+    {
+        let ro = open
+            .maps
+            .rodata_data
+            .as_deref_mut()
+            .context("BPF object has no .rodata")?;
+        ro.self_tgid = std::process::id();
+        if let Some(pid) = args.pid {
+            ro.filter_tgid = pid;
+        }
+        if let Some(uid) = args.uid {
+            ro.filter_uid_on = 1;
+            ro.filter_uid = uid;
+        }
+        if let Some(cg) = &args.cgroup {
+            ro.filter_cgroup_id = cgroup_id(cg)?;
+        }
+        if let Some(comm) = &args.comm {
+            ro.filter_comm_on = 1;
+            ro.filter_comm = fixed_bytes::<{ lim::LSMPMON_COMM_LEN as usize }>("--comm", comm)?;
+        }
+        if let Some(obj) = &args.object {
+            ro.filter_object_on = 1;
+            ro.filter_object = fixed_bytes::<{ lim::LSMPMON_OBJ_NAME_LEN as usize }>("--object", obj)?;
+        }
+        ro.syscall_time_on = args.syscall_time as u8;
+    }
+    open.maps
+        .syscall_cells
+        .set_max_entries(hooks.len() as u32 * lim::LSMPMON_SYSCALL_SLOTS)?;
+    let template_target = hooks[0].function.clone();
+    for p in [&mut open.progs.hook_entry, &mut open.progs.hook_exit] {
+        p.set_attach_target(0, Some(template_target.clone()))?;
+    }
+    open.progs.sys_enter.set_autoload(args.syscall_time);
+    open.progs.sys_exit.set_autoload(args.syscall_time);
+    let skel = open.load().map_err(|e| refused("loading the BPF programs", &e))?;
+
+    let entry = Template::new(skel.progs.hook_entry.insns(), false)?;
+    let exit = Template::new(skel.progs.hook_exit.insns(), true)?;
+    for (i, h) in hooks.iter().enumerate() {
+        let (kind, arg) = h.object.unwrap_or((0, 0));
+        let meta = lsmpmon_hook_meta {
+            obj_kind: kind as u8,
+            obj_arg: arg,
+            returns_int: h.returns_int as u8,
+            pad: 0,
+        };
+        // SAFETY: lsmpmon_hook_meta is plain data.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(&meta as *const _ as *const u8, std::mem::size_of_val(&meta))
+        };
+        skel.maps
+            .hook_meta
+            .update(&(i as u32).to_ne_bytes(), bytes, libbpf_rs::MapFlags::ANY)?;
+    }
+
+    eprintln!("lsmpmon: attaching {} hooks ...", hooks.len());
+    let start = Instant::now();
+    let mut pairs = Vec::with_capacity(hooks.len());
+    let mut failed = Vec::new();
+    for (i, h) in hooks.iter().enumerate() {
+        match attach::attach_pair(&entry, &exit, i as u32, h.btf_id) {
+            Ok(p) => pairs.push(p),
+            Err(reason) if i == 0 && reason.contains("Operation not permitted") => {
+                return Err(refused("attaching", &reason));
+            }
+            Err(reason) => failed.push(hooks::Excluded {
+                hook: h.name.clone(),
+                reason,
+            }),
+        }
+    }
+    let attach_ms = start.elapsed().as_secs_f64() * 1e3;
+    if pairs.is_empty() {
+        anyhow::bail!(
+            "no hook could be attached (first failure: {})",
+            failed.first().map(|f| f.reason.as_str()).unwrap_or("?")
+        );
+    }
+    let calibration = kbtf
+        .funcs
+        .get(CALIBRATION_FUNCTION)
+        .and_then(|f| attach::attach_pair(&entry, &exit, lim::LSMPMON_CALIBRATION_HOOK, f.btf_id).ok());
+    let mut skel = skel;
+    if args.syscall_time {
+        let l1 = skel.progs.sys_enter.attach()?;
+        let l2 = skel.progs.sys_exit.attach()?;
+        skel.links.sys_enter = Some(l1);
+        skel.links.sys_exit = Some(l2);
+    }
+    eprintln!(
+        "lsmpmon: {} hooks attached in {:.0} ms{}",
+        pairs.len(),
+        attach_ms,
+        if failed.is_empty() {
+            String::new()
+        } else {
+            format!(", {} failed", failed.len())
+        }
+    );
+
+    let mut session = Session {
+        skel,
+        probe: ProbeInfo {
+            method: "fentry/fexit".into(),
+            floor_ns: None,
+            floor_samples: 0,
+            hooks_found: hooks.len() + failed.len().min(0),
+            hooks_attached: pairs.len(),
+            attach_ms,
+            detach_ms: None,
+            failed,
+            excluded: discovery.excluded,
+            not_filterable: if args.object.is_some() { not_filterable } else { Vec::new() },
+            recursion_misses: 0,
+        },
+        hooks,
+        pairs,
+        calibration,
+        options: TraceOptions {
+            hooks: args.hooks.clone(),
+            command: args.command.clone(),
+            comm: args.comm.clone(),
+            pid: args.pid,
+            uid: args.uid,
+            cgroup: args.cgroup.clone(),
+            object: args.object.clone(),
+            subtract_floor: args.subtract_floor,
+            syscall_time: args.syscall_time,
+        },
+        provenance: crate::provenance::collect(),
+        enabled_at: None,
+        elapsed: Duration::ZERO,
+    };
+
+    // The ready gate: nothing is recorded until every hook is attached.
+    session.set_enabled(true);
+    if let Some(c) = &session.calibration {
+        calibrate(c);
+    }
+    let server = ctl::Server::start().ok();
+    let status = watch(&mut session, args, server.as_ref())?;
+    session.set_enabled(false);
+
+    // Read everything before detaching: detaching cannot lose a measurement.
+    let mut result = session.snapshot()?;
+    let mut pairs = std::mem::take(&mut session.pairs);
+    pairs.extend(session.calibration.take());
+    eprintln!("lsmpmon: detaching ...");
+    result.probe.detach_ms = Some(attach::detach_all(pairs));
+    eprintln!(
+        "lsmpmon: detached in {:.0} ms",
+        result.probe.detach_ms.unwrap_or(0.0)
+    );
+    let text = render(&result, args, args.interval.is_some())?;
+    match &args.output {
+        Some(path) => std::fs::write(path, text)
+            .with_context(|| format!("writing {}", path.display()))?,
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+        }
+    }
+    Ok(match status {
+        Some(code) if code != 0 => {
+            eprintln!("lsmpmon: the traced command exited with status {code}");
+            crate::error::EXIT_FAILURE
+        }
+        _ => 0,
+    })
+}
+
+/// Calls the calibration function through BPF_PROG_TEST_RUN: each run is one
+/// probed call of an empty kernel function, timed by the same probe pair.
+fn calibrate(pair: &Pair) {
+    for _ in 0..CALIBRATION_RUNS {
+        let mut opts = libbpf_sys::bpf_test_run_opts {
+            sz: std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _,
+            ..Default::default()
+        };
+        // SAFETY: valid prog fd and opts.
+        let err = unsafe { libbpf_sys::bpf_prog_test_run_opts(pair.entry.as_raw_fd(), &mut opts) };
+        if err != 0 {
+            break;
+        }
+    }
+}
+
+fn spawn(args: &TraceArgs) -> Result<Option<Child>> {
+    let Some((program, rest)) = args.command.split_first() else {
+        return Ok(None);
+    };
+    let mut cmd = Command::new(program);
+    cmd.args(rest);
+    if args.json && args.output.is_none() {
+        // stdout carries the JSON result alone.
+        cmd.stdout(Stdio::from(std::io::stderr().as_fd().try_clone_to_owned()?));
+    }
+    cmd.spawn()
+        .map(Some)
+        .map_err(|e| usage(format!("cannot run {program}: {e}")))
+}
+
+/// Runs until COMMAND exits, --duration passes or a signal arrives; serves
+/// `trace ctl` and --interval meanwhile. Returns COMMAND's exit status.
+fn watch(s: &mut Session, args: &TraceArgs, server: Option<&ctl::Server>) -> Result<Option<i32>> {
+    let mut child = spawn(args)?;
+    let start = Instant::now();
+    let mut next_print = args.interval.map(|i| start + Duration::from_secs_f64(i));
+    if child.is_none() && args.duration.is_none() {
+        eprintln!("lsmpmon: tracing; Ctrl-C to stop");
+    }
+    loop {
+        if let Some(c) = child.as_mut() {
+            if let Some(st) = c.try_wait()? {
+                use std::os::unix::process::ExitStatusExt;
+                return Ok(Some(st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0))));
+            }
+        }
+        if STOP.load(Ordering::SeqCst) {
+            if let Some(c) = child.as_mut() {
+                let _ = c.wait();
+            }
+            return Ok(None);
+        }
+        if let Some(d) = args.duration {
+            if start.elapsed() >= Duration::from_secs_f64(d) {
+                if let Some(c) = child.as_mut() {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                }
+                return Ok(None);
+            }
+        }
+        if let (Some(at), Some(i)) = (next_print, args.interval) {
+            if Instant::now() >= at {
+                let snap = s.snapshot()?;
+                print!("{}", render(&snap, args, true)?);
+                let _ = std::io::stdout().flush();
+                next_print = Some(at + Duration::from_secs_f64(i));
+            }
+        }
+        if let Some(req) = server.and_then(|srv| srv.poll()) {
+            let reply = match req.action {
+                ctl::Action::Enable => {
+                    s.set_enabled(true);
+                    "enabled\n".to_string()
+                }
+                ctl::Action::Disable => {
+                    s.set_enabled(false);
+                    "disabled\n".to_string()
+                }
+                ctl::Action::Reset => match s.reset() {
+                    Ok(()) => "reset\n".to_string(),
+                    Err(e) => format!("error: {e}\n"),
+                },
+                ctl::Action::Dump => {
+                    let json = req.json;
+                    match s.snapshot() {
+                        Ok(r) if json => serde_json::to_string(&r)? + "\n",
+                        Ok(r) => report::text(
+                            &r,
+                            &View {
+                                sort: args.sort,
+                                top: args.top,
+                                hist: args.hist,
+                            },
+                        ),
+                        Err(e) => format!("error: {e}\n"),
+                    }
+                }
+            };
+            req.reply(&reply);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -1,0 +1,96 @@
+//! Reading and clearing per-CPU BPF arrays in batches (one syscall per few
+//! thousand entries instead of one per entry).
+use std::os::fd::RawFd;
+
+use anyhow::{bail, Result};
+
+const BATCH: u32 = 4096;
+
+pub fn possible_cpus() -> usize {
+    // SAFETY: plain query.
+    let n = unsafe { libbpf_sys::libbpf_num_possible_cpus() };
+    n.max(1) as usize
+}
+
+fn stride<T>() -> usize {
+    std::mem::size_of::<T>().div_ceil(8) * 8
+}
+
+/// Calls `f(key, value)` for every key < `n_keys` and every CPU's value.
+pub fn for_each<T: Copy>(fd: RawFd, n_keys: u32, mut f: impl FnMut(u32, &T)) -> Result<()> {
+    let cpus = possible_cpus();
+    let stride = stride::<T>();
+    let mut keys = vec![0u32; BATCH as usize];
+    let mut values = vec![0u8; BATCH as usize * cpus * stride];
+    let mut token = 0u32;
+    let mut first = true;
+    let mut seen = 0u32;
+    while seen < n_keys {
+        let mut count = BATCH;
+        let in_batch = if first {
+            std::ptr::null_mut()
+        } else {
+            &mut token as *mut u32 as *mut _
+        };
+        // SAFETY: buffers hold BATCH keys and BATCH * cpus * stride value bytes.
+        let err = unsafe {
+            libbpf_sys::bpf_map_lookup_batch(
+                fd,
+                in_batch,
+                &mut token as *mut u32 as *mut _,
+                keys.as_mut_ptr() as *mut _,
+                values.as_mut_ptr() as *mut _,
+                &mut count,
+                std::ptr::null(),
+            )
+        };
+        let done = err == -libc::ENOENT;
+        if err != 0 && !done {
+            bail!("reading BPF map: {}", std::io::Error::from_raw_os_error(-err));
+        }
+        for (i, key) in keys.iter().take(count as usize).enumerate() {
+            if *key >= n_keys {
+                continue;
+            }
+            for cpu in 0..cpus {
+                let off = (i * cpus + cpu) * stride;
+                // SAFETY: off + size_of::<T>() is within values; T is plain data.
+                let v: T = unsafe { std::ptr::read_unaligned(values.as_ptr().add(off) as *const T) };
+                f(*key, &v);
+            }
+        }
+        seen += count;
+        first = false;
+        if done || count == 0 {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Sets every value of the first `n_keys` keys, on every CPU, to zero.
+pub fn clear<T>(fd: RawFd, n_keys: u32) -> Result<()> {
+    let cpus = possible_cpus();
+    let stride = stride::<T>();
+    let mut start = 0u32;
+    while start < n_keys {
+        let mut count = BATCH.min(n_keys - start);
+        let keys: Vec<u32> = (start..start + count).collect();
+        let values = vec![0u8; count as usize * cpus * stride];
+        // SAFETY: buffers sized for `count` entries.
+        let err = unsafe {
+            libbpf_sys::bpf_map_update_batch(
+                fd,
+                keys.as_ptr() as *const _,
+                values.as_ptr() as *const _,
+                &mut count,
+                std::ptr::null(),
+            )
+        };
+        if err != 0 {
+            bail!("clearing BPF map: {}", std::io::Error::from_raw_os_error(-err));
+        }
+        start += count.max(1);
+    }
+    Ok(())
+}

@@ -1,0 +1,141 @@
+//! The readable forms of a trace: LSMPMON's per-hook table, the per-syscall
+//! table and funclatency-style histograms.
+use std::fmt::Write;
+
+use clap::ValueEnum;
+
+use crate::results::{HookResult, TraceResult};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SortKey {
+    /// Total time (sum of timed calls), largest first.
+    Sum,
+    Calls,
+    Ave,
+    Max,
+    /// Hook name.
+    Name,
+}
+
+pub fn sort_hooks(hooks: &mut [&HookResult], key: SortKey) {
+    hooks.sort_by(|a, b| match key {
+        SortKey::Sum => b.sum_ns.cmp(&a.sum_ns),
+        SortKey::Calls => b.calls.cmp(&a.calls),
+        SortKey::Ave => b.ave_ns.total_cmp(&a.ave_ns),
+        SortKey::Max => b.max_ns.cmp(&a.max_ns),
+        SortKey::Name => a.hook.cmp(&b.hook),
+    });
+}
+
+pub struct View {
+    pub sort: SortKey,
+    pub top: Option<usize>,
+    pub hist: bool,
+}
+
+pub fn text(r: &TraceResult, view: &View) -> String {
+    let mut out = String::new();
+    let p = &r.probe;
+    let unit = if r.provenance.time == "virtual" {
+        "virtual ns"
+    } else {
+        "ns"
+    };
+    let _ = writeln!(
+        out,
+        "lsmpmon trace: {} of {} hooks on {} ({}), lsm={}; {:.3} s traced",
+        p.hooks_attached,
+        p.hooks_found,
+        r.provenance.kernel_release,
+        r.provenance.environment,
+        r.provenance.active_lsms.join(","),
+        r.elapsed_ns as f64 / 1e9
+    );
+    let floor = match p.floor_ns {
+        Some(f) if r.options.subtract_floor => format!("{f:.0} {unit}, subtracted"),
+        Some(f) => format!("{f:.0} {unit}, not subtracted (--subtract-floor)"),
+        None => "not measured".into(),
+    };
+    let _ = writeln!(out, "probe: {}, floor {floor}; attach {:.0} ms", p.method, p.attach_ms);
+    if !p.failed.is_empty() {
+        let _ = writeln!(
+            out,
+            "not attached: {}",
+            p.failed
+                .iter()
+                .map(|f| format!("{} ({})", f.hook, f.reason))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let mut hooks: Vec<&HookResult> = r.hooks.iter().filter(|h| h.calls > 0).collect();
+    sort_hooks(&mut hooks, view.sort);
+    let shown = view.top.unwrap_or(hooks.len()).min(hooks.len());
+    let _ = writeln!(out, "\nper hook ({unit}; cs_count = calls switched out, not timed):");
+    let _ = writeln!(
+        out,
+        "{:<32} {:>9} {:>10} {:>10} {:>9} {:>8} {:>8} {:>7}",
+        "hook", "min", "max", "ave", "count", "cs_count", "deny", "dropped"
+    );
+    for h in &hooks[..shown] {
+        let _ = writeln!(
+            out,
+            "{:<32} {:>9} {:>10} {:>10.0} {:>9} {:>8} {:>8} {:>7}",
+            h.hook,
+            h.min_ns,
+            h.max_ns,
+            h.ave_ns,
+            h.count,
+            h.cs_count,
+            h.deny.map(|d| d.to_string()).unwrap_or_else(|| "-".into()),
+            h.dropped
+        );
+    }
+    if shown < hooks.len() {
+        let _ = writeln!(out, "... {} more hooks with calls (--top, --json)", hooks.len() - shown);
+    }
+    if view.hist {
+        for h in &hooks[..shown] {
+            histogram(&mut out, h, unit);
+        }
+    }
+    let _ = writeln!(out, "\nper syscall (hook time attributed to the caller's syscall, {unit}):");
+    let _ = writeln!(
+        out,
+        "{:<20} {:<28} {:>9} {:>12} {:>10}",
+        "syscall", "hook", "count", "sum", "ave"
+    );
+    let syscalls = view.top.unwrap_or(r.syscalls.len()).min(r.syscalls.len());
+    for s in &r.syscalls[..syscalls] {
+        let total = match (s.total_ns, s.lsm_share) {
+            (Some(t), Some(share)) => format!(" of {t} in the syscall ({:.1} % in LSM hooks)", share * 100.0),
+            _ => String::new(),
+        };
+        let _ = writeln!(out, "{:<20} {:<28} {:>9} {:>12}{total}", s.syscall, "(all hooks)", s.hook_count, s.hook_sum_ns);
+        for h in s.hooks.iter().take(8) {
+            let _ = writeln!(
+                out,
+                "{:<20} {:<28} {:>9} {:>12} {:>10.0}",
+                "", h.hook, h.count, h.sum_ns, h.ave_ns
+            );
+        }
+    }
+    out
+}
+
+fn histogram(out: &mut String, h: &HookResult, unit: &str) {
+    let max = h.hist.iter().map(|b| b.count).max().unwrap_or(0).max(1);
+    let _ = writeln!(out, "\n{} ({unit}):", h.hook);
+    let _ = writeln!(out, "{:>20} : {:<9} {}", "low -> high", "count", "distribution");
+    for b in &h.hist {
+        let stars = (b.count * 40).div_ceil(max) as usize;
+        let _ = writeln!(
+            out,
+            "{:>9} -> {:<8} : {:<9} |{:<40}|",
+            b.low_ns,
+            b.high_ns - 1,
+            b.count,
+            "*".repeat(stars)
+        );
+    }
+}
