@@ -56,8 +56,11 @@ pub struct ProbeInfo {
     pub hooks_found: usize,
     pub hooks_attached: usize,
     pub attach_ms: f64,
-    /// Filled in after the statistics were read (detaching cannot lose them).
+    /// How long lsmpmon waited to release the probes; filled in after the
+    /// statistics were read (detaching cannot lose them).
     pub detach_ms: Option<f64>,
+    /// "background" (a child releases the links after lsmpmon exits) or "wait".
+    pub detach_mode: String,
     pub failed: Vec<Excluded>,
     pub excluded: Vec<Excluded>,
     /// Hooks the --object filter cannot apply to (no file, dentry or path argument).

@@ -93,7 +93,6 @@ impl Template {
 
 /// One hook's loaded and attached pair.
 pub struct Pair {
-    pub hook_id: u32,
     pub entry: OwnedFd,
     pub exit: OwnedFd,
     entry_link: OwnedFd,
@@ -106,7 +105,6 @@ pub fn attach_pair(entry: &Template, exit: &Template, hook_id: u32, btf_id: u32)
     let entry_link = entry.attach(&entry_prog)?;
     let exit_link = exit.attach(&exit_prog)?;
     Ok(Pair {
-        hook_id,
         entry: entry_prog,
         exit: exit_prog,
         entry_link,
@@ -129,10 +127,22 @@ pub fn recursion_misses(prog: &OwnedFd) -> u64 {
     info.recursion_misses
 }
 
-/// Detaches every pair. Each link release waits for a grace period in the
-/// kernel, so they are released from many threads at once, not in series.
-/// Returns the wall (in a guest: virtual) milliseconds it took.
-pub fn detach_all(pairs: Vec<Pair>) -> f64 {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DetachMode {
+    /// Hand the links to a child process that releases them after lsmpmon
+    /// exits (probes are already disabled by the gate).
+    Background,
+    /// Release every link before exiting, however long the kernel takes.
+    Wait,
+}
+
+/// Detaches every pair; returns how long lsmpmon waited, in milliseconds.
+///
+/// Each hook's trampoline is unregistered from ftrace when its last link goes,
+/// and the kernel (6.1 and later) waits for two RCU-tasks grace periods under
+/// a global mutex each time: about 125 ms per hook, in series, whatever we do.
+/// `Background` therefore gives the links to a child that outlives us.
+pub fn detach_all(pairs: Vec<Pair>, mode: DetachMode) -> f64 {
     let start = Instant::now();
     let mut links = Vec::with_capacity(pairs.len() * 2);
     let mut progs = Vec::with_capacity(pairs.len() * 2);
@@ -142,7 +152,13 @@ pub fn detach_all(pairs: Vec<Pair>) -> f64 {
         progs.push(p.entry);
         progs.push(p.exit);
     }
-    let threads = links.len().clamp(1, 128);
+    if mode == DetachMode::Background && release_in_child(&links) {
+        // Our copies only drop references; the child holds the links.
+        drop(links);
+        drop(progs);
+        return start.elapsed().as_secs_f64() * 1e3;
+    }
+    let threads = links.len().clamp(1, 64);
     let chunk = links.len().div_ceil(threads).max(1);
     let mut handles = Vec::new();
     while !links.is_empty() {
@@ -154,4 +170,29 @@ pub fn detach_all(pairs: Vec<Pair>) -> f64 {
     }
     drop(progs);
     start.elapsed().as_secs_f64() * 1e3
+}
+
+/// Forks a child that closes `links` one by one and exits. Returns false if
+/// the fork failed (the caller then detaches in the foreground).
+fn release_in_child(links: &[OwnedFd]) -> bool {
+    let fds: Vec<i32> = links.iter().map(|l| l.as_raw_fd()).collect();
+    // SAFETY: the child only calls async-signal-safe functions (open, dup2,
+    // close, setsid, _exit) before exiting.
+    unsafe {
+        match libc::fork() {
+            -1 => false,
+            0 => {
+                libc::setsid();
+                let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+                for std_fd in 0..3 {
+                    libc::dup2(null, std_fd);
+                }
+                for fd in fds {
+                    libc::close(fd);
+                }
+                libc::_exit(0)
+            }
+            _ => true,
+        }
+    }
 }

@@ -6,7 +6,7 @@ use std::{collections::HashSet, fs};
 use anyhow::Result;
 use serde::Serialize;
 
-use super::btf::{ArgType, KernelBtf};
+use super::btf::{ArgType, Func, KernelBtf};
 use crate::error::usage;
 use crate::intf::lsmpmon_obj_kind as obj;
 
@@ -47,13 +47,17 @@ pub fn discover(btf: &KernelBtf) -> Result<Discovery> {
     let traceable = traceable_functions();
     let mut hooks = Vec::new();
     let mut excluded = Vec::new();
-    for (function, f) in &btf.funcs {
-        let Some(name) = function.strip_prefix("security_") else {
+    for twin in btf.funcs.keys() {
+        let Some(name) = twin.strip_prefix("bpf_lsm_") else {
             continue;
         };
-        if !btf.funcs.contains_key(&format!("bpf_lsm_{name}")) {
+        let Some((function, f)) = security_function(btf, name) else {
+            excluded.push(Excluded {
+                hook: name.into(),
+                reason: "no security_* function calls it (called directly by the kernel)".into(),
+            });
             continue;
-        }
+        };
         if let Some((_, why)) = DENY_LIST.iter().find(|(h, _)| *h == name) {
             excluded.push(Excluded {
                 hook: name.into(),
@@ -86,6 +90,18 @@ pub fn discover(btf: &KernelBtf) -> Result<Discovery> {
     hooks.sort_by(|a, b| a.name.cmp(&b.name));
     excluded.sort_by(|a, b| a.hook.cmp(&b.hook));
     Ok(Discovery { hooks, excluded })
+}
+
+/// The kernel function that runs hook `name`: `security_<name>`, or for the
+/// blob hooks `<obj>_alloc_security` / `<obj>_free_security` the kernel's
+/// `security_<obj>_alloc` / `security_<obj>_free`.
+fn security_function<'a>(btf: &'a KernelBtf, name: &str) -> Option<(String, &'a Func)> {
+    let direct = format!("security_{name}");
+    let short = name.strip_suffix("_security").map(|s| format!("security_{s}"));
+    [Some(direct), short]
+        .into_iter()
+        .flatten()
+        .find_map(|f| btf.funcs.get(&f).map(|func| (f, func)))
 }
 
 /// The first `struct file *`, `struct dentry *` or `struct path *` argument.

@@ -117,6 +117,9 @@ pub struct TraceArgs {
     /// Subtract the measured probe floor from every timing.
     #[arg(long)]
     pub subtract_floor: bool,
+    /// How to release the probes at the end (see BENCHMARKS.md for why).
+    #[arg(long, value_enum, default_value = "background")]
+    pub detach: attach::DetachMode,
     /// Also time each syscall (sys_enter to sys_exit) to give the share spent in LSM hooks.
     #[arg(long)]
     pub syscall_time: bool,
@@ -517,10 +520,11 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
             method: "fentry/fexit".into(),
             floor_ns: None,
             floor_samples: 0,
-            hooks_found: hooks.len() + failed.len().min(0),
+            hooks_found: hooks.len(),
             hooks_attached: pairs.len(),
             attach_ms,
             detach_ms: None,
+            detach_mode: format!("{:?}", args.detach).to_lowercase(),
             failed,
             excluded: discovery.excluded,
             not_filterable: if args.object.is_some() { not_filterable } else { Vec::new() },
@@ -559,7 +563,7 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     let mut pairs = std::mem::take(&mut session.pairs);
     pairs.extend(session.calibration.take());
     eprintln!("lsmpmon: detaching ...");
-    result.probe.detach_ms = Some(attach::detach_all(pairs));
+    result.probe.detach_ms = Some(attach::detach_all(pairs, args.detach));
     eprintln!(
         "lsmpmon: detached in {:.0} ms",
         result.probe.detach_ms.unwrap_or(0.0)
