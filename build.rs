@@ -43,7 +43,8 @@ fn syscall_names(out: &std::path::Path) {
     let mut rows = String::from("pub const SYSCALL_NAMES: &[(u32, &str)] = &[\n");
     for line in text.lines() {
         let mut parts = line.split_whitespace();
-        if let (Some("#define"), Some(name), Some(nr)) = (parts.next(), parts.next(), parts.next()) {
+        if let (Some("#define"), Some(name), Some(nr)) = (parts.next(), parts.next(), parts.next())
+        {
             if let (Some(name), Ok(nr)) = (name.strip_prefix("__NR_"), nr.parse::<u32>()) {
                 rows += &format!("    ({nr}, \"{name}\"),\n");
             }

@@ -26,6 +26,10 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
+    // libbpf's own chatter would bury lsmpmon's one-line errors.
+    if std::env::var_os("LSMPMON_LIBBPF_LOG").is_none() {
+        libbpf_rs::set_print(None);
+    }
     let result = match cli.command {
         Command::Trace(cmd) => trace::main(cmd),
         Command::Vm(cmd) => vm::main(cmd),

@@ -37,7 +37,11 @@ impl Template {
             } else {
                 libbpf_sys::BPF_TRACE_FENTRY
             },
-            name: if exit { c"lsmpmon_exit" } else { c"lsmpmon_entry" },
+            name: if exit {
+                c"lsmpmon_exit"
+            } else {
+                c"lsmpmon_entry"
+            },
         })
     }
 
@@ -84,7 +88,10 @@ impl Template {
             libbpf_sys::bpf_link_create(prog.as_raw_fd(), 0, self.attach_type, std::ptr::null())
         };
         if fd < 0 {
-            return Err(format!("attach: {}", std::io::Error::from_raw_os_error(-fd)));
+            return Err(format!(
+                "attach: {}",
+                std::io::Error::from_raw_os_error(-fd)
+            ));
         }
         // SAFETY: as above.
         Ok(unsafe { OwnedFd::from_raw_fd(fd) })
@@ -99,7 +106,12 @@ pub struct Pair {
     exit_link: OwnedFd,
 }
 
-pub fn attach_pair(entry: &Template, exit: &Template, hook_id: u32, btf_id: u32) -> Result<Pair, String> {
+pub fn attach_pair(
+    entry: &Template,
+    exit: &Template,
+    hook_id: u32,
+    btf_id: u32,
+) -> Result<Pair, String> {
     let entry_prog = entry.load(hook_id, btf_id)?;
     let exit_prog = exit.load(hook_id, btf_id)?;
     let entry_link = entry.attach(&entry_prog)?;
@@ -118,9 +130,7 @@ pub fn recursion_misses(prog: &OwnedFd) -> u64 {
     let mut info = libbpf_sys::bpf_prog_info::default();
     let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
     // SAFETY: info is a properly sized out-buffer.
-    let err = unsafe {
-        libbpf_sys::bpf_prog_get_info_by_fd(prog.as_raw_fd(), &mut info, &mut len)
-    };
+    let err = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(prog.as_raw_fd(), &mut info, &mut len) };
     if err != 0 {
         return 0;
     }

@@ -148,7 +148,8 @@ impl KernelBtf {
             };
             // SAFETY: a FUNC_PROTO is followed by vlen btf_param records.
             let params = unsafe {
-                let first = (proto as *const libbpf_sys::btf_type).add(1) as *const libbpf_sys::btf_param;
+                let first =
+                    (proto as *const libbpf_sys::btf_type).add(1) as *const libbpf_sys::btf_param;
                 std::slice::from_raw_parts(first, vlen(proto))
             };
             let params = params.iter().map(|p| raw.classify(p.type_)).collect();

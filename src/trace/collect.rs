@@ -82,7 +82,11 @@ pub fn hook_result(hook: &Hook, s: &lsmpmon_hook_stats, floor_ns: Option<f64>) -
         cs_count: s.cs_count,
         min_ns: sub(s.min_ns),
         max_ns: sub(s.max_ns),
-        ave_ns: if s.count > 0 { (ave - floor).max(0.0) } else { 0.0 },
+        ave_ns: if s.count > 0 {
+            (ave - floor).max(0.0)
+        } else {
+            0.0
+        },
         sum_ns: (s.sum_ns as f64 - floor * s.count as f64).max(0.0).round() as u64,
         p50_ns: quantile(&s.hist, 0.50).map(sub),
         p99_ns: quantile(&s.hist, 0.99).map(sub),
@@ -138,7 +142,11 @@ pub fn syscalls(
             }
         })
         .collect();
-    out.sort_by(|a, b| b.hook_sum_ns.cmp(&a.hook_sum_ns).then(a.syscall.cmp(&b.syscall)));
+    out.sort_by(|a, b| {
+        b.hook_sum_ns
+            .cmp(&a.hook_sum_ns)
+            .then(a.syscall.cmp(&b.syscall))
+    });
     out
 }
 
@@ -178,7 +186,10 @@ mod tests {
         for v in [&a, &empty, &b] {
             add_stats(&mut acc, v);
         }
-        assert_eq!((acc.count, acc.sum_ns, acc.min_ns, acc.max_ns, acc.cs_count), (3, 350, 50, 200, 3));
+        assert_eq!(
+            (acc.count, acc.sum_ns, acc.min_ns, acc.max_ns, acc.cs_count),
+            (3, 350, 50, 200, 3)
+        );
     }
 
     #[test]

@@ -73,8 +73,8 @@ impl Server {
         fs::create_dir_all(SOCKET_DIR).with_context(|| format!("creating {SOCKET_DIR}"))?;
         let path = socket_path(std::process::id());
         let _ = fs::remove_file(&path);
-        let listener =
-            UnixListener::bind(&path).with_context(|| format!("listening on {}", path.display()))?;
+        let listener = UnixListener::bind(&path)
+            .with_context(|| format!("listening on {}", path.display()))?;
         listener.set_nonblocking(true)?;
         Ok(Self { listener, path })
     }
@@ -124,14 +124,22 @@ pub fn send(pid: Option<u32>, action: Action, json: bool) -> Result<String> {
                 .collect();
             match socks.as_slice() {
                 [one] => one.clone(),
-                [] => return Err(usage("no running lsmpmon trace found (start one with lsmpmon trace)")),
+                [] => {
+                    return Err(usage(
+                        "no running lsmpmon trace found (start one with lsmpmon trace)",
+                    ))
+                }
                 _ => {
                     return Err(usage(format!(
                         "{} traces are running: pick one with --pid ({})",
                         socks.len(),
                         socks
                             .iter()
-                            .filter_map(|p| p.file_stem()?.to_str()?.strip_prefix("trace-").map(String::from))
+                            .filter_map(|p| p
+                                .file_stem()?
+                                .to_str()?
+                                .strip_prefix("trace-")
+                                .map(String::from))
                             .collect::<Vec<_>>()
                             .join(", ")
                     )))
@@ -145,7 +153,12 @@ pub fn send(pid: Option<u32>, action: Action, json: bool) -> Result<String> {
             path.display()
         ))
     })?;
-    writeln!(stream, "{}{}", action.word(), if json { " json" } else { "" })?;
+    writeln!(
+        stream,
+        "{}{}",
+        action.word(),
+        if json { " json" } else { "" }
+    )?;
     stream.shutdown(std::net::Shutdown::Write)?;
     let mut reply = String::new();
     stream.read_to_string(&mut reply)?;

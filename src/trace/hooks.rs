@@ -69,7 +69,9 @@ pub fn discover(btf: &KernelBtf) -> Result<Discovery> {
             if !t.contains(function.as_str()) {
                 excluded.push(Excluded {
                     hook: name.into(),
-                    reason: format!("{function} is not in available_filter_functions (inlined or notrace)"),
+                    reason: format!(
+                        "{function} is not in available_filter_functions (inlined or notrace)"
+                    ),
                 });
                 continue;
             }
@@ -97,7 +99,9 @@ pub fn discover(btf: &KernelBtf) -> Result<Discovery> {
 /// `security_<obj>_alloc` / `security_<obj>_free`.
 fn security_function<'a>(btf: &'a KernelBtf, name: &str) -> Option<(String, &'a Func)> {
     let direct = format!("security_{name}");
-    let short = name.strip_suffix("_security").map(|s| format!("security_{s}"));
+    let short = name
+        .strip_suffix("_security")
+        .map(|s| format!("security_{s}"));
     [Some(direct), short]
         .into_iter()
         .flatten()
@@ -135,7 +139,10 @@ pub fn select(hooks: Vec<Hook>, globs: &str) -> Result<Vec<Hook>> {
         .map(|g| glob::Pattern::new(g).map_err(|e| usage(format!("bad hook pattern '{g}': {e}"))))
         .collect::<Result<Vec<_>>>()?;
     for p in &patterns {
-        if !hooks.iter().any(|h| p.matches(&h.name) || p.matches(&h.function)) {
+        if !hooks
+            .iter()
+            .any(|h| p.matches(&h.name) || p.matches(&h.function))
+        {
             return Err(usage(format!(
                 "no LSM hook matches '{}': see lsmpmon trace --list-hooks",
                 p.as_str()
@@ -144,7 +151,11 @@ pub fn select(hooks: Vec<Hook>, globs: &str) -> Result<Vec<Hook>> {
     }
     Ok(hooks
         .into_iter()
-        .filter(|h| patterns.iter().any(|p| p.matches(&h.name) || p.matches(&h.function)))
+        .filter(|h| {
+            patterns
+                .iter()
+                .any(|p| p.matches(&h.name) || p.matches(&h.function))
+        })
         .collect())
 }
 
@@ -164,13 +175,20 @@ mod tests {
 
     #[test]
     fn globs_match_hook_or_function_name() {
-        let all = vec![hook("inode_create"), hook("inode_unlink"), hook("file_open")];
+        let all = vec![
+            hook("inode_create"),
+            hook("inode_unlink"),
+            hook("file_open"),
+        ];
         let names = |v: Vec<Hook>| v.into_iter().map(|h| h.name).collect::<Vec<_>>();
         assert_eq!(
             names(select(all.clone(), "inode_*").unwrap()),
             ["inode_create", "inode_unlink"]
         );
-        assert_eq!(names(select(all.clone(), "security_file_open").unwrap()), ["file_open"]);
+        assert_eq!(
+            names(select(all.clone(), "security_file_open").unwrap()),
+            ["file_open"]
+        );
         assert!(select(all, "nosuch_*").is_err());
     }
 

@@ -192,7 +192,10 @@ fn refused(what: &str, err: &dyn std::fmt::Display) -> anyhow::Error {
                     .map(|w| w.trim_matches(['[', ']']).to_string())
             });
         let why = match lockdown.as_deref() {
-            Some("none") | None => "the kernel refused fentry programs (EPERM; kernel lockdown or missing CAP_BPF)".to_string(),
+            Some("none") | None => {
+                "the kernel refused fentry programs (EPERM; kernel lockdown or missing CAP_BPF)"
+                    .to_string()
+            }
             Some(mode) => format!("kernel lockdown ({mode}) refuses fentry programs"),
         };
         return usage(format!(
@@ -229,14 +232,16 @@ fn cgroup_id(path: &str) -> Result<u64> {
     } else {
         PathBuf::from("/sys/fs/cgroup").join(path.trim_start_matches('/'))
     };
-    let meta = std::fs::metadata(&p)
-        .map_err(|e| usage(format!("cgroup {}: {e}", p.display())))?;
+    let meta = std::fs::metadata(&p).map_err(|e| usage(format!("cgroup {}: {e}", p.display())))?;
     Ok(meta.ino())
 }
 
 fn fixed_bytes<const N: usize>(what: &str, s: &str) -> Result<[i8; N]> {
     if s.len() >= N {
-        return Err(usage(format!("{what} '{s}' is longer than {} bytes", N - 1)));
+        return Err(usage(format!(
+            "{what} '{s}' is longer than {} bytes",
+            N - 1
+        )));
     }
     let mut out = [0i8; N];
     for (o, b) in out.iter_mut().zip(s.bytes()) {
@@ -284,9 +289,18 @@ impl Session<'_> {
 
     fn reset(&mut self) -> Result<()> {
         let maps = &self.skel.maps;
-        percpu::clear::<lsmpmon_hook_stats>(maps.hook_stats.as_fd().as_raw_fd(), lim::LSMPMON_CALIBRATION_HOOK)?;
-        percpu::clear::<lsmpmon_syscall_cell>(maps.syscall_cells.as_fd().as_raw_fd(), self.n_cells())?;
-        percpu::clear::<lsmpmon_syscall_time>(maps.syscall_time.as_fd().as_raw_fd(), lim::LSMPMON_SYSCALL_SLOTS)?;
+        percpu::clear::<lsmpmon_hook_stats>(
+            maps.hook_stats.as_fd().as_raw_fd(),
+            lim::LSMPMON_CALIBRATION_HOOK,
+        )?;
+        percpu::clear::<lsmpmon_syscall_cell>(
+            maps.syscall_cells.as_fd().as_raw_fd(),
+            self.n_cells(),
+        )?;
+        percpu::clear::<lsmpmon_syscall_time>(
+            maps.syscall_time.as_fd().as_raw_fd(),
+            lim::LSMPMON_SYSCALL_SLOTS,
+        )?;
         self.elapsed = Duration::ZERO;
         if self.enabled_at.is_some() {
             self.enabled_at = Some(Instant::now());
@@ -312,7 +326,11 @@ impl Session<'_> {
             self.probe.floor_ns = Some(calib.sum_ns as f64 / calib.count as f64);
             self.probe.floor_samples = calib.count;
         }
-        let subtract = self.options.subtract_floor.then_some(self.probe.floor_ns).flatten();
+        let subtract = self
+            .options
+            .subtract_floor
+            .then_some(self.probe.floor_ns)
+            .flatten();
         let hooks = self
             .hooks
             .iter()
@@ -325,7 +343,10 @@ impl Session<'_> {
             self.n_cells(),
             |k, v| {
                 if v.count > 0 {
-                    let key = (k / lim::LSMPMON_SYSCALL_SLOTS, k % lim::LSMPMON_SYSCALL_SLOTS);
+                    let key = (
+                        k / lim::LSMPMON_SYSCALL_SLOTS,
+                        k % lim::LSMPMON_SYSCALL_SLOTS,
+                    );
                     let c: &mut lsmpmon_syscall_cell = cells.entry(key).or_default();
                     c.count += v.count;
                     c.sum_ns += v.sum_ns;
@@ -435,7 +456,8 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
         }
         if let Some(obj) = &args.object {
             ro.filter_object_on = 1;
-            ro.filter_object = fixed_bytes::<{ lim::LSMPMON_OBJ_NAME_LEN as usize }>("--object", obj)?;
+            ro.filter_object =
+                fixed_bytes::<{ lim::LSMPMON_OBJ_NAME_LEN as usize }>("--object", obj)?;
         }
         ro.syscall_time_on = args.syscall_time as u8;
     }
@@ -448,7 +470,9 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     }
     open.progs.sys_enter.set_autoload(args.syscall_time);
     open.progs.sys_exit.set_autoload(args.syscall_time);
-    let skel = open.load().map_err(|e| refused("loading the BPF programs", &e))?;
+    let skel = open
+        .load()
+        .map_err(|e| refused("loading the BPF programs", &e))?;
 
     let entry = Template::new(skel.progs.hook_entry.insns(), false)?;
     let exit = Template::new(skel.progs.hook_exit.insns(), true)?;
@@ -492,10 +516,9 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
             failed.first().map(|f| f.reason.as_str()).unwrap_or("?")
         );
     }
-    let calibration = kbtf
-        .funcs
-        .get(CALIBRATION_FUNCTION)
-        .and_then(|f| attach::attach_pair(&entry, &exit, lim::LSMPMON_CALIBRATION_HOOK, f.btf_id).ok());
+    let calibration = kbtf.funcs.get(CALIBRATION_FUNCTION).and_then(|f| {
+        attach::attach_pair(&entry, &exit, lim::LSMPMON_CALIBRATION_HOOK, f.btf_id).ok()
+    });
     let mut skel = skel;
     if args.syscall_time {
         let l1 = skel.progs.sys_enter.attach()?;
@@ -527,7 +550,11 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
             detach_mode: format!("{:?}", args.detach).to_lowercase(),
             failed,
             excluded: discovery.excluded,
-            not_filterable: if args.object.is_some() { not_filterable } else { Vec::new() },
+            not_filterable: if args.object.is_some() {
+                not_filterable
+            } else {
+                Vec::new()
+            },
             recursion_misses: 0,
         },
         hooks,
@@ -570,8 +597,9 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     );
     let text = render(&result, args, args.interval.is_some())?;
     match &args.output {
-        Some(path) => std::fs::write(path, text)
-            .with_context(|| format!("writing {}", path.display()))?,
+        Some(path) => {
+            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?
+        }
         None => {
             let mut out = std::io::stdout().lock();
             out.write_all(text.as_bytes())?;
@@ -631,7 +659,9 @@ fn watch(s: &mut Session, args: &TraceArgs, server: Option<&ctl::Server>) -> Res
         if let Some(c) = child.as_mut() {
             if let Some(st) = c.try_wait()? {
                 use std::os::unix::process::ExitStatusExt;
-                return Ok(Some(st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0))));
+                return Ok(Some(
+                    st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0)),
+                ));
             }
         }
         if STOP.load(Ordering::SeqCst) {

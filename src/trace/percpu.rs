@@ -46,7 +46,10 @@ pub fn for_each<T: Copy>(fd: RawFd, n_keys: u32, mut f: impl FnMut(u32, &T)) -> 
         };
         let done = err == -libc::ENOENT;
         if err != 0 && !done {
-            bail!("reading BPF map: {}", std::io::Error::from_raw_os_error(-err));
+            bail!(
+                "reading BPF map: {}",
+                std::io::Error::from_raw_os_error(-err)
+            );
         }
         for (i, key) in keys.iter().take(count as usize).enumerate() {
             if *key >= n_keys {
@@ -55,7 +58,8 @@ pub fn for_each<T: Copy>(fd: RawFd, n_keys: u32, mut f: impl FnMut(u32, &T)) -> 
             for cpu in 0..cpus {
                 let off = (i * cpus + cpu) * stride;
                 // SAFETY: off + size_of::<T>() is within values; T is plain data.
-                let v: T = unsafe { std::ptr::read_unaligned(values.as_ptr().add(off) as *const T) };
+                let v: T =
+                    unsafe { std::ptr::read_unaligned(values.as_ptr().add(off) as *const T) };
                 f(*key, &v);
             }
         }
@@ -88,7 +92,10 @@ pub fn clear<T>(fd: RawFd, n_keys: u32) -> Result<()> {
             )
         };
         if err != 0 {
-            bail!("clearing BPF map: {}", std::io::Error::from_raw_os_error(-err));
+            bail!(
+                "clearing BPF map: {}",
+                std::io::Error::from_raw_os_error(-err)
+            );
         }
         start += count.max(1);
     }

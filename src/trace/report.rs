@@ -56,7 +56,11 @@ pub fn text(r: &TraceResult, view: &View) -> String {
         Some(f) => format!("{f:.0} {unit}, not subtracted (--subtract-floor)"),
         None => "not measured".into(),
     };
-    let _ = writeln!(out, "probe: {}, floor {floor}; attach {:.0} ms", p.method, p.attach_ms);
+    let _ = writeln!(
+        out,
+        "probe: {}, floor {floor}; attach {:.0} ms",
+        p.method, p.attach_ms
+    );
     if !p.failed.is_empty() {
         let _ = writeln!(
             out,
@@ -71,7 +75,10 @@ pub fn text(r: &TraceResult, view: &View) -> String {
     let mut hooks: Vec<&HookResult> = r.hooks.iter().filter(|h| h.calls > 0).collect();
     sort_hooks(&mut hooks, view.sort);
     let shown = view.top.unwrap_or(hooks.len()).min(hooks.len());
-    let _ = writeln!(out, "\nper hook ({unit}; cs_count = calls switched out, not timed):");
+    let _ = writeln!(
+        out,
+        "\nper hook ({unit}; cs_count = calls switched out, not timed):"
+    );
     let _ = writeln!(
         out,
         "{:<32} {:>9} {:>10} {:>10} {:>9} {:>8} {:>8} {:>7}",
@@ -92,14 +99,21 @@ pub fn text(r: &TraceResult, view: &View) -> String {
         );
     }
     if shown < hooks.len() {
-        let _ = writeln!(out, "... {} more hooks with calls (--top, --json)", hooks.len() - shown);
+        let _ = writeln!(
+            out,
+            "... {} more hooks with calls (--top, --json)",
+            hooks.len() - shown
+        );
     }
     if view.hist {
         for h in &hooks[..shown] {
             histogram(&mut out, h, unit);
         }
     }
-    let _ = writeln!(out, "\nper syscall (hook time attributed to the caller's syscall, {unit}):");
+    let _ = writeln!(
+        out,
+        "\nper syscall (hook time attributed to the caller's syscall, {unit}):"
+    );
     let _ = writeln!(
         out,
         "{:<20} {:<28} {:>9} {:>12} {:>10}",
@@ -108,10 +122,17 @@ pub fn text(r: &TraceResult, view: &View) -> String {
     let syscalls = view.top.unwrap_or(r.syscalls.len()).min(r.syscalls.len());
     for s in &r.syscalls[..syscalls] {
         let total = match (s.total_ns, s.lsm_share) {
-            (Some(t), Some(share)) => format!(" of {t} in the syscall ({:.1} % in LSM hooks)", share * 100.0),
+            (Some(t), Some(share)) => format!(
+                " of {t} in the syscall ({:.1} % in LSM hooks)",
+                share * 100.0
+            ),
             _ => String::new(),
         };
-        let _ = writeln!(out, "{:<20} {:<28} {:>9} {:>12}{total}", s.syscall, "(all hooks)", s.hook_count, s.hook_sum_ns);
+        let _ = writeln!(
+            out,
+            "{:<20} {:<28} {:>9} {:>12}{total}",
+            s.syscall, "(all hooks)", s.hook_count, s.hook_sum_ns
+        );
         for h in s.hooks.iter().take(8) {
             let _ = writeln!(
                 out,
@@ -126,7 +147,7 @@ pub fn text(r: &TraceResult, view: &View) -> String {
 fn histogram(out: &mut String, h: &HookResult, unit: &str) {
     let max = h.hist.iter().map(|b| b.count).max().unwrap_or(0).max(1);
     let _ = writeln!(out, "\n{} ({unit}):", h.hook);
-    let _ = writeln!(out, "{:>20} : {:<9} {}", "low -> high", "count", "distribution");
+    let _ = writeln!(out, "{:>20} : {:<9} distribution", "low -> high", "count");
     for b in &h.hist {
         let stars = (b.count * 40).div_ceil(max) as usize;
         let _ = writeln!(

@@ -97,9 +97,15 @@ impl Cpio {
     }
 }
 
-/// Writes the guest's initramfs: busybox, `lsmpmon_bin` as /bin/lsmpmon, /init
-/// and the run description.
-pub fn build(out: &Path, busybox: &Path, lsmpmon_bin: &Path, run_json: &[u8]) -> Result<()> {
+/// Writes the guest's initramfs: busybox, `lsmpmon_bin` as /bin/lsmpmon, /init,
+/// the `extra` files (host path, guest path) and the run description.
+pub fn build(
+    out: &Path,
+    busybox: &Path,
+    lsmpmon_bin: &Path,
+    extra: &[(std::path::PathBuf, String)],
+    run_json: &[u8],
+) -> Result<()> {
     let mut cpio = Cpio::new();
     for d in [
         "bin", "sbin", "usr", "usr/bin", "usr/sbin", "dev", "proc", "sys", "tmp", "run", "etc",
@@ -120,6 +126,31 @@ pub fn build(out: &Path, busybox: &Path, lsmpmon_bin: &Path, run_json: &[u8]) ->
     cpio.file("etc/passwd", 0o644, b"root:x:0:0:root:/root:/bin/sh\n");
     cpio.file("etc/group", 0o644, b"root:x:0:\n");
     cpio.file(RUN_FILE, 0o644, run_json);
+    let mut made: Vec<String> = Vec::new();
+    for (host, guest) in extra {
+        // Parent directories first (cpio needs them before their files).
+        let mut parent = String::new();
+        for comp in guest
+            .split('/')
+            .collect::<Vec<_>>()
+            .iter()
+            .rev()
+            .skip(1)
+            .rev()
+        {
+            parent = if parent.is_empty() {
+                comp.to_string()
+            } else {
+                format!("{parent}/{comp}")
+            };
+            if !made.contains(&parent) {
+                cpio.dir(&parent);
+                made.push(parent.clone());
+            }
+        }
+        let bytes = fs::read(host).with_context(|| format!("reading {}", host.display()))?;
+        cpio.file(guest, 0o755, &bytes);
+    }
     let mut f = fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
     f.write_all(&cpio.finish())?;
     Ok(())

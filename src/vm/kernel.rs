@@ -77,13 +77,20 @@ pub fn ensure(cache: &Path, series: &str, flavour: &str) -> Result<Kernel> {
             }
         }
     }
-    eprintln!("lsmpmon: fetching Debian {series} {flavour} kernel into {}", dir.display());
+    eprintln!(
+        "lsmpmon: fetching Debian {series} {flavour} kernel into {}",
+        dir.display()
+    );
     let apt = PrivateApt::new(cache, known.suite)?;
     apt.update()?;
     let meta = format!("linux-image-{flavour}-amd64");
     let image = apt.first_dependency(&meta)?;
     let unsigned = format!("{image}-unsigned");
-    let package = if apt.exists(&unsigned) { unsigned } else { image };
+    let package = if apt.exists(&unsigned) {
+        unsigned
+    } else {
+        image
+    };
     fs::create_dir_all(&dir)?;
     let deb = apt.download(&package, &dir)?;
     let deb_sha256 = sha256_file(&deb)?;
@@ -174,8 +181,12 @@ impl PrivateApt {
     }
 
     fn first_dependency(&self, package: &str) -> Result<String> {
-        let out = output(Command::new("apt-cache").args(self.options()).args(["depends", package]))
-            .with_context(|| format!("looking up {package}"))?;
+        let out = output(
+            Command::new("apt-cache")
+                .args(self.options())
+                .args(["depends", package]),
+        )
+        .with_context(|| format!("looking up {package}"))?;
         out.lines()
             .find_map(|l| l.trim().strip_prefix("Depends: "))
             .map(|s| s.trim().to_string())
@@ -183,9 +194,13 @@ impl PrivateApt {
     }
 
     fn exists(&self, package: &str) -> bool {
-        output(Command::new("apt-cache").args(self.options()).args(["show", package]))
-            .map(|o| !o.trim().is_empty())
-            .unwrap_or(false)
+        output(
+            Command::new("apt-cache")
+                .args(self.options())
+                .args(["show", package]),
+        )
+        .map(|o| !o.trim().is_empty())
+        .unwrap_or(false)
     }
 
     fn download(&self, package: &str, dir: &Path) -> Result<PathBuf> {

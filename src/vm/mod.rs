@@ -50,6 +50,9 @@ pub struct RunArgs {
     /// tcg: deterministic virtual time (default). kvm only where it works.
     #[arg(long, value_enum, default_value = "tcg")]
     pub accel: Accel,
+    /// Copy a host file into the guest: HOST[:GUEST] (default GUEST: /usr/bin/NAME). Repeatable.
+    #[arg(long = "copy", value_name = "HOST[:GUEST]")]
+    pub copies: Vec<String>,
     /// lsmpmon binary to put in the guest (must be static). Default: this one.
     #[arg(long)]
     pub lsmpmon_bin: Option<PathBuf>,
@@ -116,11 +119,26 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         argv: args.command.clone(),
     };
     let initramfs = run_dir.join("initramfs.cpio");
-    initramfs::build(&initramfs, busybox, &bin, &serde_json::to_vec(&spec)?)?;
+    let extra = args
+        .copies
+        .iter()
+        .map(|c| parse_copy(c))
+        .collect::<Result<Vec<_>>>()?;
+    initramfs::build(
+        &initramfs,
+        busybox,
+        &bin,
+        &extra,
+        &serde_json::to_vec(&spec)?,
+    )?;
     let mut cmdline = format!(
         "console=ttyS0 quiet panic=-1 oops=panic nokaslr {}={}",
         crate::provenance::VM_PARAM,
-        if args.accel == Accel::Tcg { "tcg" } else { "kvm" }
+        if args.accel == Accel::Tcg {
+            "tcg"
+        } else {
+            "kvm"
+        }
     );
     if let Some(lsm) = &args.lsm {
         cmdline += &format!(" lsm={lsm}");
@@ -141,6 +159,33 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     // The initramfs is large and rebuilt each time; logs are kept.
     let _ = fs::remove_file(&initramfs);
     Ok(code)
+}
+
+/// `HOST[:GUEST]` -> (host path, guest path without the leading '/').
+fn parse_copy(spec: &str) -> Result<(PathBuf, String)> {
+    let (host, guest) = match spec.split_once(':') {
+        Some((h, g)) => (PathBuf::from(h), g.to_string()),
+        None => {
+            let name = Path::new(spec)
+                .file_name()
+                .ok_or_else(|| usage(format!("--copy {spec}: not a file name")))?;
+            (
+                PathBuf::from(spec),
+                format!("/usr/bin/{}", name.to_string_lossy()),
+            )
+        }
+    };
+    if !host.is_file() {
+        return Err(usage(format!(
+            "--copy {spec}: {} is not a file",
+            host.display()
+        )));
+    }
+    let guest = guest.trim_start_matches('/').to_string();
+    if guest.is_empty() || guest.split('/').any(|c| c == "..") {
+        return Err(usage(format!("--copy {spec}: bad guest path")));
+    }
+    Ok((host, guest))
 }
 
 fn new_run_dir(cache: &Path) -> Result<PathBuf> {

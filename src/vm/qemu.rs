@@ -55,11 +55,25 @@ pub fn boot(b: &Boot) -> Result<i32> {
     ];
     let mut cmd = Command::new(qemu);
     match b.accel {
-        Accel::Tcg => cmd.args(["-accel", "tcg", "-icount", "shift=0,sleep=off", "-rtc", "clock=vm"]),
+        Accel::Tcg => cmd.args([
+            "-accel",
+            "tcg",
+            "-icount",
+            "shift=0,sleep=off",
+            "-rtc",
+            "clock=vm",
+        ]),
         Accel::Kvm => cmd.args(["-accel", "kvm", "-cpu", "host"]),
     };
     cmd.args(["-m", &b.memory_mb.to_string(), "-smp", "1"])
-        .args(["-nodefaults", "-display", "none", "-no-reboot", "-monitor", "none"])
+        .args([
+            "-nodefaults",
+            "-display",
+            "none",
+            "-no-reboot",
+            "-monitor",
+            "none",
+        ])
         .arg("-kernel")
         .arg(b.vmlinuz)
         .arg("-initrd")
@@ -111,7 +125,10 @@ pub fn boot(b: &Boot) -> Result<i32> {
             let why = if qemu_err.trim().is_empty() {
                 "guest stopped before its command finished (kernel panic?)".to_string()
             } else {
-                format!("qemu failed: {}", qemu_err.lines().last().unwrap_or("").trim())
+                format!(
+                    "qemu failed: {}",
+                    qemu_err.lines().last().unwrap_or("").trim()
+                )
             };
             Err(with_code(
                 EXIT_GUEST_TIMEOUT,

@@ -1,0 +1,112 @@
+//! Shared by the integration tests: the lsmpmon binary, the static workload
+//! helper, guest runs and the independent JSON Schema validator.
+#![allow(dead_code)]
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+    sync::OnceLock,
+};
+
+pub const LSMPMON: &str = env!("CARGO_BIN_EXE_lsmpmon");
+
+/// tests/helpers/workload.c, built static so it runs in the busybox guest.
+pub fn workload() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("workload");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/helpers/workload.c");
+        let st = Command::new("cc")
+            .args(["-static", "-O2", "-Wall", "-o"])
+            .arg(&out)
+            .arg(&src)
+            .status()
+            .expect("running cc");
+        assert!(st.success(), "building the workload helper");
+        out
+    })
+}
+
+/// Runs `script` with sh inside a guest of kernel `series` (workload on PATH).
+pub fn guest(series: &str, extra: &[&str], script: &str) -> Output {
+    let out = Command::new(LSMPMON)
+        .args([
+            "vm",
+            "run",
+            "--kernel",
+            series,
+            "--timeout",
+            "600",
+            "--copy",
+        ])
+        .arg(workload())
+        .args(extra)
+        .args(["--", "sh", "-c", script])
+        .output()
+        .expect("running lsmpmon vm run");
+    eprintln!(
+        "--- guest {series} stderr ---\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+pub fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// Validates with python3-jsonschema against the committed schema: an
+/// implementation independent of lsmpmon's serde types.
+pub fn validate(schema_file: &str, doc: &str) {
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("schema")
+        .join(schema_file);
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "doc-{}-{:?}.json",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::write(&tmp, doc).unwrap();
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import json,sys,jsonschema\n\
+             s=json.load(open(sys.argv[1])); d=json.load(open(sys.argv[2]))\n\
+             jsonschema.Draft202012Validator.check_schema(s)\n\
+             jsonschema.Draft202012Validator(s).validate(d)",
+        )
+        .arg(&schema)
+        .arg(&tmp)
+        .output()
+        .expect("running python3 jsonschema");
+    assert!(
+        out.status.success(),
+        "schema {schema_file} rejects the document: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+pub fn hook<'a>(result: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    result["hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["hook"] == name)
+        .unwrap_or_else(|| panic!("hook {name} missing from the result"))
+}
+
+pub fn calls(result: &serde_json::Value, name: &str) -> u64 {
+    hook(result, name)["calls"].as_u64().unwrap()
+}
+
+/// Count of `hook` attributed to `syscall` in the per-syscall table.
+pub fn syscall_hook_count(result: &serde_json::Value, syscall: &str, hook: &str) -> u64 {
+    result["syscalls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["syscall"] == syscall)
+        .flat_map(|s| s["hooks"].as_array().unwrap().iter())
+        .filter(|h| h["hook"] == hook)
+        .map(|h| h["count"].as_u64().unwrap())
+        .sum()
+}

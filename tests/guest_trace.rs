@@ -1,0 +1,188 @@
+//! `lsmpmon trace` in real Debian kernels booted by `lsmpmon vm run`.
+mod common;
+use common::*;
+
+/// Known workloads give exact hook counts; attribution, filters, the JSON
+/// schema and the probe floor hold.
+fn counts_filters_and_schema(series: &str) {
+    let script = "mkdir -p /tmp/d && echo x > /tmp/d/file && \
+        lsmpmon trace --json --comm workload -- sh -c '\
+          workload create 200 /tmp/d && workload stat 300 /tmp/d/f0 && \
+          workload open_close 100 /tmp/d/file && touch /tmp/other'";
+    let out = guest(series, &[], script);
+    assert!(out.status.success(), "guest run failed: {:?}", out.status);
+    let text = String::from_utf8(out.stdout).unwrap();
+    validate("trace.schema.json", &text);
+    let r = json(&text);
+
+    assert_eq!(r["provenance"]["environment"], "guest");
+    assert_eq!(r["provenance"]["time"], "virtual");
+    assert!(r["probe"]["hooks_attached"].as_u64().unwrap() > 200);
+    assert_eq!(
+        r["probe"]["failed"].as_array().unwrap().len(),
+        0,
+        "{}",
+        r["probe"]["failed"]
+    );
+    let floor = r["probe"]["floor_ns"]
+        .as_f64()
+        .expect("probe floor measured");
+    assert!((20.0..2000.0).contains(&floor), "floor {floor}");
+
+    // N creations -> N inode_create and N path_mknod; the touch by another
+    // process (comm "touch"/"sh") is filtered out by --comm.
+    assert_eq!(calls(&r, "inode_create"), 200);
+    assert_eq!(calls(&r, "path_mknod"), 200);
+    // N stats -> N inode_getattr, none switched out; the only other ones are
+    // stdio's fstat of stdout, one per workload process.
+    let getattr = hook(&r, "inode_getattr");
+    assert_eq!(getattr["calls"], 303);
+    assert_eq!(getattr["cs_count"], 0);
+    assert!(getattr["min_ns"].as_u64().unwrap() > 0);
+    assert!(getattr["ave_ns"].as_f64().unwrap() >= getattr["min_ns"].as_f64().unwrap());
+    // glibc issues both stat() and fstat() as newfstatat.
+    assert_eq!(syscall_hook_count(&r, "newfstatat", "inode_getattr"), 303);
+    // The final fput runs on return from close(): file_free_security counts under close.
+    assert!(
+        syscall_hook_count(&r, "close", "file_free_security") >= 300,
+        "file_free_security under close: {}",
+        syscall_hook_count(&r, "close", "file_free_security")
+    );
+    // Every call is accounted for.
+    for h in r["hooks"].as_array().unwrap() {
+        let (calls, count, cs) = (
+            h["calls"].as_u64().unwrap(),
+            h["count"].as_u64().unwrap(),
+            h["cs_count"].as_u64().unwrap(),
+        );
+        assert_eq!(calls, count + cs, "{}", h["hook"]);
+        let hist: u64 = h["hist"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(hist, count, "histogram of {}", h["hook"]);
+    }
+}
+
+/// --object keeps only calls on that name; ctl disable/enable/reset/dump act
+/// on a running trace.
+fn object_filter_and_ctl(series: &str) {
+    let script = r#"
+set -e
+mkdir -p /tmp/o && : > /tmp/o/target && : > /tmp/o/other
+lsmpmon trace --hooks 'inode_getattr,file_open' --object target --json -o /tmp/final.json 2>/tmp/trace.err &
+T=$!
+while [ ! -S /run/lsmpmon/trace-$T.sock ]; do sleep 0.2; done
+workload stat 10 /tmp/o/target >/dev/null
+workload stat 7 /tmp/o/other >/dev/null
+workload open_close 4 /tmp/o/target >/dev/null
+echo "A $(lsmpmon trace ctl dump --json)"
+lsmpmon trace ctl disable >/dev/null
+workload stat 5 /tmp/o/target >/dev/null
+echo "B $(lsmpmon trace ctl dump --json)"
+lsmpmon trace ctl enable >/dev/null
+lsmpmon trace ctl reset >/dev/null
+workload stat 3 /tmp/o/target >/dev/null
+echo "C $(lsmpmon trace ctl dump --json)"
+kill -INT $T
+wait $T
+echo "F $(cat /tmp/final.json | tr -d '\n')"
+"#;
+    let out = guest(series, &[], script);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "guest run failed: {:?}\n{text}",
+        out.status
+    );
+    let part = |tag: &str| {
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{tag} ")))
+            .unwrap_or_else(|| panic!("no {tag} line in {text}"));
+        json(line)
+    };
+    let (a, b, c, f) = (part("A"), part("B"), part("C"), part("F"));
+    assert_eq!(
+        calls(&a, "inode_getattr"),
+        10,
+        "only stats of 'target' count"
+    );
+    assert_eq!(calls(&a, "file_open"), 4);
+    assert_eq!(calls(&b, "inode_getattr"), 10, "disabled: nothing recorded");
+    assert_eq!(calls(&c, "inode_getattr"), 3, "reset, then 3 more");
+    assert_eq!(calls(&f, "inode_getattr"), 3);
+    assert_eq!(f["options"]["object"], "target");
+    validate("trace.schema.json", &serde_json::to_string(&f).unwrap());
+}
+
+/// A fanotify FAN_OPEN_PERM listener that answers slowly blocks each open
+/// inside security_file_open (6.1): those calls land in cs_count, untimed.
+fn context_switch_lands_in_cs_count(series: &str) {
+    let script = ": > /tmp/watched && lsmpmon trace --json --hooks file_open --comm workload -- \
+        workload fanotify_slow 20 /tmp/watched 2";
+    let out = guest(series, &[], script);
+    assert!(out.status.success(), "guest run failed: {:?}", out.status);
+    let r = json(&String::from_utf8(out.stdout).unwrap());
+    let h = hook(&r, "file_open");
+    assert!(
+        h["cs_count"].as_u64().unwrap() >= 20,
+        "cs_count {}",
+        h["cs_count"]
+    );
+    assert_eq!(
+        h["calls"].as_u64().unwrap(),
+        h["count"].as_u64().unwrap() + h["cs_count"].as_u64().unwrap()
+    );
+}
+
+#[test]
+fn trace_6_1_counts_filters_and_schema() {
+    counts_filters_and_schema("6.1");
+}
+
+#[test]
+fn trace_6_12_counts_filters_and_schema() {
+    counts_filters_and_schema("6.12");
+}
+
+#[test]
+fn trace_6_1_object_filter_and_ctl() {
+    object_filter_and_ctl("6.1");
+}
+
+#[test]
+fn trace_6_12_object_filter_and_ctl() {
+    object_filter_and_ctl("6.12");
+}
+
+#[test]
+fn trace_6_1_context_switch_in_hook() {
+    context_switch_lands_in_cs_count("6.1");
+}
+
+#[test]
+fn done_when_example_counts_200_creations() {
+    let out = std::process::Command::new(LSMPMON)
+        .args([
+            "vm",
+            "run",
+            "--kernel",
+            "6.1",
+            "--",
+            "lsmpmon",
+            "trace",
+            "--json",
+            "--",
+            "sh",
+            "-c",
+            "for i in $(seq 200); do touch /tmp/f$i; done",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let r = json(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(calls(&r, "inode_create"), 200);
+}

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Known workloads for lsmpmon's guest tests and probe-cost benchmark: each
+ * does exactly N of one operation and prints one JSON line with the time per
+ * operation (CLOCK_MONOTONIC; virtual ns in a QEMU -icount guest).
+ *
+ *   workload stat N PATH          N stat(PATH)
+ *   workload open_close N PATH    N open(PATH) + close
+ *   workload create N DIR         create DIR/f0 .. f(N-1), empty
+ *   workload fanotify_slow N PATH DELAY_MS
+ *        a child opens PATH N times while this process, a fanotify
+ *        FAN_OPEN_PERM listener, answers each after DELAY_MS: every open
+ *        blocks (a real context switch) inside the kernel's open path.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fanotify.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "workload: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static void report(const char *op, long n, long long start, long long end)
+{
+	printf("{\"op\":\"%s\",\"n\":%ld,\"ns_per_op\":%.1f}\n", op, n,
+	       (double)(end - start) / (double)n);
+	fflush(stdout);
+}
+
+static int fanotify_slow(long n, const char *path, long delay_ms)
+{
+	int fan = fanotify_init(FAN_CLASS_CONTENT, O_RDONLY);
+	if (fan < 0)
+		die("fanotify_init");
+	if (fanotify_mark(fan, FAN_MARK_ADD, FAN_OPEN_PERM, AT_FDCWD, path) < 0)
+		die("fanotify_mark");
+	long long start = now_ns();
+	pid_t child = fork();
+	if (child < 0)
+		die("fork");
+	if (child == 0) {
+		for (long i = 0; i < n; i++) {
+			int fd = open(path, O_RDONLY);
+			if (fd < 0)
+				die("open");
+			close(fd);
+		}
+		_exit(0);
+	}
+	struct timespec delay = { delay_ms / 1000, (delay_ms % 1000) * 1000000L };
+	long answered = 0;
+	char buf[4096];
+	while (answered < n) {
+		ssize_t len = read(fan, buf, sizeof(buf));
+		if (len < 0)
+			die("read fanotify");
+		struct fanotify_event_metadata *m = (void *)buf;
+		for (; FAN_EVENT_OK(m, len); m = FAN_EVENT_NEXT(m, len)) {
+			nanosleep(&delay, NULL);
+			struct fanotify_response r = { .fd = m->fd, .response = FAN_ALLOW };
+			if (write(fan, &r, sizeof(r)) != sizeof(r))
+				die("write fanotify");
+			close(m->fd);
+			answered++;
+		}
+	}
+	int status;
+	waitpid(child, &status, 0);
+	report("fanotify_slow", n, start, now_ns());
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 4) {
+		fprintf(stderr, "usage: workload stat|open_close|create|fanotify_slow N PATH [DELAY_MS]\n");
+		return 2;
+	}
+	const char *op = argv[1];
+	long n = atol(argv[2]);
+	const char *path = argv[3];
+	struct stat st;
+	long long start;
+
+	if (!strcmp(op, "stat")) {
+		start = now_ns();
+		for (long i = 0; i < n; i++)
+			if (stat(path, &st) < 0)
+				die("stat");
+	} else if (!strcmp(op, "open_close")) {
+		start = now_ns();
+		for (long i = 0; i < n; i++) {
+			int fd = open(path, O_RDONLY);
+			if (fd < 0)
+				die("open");
+			close(fd);
+		}
+	} else if (!strcmp(op, "create")) {
+		char name[4096];
+		start = now_ns();
+		for (long i = 0; i < n; i++) {
+			snprintf(name, sizeof(name), "%s/f%ld", path, i);
+			int fd = open(name, O_CREAT | O_EXCL | O_WRONLY, 0644);
+			if (fd < 0)
+				die("create");
+			close(fd);
+		}
+	} else if (!strcmp(op, "fanotify_slow") && argc >= 5) {
+		return fanotify_slow(n, path, atol(argv[4]));
+	} else {
+		fprintf(stderr, "workload: unknown operation %s\n", op);
+		return 2;
+	}
+	report(op, n, start, now_ns());
+	return 0;
+}
