@@ -44,6 +44,8 @@ pub struct TraceOptions {
     pub object: Option<String>,
     pub subtract_floor: bool,
     pub syscall_time: bool,
+    /// No histogram, per-syscall table or allow/deny were recorded.
+    pub lean: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -29,7 +29,6 @@ pub fn add_stats(acc: &mut lsmpmon_hook_stats, v: &lsmpmon_hook_stats) {
     }
     acc.max_ns = acc.max_ns.max(v.max_ns);
     acc.cs_count += v.cs_count;
-    acc.cs_sum_ns += v.cs_sum_ns;
     acc.allow += v.allow;
     acc.deny += v.deny;
     acc.dropped += v.dropped;
@@ -55,7 +54,13 @@ pub fn quantile(hist: &[u64], q: f64) -> Option<u64> {
     None
 }
 
-pub fn hook_result(hook: &Hook, s: &lsmpmon_hook_stats, floor_ns: Option<f64>) -> HookResult {
+/// `full`: histogram and allow/deny were recorded (not --lean).
+pub fn hook_result(
+    hook: &Hook,
+    s: &lsmpmon_hook_stats,
+    floor_ns: Option<f64>,
+    full: bool,
+) -> HookResult {
     let floor = floor_ns.unwrap_or(0.0);
     let sub = |v: u64| (v as f64 - floor).max(0.0).round() as u64;
     let ave = if s.count > 0 {
@@ -90,8 +95,8 @@ pub fn hook_result(hook: &Hook, s: &lsmpmon_hook_stats, floor_ns: Option<f64>) -
         sum_ns: (s.sum_ns as f64 - floor * s.count as f64).max(0.0).round() as u64,
         p50_ns: quantile(&s.hist, 0.50).map(sub),
         p99_ns: quantile(&s.hist, 0.99).map(sub),
-        allow: hook.returns_int.then_some(s.allow),
-        deny: hook.returns_int.then_some(s.deny),
+        allow: (full && hook.returns_int).then_some(s.allow),
+        deny: (full && hook.returns_int).then_some(s.deny),
         dropped: s.dropped,
         hist,
     }
@@ -210,7 +215,7 @@ mod tests {
             allow: 5,
             ..Default::default()
         };
-        let r = hook_result(&hook, &s, Some(200.0));
+        let r = hook_result(&hook, &s, Some(200.0), true);
         assert_eq!(r.calls, 5);
         assert_eq!(r.ave_ns, 800.0);
         assert_eq!((r.min_ns, r.max_ns, r.sum_ns), (700, 1000, 3200));

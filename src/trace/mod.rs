@@ -1,11 +1,11 @@
 //! `lsmpmon trace`: LSMPMON on eBPF. Times every LSM hook of the running
 //! kernel with fentry/fexit programs; per hook, per syscall, filtered.
+pub mod arrays;
 pub mod attach;
 pub mod btf;
 pub mod collect;
 pub mod ctl;
 pub mod hooks;
-pub mod percpu;
 pub mod report;
 
 mod bpf {
@@ -120,6 +120,10 @@ pub struct TraceArgs {
     /// How to release the probes at the end (see BENCHMARKS.md for why).
     #[arg(long, value_enum, default_value = "background")]
     pub detach: attach::DetachMode,
+    /// LSMPMON's original table only (min/max/ave/count/cs_count): no histogram,
+    /// no per-syscall table, no allow/deny. The cheapest probe.
+    #[arg(long, conflicts_with = "syscall_time")]
+    pub lean: bool,
     /// Also time each syscall (sys_enter to sys_exit) to give the share spent in LSM hooks.
     #[arg(long)]
     pub syscall_time: bool,
@@ -160,11 +164,11 @@ fn discover(args: &TraceArgs) -> Result<(hooks::Discovery, btf::KernelBtf)> {
     })?;
     let mut d = hooks::discover(&kbtf)?;
     d.hooks = hooks::select(d.hooks, &args.hooks)?;
-    if d.hooks.len() >= lim::LSMPMON_CALIBRATION_HOOK as usize {
+    if d.hooks.len() >= lim::LSMPMON_MAX_HOOKS as usize {
         return Err(usage(format!(
             "{} hooks selected; lsmpmon handles at most {}",
             d.hooks.len(),
-            lim::LSMPMON_CALIBRATION_HOOK
+            lim::LSMPMON_MAX_HOOKS - 1
         )));
     }
     Ok((d, kbtf))
@@ -287,17 +291,24 @@ impl Session<'_> {
         self.hooks.len() as u32 * lim::LSMPMON_SYSCALL_SLOTS
     }
 
+    /// Per-CPU statistics rows: hooks plus the calibration probe.
+    fn stats_stride(&self) -> u32 {
+        self.hooks.len() as u32 + 1
+    }
+
+    fn n_stats(&self) -> u32 {
+        arrays::possible_cpus() as u32 * self.stats_stride()
+    }
+
     fn reset(&mut self) -> Result<()> {
         let maps = &self.skel.maps;
-        percpu::clear::<lsmpmon_hook_stats>(
-            maps.hook_stats.as_fd().as_raw_fd(),
-            lim::LSMPMON_CALIBRATION_HOOK,
-        )?;
-        percpu::clear::<lsmpmon_syscall_cell>(
+        let n_stats = self.n_stats();
+        arrays::clear::<lsmpmon_hook_stats>(maps.hook_stats.as_fd().as_raw_fd(), n_stats)?;
+        arrays::clear::<lsmpmon_syscall_cell>(
             maps.syscall_cells.as_fd().as_raw_fd(),
             self.n_cells(),
         )?;
-        percpu::clear::<lsmpmon_syscall_time>(
+        arrays::clear::<lsmpmon_syscall_time>(
             maps.syscall_time.as_fd().as_raw_fd(),
             lim::LSMPMON_SYSCALL_SLOTS,
         )?;
@@ -308,12 +319,14 @@ impl Session<'_> {
         Ok(())
     }
 
+    /// Per hook (and last, the calibration probe), summed over CPUs.
     fn read_stats(&self) -> Result<Vec<lsmpmon_hook_stats>> {
-        let mut sums = vec![lsmpmon_hook_stats::default(); lim::LSMPMON_MAX_HOOKS as usize];
-        percpu::for_each::<lsmpmon_hook_stats>(
+        let stride = self.stats_stride();
+        let mut sums = vec![lsmpmon_hook_stats::default(); stride as usize];
+        arrays::for_each::<lsmpmon_hook_stats>(
             self.skel.maps.hook_stats.as_fd().as_raw_fd(),
-            lim::LSMPMON_MAX_HOOKS,
-            |k, v| collect::add_stats(&mut sums[k as usize], v),
+            self.n_stats(),
+            |k, v| collect::add_stats(&mut sums[(k % stride) as usize], v),
         )?;
         Ok(sums)
     }
@@ -321,7 +334,7 @@ impl Session<'_> {
     /// Everything measured so far, as a result.
     fn snapshot(&mut self) -> Result<TraceResult> {
         let stats = self.read_stats()?;
-        let calib = &stats[lim::LSMPMON_CALIBRATION_HOOK as usize];
+        let calib = &stats[self.hooks.len()];
         if self.calibration.is_some() && calib.count > 0 {
             self.probe.floor_ns = Some(calib.sum_ns as f64 / calib.count as f64);
             self.probe.floor_samples = calib.count;
@@ -335,10 +348,10 @@ impl Session<'_> {
             .hooks
             .iter()
             .enumerate()
-            .map(|(i, h)| collect::hook_result(h, &stats[i], subtract))
+            .map(|(i, h)| collect::hook_result(h, &stats[i], subtract, !self.options.lean))
             .collect();
         let mut cells = BTreeMap::new();
-        percpu::for_each::<lsmpmon_syscall_cell>(
+        arrays::for_each::<lsmpmon_syscall_cell>(
             self.skel.maps.syscall_cells.as_fd().as_raw_fd(),
             self.n_cells(),
             |k, v| {
@@ -355,7 +368,7 @@ impl Session<'_> {
         )?;
         let times = if self.options.syscall_time {
             let mut t: BTreeMap<u32, lsmpmon_syscall_time> = BTreeMap::new();
-            percpu::for_each::<lsmpmon_syscall_time>(
+            arrays::for_each::<lsmpmon_syscall_time>(
                 self.skel.maps.syscall_time.as_fd().as_raw_fd(),
                 lim::LSMPMON_SYSCALL_SLOTS,
                 |k, v| {
@@ -460,7 +473,14 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
                 fixed_bytes::<{ lim::LSMPMON_OBJ_NAME_LEN as usize }>("--object", obj)?;
         }
         ro.syscall_time_on = args.syscall_time as u8;
+        ro.n_hooks = hooks.len() as u32;
+        ro.lean = args.lean as u8;
     }
+    let cpus = arrays::possible_cpus() as u32;
+    open.maps.stacks.set_max_entries(cpus)?;
+    open.maps
+        .hook_stats
+        .set_max_entries(cpus * (hooks.len() as u32 + 1))?;
     open.maps
         .syscall_cells
         .set_max_entries(hooks.len() as u32 * lim::LSMPMON_SYSCALL_SLOTS)?;
@@ -516,9 +536,10 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
             failed.first().map(|f| f.reason.as_str()).unwrap_or("?")
         );
     }
-    let calibration = kbtf.funcs.get(CALIBRATION_FUNCTION).and_then(|f| {
-        attach::attach_pair(&entry, &exit, lim::LSMPMON_CALIBRATION_HOOK, f.btf_id).ok()
-    });
+    let calibration = kbtf
+        .funcs
+        .get(CALIBRATION_FUNCTION)
+        .and_then(|f| attach::attach_pair(&entry, &exit, hooks.len() as u32, f.btf_id).ok());
     let mut skel = skel;
     if args.syscall_time {
         let l1 = skel.progs.sys_enter.attach()?;
@@ -570,6 +591,7 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
             object: args.object.clone(),
             subtract_floor: args.subtract_floor,
             syscall_time: args.syscall_time,
+            lean: args.lean,
         },
         provenance: crate::provenance::collect(),
         enabled_at: None,

@@ -11,14 +11,16 @@
 #endif
 
 enum lsmpmon_limits {
-	/* Hook ids are 0..LSMPMON_MAX_HOOKS-1; the last one is the calibration probe. */
+	/*
+	 * Hook ids are 0..n-1 for the n traced hooks; id n is the calibration
+	 * probe. Statistics are kept per CPU at [cpu * (n + 1) + id].
+	 */
 	LSMPMON_MAX_HOOKS = 1024,
-	LSMPMON_CALIBRATION_HOOK = LSMPMON_MAX_HOOKS - 1,
 	/* Syscall slot 0 is "(none)": not in a syscall; slot n+1 is syscall n. */
 	LSMPMON_SYSCALL_SLOTS = 512,
 	LSMPMON_HIST_BUCKETS = 64, /* log2 of a u64: a mask keeps the index provably in range */
-	/* Nesting depth of hooks inside hooks kept per task. */
-	LSMPMON_MAX_DEPTH = 8,
+	/* Frames on each CPU's stack of hooks in progress (nesting, interrupts). */
+	LSMPMON_MAX_DEPTH = 16,
 	LSMPMON_OBJ_NAME_LEN = 32,
 	LSMPMON_COMM_LEN = 16,
 };
@@ -50,21 +52,20 @@ struct lsmpmon_hook_stats {
 	__u64 sum_ns;
 	__u64 min_ns;	/* 0 = no sample yet */
 	__u64 max_ns;
-	__u64 cs_count; /* calls during which the task was switched out */
-	__u64 cs_sum_ns;
+	__u64 cs_count; /* calls during which the task was switched out (or migrated) */
 	__u64 allow;	/* int hooks: returned 0 (timed and switched calls) */
 	__u64 deny;	/* int hooks: returned non-zero */
-	__u64 dropped;	/* entry seen but no slot on the task's stack */
+	__u64 dropped;	/* entry seen but the CPU's stack was full */
 	__u64 hist[LSMPMON_HIST_BUCKETS]; /* log2(ns) of timed calls */
 };
 
-/* Per (hook, syscall slot), per CPU: the timed calls only. */
+/* Per (hook, syscall slot), shared by all CPUs (atomic adds): the timed calls only. */
 struct lsmpmon_syscall_cell {
 	__u64 sum_ns;
 	__u64 count;
 };
 
-/* Per syscall slot, per CPU: time from sys_enter to sys_exit of filtered tasks. */
+/* Per syscall slot, shared (atomic adds): time from sys_enter to sys_exit of filtered tasks. */
 struct lsmpmon_syscall_time {
 	__u64 sum_ns;
 	__u64 count;

@@ -27,22 +27,40 @@ const volatile char filter_comm[LSMPMON_COMM_LEN] = {};
 const volatile __u8 filter_object_on = 0;
 const volatile char filter_object[LSMPMON_OBJ_NAME_LEN] = {};
 const volatile __u8 syscall_time_on = 0;
+/* --lean: only LSMPMON's count/min/max/sum/cs_count. */
+const volatile __u8 lean = 0;
+
+/* Set by user space before load: n traced hooks, ids 0..n-1, n = calibration. */
+const volatile __u32 n_hooks = 0;
 
 /* 0 until every hook is attached (the ready gate); then toggled by `trace ctl`. */
 __u32 enabled = 0;
 
+/*
+ * Hooks in progress on one CPU, innermost on top. A per-CPU stack instead of
+ * task storage: no helper call to find it (the probe-cost target). A frame
+ * belongs to the task that pushed it; a call is timed only if its frame is
+ * still on top of the same CPU's stack at exit and the task's context-switch
+ * count did not move. Otherwise the task was switched out (or migrated), and
+ * the call goes to cs_count untimed, as in LSMPMON.
+ */
 struct frame {
 	__u64 start_ns;
 	__u64 switches;
+	__u64 task;
 	__u32 hook;
 	__u32 pad;
 };
 
-struct task_ctx {
+struct cpu_stack {
 	__u32 depth;
 	__u32 pad;
-	__u64 sys_start_ns;
 	struct frame frames[LSMPMON_MAX_DEPTH];
+};
+
+/* Only for --syscall-time: when the task entered its current syscall. */
+struct task_ctx {
+	__u64 sys_start_ns;
 };
 
 struct {
@@ -52,9 +70,17 @@ struct {
 	__type(value, struct task_ctx);
 } task_ctx SEC(".maps");
 
+/* Plain arrays indexed by CPU by hand: their lookups are inlined by the verifier. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, LSMPMON_MAX_HOOKS);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* resized to the number of CPUs */
+	__type(key, __u32);
+	__type(value, struct cpu_stack);
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* resized to CPUs * (n_hooks + 1) */
 	__type(key, __u32);
 	__type(value, struct lsmpmon_hook_stats);
 } hook_stats SEC(".maps");
@@ -66,16 +92,16 @@ struct {
 	__type(value, struct lsmpmon_hook_meta);
 } hook_meta SEC(".maps");
 
-/* hook * LSMPMON_SYSCALL_SLOTS + slot; resized by user space to the hooks found. */
+/* hook * LSMPMON_SYSCALL_SLOTS + slot; resized to n_hooks * LSMPMON_SYSCALL_SLOTS. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, LSMPMON_SYSCALL_SLOTS);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct lsmpmon_syscall_cell);
 } syscall_cells SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, LSMPMON_SYSCALL_SLOTS);
 	__type(key, __u32);
 	__type(value, struct lsmpmon_syscall_time);
@@ -117,12 +143,13 @@ static __always_inline bool comm_matches(void)
 	return true;
 }
 
-static __always_inline bool subject_ok(__u32 id)
+static __always_inline bool subject_ok(struct task_struct *task, __u32 id)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	/* A load from the task, cheaper than bpf_get_current_pid_tgid(). */
+	__u32 tgid = task->tgid;
 
 	/* The calibration hook is driven by lsmpmon itself. */
-	if (id == LSMPMON_CALIBRATION_HOOK)
+	if (id == n_hooks)
 		return tgid == self_tgid;
 	if (tgid == self_tgid)
 		return false;
@@ -182,70 +209,83 @@ static __always_inline __u32 syscall_slot(struct task_struct *task)
 
 	if (task->flags & PF_KTHREAD)
 		return 0;
+	/* A BTF pointer: a direct load, not bpf_probe_read_kernel (3x cheaper). */
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	nr = BPF_CORE_READ(regs, orig_ax);
+	nr = regs->orig_ax;
 	if (nr < 0 || nr >= LSMPMON_SYSCALL_SLOTS - 1)
 		return 0;
 	return nr + 1;
 }
 
-static __always_inline void count_drop(__u32 id)
+static __always_inline struct lsmpmon_hook_stats *stats_of(__u32 cpu, __u32 id)
 {
-	struct lsmpmon_hook_stats *s = bpf_map_lookup_elem(&hook_stats, &id);
+	__u32 key = cpu * (n_hooks + 1) + id;
 
-	if (s)
-		s->dropped++;
+	return bpf_map_lookup_elem(&hook_stats, &key);
 }
 
 static __always_inline int on_entry(void *ctx, __u32 id)
 {
-	struct task_struct *task;
-	struct task_ctx *tc;
+	struct lsmpmon_hook_stats *s;
+	struct cpu_stack *st;
 	struct frame *f;
-	__u32 depth;
+	__u32 cpu, depth;
+	__u64 task;
 
-	if (!enabled || !subject_ok(id))
+	if (!enabled)
+		return 0;
+	task = (__u64)bpf_get_current_task_btf();
+	if (!subject_ok((struct task_struct *)task, id))
 		return 0;
 	if (filter_object_on && !object_ok(ctx, id))
 		return 0;
-	task = bpf_get_current_task_btf();
-	tc = bpf_task_storage_get(&task_ctx, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!tc) {
-		count_drop(id);
+	cpu = bpf_get_smp_processor_id();
+	st = bpf_map_lookup_elem(&stacks, &cpu);
+	if (!st)
 		return 0;
+	depth = st->depth;
+	/*
+	 * Frames of other tasks on top were left by tasks switched out inside a
+	 * hook (interrupts never leave frames: they run in the current task).
+	 */
+	for (int i = 0; i < LSMPMON_MAX_DEPTH; i++) {
+		if (depth == 0 || depth > LSMPMON_MAX_DEPTH ||
+		    st->frames[(depth - 1) & (LSMPMON_MAX_DEPTH - 1)].task == task)
+			break;
+		depth--;
 	}
-	depth = tc->depth;
 	if (depth >= LSMPMON_MAX_DEPTH) {
-		count_drop(id);
+		s = stats_of(cpu, id);
+		if (s)
+			s->dropped++;
 		return 0;
 	}
-	f = &tc->frames[depth & (LSMPMON_MAX_DEPTH - 1)];
+	f = &st->frames[depth & (LSMPMON_MAX_DEPTH - 1)];
+	f->task = task;
 	f->hook = id;
-	f->switches = switches_of(task);
-	tc->depth = depth + 1;
+	f->switches = switches_of((struct task_struct *)task);
+	st->depth = depth + 1;
 	/* Last, so that the probe's own bookkeeping stays out of the sample. */
 	f->start_ns = bpf_ktime_get_ns();
 	return 0;
 }
 
-static __always_inline void record(struct task_struct *task, __u32 id, __u64 delta_ns,
-				   bool outermost)
+static __always_inline void record(struct lsmpmon_hook_stats *s, struct task_struct *task,
+				   __u32 id, __u64 delta_ns, bool outermost)
 {
 	struct lsmpmon_syscall_cell *cell;
 	struct lsmpmon_syscall_time *st;
-	struct lsmpmon_hook_stats *s;
 	__u32 slot, idx;
 	__u64 bucket;
 
-	s = bpf_map_lookup_elem(&hook_stats, &id);
-	if (!s)
-		return;
 	s->count++;
 	s->sum_ns += delta_ns;
 	if (!s->min_ns || delta_ns < s->min_ns)
 		s->min_ns = delta_ns;
 	if (delta_ns > s->max_ns)
 		s->max_ns = delta_ns;
+	if (lean)
+		return;
 	bucket = log2_u64(delta_ns);
 	/* Keep clang from folding the mask away: the verifier needs it. */
 	asm volatile("" : "+r"(bucket));
@@ -255,13 +295,13 @@ static __always_inline void record(struct task_struct *task, __u32 id, __u64 del
 	idx = id * LSMPMON_SYSCALL_SLOTS + slot;
 	cell = bpf_map_lookup_elem(&syscall_cells, &idx);
 	if (cell) {
-		cell->sum_ns += delta_ns;
-		cell->count++;
+		__sync_fetch_and_add(&cell->sum_ns, delta_ns);
+		__sync_fetch_and_add(&cell->count, 1);
 	}
 	if (syscall_time_on && outermost) {
 		st = bpf_map_lookup_elem(&syscall_time, &slot);
 		if (st)
-			st->hook_ns += delta_ns;
+			__sync_fetch_and_add(&st->hook_ns, delta_ns);
 	}
 }
 
@@ -270,41 +310,49 @@ static __always_inline int on_exit(void *ctx, __u32 id, bool returns_nonzero)
 	__u64 now = bpf_ktime_get_ns();
 	struct lsmpmon_hook_stats *s;
 	struct task_struct *task;
-	struct task_ctx *tc;
+	struct cpu_stack *st;
 	struct frame *f;
-	__u64 delta_ns;
-	__u32 depth;
+	__u32 cpu, depth;
+	bool timed = false;
 
+	cpu = bpf_get_smp_processor_id();
+	st = bpf_map_lookup_elem(&stacks, &cpu);
+	if (!st)
+		return 0;
 	task = bpf_get_current_task_btf();
-	tc = bpf_task_storage_get(&task_ctx, task, 0, 0);
-	if (!tc)
-		return 0;
-	depth = tc->depth;
-	if (depth == 0 || depth > LSMPMON_MAX_DEPTH)
-		return 0;
-	f = &tc->frames[(depth - 1) & (LSMPMON_MAX_DEPTH - 1)];
-	/* This call's entry was not recorded (filtered, or before the gate opened). */
-	if (f->hook != id)
+	depth = st->depth;
+	if (depth > 0 && depth <= LSMPMON_MAX_DEPTH) {
+		f = &st->frames[(depth - 1) & (LSMPMON_MAX_DEPTH - 1)];
+		if (f->task == (__u64)task && f->hook == id) {
+			st->depth = depth - 1;
+			timed = switches_of(task) == f->switches;
+			if (!enabled)
+				return 0;
+			s = stats_of(cpu, id);
+			if (!s)
+				return 0;
+			if (timed)
+				record(s, task, id, now - f->start_ns, depth == 1);
+			goto done;
+		}
+	}
+	/*
+	 * No frame of ours on top: either this call's entry was not recorded
+	 * (filtered) or the task was switched out inside the hook and its frame
+	 * was discarded or left on another CPU.
+	 */
+	if (!enabled || !subject_ok(task, id))
 		return 0;
 	if (filter_object_on && !object_ok(ctx, id))
 		return 0;
-	tc->depth = depth - 1;
-	if (!enabled)
+	s = stats_of(cpu, id);
+	if (!s)
 		return 0;
-	delta_ns = now - f->start_ns;
-
-	if (switches_of(task) != f->switches) {
-		s = bpf_map_lookup_elem(&hook_stats, &id);
-		if (!s)
-			return 0;
+done:
+	if (!timed)
 		s->cs_count++;
-		s->cs_sum_ns += delta_ns;
-	} else {
-		record(task, id, delta_ns, depth == 1);
-		s = bpf_map_lookup_elem(&hook_stats, &id);
-		if (!s)
-			return 0;
-	}
+	if (lean)
+		return 0;
 	if (returns_nonzero)
 		s->deny++;
 	else
@@ -330,12 +378,12 @@ int BPF_PROG(hook_exit)
 SEC("tp_btf/sys_enter")
 int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct task_ctx *tc;
 
-	if (!enabled || !subject_ok(0))
+	if (!enabled || !subject_ok(task, 0))
 		return 0;
-	tc = bpf_task_storage_get(&task_ctx, bpf_get_current_task_btf(), 0,
-				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	tc = bpf_task_storage_get(&task_ctx, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (tc)
 		tc->sys_start_ns = bpf_ktime_get_ns();
 	return 0;
@@ -355,8 +403,8 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	slot = syscall_slot(task);
 	st = bpf_map_lookup_elem(&syscall_time, &slot);
 	if (st && enabled) {
-		st->sum_ns += bpf_ktime_get_ns() - tc->sys_start_ns;
-		st->count++;
+		__sync_fetch_and_add(&st->sum_ns, bpf_ktime_get_ns() - tc->sys_start_ns);
+		__sync_fetch_and_add(&st->count, 1);
 	}
 	tc->sys_start_ns = 0;
 	return 0;

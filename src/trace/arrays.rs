@@ -1,4 +1,4 @@
-//! Reading and clearing per-CPU BPF arrays in batches (one syscall per few
+//! Reading and clearing BPF array maps in batches (one syscall per few
 //! thousand entries instead of one per entry).
 use std::os::fd::RawFd;
 
@@ -12,14 +12,10 @@ pub fn possible_cpus() -> usize {
     n.max(1) as usize
 }
 
-fn stride<T>() -> usize {
-    std::mem::size_of::<T>().div_ceil(8) * 8
-}
-
-/// Calls `f(key, value)` for every key < `n_keys` and every CPU's value.
+/// Calls `f(key, value)` for every key < `n_keys`.
 pub fn for_each<T: Copy>(fd: RawFd, n_keys: u32, mut f: impl FnMut(u32, &T)) -> Result<()> {
-    let cpus = possible_cpus();
-    let stride = stride::<T>();
+    let cpus = 1;
+    let stride = std::mem::size_of::<T>();
     let mut keys = vec![0u32; BATCH as usize];
     let mut values = vec![0u8; BATCH as usize * cpus * stride];
     let mut token = 0u32;
@@ -72,10 +68,10 @@ pub fn for_each<T: Copy>(fd: RawFd, n_keys: u32, mut f: impl FnMut(u32, &T)) -> 
     Ok(())
 }
 
-/// Sets every value of the first `n_keys` keys, on every CPU, to zero.
+/// Sets the values of the first `n_keys` keys to zero.
 pub fn clear<T>(fd: RawFd, n_keys: u32) -> Result<()> {
-    let cpus = possible_cpus();
-    let stride = stride::<T>();
+    let cpus = 1;
+    let stride = std::mem::size_of::<T>();
     let mut start = 0u32;
     while start < n_keys {
         let mut count = BATCH.min(n_keys - start);
