@@ -50,8 +50,10 @@ pub struct TraceOptions {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ProbeInfo {
-    /// "fentry/fexit".
+    /// "fentry/fexit", or "kprobe/kretprobe" on kernels before 5.17.
     pub method: String,
+    /// Why the fallback method was used, if it was: results are flagged.
+    pub fallback: Option<String>,
     /// What an empty kernel function measures through the same probe pair.
     pub floor_ns: Option<f64>,
     pub floor_samples: u64,

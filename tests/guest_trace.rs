@@ -186,3 +186,22 @@ fn done_when_example_counts_200_creations() {
     let r = json(&String::from_utf8(out.stdout).unwrap());
     assert_eq!(calls(&r, "inode_create"), 200);
 }
+
+/// Debian 5.10 has no bpf_get_func_ret(): the kprobe/kretprobe fallback runs
+/// the same logic, counts the same, and says so in the result.
+#[test]
+fn trace_5_10_kprobe_fallback_is_flagged() {
+    let script = "mkdir -p /tmp/d && lsmpmon trace --json --comm workload -- \
+        sh -c 'workload create 50 /tmp/d && workload stat 60 /tmp/d/f0'";
+    let out = guest("5.10", &[], script);
+    assert!(out.status.success(), "guest run failed: {:?}", out.status);
+    let text = String::from_utf8(out.stdout).unwrap();
+    validate("trace.schema.json", &text);
+    let r = json(&text);
+    assert_eq!(r["probe"]["method"], "kprobe/kretprobe");
+    assert!(r["probe"]["fallback"].as_str().unwrap().contains("5.17"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("falling back to kprobe/kretprobe"));
+    assert_eq!(calls(&r, "inode_create"), 50);
+    assert_eq!(calls(&r, "inode_getattr"), 62);
+    assert_eq!(syscall_hook_count(&r, "newfstatat", "inode_getattr"), 62);
+}

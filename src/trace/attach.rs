@@ -15,14 +15,23 @@ use crate::intf::LSMPMON_HOOK_ID_MAGIC;
 /// `BPF_ALU64 | BPF_MOV | BPF_K`: the instruction hook_id() compiles to.
 const MOV64_IMM: u8 = 0xb7;
 
+/// How a program copy is attached to its hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Fentry,
+    Fexit,
+    /// The fallback for kernels without bpf_get_func_ret() (before 5.17).
+    Kprobe,
+    Kretprobe,
+}
+
 pub struct Template {
     insns: Vec<bpf_insn>,
-    attach_type: libbpf_sys::bpf_attach_type,
-    name: &'static std::ffi::CStr,
+    kind: Kind,
 }
 
 impl Template {
-    pub fn new(insns: &[bpf_insn], exit: bool) -> Result<Self> {
+    pub fn new(insns: &[bpf_insn], kind: Kind) -> Result<Self> {
         let patched = insns
             .iter()
             .filter(|i| i.code == MOV64_IMM && i.imm as u32 == LSMPMON_HOOK_ID_MAGIC)
@@ -32,16 +41,7 @@ impl Template {
         }
         Ok(Self {
             insns: insns.to_vec(),
-            attach_type: if exit {
-                libbpf_sys::BPF_TRACE_FEXIT
-            } else {
-                libbpf_sys::BPF_TRACE_FENTRY
-            },
-            name: if exit {
-                c"lsmpmon_exit"
-            } else {
-                c"lsmpmon_entry"
-            },
+            kind,
         })
     }
 
@@ -55,20 +55,35 @@ impl Template {
         insns
     }
 
+    fn attach_type(&self) -> libbpf_sys::bpf_attach_type {
+        match self.kind {
+            Kind::Fentry => libbpf_sys::BPF_TRACE_FENTRY,
+            Kind::Fexit => libbpf_sys::BPF_TRACE_FEXIT,
+            Kind::Kprobe | Kind::Kretprobe => 0,
+        }
+    }
+
     /// Loads a copy for `hook_id` aimed at the kernel function with BTF id `btf_id`.
     pub fn load(&self, hook_id: u32, btf_id: u32) -> Result<OwnedFd, String> {
         let insns = self.instance(hook_id);
+        let tracing = matches!(self.kind, Kind::Fentry | Kind::Fexit);
         let mut opts = libbpf_sys::bpf_prog_load_opts {
             sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
-            expected_attach_type: self.attach_type,
-            attach_btf_id: btf_id,
+            expected_attach_type: self.attach_type(),
+            attach_btf_id: if tracing { btf_id } else { 0 },
             ..Default::default()
+        };
+        let (prog_type, name) = match self.kind {
+            Kind::Fentry => (libbpf_sys::BPF_PROG_TYPE_TRACING, c"lsmpmon_entry"),
+            Kind::Fexit => (libbpf_sys::BPF_PROG_TYPE_TRACING, c"lsmpmon_exit"),
+            Kind::Kprobe => (libbpf_sys::BPF_PROG_TYPE_KPROBE, c"lsmpmon_kentry"),
+            Kind::Kretprobe => (libbpf_sys::BPF_PROG_TYPE_KPROBE, c"lsmpmon_kexit"),
         };
         // SAFETY: insns and opts outlive the call; the name is NUL-terminated.
         let fd = unsafe {
             libbpf_sys::bpf_prog_load(
-                libbpf_sys::BPF_PROG_TYPE_TRACING,
-                self.name.as_ptr(),
+                prog_type,
+                name.as_ptr(),
                 c"GPL".as_ptr(),
                 insns.as_ptr(),
                 insns.len() as _,
@@ -82,20 +97,97 @@ impl Template {
         Ok(unsafe { OwnedFd::from_raw_fd(fd) })
     }
 
-    pub fn attach(&self, prog: &OwnedFd) -> Result<OwnedFd, String> {
-        // SAFETY: valid prog fd; NULL opts.
-        let fd = unsafe {
-            libbpf_sys::bpf_link_create(prog.as_raw_fd(), 0, self.attach_type, std::ptr::null())
-        };
-        if fd < 0 {
+    pub fn attach(&self, prog: &OwnedFd, function: &str) -> Result<OwnedFd, String> {
+        match self.kind {
+            Kind::Fentry | Kind::Fexit => {
+                // SAFETY: valid prog fd; NULL opts.
+                let fd = unsafe {
+                    libbpf_sys::bpf_link_create(
+                        prog.as_raw_fd(),
+                        0,
+                        self.attach_type(),
+                        std::ptr::null(),
+                    )
+                };
+                if fd < 0 {
+                    return Err(format!(
+                        "attach: {}",
+                        std::io::Error::from_raw_os_error(-fd)
+                    ));
+                }
+                // SAFETY: as above.
+                Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+            }
+            Kind::Kprobe | Kind::Kretprobe => {
+                kprobe_attach(prog, function, self.kind == Kind::Kretprobe)
+            }
+        }
+    }
+}
+
+/// From <linux/perf_event.h> (not in the libc crate).
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+const PERF_EVENT_IOC_SET_BPF: libc::c_ulong = 0x4004_2408;
+
+fn kprobe_pmu() -> Result<(u32, u32), String> {
+    let read = |p: &str| std::fs::read_to_string(p).map_err(|e| format!("{p}: {e}"));
+    let ty = read("/sys/bus/event_source/devices/kprobe/type")?
+        .trim()
+        .parse()
+        .map_err(|e| format!("kprobe PMU type: {e}"))?;
+    // "config:0": the bit that makes it a return probe.
+    let bit = read("/sys/bus/event_source/devices/kprobe/format/retprobe")?
+        .trim()
+        .trim_start_matches("config:")
+        .parse()
+        .map_err(|e| format!("kprobe retprobe bit: {e}"))?;
+    Ok((ty, bit))
+}
+
+/// A kprobe (or kretprobe) perf event on `function` running `prog`.
+fn kprobe_attach(prog: &OwnedFd, function: &str, ret: bool) -> Result<OwnedFd, String> {
+    let (pmu, retbit) = kprobe_pmu()?;
+    let name = std::ffi::CString::new(function).map_err(|e| e.to_string())?;
+    let mut attr = libbpf_sys::perf_event_attr {
+        type_: pmu,
+        size: std::mem::size_of::<libbpf_sys::perf_event_attr>() as u32,
+        config: if ret { 1 << retbit } else { 0 },
+        ..Default::default()
+    };
+    attr.__bindgen_anon_3.kprobe_func = name.as_ptr() as u64;
+    // SAFETY: attr and name outlive the syscall; pid -1 / cpu 0 is a
+    // system-wide kprobe event, as libbpf opens it.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            &attr as *const libbpf_sys::perf_event_attr,
+            -1,
+            0,
+            -1,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    } as i32;
+    if fd < 0 {
+        return Err(format!(
+            "perf_event_open kprobe: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: fresh descriptor we own.
+    let event = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: perf ioctls on our own event fd.
+    unsafe {
+        if libc::ioctl(fd, PERF_EVENT_IOC_SET_BPF as _, prog.as_raw_fd()) < 0
+            || libc::ioctl(fd, PERF_EVENT_IOC_ENABLE as _, 0) < 0
+        {
             return Err(format!(
-                "attach: {}",
-                std::io::Error::from_raw_os_error(-fd)
+                "attach kprobe: {}",
+                std::io::Error::last_os_error()
             ));
         }
-        // SAFETY: as above.
-        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
     }
+    Ok(event)
 }
 
 /// One hook's loaded and attached pair.
@@ -111,11 +203,12 @@ pub fn attach_pair(
     exit: &Template,
     hook_id: u32,
     btf_id: u32,
+    function: &str,
 ) -> Result<Pair, String> {
     let entry_prog = entry.load(hook_id, btf_id)?;
     let exit_prog = exit.load(hook_id, btf_id)?;
-    let entry_link = entry.attach(&entry_prog)?;
-    let exit_link = exit.attach(&exit_prog)?;
+    let entry_link = entry.attach(&entry_prog, function)?;
+    let exit_link = exit.attach(&exit_prog, function)?;
     Ok(Pair {
         entry: entry_prog,
         exit: exit_prog,

@@ -36,7 +36,7 @@ use crate::intf::{
     lsmpmon_syscall_time,
 };
 use crate::results::{ProbeInfo, TraceOptions, TraceResult, TRACE_SCHEMA};
-use attach::{Pair, Template};
+use attach::{Kind, Pair, Template};
 use bpf::*;
 use hooks::Hook;
 use report::{SortKey, View};
@@ -441,6 +441,15 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     }
     raise_nofile(hooks.len() as u64 * 4 + 256);
 
+    let kprobe = needs_kprobe_fallback();
+    if kprobe {
+        eprintln!("lsmpmon: this kernel lacks bpf_get_func_ret() (5.17): falling back to kprobe/kretprobe");
+        if args.syscall_time {
+            return Err(usage(
+                "--syscall-time needs kernel 5.17 or later (fentry tracing)",
+            ));
+        }
+    }
     let mut open_object = MaybeUninit::uninit();
     let builder = LsmpmonSkelBuilder::default();
     let mut open = builder
@@ -484,9 +493,18 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     open.maps
         .syscall_cells
         .set_max_entries(hooks.len() as u32 * lim::LSMPMON_SYSCALL_SLOTS)?;
-    let template_target = hooks[0].function.clone();
-    for p in [&mut open.progs.hook_entry, &mut open.progs.hook_exit] {
-        p.set_attach_target(0, Some(template_target.clone()))?;
+    if kprobe {
+        open.progs.hook_entry.set_autoload(false);
+        open.progs.hook_exit.set_autoload(false);
+        // Task storage (5.11) only serves --syscall-time, refused above.
+        open.maps.task_ctx.set_autocreate(false)?;
+    } else {
+        let template_target = hooks[0].function.clone();
+        for p in [&mut open.progs.hook_entry, &mut open.progs.hook_exit] {
+            p.set_attach_target(0, Some(template_target.clone()))?;
+        }
+        open.progs.hook_kentry.set_autoload(false);
+        open.progs.hook_kexit.set_autoload(false);
     }
     open.progs.sys_enter.set_autoload(args.syscall_time);
     open.progs.sys_exit.set_autoload(args.syscall_time);
@@ -494,8 +512,17 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
         .load()
         .map_err(|e| refused("loading the BPF programs", &e))?;
 
-    let entry = Template::new(skel.progs.hook_entry.insns(), false)?;
-    let exit = Template::new(skel.progs.hook_exit.insns(), true)?;
+    let (entry, exit) = if kprobe {
+        (
+            Template::new(skel.progs.hook_kentry.insns(), Kind::Kprobe)?,
+            Template::new(skel.progs.hook_kexit.insns(), Kind::Kretprobe)?,
+        )
+    } else {
+        (
+            Template::new(skel.progs.hook_entry.insns(), Kind::Fentry)?,
+            Template::new(skel.progs.hook_exit.insns(), Kind::Fexit)?,
+        )
+    };
     for (i, h) in hooks.iter().enumerate() {
         let (kind, arg) = h.object.unwrap_or((0, 0));
         let meta = lsmpmon_hook_meta {
@@ -518,7 +545,7 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     let mut pairs = Vec::with_capacity(hooks.len());
     let mut failed = Vec::new();
     for (i, h) in hooks.iter().enumerate() {
-        match attach::attach_pair(&entry, &exit, i as u32, h.btf_id) {
+        match attach::attach_pair(&entry, &exit, i as u32, h.btf_id, &h.function) {
             Ok(p) => pairs.push(p),
             Err(reason) if i == 0 && reason.contains("Operation not permitted") => {
                 return Err(refused("attaching", &reason));
@@ -539,7 +566,17 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     let calibration = kbtf
         .funcs
         .get(CALIBRATION_FUNCTION)
-        .and_then(|f| attach::attach_pair(&entry, &exit, hooks.len() as u32, f.btf_id).ok());
+        .filter(|_| !kprobe)
+        .and_then(|f| {
+            attach::attach_pair(
+                &entry,
+                &exit,
+                hooks.len() as u32,
+                f.btf_id,
+                CALIBRATION_FUNCTION,
+            )
+            .ok()
+        });
     let mut skel = skel;
     if args.syscall_time {
         let l1 = skel.progs.sys_enter.attach()?;
@@ -561,7 +598,17 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     let mut session = Session {
         skel,
         probe: ProbeInfo {
-            method: "fentry/fexit".into(),
+            method: if kprobe {
+                "kprobe/kretprobe"
+            } else {
+                "fentry/fexit"
+            }
+            .into(),
+            fallback: kprobe.then(|| {
+                "kernel lacks bpf_get_func_ret() (5.17): kprobe/kretprobe fallback, \
+                 costlier probes, no probe floor"
+                    .to_string()
+            }),
             floor_ns: None,
             floor_samples: 0,
             hooks_found: hooks.len(),
@@ -635,6 +682,19 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
         }
         _ => 0,
     })
+}
+
+/// fentry/fexit tracing needs bpf_get_func_ret() (5.17); older kernels with
+/// kprobes get the kprobe/kretprobe programs instead.
+fn needs_kprobe_fallback() -> bool {
+    // libbpf cannot probe helpers of tracing programs (they need an attach
+    // target), so the kernel version decides; Debian kernels do not backport it.
+    let release = crate::provenance::collect().kernel_release;
+    let mut nums = release
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|p| p.parse::<u32>().ok());
+    let version = (nums.next().unwrap_or(0), nums.next().unwrap_or(0));
+    version < (5, 17)
 }
 
 /// Calls the calibration function through BPF_PROG_TEST_RUN: each run is one

@@ -84,15 +84,32 @@ pub fn ensure(cache: &Path, series: &str, flavour: &str) -> Result<Kernel> {
     let apt = PrivateApt::new(cache, known.suite)?;
     apt.update()?;
     let meta = format!("linux-image-{flavour}-amd64");
-    let image = apt.first_dependency(&meta)?;
-    let unsigned = format!("{image}-unsigned");
-    let package = if apt.exists(&unsigned) {
-        unsigned
-    } else {
-        image
-    };
     fs::create_dir_all(&dir)?;
-    let deb = apt.download(&package, &dir)?;
+    // Newest first; a mirror may lack the newest file, so older ones are tried too.
+    let mut fetched = None;
+    let mut last_err = None;
+    for image in apt.image_dependencies(&meta)? {
+        let unsigned = format!("{image}-unsigned");
+        let package = if apt.exists(&unsigned) {
+            unsigned
+        } else {
+            image
+        };
+        match apt.download(&package, &dir) {
+            Ok(deb) => {
+                fetched = Some((package, deb));
+                break;
+            }
+            Err(e) => {
+                eprintln!("lsmpmon: {package} could not be fetched, trying an older one");
+                last_err = Some(e);
+            }
+        }
+    }
+    let Some((package, deb)) = fetched else {
+        return Err(last_err.unwrap_or_else(|| anyhow::anyhow!("no kernel image for {meta}")))
+            .with_context(|| format!("fetching the {series} kernel"));
+    };
     let deb_sha256 = sha256_file(&deb)?;
     let root = dir.join("root");
     let _ = fs::remove_dir_all(&root);
@@ -180,17 +197,34 @@ impl PrivateApt {
         run(&mut cmd).context("apt-get update with lsmpmon's private apt configuration")
     }
 
-    fn first_dependency(&self, package: &str) -> Result<String> {
+    /// The kernel image packages the versions of metapackage `package` depend
+    /// on, newest version first.
+    fn image_dependencies(&self, package: &str) -> Result<Vec<String>> {
         let out = output(
             Command::new("apt-cache")
                 .args(self.options())
-                .args(["depends", package]),
+                .args(["show", package]),
         )
         .with_context(|| format!("looking up {package}"))?;
-        out.lines()
-            .find_map(|l| l.trim().strip_prefix("Depends: "))
-            .map(|s| s.trim().to_string())
-            .with_context(|| format!("{package} has no kernel image dependency"))
+        let mut records: Vec<(String, String)> = out
+            .split("\n\n")
+            .filter_map(|rec| {
+                let field = |name: &str| {
+                    rec.lines()
+                        .find_map(|l| l.strip_prefix(name))
+                        .map(|v| v.trim().to_string())
+                };
+                let image = field("Depends:")?.split([' ', ',']).next()?.to_string();
+                Some((field("Version:")?, image))
+            })
+            .collect();
+        records.sort_by(|a, b| version_cmp(&b.0, &a.0));
+        let mut images: Vec<String> = records.into_iter().map(|(_, i)| i).collect();
+        images.dedup();
+        if images.is_empty() {
+            bail!("{package} has no kernel image dependency");
+        }
+        Ok(images)
     }
 
     fn exists(&self, package: &str) -> bool {
@@ -210,6 +244,18 @@ impl PrivateApt {
             .current_dir(dir))?;
         find_prefixed(dir, &format!("{package}_"))
     }
+}
+
+/// Orders Debian versions well enough for kernel packages (5.10.262-1 vs
+/// 5.10.223-1): numeric runs compare as numbers.
+fn version_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    let parts = |v: &str| -> Vec<u64> {
+        v.split(|c: char| !c.is_ascii_digit())
+            .filter(|p| !p.is_empty())
+            .map(|p| p.parse().unwrap_or(0))
+            .collect()
+    };
+    parts(a).cmp(&parts(b))
 }
 
 fn find_prefixed(dir: &Path, prefix: &str) -> Result<PathBuf> {
@@ -255,4 +301,21 @@ fn output(cmd: &mut Command) -> Result<String> {
         );
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_versions_order_numerically() {
+        assert_eq!(
+            version_cmp("5.10.262-1", "5.10.223-1"),
+            std::cmp::Ordering::Greater
+        );
+        assert_eq!(
+            version_cmp("6.1.192-2", "6.1.192-10"),
+            std::cmp::Ordering::Less
+        );
+    }
 }

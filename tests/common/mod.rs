@@ -66,7 +66,7 @@ pub fn validate(schema_file: &str, doc: &str) {
         std::thread::current().id()
     ));
     std::fs::write(&tmp, doc).unwrap();
-    let out = Command::new("python3")
+    let out = Command::new("/usr/bin/python3")
         .arg("-c")
         .arg(
             "import json,sys,jsonschema\n\
@@ -77,7 +77,7 @@ pub fn validate(schema_file: &str, doc: &str) {
         .arg(&schema)
         .arg(&tmp)
         .output()
-        .expect("running python3 jsonschema");
+        .expect("running /usr/bin/python3 (python3-jsonschema)");
     assert!(
         out.status.success(),
         "schema {schema_file} rejects the document: {}",

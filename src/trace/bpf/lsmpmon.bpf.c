@@ -143,10 +143,21 @@ static __always_inline bool comm_matches(void)
 	return true;
 }
 
-static __always_inline bool subject_ok(struct task_struct *task, __u32 id)
+/*
+ * Every probe helper takes `kp`: true in the kprobe/kretprobe fallback for
+ * kernels before 5.17 (no BTF task pointer, no bpf_get_func_arg/ret, no
+ * bpf_task_pt_regs), where task fields are read with bpf_probe_read_kernel.
+ * It is a compile-time constant in each program, so the other path vanishes.
+ */
+static __always_inline __u64 current_task(bool kp)
+{
+	return kp ? bpf_get_current_task() : (__u64)bpf_get_current_task_btf();
+}
+
+static __always_inline bool subject_ok(__u64 task, __u32 id, bool kp)
 {
 	/* A load from the task, cheaper than bpf_get_current_pid_tgid(). */
-	__u32 tgid = task->tgid;
+	__u32 tgid = kp ? bpf_get_current_pid_tgid() >> 32 : ((struct task_struct *)task)->tgid;
 
 	/* The calibration hook is driven by lsmpmon itself. */
 	if (id == n_hooks)
@@ -164,16 +175,36 @@ static __always_inline bool subject_ok(struct task_struct *task, __u32 id)
 	return true;
 }
 
-static __always_inline bool object_ok(void *ctx, __u32 id)
+static __always_inline __u64 func_arg(void *ctx, __u32 n, bool kp)
+{
+	struct pt_regs *regs = ctx;
+	__u64 arg = 0;
+
+	if (!kp) {
+		bpf_get_func_arg(ctx, n, &arg);
+		return arg;
+	}
+	switch (n) {
+	case 0: return PT_REGS_PARM1_CORE(regs);
+	case 1: return PT_REGS_PARM2_CORE(regs);
+	case 2: return PT_REGS_PARM3_CORE(regs);
+	case 3: return PT_REGS_PARM4_CORE(regs);
+	case 4: return PT_REGS_PARM5_CORE(regs);
+	default: return 0;
+	}
+}
+
+static __always_inline bool object_ok(void *ctx, __u32 id, bool kp)
 {
 	struct lsmpmon_hook_meta *meta = bpf_map_lookup_elem(&hook_meta, &id);
 	char name[LSMPMON_OBJ_NAME_LEN];
 	struct dentry *dentry;
-	__u64 arg = 0;
+	__u64 arg;
 
 	if (!meta || meta->obj_kind == LSMPMON_OBJ_NONE)
 		return false;
-	if (bpf_get_func_arg(ctx, meta->obj_arg, &arg) || !arg)
+	arg = func_arg(ctx, meta->obj_arg, kp);
+	if (!arg)
 		return false;
 	switch (meta->obj_kind) {
 	case LSMPMON_OBJ_FILE:
@@ -196,22 +227,36 @@ static __always_inline bool object_ok(void *ctx, __u32 id)
 	return true;
 }
 
-static __always_inline __u64 switches_of(struct task_struct *task)
+static __always_inline __u64 switches_of(__u64 task, bool kp)
 {
-	return task->nvcsw + task->nivcsw;
+	struct task_struct *t = (struct task_struct *)task;
+
+	if (kp)
+		return BPF_CORE_READ(t, nvcsw) + BPF_CORE_READ(t, nivcsw);
+	return t->nvcsw + t->nivcsw;
 }
 
 /* Slot 0 when not in a syscall (kernel threads); else syscall nr + 1. */
-static __always_inline __u32 syscall_slot(struct task_struct *task)
+static __always_inline __u32 syscall_slot(__u64 task, bool kp)
 {
+	struct task_struct *t = (struct task_struct *)task;
 	struct pt_regs *regs;
 	long nr;
 
-	if (task->flags & PF_KTHREAD)
-		return 0;
-	/* A BTF pointer: a direct load, not bpf_probe_read_kernel (3x cheaper). */
-	regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	nr = regs->orig_ax;
+	if (kp) {
+		if (BPF_CORE_READ(t, flags) & PF_KTHREAD)
+			return 0;
+		/* task_pt_regs(): the top of the task's kernel stack (x86_64). */
+		regs = (struct pt_regs *)((long)BPF_CORE_READ(t, stack) + THREAD_SIZE) - 1;
+		regs = (void *)((long)regs + sizeof(struct pt_regs) - bpf_core_type_size(struct pt_regs));
+		nr = BPF_CORE_READ(regs, orig_ax);
+	} else {
+		if (t->flags & PF_KTHREAD)
+			return 0;
+		/* A BTF pointer: a direct load, not bpf_probe_read_kernel. */
+		regs = (struct pt_regs *)bpf_task_pt_regs(t);
+		nr = regs->orig_ax;
+	}
 	if (nr < 0 || nr >= LSMPMON_SYSCALL_SLOTS - 1)
 		return 0;
 	return nr + 1;
@@ -224,7 +269,7 @@ static __always_inline struct lsmpmon_hook_stats *stats_of(__u32 cpu, __u32 id)
 	return bpf_map_lookup_elem(&hook_stats, &key);
 }
 
-static __always_inline int on_entry(void *ctx, __u32 id)
+static __always_inline int on_entry(void *ctx, __u32 id, bool kp)
 {
 	struct lsmpmon_hook_stats *s;
 	struct cpu_stack *st;
@@ -234,10 +279,10 @@ static __always_inline int on_entry(void *ctx, __u32 id)
 
 	if (!enabled)
 		return 0;
-	task = (__u64)bpf_get_current_task_btf();
-	if (!subject_ok((struct task_struct *)task, id))
+	task = current_task(kp);
+	if (!subject_ok(task, id, kp))
 		return 0;
-	if (filter_object_on && !object_ok(ctx, id))
+	if (filter_object_on && !object_ok(ctx, id, kp))
 		return 0;
 	cpu = bpf_get_smp_processor_id();
 	st = bpf_map_lookup_elem(&stacks, &cpu);
@@ -263,15 +308,15 @@ static __always_inline int on_entry(void *ctx, __u32 id)
 	f = &st->frames[depth & (LSMPMON_MAX_DEPTH - 1)];
 	f->task = task;
 	f->hook = id;
-	f->switches = switches_of((struct task_struct *)task);
+	f->switches = switches_of(task, kp);
 	st->depth = depth + 1;
 	/* Last, so that the probe's own bookkeeping stays out of the sample. */
 	f->start_ns = bpf_ktime_get_ns();
 	return 0;
 }
 
-static __always_inline void record(struct lsmpmon_hook_stats *s, struct task_struct *task,
-				   __u32 id, __u64 delta_ns, bool outermost)
+static __always_inline void record(struct lsmpmon_hook_stats *s, __u64 task, __u32 id,
+				   __u64 delta_ns, bool outermost, bool kp)
 {
 	struct lsmpmon_syscall_cell *cell;
 	struct lsmpmon_syscall_time *st;
@@ -291,7 +336,7 @@ static __always_inline void record(struct lsmpmon_hook_stats *s, struct task_str
 	asm volatile("" : "+r"(bucket));
 	s->hist[bucket & (LSMPMON_HIST_BUCKETS - 1)]++;
 
-	slot = syscall_slot(task);
+	slot = syscall_slot(task, kp);
 	idx = id * LSMPMON_SYSCALL_SLOTS + slot;
 	cell = bpf_map_lookup_elem(&syscall_cells, &idx);
 	if (cell) {
@@ -305,34 +350,34 @@ static __always_inline void record(struct lsmpmon_hook_stats *s, struct task_str
 	}
 }
 
-static __always_inline int on_exit(void *ctx, __u32 id, bool returns_nonzero)
+static __always_inline int on_exit(void *ctx, __u32 id, bool returns_nonzero, bool kp)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct lsmpmon_hook_stats *s;
-	struct task_struct *task;
 	struct cpu_stack *st;
 	struct frame *f;
 	__u32 cpu, depth;
 	bool timed = false;
+	__u64 task;
 
 	cpu = bpf_get_smp_processor_id();
 	st = bpf_map_lookup_elem(&stacks, &cpu);
 	if (!st)
 		return 0;
-	task = bpf_get_current_task_btf();
+	task = current_task(kp);
 	depth = st->depth;
 	if (depth > 0 && depth <= LSMPMON_MAX_DEPTH) {
 		f = &st->frames[(depth - 1) & (LSMPMON_MAX_DEPTH - 1)];
-		if (f->task == (__u64)task && f->hook == id) {
+		if (f->task == task && f->hook == id) {
 			st->depth = depth - 1;
-			timed = switches_of(task) == f->switches;
+			timed = switches_of(task, kp) == f->switches;
 			if (!enabled)
 				return 0;
 			s = stats_of(cpu, id);
 			if (!s)
 				return 0;
 			if (timed)
-				record(s, task, id, now - f->start_ns, depth == 1);
+				record(s, task, id, now - f->start_ns, depth == 1, kp);
 			goto done;
 		}
 	}
@@ -341,9 +386,9 @@ static __always_inline int on_exit(void *ctx, __u32 id, bool returns_nonzero)
 	 * (filtered) or the task was switched out inside the hook and its frame
 	 * was discarded or left on another CPU.
 	 */
-	if (!enabled || !subject_ok(task, id))
+	if (!enabled || !subject_ok(task, id, kp))
 		return 0;
-	if (filter_object_on && !object_ok(ctx, id))
+	if (filter_object_on && !object_ok(ctx, id, kp))
 		return 0;
 	s = stats_of(cpu, id);
 	if (!s)
@@ -363,7 +408,7 @@ done:
 SEC("fentry/security_file_permission")
 int BPF_PROG(hook_entry)
 {
-	return on_entry(ctx, hook_id());
+	return on_entry(ctx, hook_id(), false);
 }
 
 SEC("fexit/security_file_permission")
@@ -372,7 +417,20 @@ int BPF_PROG(hook_exit)
 	__u64 ret = 0;
 
 	bpf_get_func_ret(ctx, &ret);
-	return on_exit(ctx, hook_id(), (int)ret != 0);
+	return on_exit(ctx, hook_id(), (int)ret != 0, false);
+}
+
+/* The fallback for kernels without bpf_get_func_ret() (< 5.17): same logic. */
+SEC("kprobe/security_file_permission")
+int hook_kentry(struct pt_regs *ctx)
+{
+	return on_entry(ctx, hook_id(), true);
+}
+
+SEC("kretprobe/security_file_permission")
+int hook_kexit(struct pt_regs *ctx)
+{
+	return on_exit(ctx, hook_id(), (int)PT_REGS_RC_CORE(ctx) != 0, true);
 }
 
 SEC("tp_btf/sys_enter")
@@ -381,7 +439,7 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct task_ctx *tc;
 
-	if (!enabled || !subject_ok(task, 0))
+	if (!enabled || !subject_ok((__u64)task, 0, false))
 		return 0;
 	tc = bpf_task_storage_get(&task_ctx, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (tc)
@@ -400,7 +458,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	tc = bpf_task_storage_get(&task_ctx, task, 0, 0);
 	if (!tc || !tc->sys_start_ns)
 		return 0;
-	slot = syscall_slot(task);
+	slot = syscall_slot((__u64)task, false);
 	st = bpf_map_lookup_elem(&syscall_time, &slot);
 	if (st && enabled) {
 		__sync_fetch_and_add(&st->sum_ns, bpf_ktime_get_ns() - tc->sys_start_ns);

@@ -6,14 +6,24 @@
  */
 #ifndef __VMLINUX_MIN_H__
 #define __VMLINUX_MIN_H__
+/* Tells bpf_tracing.h to use the kernel's pt_regs field names. */
+#define __VMLINUX_H__
 
 #pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
 
 struct pt_regs {
+	unsigned long r9;
+	unsigned long r8;
+	unsigned long ax;
+	unsigned long cx;
+	unsigned long dx;
+	unsigned long si;
+	unsigned long di;
 	unsigned long orig_ax;
 };
 
 struct task_struct {
+	void *stack;
 	unsigned int flags;
 	int pid;
 	int tgid;
@@ -40,5 +50,7 @@ struct file {
 #pragma clang attribute pop
 
 #define PF_KTHREAD 0x00200000
+/* x86_64 kernel stack size without KASAN (Debian kernels). */
+#define THREAD_SIZE (16384)
 
 #endif

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Turns bench-probe.sh's guest output into JSON, or JSON files into a table."""
+import datetime
+import json
+import sys
+
+
+def parse(kernel, raw_path, commit):
+    base, runs, wait = {}, [], None
+    for line in open(raw_path):
+        parts = line.split(" ", 4)
+        if parts[0] == "base":
+            base[parts[1]] = json.loads(parts[2])["ns_per_op"]
+        elif parts[0] == "run":
+            mode, op, scope = parts[1], parts[2], parts[3]
+            work_json, _, trace_json = parts[4].partition("} ")
+            work = json.loads(work_json + "}")
+            trace = json.loads(trace_json)
+            calls = sum(h["calls"] for h in trace["hooks"])
+            n = work["n"]
+            added = work["ns_per_op"] - base[op]
+            runs.append({
+                "mode": mode, "op": op, "hooks": scope,
+                "base_ns_per_op": base[op], "traced_ns_per_op": work["ns_per_op"],
+                "traced_calls_per_op": calls / n,
+                "added_ns_per_traced_call": added * n / calls if calls else None,
+                "attach_ms": trace["probe"]["attach_ms"],
+                "detach_ms": trace["probe"]["detach_ms"],
+                "hooks_attached": trace["probe"]["hooks_attached"],
+                "floor_ns": trace["probe"]["floor_ns"],
+                "provenance": trace["provenance"],
+            })
+        elif parts[0] == "detachwait":
+            t = json.loads(line.split(" ", 1)[1])
+            wait = {"hooks": t["probe"]["hooks_attached"], "detach_ms": t["probe"]["detach_ms"]}
+    return {
+        "benchmark": "probe-cost", "kernel": kernel, "commit": commit,
+        "date": datetime.date.today().isoformat(),
+        "mode": "guest, QEMU TCG -icount shift=0 (virtual ns)",
+        "target_ns_per_traced_call": 600,
+        "runs": runs, "detach_wait": wait,
+    }
+
+
+def table(paths):
+    print(f"{'kernel':<7} {'mode':<8} {'loop':<11} {'hooks':<5} {'calls/op':>8} "
+          f"{'base ns':>8} {'traced ns':>9} {'ns/call':>8} {'attach ms':>9} {'detach ms':>9}")
+    for p in paths:
+        d = json.load(open(p))
+        for r in d["runs"]:
+            print(f"{d['kernel']:<7} {r['mode']:<8} {r['op']:<11} {r['hooks']:<5} "
+                  f"{r['traced_calls_per_op']:>8.2f} {r['base_ns_per_op']:>8.0f} "
+                  f"{r['traced_ns_per_op']:>9.0f} {r['added_ns_per_traced_call']:>8.0f} "
+                  f"{r['attach_ms']:>9.0f} {r['detach_ms']:>9.1f}")
+        if d["detach_wait"]:
+            w = d["detach_wait"]
+            print(f"{d['kernel']:<7} --detach wait: {w['hooks']} hooks released in {w['detach_ms']:.0f} ms")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--table":
+        table(sys.argv[2:])
+    else:
+        print(json.dumps(parse(sys.argv[1], sys.argv[2], sys.argv[3]), indent=1))
