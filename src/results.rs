@@ -30,7 +30,16 @@ pub struct TraceResult {
     /// Time the trace was enabled, in the unit of `provenance.time`.
     pub elapsed_ns: u64,
     pub hooks: Vec<HookResult>,
+    /// With --per-lsm: each active LSM's own implementation of each hook.
+    pub per_lsm: Vec<LsmHookResult>,
     pub syscalls: Vec<SyscallResult>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LsmHookResult {
+    pub lsm: String,
+    #[serde(flatten)]
+    pub stats: HookResult,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -46,6 +55,7 @@ pub struct TraceOptions {
     pub syscall_time: bool,
     /// No histogram, per-syscall table or allow/deny were recorded.
     pub lean: bool,
+    pub per_lsm: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -69,6 +79,8 @@ pub struct ProbeInfo {
     pub excluded: Vec<Excluded>,
     /// Hooks the --object filter cannot apply to (no file, dentry or path argument).
     pub not_filterable: Vec<String>,
+    /// --per-lsm: LSM implementations found in the hook tables but not traced.
+    pub unmapped: Vec<Excluded>,
     /// Probe runs the kernel skipped (recursion), all hooks together.
     pub recursion_misses: u64,
 }

@@ -205,3 +205,50 @@ fn trace_5_10_kprobe_fallback_is_flagged() {
     assert_eq!(calls(&r, "inode_getattr"), 62);
     assert_eq!(syscall_hook_count(&r, "newfstatat", "inode_getattr"), 62);
 }
+
+/// --per-lsm finds each active LSM's own function for a hook in the kernel's
+/// hook tables (lists on 6.1, static calls on 6.12); each runs once per call.
+fn per_lsm_maps_modules(series: &str) {
+    let script = ": > /tmp/x && lsmpmon trace --json --per-lsm --hooks 'file_open,inode_getattr' \
+        --comm workload -- workload open_close 30 /tmp/x";
+    let out = guest(series, &[], script);
+    assert!(out.status.success(), "guest run failed: {:?}", out.status);
+    let text = String::from_utf8(out.stdout).unwrap();
+    validate("trace.schema.json", &text);
+    let r = json(&text);
+    let opens = calls(&r, "file_open");
+    assert_eq!(opens, 30);
+    let impls: Vec<(&str, &str, u64)> = r["per_lsm"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["hook"] == "file_open")
+        .map(|x| {
+            (
+                x["lsm"].as_str().unwrap(),
+                x["function"].as_str().unwrap(),
+                x["calls"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // Debian's default LSM order has AppArmor and TOMOYO, both with file_open.
+    for (lsm, function) in [
+        ("apparmor", "apparmor_file_open"),
+        ("tomoyo", "tomoyo_file_open"),
+    ] {
+        assert!(
+            impls.contains(&(lsm, function, opens)),
+            "{lsm} missing or miscounted in {impls:?}"
+        );
+    }
+}
+
+#[test]
+fn trace_6_1_per_lsm() {
+    per_lsm_maps_modules("6.1");
+}
+
+#[test]
+fn trace_6_12_per_lsm() {
+    per_lsm_maps_modules("6.12");
+}

@@ -8,6 +8,7 @@ use crate::error::usage;
 
 const BTF_KIND_INT: u32 = 1;
 const BTF_KIND_PTR: u32 = 2;
+const BTF_KIND_ARRAY: u32 = 3;
 const BTF_KIND_STRUCT: u32 = 4;
 const BTF_KIND_ENUM: u32 = 6;
 const BTF_KIND_TYPEDEF: u32 = 8;
@@ -34,8 +35,23 @@ pub struct Func {
     pub ret: ArgType,
 }
 
+/// A struct member: byte offset, and element count if it is an array.
+#[derive(Debug, Clone)]
+pub struct Member {
+    pub offset: u64,
+    pub nelems: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Struct {
+    pub size: u64,
+    pub members: HashMap<String, Member>,
+}
+
 pub struct KernelBtf {
     pub funcs: HashMap<String, Func>,
+    /// Only the structs asked for in `load`.
+    pub structs: HashMap<String, Struct>,
 }
 
 struct Raw(*mut libbpf_sys::btf);
@@ -86,6 +102,50 @@ impl Raw {
         ArgType::Other
     }
 
+    fn layout(&self, t: &libbpf_sys::btf_type) -> Struct {
+        // SAFETY: a STRUCT is followed by vlen btf_member records; `size` is its size.
+        let (members, size) = unsafe {
+            let first = (t as *const libbpf_sys::btf_type).add(1) as *const libbpf_sys::btf_member;
+            (
+                std::slice::from_raw_parts(first, vlen(t)),
+                t.__bindgen_anon_1.size,
+            )
+        };
+        let bitfield = (t.info >> 31) & 1 == 1;
+        let members = members
+            .iter()
+            .map(|m| {
+                let bits = if bitfield {
+                    m.offset & 0xff_ffff
+                } else {
+                    m.offset
+                };
+                let nelems = self
+                    .ty(m.type_)
+                    .filter(|mt| kind(mt) == BTF_KIND_ARRAY)
+                    .map(|mt| {
+                        // SAFETY: an ARRAY is followed by one btf_array record.
+                        unsafe {
+                            (*((mt as *const libbpf_sys::btf_type).add(1)
+                                as *const libbpf_sys::btf_array))
+                                .nelems
+                        }
+                    });
+                (
+                    self.name(m.name_off),
+                    Member {
+                        offset: u64::from(bits / 8),
+                        nelems,
+                    },
+                )
+            })
+            .collect();
+        Struct {
+            size: u64::from(size),
+            members,
+        }
+    }
+
     fn pointee(&self, mut id: u32) -> ArgType {
         for _ in 0..16 {
             let Some(t) = self.ty(id) else {
@@ -113,8 +173,9 @@ fn vlen(t: &libbpf_sys::btf_type) -> usize {
 }
 
 impl KernelBtf {
-    /// Every function in vmlinux BTF whose name passes `keep`.
-    pub fn load(keep: impl Fn(&str) -> bool) -> Result<Self> {
+    /// Every function in vmlinux BTF whose name passes `keep`, and the layout
+    /// of the structs named in `structs`.
+    pub fn load(keep: impl Fn(&str) -> bool, structs: &[&str]) -> Result<Self> {
         if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
             return Err(usage(
                 "this kernel has no BTF (/sys/kernel/btf/vmlinux, CONFIG_DEBUG_INFO_BTF): \
@@ -132,8 +193,16 @@ impl KernelBtf {
         // SAFETY: raw is valid.
         let count = unsafe { libbpf_sys::btf__type_cnt(raw.0) };
         let mut funcs = HashMap::new();
+        let mut found_structs = HashMap::new();
         for id in 1..count {
             let Some(t) = raw.ty(id) else { continue };
+            if kind(t) == BTF_KIND_STRUCT {
+                let name = raw.name(t.name_off);
+                if structs.contains(&name.as_str()) && !found_structs.contains_key(&name) {
+                    found_structs.insert(name, raw.layout(t));
+                }
+                continue;
+            }
             if kind(t) != BTF_KIND_FUNC {
                 continue;
             }
@@ -164,6 +233,9 @@ impl KernelBtf {
                 },
             );
         }
-        Ok(Self { funcs })
+        Ok(Self {
+            funcs,
+            structs: found_structs,
+        })
     }
 }

@@ -115,7 +115,7 @@ pub fn syscalls(
         if c.count == 0 {
             continue;
         }
-        let Some(hook) = hooks.get(*hook_id as usize) else {
+        let Some(hook) = hooks.get(*hook_id as usize).filter(|h| h.lsm.is_none()) else {
             continue;
         };
         let sum = (c.sum_ns as f64 - floor * c.count as f64).max(0.0);
@@ -205,6 +205,7 @@ mod tests {
             btf_id: 0,
             object: None,
             returns_int: true,
+            lsm: None,
         };
         let s = lsmpmon_hook_stats {
             count: 4,

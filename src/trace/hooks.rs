@@ -29,6 +29,9 @@ pub struct Hook {
     pub object: Option<(u32, u8)>,
     #[serde(skip)]
     pub returns_int: bool,
+    /// Set for one LSM's own implementation of the hook (`--per-lsm`).
+    #[serde(skip)]
+    pub lsm: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -82,6 +85,7 @@ pub fn discover(btf: &KernelBtf) -> Result<Discovery> {
             btf_id: f.btf_id,
             object: object_arg(&f.params),
             returns_int: f.ret == ArgType::Int,
+            lsm: None,
         });
     }
     if hooks.is_empty() {
@@ -116,6 +120,49 @@ pub fn object_arg(params: &[ArgType]) -> Option<(u32, u8)> {
         ArgType::StructPtr(s) if s == "path" => Some((obj::LSMPMON_OBJ_PATH, i as u8)),
         _ => None,
     })
+}
+
+/// Each LSM's implementation of the selected hooks, as traceable targets;
+/// those that cannot be traced are returned with the reason.
+pub fn lsm_targets(btf: &KernelBtf, hooks: &[Hook]) -> Result<(Vec<Hook>, Vec<Excluded>)> {
+    let names: Vec<String> = hooks.iter().map(|h| h.name.clone()).collect();
+    let impls = super::lsm_tables::discover(btf, &names)?;
+    let traceable = traceable_functions();
+    let mut targets = Vec::new();
+    let mut unmapped = Vec::new();
+    for i in impls {
+        let label = format!("{} ({})", i.hook, i.lsm);
+        let Some(function) = i.function else {
+            unmapped.push(Excluded {
+                hook: label,
+                reason: "its address has no symbol in /proc/kallsyms".into(),
+            });
+            continue;
+        };
+        let Some(f) = btf.funcs.get(&function) else {
+            unmapped.push(Excluded {
+                hook: label,
+                reason: format!("{function} is not in kernel BTF"),
+            });
+            continue;
+        };
+        if traceable.as_ref().is_some_and(|t| !t.contains(&function)) {
+            unmapped.push(Excluded {
+                hook: label,
+                reason: format!("{function} is not in available_filter_functions"),
+            });
+            continue;
+        }
+        targets.push(Hook {
+            name: i.hook,
+            function,
+            btf_id: f.btf_id,
+            object: object_arg(&f.params),
+            returns_int: f.ret == ArgType::Int,
+            lsm: Some(i.lsm),
+        });
+    }
+    Ok((targets, unmapped))
 }
 
 fn traceable_functions() -> Option<HashSet<String>> {
@@ -170,6 +217,7 @@ mod tests {
             btf_id: 1,
             object: None,
             returns_int: true,
+            lsm: None,
         }
     }
 

@@ -6,6 +6,7 @@ pub mod btf;
 pub mod collect;
 pub mod ctl;
 pub mod hooks;
+pub mod lsm_tables;
 pub mod report;
 
 mod bpf {
@@ -120,6 +121,10 @@ pub struct TraceArgs {
     /// How to release the probes at the end (see BENCHMARKS.md for why).
     #[arg(long, value_enum, default_value = "background")]
     pub detach: attach::DetachMode,
+    /// Also time each active LSM's own implementation of each hook (selinux_*,
+    /// apparmor_*, ...), found from the kernel's hook tables: which module costs what.
+    #[arg(long)]
+    pub per_lsm: bool,
     /// LSMPMON's original table only (min/max/ave/count/cs_count): no histogram,
     /// no per-syscall table, no allow/deny. The cheapest probe.
     #[arg(long, conflicts_with = "syscall_time")]
@@ -159,9 +164,15 @@ fn check_root() -> Result<()> {
 }
 
 fn discover(args: &TraceArgs) -> Result<(hooks::Discovery, btf::KernelBtf)> {
-    let kbtf = btf::KernelBtf::load(|n| {
-        n.starts_with("security_") || n.starts_with("bpf_lsm_") || n == CALIBRATION_FUNCTION
-    })?;
+    let all = args.per_lsm;
+    let kbtf = btf::KernelBtf::load(
+        |n| {
+            all || n.starts_with("security_")
+                || n.starts_with("bpf_lsm_")
+                || n == CALIBRATION_FUNCTION
+        },
+        if all { lsm_tables::STRUCTS } else { &[] },
+    )?;
     let mut d = hooks::discover(&kbtf)?;
     d.hooks = hooks::select(d.hooks, &args.hooks)?;
     if d.hooks.len() >= lim::LSMPMON_MAX_HOOKS as usize {
@@ -344,12 +355,18 @@ impl Session<'_> {
             .subtract_floor
             .then_some(self.probe.floor_ns)
             .flatten();
-        let hooks = self
-            .hooks
-            .iter()
-            .enumerate()
-            .map(|(i, h)| collect::hook_result(h, &stats[i], subtract, !self.options.lean))
-            .collect();
+        let mut hooks = Vec::new();
+        let mut per_lsm = Vec::new();
+        for (i, h) in self.hooks.iter().enumerate() {
+            let r = collect::hook_result(h, &stats[i], subtract, !self.options.lean);
+            match &h.lsm {
+                None => hooks.push(r),
+                Some(lsm) => per_lsm.push(crate::results::LsmHookResult {
+                    lsm: lsm.clone(),
+                    stats: r,
+                }),
+            }
+        }
         let mut cells = BTreeMap::new();
         arrays::for_each::<lsmpmon_syscall_cell>(
             self.skel.maps.syscall_cells.as_fd().as_raw_fd(),
@@ -394,6 +411,7 @@ impl Session<'_> {
             probe: self.probe.clone(),
             elapsed_ns: self.elapsed_ns(),
             hooks,
+            per_lsm,
             syscalls: collect::syscalls(&self.hooks, &cells, times.as_ref(), subtract),
         })
     }
@@ -427,12 +445,28 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
         list_hooks(&discovery);
         return Ok(0);
     }
-    let hooks = discovery.hooks;
+    let mut hooks = discovery.hooks;
     let not_filterable: Vec<String> = hooks
         .iter()
         .filter(|h| h.object.is_none())
         .map(|h| h.name.clone())
         .collect();
+    let mut unmapped = Vec::new();
+    if args.per_lsm {
+        let (impls, skipped) = hooks::lsm_targets(&kbtf, &hooks)?;
+        eprintln!(
+            "lsmpmon: --per-lsm: {} LSM implementations of {} hooks{}",
+            impls.len(),
+            hooks.len(),
+            if skipped.is_empty() {
+                String::new()
+            } else {
+                format!(", {} not traceable", skipped.len())
+            }
+        );
+        hooks.extend(impls);
+        unmapped = skipped;
+    }
 
     // SAFETY: signal handlers only store to an atomic.
     unsafe {
@@ -540,7 +574,7 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
             .update(&(i as u32).to_ne_bytes(), bytes, libbpf_rs::MapFlags::ANY)?;
     }
 
-    eprintln!("lsmpmon: attaching {} hooks ...", hooks.len());
+    eprintln!("lsmpmon: attaching {} probe pairs ...", hooks.len());
     let start = Instant::now();
     let mut pairs = Vec::with_capacity(hooks.len());
     let mut failed = Vec::new();
@@ -585,7 +619,7 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
         skel.links.sys_exit = Some(l2);
     }
     eprintln!(
-        "lsmpmon: {} hooks attached in {:.0} ms{}",
+        "lsmpmon: {} probe pairs attached in {:.0} ms{}",
         pairs.len(),
         attach_ms,
         if failed.is_empty() {
@@ -623,6 +657,7 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
             } else {
                 Vec::new()
             },
+            unmapped,
             recursion_misses: 0,
         },
         hooks,
@@ -639,6 +674,7 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
             subtract_floor: args.subtract_floor,
             syscall_time: args.syscall_time,
             lean: args.lean,
+            per_lsm: args.per_lsm,
         },
         provenance: crate::provenance::collect(),
         enabled_at: None,

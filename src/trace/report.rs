@@ -110,6 +110,9 @@ pub fn text(r: &TraceResult, view: &View) -> String {
             histogram(&mut out, h, unit);
         }
     }
+    if !r.per_lsm.is_empty() {
+        per_lsm(&mut out, r, &hooks[..shown], unit);
+    }
     let _ = writeln!(
         out,
         "\nper syscall (hook time attributed to the caller's syscall, {unit}):"
@@ -142,6 +145,51 @@ pub fn text(r: &TraceResult, view: &View) -> String {
         }
     }
     out
+}
+
+/// Seed 000 Table 4: one column per LSM, its own average per hook; N/A where
+/// the LSM has no implementation of the hook.
+fn per_lsm(out: &mut String, r: &TraceResult, hooks: &[&HookResult], unit: &str) {
+    let mut lsms: Vec<&str> = Vec::new();
+    for l in &r.per_lsm {
+        if !lsms.contains(&l.lsm.as_str()) {
+            lsms.push(&l.lsm);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nper LSM (average {unit} of each module's own implementation):"
+    );
+    let _ = write!(out, "{:<32}", "hook");
+    for l in &lsms {
+        let _ = write!(out, " {l:>10}");
+    }
+    let _ = writeln!(out);
+    for h in hooks {
+        let _ = write!(out, "{:<32}", h.hook);
+        for l in &lsms {
+            let cell = r
+                .per_lsm
+                .iter()
+                .find(|x| x.lsm == *l && x.stats.hook == h.hook)
+                .map(|x| format!("{:.0}", x.stats.ave_ns))
+                .unwrap_or_else(|| "N/A".into());
+            let _ = write!(out, " {cell:>10}");
+        }
+        let _ = writeln!(out);
+    }
+    if !r.probe.unmapped.is_empty() {
+        let _ = writeln!(
+            out,
+            "not traced: {}",
+            r.probe
+                .unmapped
+                .iter()
+                .map(|u| format!("{} ({})", u.hook, u.reason))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
 }
 
 fn histogram(out: &mut String, h: &HookResult, unit: &str) {
