@@ -13,10 +13,14 @@ N=${N:-20000}
 mkdir -p bench
 
 # In the guest: baseline loops, then each loop under one hook and under all
-# hooks, default options and --lean. Each trace is its own JSON line.
+# hooks, default options and --lean. Each trace is its own JSON line. Traces
+# release their probes before the next starts (--detach wait): background
+# releases would overlap the next measurement. The guest first settles (6.12
+# keeps a CPU busy for about 2 s of virtual time after boot).
 GUEST='
 set -e
 W=/usr/bin/workload; : > /tmp/x; N='"$N"'
+sleep 5
 echo "base stat $($W stat $N /tmp/x)"
 echo "base open_close $($W open_close $N /tmp/x)"
 for mode in default lean; do
@@ -25,13 +29,13 @@ for mode in default lean; do
     [ $op = stat ] && H=inode_getattr || H=file_open
     for scope in one all; do
       [ $scope = one ] && HOOKS="--hooks $H" || HOOKS=
-      lsmpmon trace --json $L $HOOKS -o /tmp/r.json -- sh -c "$W $op $N /tmp/x > /tmp/w.json" 2>/dev/null
+      lsmpmon trace --json --detach wait $L $HOOKS -o /tmp/r.json -- sh -c "$W $op $N /tmp/x > /tmp/w.json" 2>/dev/null
       echo "run $mode $op $scope $(cat /tmp/w.json) $(tr -d "\n" < /tmp/r.json)"
     done
   done
 done
-lsmpmon trace --json --detach wait -o /tmp/r.json -- true 2>/dev/null
-echo "detachwait $(tr -d "\n" < /tmp/r.json)"
+lsmpmon trace --json -o /tmp/r.json -- true 2>/dev/null
+echo "detachbg $(tr -d "\n" < /tmp/r.json)"
 '
 
 for kernel in "${@:-6.1 6.12}"; do

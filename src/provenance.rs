@@ -26,6 +26,7 @@ pub fn collect() -> Provenance {
         .find_map(|p| p.strip_prefix(&format!("{VM_PARAM}=")).map(String::from));
     let (environment, time) = match vm.as_deref() {
         Some("tcg") => ("guest", "virtual"),
+        // Without -icount, TCG guest time follows the host's clock.
         Some(_) => ("guest", "real"),
         None => ("host", "real"),
     };

@@ -252,3 +252,39 @@ fn trace_6_1_per_lsm() {
 fn trace_6_12_per_lsm() {
     per_lsm_maps_modules("6.12");
 }
+
+/// --interval prints NDJSON snapshots that only grow; --syscall-time adds each
+/// syscall's own time and the share of it spent in LSM hooks.
+#[test]
+fn trace_6_1_interval_and_syscall_time() {
+    let script = ": > /tmp/x && lsmpmon trace --json --interval 0.02 --syscall-time \
+        --hooks 'inode_getattr,inode_permission' --comm workload -- workload stat 20000 /tmp/x";
+    let out = guest("6.1", &[], script);
+    assert!(out.status.success(), "guest run failed: {:?}", out.status);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines.len() >= 3,
+        "expected snapshots and a final result: {text}"
+    );
+    let mut last = 0;
+    for line in &lines {
+        validate("trace.schema.json", line);
+        let c = calls(&json(line), "inode_getattr");
+        assert!(c >= last, "snapshots never shrink");
+        last = c;
+    }
+    let r = json(lines.last().unwrap());
+    assert_eq!(calls(&r, "inode_getattr"), 20001);
+    let stat = r["syscalls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["syscall"] == "newfstatat")
+        .expect("newfstatat row");
+    let total = stat["total_ns"].as_u64().unwrap();
+    let share = stat["lsm_share"].as_f64().unwrap();
+    assert!(stat["calls"].as_u64().unwrap() >= 20000);
+    assert!(total > stat["hook_sum_ns"].as_u64().unwrap());
+    assert!(share > 0.0 && share < 1.0, "share {share}");
+}

@@ -50,6 +50,15 @@ pub struct RunArgs {
     /// tcg: deterministic virtual time (default). kvm only where it works.
     #[arg(long, value_enum, default_value = "tcg")]
     pub accel: Accel,
+    /// QEMU -icount setting for tcg ("off" for none). See BENCHMARKS.md for what each part buys.
+    #[arg(long, default_value = "shift=0,sleep=off")]
+    pub icount: String,
+    /// QEMU -rtc setting ("clock=vm": the guest's wall clock follows virtual time).
+    #[arg(long, default_value = "clock=vm")]
+    pub rtc: String,
+    /// Keep kernel address-space randomisation (default: nokaslr, for repeatability).
+    #[arg(long)]
+    pub kaslr: bool,
     /// Copy a host file into the guest: HOST[:GUEST] (default GUEST: /usr/bin/NAME). Repeatable.
     #[arg(long = "copy", value_name = "HOST[:GUEST]")]
     pub copies: Vec<String>,
@@ -132,7 +141,8 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         &serde_json::to_vec(&spec)?,
     )?;
     let mut cmdline = format!(
-        "console=ttyS0 quiet panic=-1 oops=panic nokaslr {}={}",
+        "console=ttyS0 quiet panic=-1 oops=panic{} {}={}",
+        if args.kaslr { "" } else { " nokaslr" },
         crate::provenance::VM_PARAM,
         if args.accel == Accel::Tcg {
             "tcg"
@@ -153,6 +163,8 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         cmdline,
         memory_mb: args.memory_mb,
         accel: args.accel,
+        icount: &args.icount,
+        rtc: &args.rtc,
         run_dir: &run_dir,
         timeout: Duration::from_secs(args.timeout),
     })?;

@@ -34,6 +34,8 @@ pub struct Boot<'a> {
     pub cmdline: String,
     pub memory_mb: u32,
     pub accel: Accel,
+    pub icount: &'a str,
+    pub rtc: &'a str,
     pub run_dir: &'a Path,
     pub timeout: Duration,
 }
@@ -55,16 +57,19 @@ pub fn boot(b: &Boot) -> Result<i32> {
     ];
     let mut cmd = Command::new(qemu);
     match b.accel {
-        Accel::Tcg => cmd.args([
-            "-accel",
-            "tcg",
-            "-icount",
-            "shift=0,sleep=off",
-            "-rtc",
-            "clock=vm",
-        ]),
-        Accel::Kvm => cmd.args(["-accel", "kvm", "-cpu", "host"]),
+        Accel::Tcg => {
+            cmd.args(["-accel", "tcg"]);
+            if b.icount != "off" {
+                cmd.args(["-icount", b.icount]);
+            }
+        }
+        Accel::Kvm => {
+            cmd.args(["-accel", "kvm", "-cpu", "host"]);
+        }
     };
+    if !b.rtc.is_empty() {
+        cmd.args(["-rtc", b.rtc]);
+    }
     cmd.args(["-m", &b.memory_mb.to_string(), "-smp", "1"])
         .args([
             "-nodefaults",
