@@ -20,7 +20,7 @@ use qemu::Accel;
 #[derive(Subcommand, Debug)]
 pub enum VmCommand {
     /// Boot a Debian kernel and run COMMAND inside as root; exits with its status.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Show what the cache holds and its size, or clean it.
     Cache(CacheArgs),
     /// (inside the guest) run the command of the guest's run file.
