@@ -18,7 +18,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Time every LSM hook with eBPF (fentry/fexit): per hook, per syscall.
-    Trace(trace::TraceCommand),
+    Trace(Box<trace::TraceCommand>),
     /// Throwaway QEMU guests with real Debian kernels.
     #[command(subcommand)]
     Vm(vm::VmCommand),
@@ -31,7 +31,7 @@ fn main() {
         libbpf_rs::set_print(None);
     }
     let result = match cli.command {
-        Command::Trace(cmd) => trace::main(cmd),
+        Command::Trace(cmd) => trace::main(*cmd),
         Command::Vm(cmd) => vm::main(cmd),
     };
     match result {
