@@ -1,4 +1,5 @@
 //! lsmpmon: what Linux Security Modules cost, hook by hook.
+mod bench;
 mod error;
 mod intf;
 mod provenance;
@@ -19,6 +20,8 @@ struct Cli {
 enum Command {
     /// Time every LSM hook with eBPF (fentry/fexit): per hook, per syscall.
     Trace(Box<trace::TraceCommand>),
+    /// LMbench/Unixbench-class microbenchmarks with honest statistics.
+    Bench(Box<bench::BenchArgs>),
     /// Throwaway QEMU guests with real Debian kernels.
     #[command(subcommand)]
     Vm(vm::VmCommand),
@@ -32,6 +35,7 @@ fn main() {
     }
     let result = match cli.command {
         Command::Trace(cmd) => trace::main(*cmd),
+        Command::Bench(args) => bench::main(*args),
         Command::Vm(cmd) => vm::main(cmd),
     };
     match result {

@@ -1,0 +1,110 @@
+//! `--compare BASE.json`: each op as seed 000 Table 3 prints it,
+//! `value (+x %)`, with changes inside the noise marked, and a baseline from
+//! another kernel, mode or machine refused (or, with --force, flagged).
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+use super::BenchResult;
+use crate::error::usage;
+
+pub struct Row {
+    pub op: String,
+    pub unit: String,
+    pub base: f64,
+    pub value: f64,
+    /// Positive = slower (more ns/op, or fewer MB/s).
+    pub overhead_pct: f64,
+    pub within_noise: bool,
+}
+
+/// Refuses a baseline that was not measured like `cur`; returns the
+/// mismatches when `force` lets it through.
+pub fn check_comparable(base: &Value, cur: &BenchResult, force: bool) -> Result<Vec<String>> {
+    if base["schema"] != super::SCHEMA {
+        return Err(usage(format!(
+            "baseline is not an lsmpmon bench result (schema {}, expected {})",
+            base["schema"],
+            super::SCHEMA
+        )));
+    }
+    let p = &base["provenance"];
+    let mut diffs = Vec::new();
+    for (field, now) in [
+        ("kernel_release", &cur.provenance.base.kernel_release),
+        ("environment", &cur.provenance.base.environment),
+        ("time", &cur.provenance.base.time),
+        ("hostname", &cur.provenance.base.hostname),
+        ("cpu_model", &cur.provenance.cpu_model),
+    ] {
+        if p[field].as_str() != Some(now.as_str()) {
+            diffs.push(format!("{field}: baseline {} vs now {now}", p[field]));
+        }
+    }
+    if !diffs.is_empty() && !force {
+        return Err(usage(format!(
+            "baseline was measured elsewhere ({}): compare like with like, or pass --force",
+            diffs.join("; ")
+        )));
+    }
+    Ok(diffs)
+}
+
+/// One row per op present in both results.
+pub fn rows(base: &Value, cur: &BenchResult) -> Result<Vec<Row>> {
+    let base_ops = base["results"]
+        .as_array()
+        .context("baseline has no results")?;
+    let mut out = Vec::new();
+    for r in &cur.results {
+        let Some(b) = base_ops.iter().find(|b| b["op"] == r.op.as_str()) else {
+            continue;
+        };
+        let bm = b["median"].as_f64().context("baseline median")?;
+        let bspread = b["spread_pct"].as_f64().unwrap_or(0.0);
+        let v = r.summary.median;
+        let change = (v - bm) / bm * 100.0;
+        let overhead = if r.unit == super::ops::Unit::MBps {
+            -change
+        } else {
+            change
+        };
+        out.push(Row {
+            op: r.op.clone(),
+            unit: serde_json::to_value(r.unit)?
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+            base: bm,
+            value: v,
+            overhead_pct: overhead,
+            within_noise: change.abs() <= bspread.max(r.summary.spread_pct),
+        });
+    }
+    Ok(out)
+}
+
+pub fn render(rows: &[Row], forced: &[String]) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    if !forced.is_empty() {
+        let _ = writeln!(
+            s,
+            "WARNING: baseline measured elsewhere (--force): {}",
+            forced.join("; ")
+        );
+    }
+    let _ = writeln!(
+        s,
+        "{:<16} {:>7} {:>12} {:>24}",
+        "op", "unit", "baseline", "now (overhead)"
+    );
+    for r in rows {
+        let mark = if r.within_noise { " ~noise" } else { "" };
+        let _ = writeln!(
+            s,
+            "{:<16} {:>7} {:>12.2} {:>12.2} ({:+.1} %){mark}",
+            r.op, r.unit, r.base, r.value, r.overhead_pct
+        );
+    }
+    s
+}

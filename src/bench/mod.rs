@@ -1,0 +1,361 @@
+//! `lsmpmon bench`: LMbench/Unixbench-class microbenchmarks with honest
+//! statistics, on the host (real time) or in a guest (virtual time).
+mod compare;
+mod landlock;
+mod ops;
+mod runner;
+mod stats;
+
+use std::{
+    path::{Path, PathBuf},
+    sync::atomic::{AtomicBool, Ordering},
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result};
+use clap::Args;
+use serde::Serialize;
+
+use crate::error::usage;
+use crate::results::Provenance;
+
+pub const SCHEMA: &str = "lsmpmon.bench/1";
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Operations and groups: syscall, files, ipc, proc, bw, lmbench (all), paper
+    /// (seed 000 Table 3 / seed 004 Tables 1-2), or op names, comma-separated.
+    #[arg(long, default_value = "paper")]
+    pub ops: String,
+    /// Work directory for file operations, created fresh and removed after.
+    /// Keep it identical across compared runs: path depth changes LSM costs.
+    #[arg(long, default_value = "/tmp/lsmpmon-bench")]
+    pub dir: PathBuf,
+    /// Samples per operation (the median is reported).
+    #[arg(long, default_value_t = 11)]
+    pub samples: usize,
+    /// Minimum duration of one sample; iterations grow until it is reached.
+    #[arg(long, default_value_t = 10.0)]
+    pub sample_ms: f64,
+    /// Pin the benchmark to this CPU.
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// Bytes mapped by the mmap op.
+    #[arg(long, default_value_t = 64 * 1024)]
+    pub mmap_bytes: usize,
+    /// Map executable in the mmap op (what IMA's MMAP_CHECK measures).
+    #[arg(long)]
+    pub prot_exec: bool,
+    /// Descriptors watched by select_file and select_tcp.
+    #[arg(long, default_value_t = 100)]
+    pub select_fds: usize,
+    /// Run inside a Landlock ruleset (allowing the work directory and what the ops need).
+    #[arg(long)]
+    pub landlock: bool,
+    /// Machine-readable output (schema/bench.schema.json).
+    #[arg(long)]
+    pub json: bool,
+    /// Compare with an earlier --json result: `value (+x %)` per op.
+    #[arg(long, value_name = "BASE.json")]
+    pub compare: Option<PathBuf>,
+    /// Compare even if the baseline comes from another kernel, mode or machine (flagged).
+    #[arg(long, requires = "compare")]
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchProvenance {
+    #[serde(flatten)]
+    pub base: Provenance,
+    /// LSM-related kernel parameters (lsm=, security=, selinux=, enforcing=, apparmor=, ima_*).
+    pub boot_params: Vec<String>,
+    pub cpu_model: String,
+    pub clocksource: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchOptions {
+    pub ops: String,
+    pub dir: String,
+    pub samples: usize,
+    pub sample_ms: f64,
+    pub cpu: Option<usize>,
+    pub mmap_bytes: usize,
+    pub prot_exec: bool,
+    pub select_fds: usize,
+    pub landlock: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchResult {
+    pub schema: &'static str,
+    pub provenance: BenchProvenance,
+    pub options: BenchOptions,
+    /// Subtracted from every sample: one pair of clock reads.
+    pub clock_overhead_ns: f64,
+    pub landlock: Option<landlock::LandlockInfo>,
+    pub results: Vec<runner::OpResult>,
+    pub wall_s: f64,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+fn provenance() -> BenchProvenance {
+    let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+    let boot_params = cmdline
+        .split_whitespace()
+        .filter(|p| {
+            [
+                "lsm=",
+                "security=",
+                "selinux=",
+                "enforcing=",
+                "apparmor=",
+                "ima",
+                "evm",
+                "lockdown=",
+            ]
+            .iter()
+            .any(|k| p.starts_with(k))
+        })
+        .map(String::from)
+        .collect();
+    let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
+        })
+        .unwrap_or_default();
+    let clocksource =
+        std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+    BenchProvenance {
+        base: crate::provenance::collect(),
+        boot_params,
+        cpu_model,
+        clocksource,
+    }
+}
+
+/// Removes the work directory on every exit path, Ctrl-C included.
+struct WorkDir(PathBuf);
+
+impl WorkDir {
+    fn create(dir: &Path) -> Result<Self> {
+        if dir.exists() {
+            let empty = std::fs::read_dir(dir)
+                .map(|mut d| d.next().is_none())
+                .unwrap_or(false);
+            if !empty {
+                return Err(usage(format!(
+                    "work directory {} exists and is not empty: remove it or choose another --dir",
+                    dir.display()
+                )));
+            }
+        }
+        std::fs::create_dir_all(dir).map_err(|e| {
+            usage(format!(
+                "cannot create work directory {}: {e}: choose another with --dir",
+                dir.display()
+            ))
+        })?;
+        let probe = dir.join(".lsmpmon-write-test");
+        std::fs::write(&probe, b"").map_err(|e| {
+            usage(format!(
+                "work directory {} is not writable: {e}",
+                dir.display()
+            ))
+        })?;
+        std::fs::remove_file(probe)?;
+        Ok(Self(dir.to_path_buf()))
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn main(args: BenchArgs) -> Result<i32> {
+    let selected = ops::select(&args.ops)?;
+    if args.samples == 0 || args.sample_ms <= 0.0 {
+        return Err(usage("--samples and --sample-ms must be positive"));
+    }
+    let baseline = match &args.compare {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| usage(format!("cannot read baseline {}: {e}", p.display())))?;
+            Some(
+                serde_json::from_str::<serde_json::Value>(&text).map_err(|e| {
+                    usage(format!("baseline {} is not valid JSON: {e}", p.display()))
+                })?,
+            )
+        }
+        None => None,
+    };
+    let work = WorkDir::create(&args.dir)?;
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+    if let Some(cpu) = args.cpu {
+        // SAFETY: cpu_set_t manipulation for this thread.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(usage(format!(
+                    "cannot pin to CPU {cpu}: {}",
+                    std::io::Error::last_os_error()
+                )));
+            }
+        }
+    }
+    let landlock = if args.landlock {
+        let info = landlock::enter(&work.0)?;
+        eprintln!("bench: Landlock ABI {} enforcing: {}", info.abi, info.proof);
+        Some(info)
+    } else {
+        None
+    };
+    let started = Instant::now();
+    let clock_ns = runner::clock_overhead_ns();
+    let method = runner::Method {
+        samples: args.samples,
+        sample: Duration::from_secs_f64(args.sample_ms / 1e3),
+    };
+    let mut result = BenchResult {
+        schema: SCHEMA,
+        provenance: provenance(),
+        options: BenchOptions {
+            ops: args.ops.clone(),
+            dir: args.dir.display().to_string(),
+            samples: args.samples,
+            sample_ms: args.sample_ms,
+            cpu: args.cpu,
+            mmap_bytes: args.mmap_bytes,
+            prot_exec: args.prot_exec,
+            select_fds: args.select_fds,
+            landlock: args.landlock,
+        },
+        clock_overhead_ns: clock_ns,
+        landlock,
+        results: Vec::new(),
+        wall_s: 0.0,
+    };
+    let mut failed = Vec::new();
+    for (i, def) in selected.iter().enumerate() {
+        if STOP.load(Ordering::SeqCst) {
+            eprintln!(
+                "bench: interrupted; {} of {} ops measured",
+                i,
+                selected.len()
+            );
+            break;
+        }
+        let op_dir = work.0.join(def.name);
+        std::fs::create_dir_all(&op_dir)?;
+        let ctx = ops::Ctx {
+            dir: op_dir.clone(),
+            mmap_bytes: args.mmap_bytes,
+            prot_exec: args.prot_exec,
+            select_fds: args.select_fds,
+        };
+        eprint!("bench: [{}/{}] {:<15}", i + 1, selected.len(), def.name);
+        match runner::measure(def, &ctx, &method, clock_ns) {
+            Ok(r) => {
+                eprintln!(
+                    " {:>12.2} {} (spread {:.1} %)",
+                    r.summary.median,
+                    serde_json::to_value(r.unit)?.as_str().unwrap_or(""),
+                    r.summary.spread_pct
+                );
+                result.results.push(r);
+            }
+            Err(e) => {
+                eprintln!(" FAILED: {}", crate::error::one_line(&e));
+                failed.push(def.name);
+            }
+        }
+        let _ = std::fs::remove_dir_all(&op_dir);
+    }
+    result.wall_s = started.elapsed().as_secs_f64();
+    drop(work);
+
+    let out = if args.json {
+        serde_json::to_string_pretty(&result)? + "\n"
+    } else {
+        table(&result)
+    };
+    print!("{out}");
+    if let Some(base) = &baseline {
+        let forced = compare::check_comparable(base, &result, args.force)?;
+        let rows = compare::rows(base, &result)?;
+        let text = compare::render(&rows, &forced);
+        if args.json {
+            eprint!("{text}");
+        } else {
+            print!("\n{text}");
+        }
+    }
+    if !failed.is_empty() {
+        return Err(anyhow::anyhow!(
+            "{} op(s) failed: {}",
+            failed.len(),
+            failed.join(", ")
+        ))
+        .context("bench");
+    }
+    if STOP.load(Ordering::SeqCst) {
+        return Err(anyhow::anyhow!("interrupted (partial results printed)"));
+    }
+    Ok(0)
+}
+
+fn table(r: &BenchResult) -> String {
+    use std::fmt::Write;
+    let p = &r.provenance.base;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "lsmpmon bench on {} ({}, {} time), lsm={}{}; {} samples of >= {} ms",
+        p.kernel_release,
+        p.environment,
+        p.time,
+        p.active_lsms.join(","),
+        if r.landlock.is_some() {
+            ", inside a Landlock ruleset"
+        } else {
+            ""
+        },
+        r.options.samples,
+        r.options.sample_ms
+    );
+    let _ = writeln!(
+        s,
+        "{:<16} {:>6} {:>12} {:>12} {:>12} {:>8}",
+        "op", "unit", "median", "min", "max", "spread"
+    );
+    for o in &r.results {
+        let unit = serde_json::to_value(o.unit)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "{:<16} {:>6} {:>12.2} {:>12.2} {:>12.2} {:>7.1}%",
+            o.op, unit, o.summary.median, o.summary.min, o.summary.max, o.summary.spread_pct
+        );
+    }
+    s
+}

@@ -1,0 +1,169 @@
+//! LMbench lat_fs (create and delete N files of 0 or 10 KB, time per file)
+//! and Unixbench fstime (read and write a file by buffer size).
+use std::{ffi::CString, path::PathBuf};
+
+use anyhow::{bail, Result};
+
+use super::{check, Bench, Ctx, OpDef, Unit, Work};
+
+pub fn ops() -> Vec<OpDef> {
+    let op = |name, make| OpDef {
+        name,
+        group: "files",
+        unit: Unit::NsPerOp,
+        make,
+    };
+    vec![
+        op("create_0k", |c| Ok(Box::new(Fs::new(c, 0, false)))),
+        op("delete_0k", |c| Ok(Box::new(Fs::new(c, 0, true)))),
+        op("create_10k", |c| Ok(Box::new(Fs::new(c, 10 * 1024, false)))),
+        op("delete_10k", |c| Ok(Box::new(Fs::new(c, 10 * 1024, true)))),
+        op("rw_256", |c| Ok(Box::new(FileRw::new(c, 256)?))),
+        op("rw_1k", |c| Ok(Box::new(FileRw::new(c, 1024)?))),
+        op("rw_4k", |c| Ok(Box::new(FileRw::new(c, 4096)?))),
+    ]
+}
+
+struct Fs {
+    dir: PathBuf,
+    size: usize,
+    /// Timed part is the deletion (files made in prepare), else the creation.
+    delete: bool,
+    names: Vec<CString>,
+    data: Vec<u8>,
+}
+
+impl Fs {
+    fn new(c: &Ctx, size: usize, delete: bool) -> Self {
+        Self {
+            dir: c.dir.clone(),
+            size,
+            delete,
+            names: Vec::new(),
+            data: vec![0x5a; size],
+        }
+    }
+
+    fn create_all(&self) -> Result<()> {
+        for n in &self.names {
+            // SAFETY: valid path; fd closed right away.
+            let fd = check(
+                unsafe {
+                    libc::open(
+                        n.as_ptr(),
+                        libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY,
+                        0o644,
+                    )
+                } as i64,
+                "create",
+            )? as i32;
+            if self.size > 0 {
+                let w = unsafe { libc::write(fd, self.data.as_ptr().cast(), self.size) };
+                if w != self.size as isize {
+                    bail!("short write while creating a {} byte file", self.size);
+                }
+            }
+            check(unsafe { libc::close(fd) } as i64, "close")?;
+        }
+        Ok(())
+    }
+
+    fn delete_all(&self) -> Result<()> {
+        for n in &self.names {
+            // SAFETY: valid path.
+            check(unsafe { libc::unlink(n.as_ptr()) } as i64, "unlink")?;
+        }
+        Ok(())
+    }
+}
+
+impl Bench for Fs {
+    fn prepare(&mut self, iters: u64) -> Result<()> {
+        self.names = (0..iters)
+            .map(|i| CString::new(self.dir.join(format!("f{i}")).to_string_lossy().as_bytes()))
+            .collect::<Result<_, _>>()?;
+        if self.delete {
+            self.create_all()?;
+        }
+        Ok(())
+    }
+
+    fn run(&mut self, iters: u64) -> Result<Work> {
+        if self.delete {
+            self.delete_all()?;
+        } else {
+            self.create_all()?;
+        }
+        Ok(Work {
+            ops: iters,
+            bytes: iters * self.size as u64,
+        })
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        if !self.delete {
+            self.delete_all()?;
+        }
+        // Proof of work: the directory is empty again.
+        if std::fs::read_dir(&self.dir)?.next().is_some() {
+            bail!("files left behind in {}", self.dir.display());
+        }
+        Ok(())
+    }
+}
+
+/// Reads then writes `buf` bytes at a time over a 1 MiB file (fstime).
+struct FileRw {
+    fd: i32,
+    buf: Vec<u8>,
+    path: PathBuf,
+}
+
+const RW_FILE_BYTES: usize = 1 << 20;
+
+impl FileRw {
+    fn new(c: &Ctx, buf: usize) -> Result<Self> {
+        let path = c.dir.join(format!("rw{buf}"));
+        std::fs::write(&path, vec![0x33u8; RW_FILE_BYTES])?;
+        let p = CString::new(path.to_string_lossy().as_bytes())?;
+        // SAFETY: valid path.
+        let fd = check(
+            unsafe { libc::open(p.as_ptr(), libc::O_RDWR) } as i64,
+            "open",
+        )? as i32;
+        Ok(Self {
+            fd,
+            buf: vec![0u8; buf],
+            path,
+        })
+    }
+}
+
+impl Bench for FileRw {
+    /// One op = one read and one write of the buffer size.
+    fn run(&mut self, iters: u64) -> Result<Work> {
+        let len = self.buf.len();
+        let per_file = (RW_FILE_BYTES / len) as u64;
+        for i in 0..iters {
+            let off = ((i % per_file) * len as u64) as i64;
+            // SAFETY: buffer of len bytes; our fd.
+            let r = unsafe { libc::pread(self.fd, self.buf.as_mut_ptr().cast(), len, off) };
+            let w = unsafe { libc::pwrite(self.fd, self.buf.as_ptr().cast(), len, off) };
+            if r != len as isize || w != len as isize {
+                bail!("short read/write of {len} bytes ({r}, {w})");
+            }
+        }
+        Ok(Work {
+            ops: iters,
+            bytes: iters * 2 * len as u64,
+        })
+    }
+}
+
+impl Drop for FileRw {
+    fn drop(&mut self) {
+        // SAFETY: our fd.
+        unsafe { libc::close(self.fd) };
+        let _ = std::fs::remove_file(&self.path);
+    }
+}

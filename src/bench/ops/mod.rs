@@ -1,0 +1,194 @@
+//! The operations, one file per family. Each proves it did its work: a
+//! syscall that fails, a short read or a missing file fails the operation.
+mod bandwidth;
+mod files;
+mod ipc;
+mod process;
+mod syscall;
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Unit {
+    #[serde(rename = "ns/op")]
+    NsPerOp,
+    #[serde(rename = "MB/s")]
+    MBps,
+}
+
+/// What one timed run did; the runner checks it against what was asked.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Work {
+    pub ops: u64,
+    pub bytes: u64,
+}
+
+/// Settings shared by every operation.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    /// A fresh directory for file operations, at the path the user chose.
+    pub dir: PathBuf,
+    pub mmap_bytes: usize,
+    pub prot_exec: bool,
+    pub select_fds: usize,
+}
+
+/// One benchmark: `prepare` and `finish` are not timed, `run` is.
+pub trait Bench {
+    fn prepare(&mut self, _iters: u64) -> Result<()> {
+        Ok(())
+    }
+    fn run(&mut self, iters: u64) -> Result<Work>;
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+pub struct OpDef {
+    pub name: &'static str,
+    pub group: &'static str,
+    pub unit: Unit,
+    pub make: fn(&Ctx) -> Result<Box<dyn Bench>>,
+}
+
+pub fn all() -> Vec<OpDef> {
+    let mut v = Vec::new();
+    v.extend(syscall::ops());
+    v.extend(files::ops());
+    v.extend(ipc::ops());
+    v.extend(process::ops());
+    v.extend(bandwidth::ops());
+    v
+}
+
+/// seed 000 Table 3 and seed 004 Tables 1 and 2.
+pub const PAPER: &[&str] = &[
+    "null",
+    "read",
+    "write",
+    "stat",
+    "open_close",
+    "create_0k",
+    "delete_0k",
+    "create_10k",
+    "delete_10k",
+    "rw_256",
+    "rw_1k",
+    "rw_4k",
+    "pipe",
+    "unix",
+    "tcp",
+    "udp",
+];
+
+/// Resolves "paper", "lmbench", group names and op names, in order, no repeats.
+pub fn select(spec: &str) -> Result<Vec<OpDef>> {
+    let mut out: Vec<OpDef> = Vec::new();
+    for word in spec.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        let names: Vec<&str> = match word {
+            "paper" => PAPER.to_vec(),
+            "lmbench" => all().iter().map(|o| o.name).collect(),
+            g if all().iter().any(|o| o.group == g) => {
+                all().iter().filter(|o| o.group == g).map(|o| o.name).collect()
+            }
+            name if all().iter().any(|o| o.name == name) => vec![name],
+            other => {
+                return Err(crate::error::usage(format!(
+                    "unknown operation or group '{other}': groups are syscall, files, ipc, proc, bw, lmbench, paper; \
+                     ops are {}",
+                    all().iter().map(|o| o.name).collect::<Vec<_>>().join(" ")
+                )))
+            }
+        };
+        for n in names {
+            if !out.iter().any(|o| o.name == n) {
+                out.extend(all().into_iter().filter(|o| o.name == n));
+            }
+        }
+    }
+    if out.is_empty() {
+        bail!("no operation selected");
+    }
+    Ok(out)
+}
+
+/// A libc return value as a Result: negative means errno.
+pub fn check(ret: i64, what: &str) -> Result<i64> {
+    if ret < 0 {
+        bail!("{what}: {}", std::io::Error::last_os_error());
+    }
+    Ok(ret)
+}
+
+/// Forks a child that runs `body` and exits; returns its pid. The child only
+/// makes plain syscalls, so forking a threaded process is safe here.
+pub fn fork_child(body: impl FnOnce()) -> Result<libc::pid_t> {
+    // SAFETY: fork; the child runs `body` then _exit without unwinding.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        bail!("fork: {}", std::io::Error::last_os_error());
+    }
+    if pid == 0 {
+        body();
+        // SAFETY: end the child without running the parent's destructors.
+        unsafe { libc::_exit(0) };
+    }
+    Ok(pid)
+}
+
+/// Kills and reaps a helper child.
+pub fn reap(pid: libc::pid_t) {
+    // SAFETY: signalling and waiting for our own child.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, std::ptr::null_mut(), 0);
+    }
+}
+
+/// Waits for a child and fails unless it exited with status 0.
+pub fn wait_ok(pid: libc::pid_t, what: &str) -> Result<()> {
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+    if r != pid || !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        bail!("{what}: child failed (status {status:#x})");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_and_names_resolve_in_order_without_repeats() {
+        let names = |s| {
+            select(s)
+                .unwrap()
+                .into_iter()
+                .map(|o| o.name)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names("paper").len(), PAPER.len());
+        assert_eq!(names("null,syscall")[0], "null");
+        assert_eq!(
+            names("null,syscall")
+                .iter()
+                .filter(|n| **n == "null")
+                .count(),
+            1
+        );
+        assert!(names("lmbench").len() >= 30);
+        assert!(select("nosuch").is_err());
+        for op in all() {
+            assert!(
+                ["syscall", "files", "ipc", "proc", "bw"].contains(&op.group),
+                "{}",
+                op.name
+            );
+        }
+    }
+}

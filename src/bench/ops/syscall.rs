@@ -1,0 +1,185 @@
+//! LMbench lat_syscall: null, read, write, stat, fstat, open/close.
+use std::ffi::CString;
+
+use anyhow::{bail, Result};
+
+use super::{check, Bench, Ctx, OpDef, Unit, Work};
+
+pub fn ops() -> Vec<OpDef> {
+    let op = |name, make| OpDef {
+        name,
+        group: "syscall",
+        unit: Unit::NsPerOp,
+        make,
+    };
+    vec![
+        op("null", |_| Ok(Box::new(Null))),
+        op("read", |_| Ok(Box::new(Rw::open("/dev/zero", false)?))),
+        op("write", |_| Ok(Box::new(Rw::open("/dev/null", true)?))),
+        op("stat", |c| Ok(Box::new(Stat::new(c)?))),
+        op("fstat", |c| Ok(Box::new(Fstat::new(c)?))),
+        op("open_close", |c| Ok(Box::new(OpenClose::new(c)?))),
+    ]
+}
+
+struct Null;
+
+impl Bench for Null {
+    fn run(&mut self, iters: u64) -> Result<Work> {
+        for _ in 0..iters {
+            // getppid is never cached by libc: a real syscall each time.
+            // SAFETY: no arguments.
+            if unsafe { libc::getppid() } <= 0 {
+                bail!("getppid failed");
+            }
+        }
+        Ok(Work {
+            ops: iters,
+            bytes: 0,
+        })
+    }
+}
+
+/// 1 byte from /dev/zero or to /dev/null.
+struct Rw {
+    fd: i32,
+    write: bool,
+}
+
+impl Rw {
+    fn open(path: &str, write: bool) -> Result<Self> {
+        let p = CString::new(path)?;
+        let flags = if write {
+            libc::O_WRONLY
+        } else {
+            libc::O_RDONLY
+        };
+        // SAFETY: valid C string.
+        let fd = check(unsafe { libc::open(p.as_ptr(), flags) } as i64, path)? as i32;
+        Ok(Self { fd, write })
+    }
+}
+
+impl Bench for Rw {
+    fn run(&mut self, iters: u64) -> Result<Work> {
+        let mut b = [0u8; 1];
+        for _ in 0..iters {
+            // SAFETY: one-byte buffer on the stack.
+            let n = unsafe {
+                if self.write {
+                    libc::write(self.fd, b.as_ptr().cast(), 1)
+                } else {
+                    libc::read(self.fd, b.as_mut_ptr().cast(), 1)
+                }
+            };
+            if n != 1 {
+                bail!(
+                    "1-byte {} returned {n}",
+                    if self.write { "write" } else { "read" }
+                );
+            }
+        }
+        Ok(Work {
+            ops: iters,
+            bytes: iters,
+        })
+    }
+}
+
+impl Drop for Rw {
+    fn drop(&mut self) {
+        // SAFETY: our fd.
+        unsafe { libc::close(self.fd) };
+    }
+}
+
+/// A file in the work directory: path depth matters to path-based LSMs.
+fn work_file(c: &Ctx) -> Result<CString> {
+    let p = c.dir.join("file");
+    std::fs::write(&p, b"lsmpmon")?;
+    Ok(CString::new(p.to_string_lossy().as_bytes())?)
+}
+
+struct Stat(CString);
+
+impl Stat {
+    fn new(c: &Ctx) -> Result<Self> {
+        Ok(Self(work_file(c)?))
+    }
+}
+
+impl Bench for Stat {
+    fn run(&mut self, iters: u64) -> Result<Work> {
+        // SAFETY: zeroed stat buffer, valid path.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        for _ in 0..iters {
+            check(
+                unsafe { libc::stat(self.0.as_ptr(), &mut st) } as i64,
+                "stat",
+            )?;
+        }
+        Ok(Work {
+            ops: iters,
+            bytes: 0,
+        })
+    }
+}
+
+struct Fstat(i32);
+
+impl Fstat {
+    fn new(c: &Ctx) -> Result<Self> {
+        let p = work_file(c)?;
+        // SAFETY: valid path.
+        Ok(Self(check(
+            unsafe { libc::open(p.as_ptr(), libc::O_RDONLY) } as i64,
+            "open",
+        )? as i32))
+    }
+}
+
+impl Bench for Fstat {
+    fn run(&mut self, iters: u64) -> Result<Work> {
+        // SAFETY: zeroed stat buffer, our fd.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        for _ in 0..iters {
+            check(unsafe { libc::fstat(self.0, &mut st) } as i64, "fstat")?;
+        }
+        Ok(Work {
+            ops: iters,
+            bytes: 0,
+        })
+    }
+}
+
+impl Drop for Fstat {
+    fn drop(&mut self) {
+        // SAFETY: our fd.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+struct OpenClose(CString);
+
+impl OpenClose {
+    fn new(c: &Ctx) -> Result<Self> {
+        Ok(Self(work_file(c)?))
+    }
+}
+
+impl Bench for OpenClose {
+    fn run(&mut self, iters: u64) -> Result<Work> {
+        for _ in 0..iters {
+            // SAFETY: valid path; the fd is closed right away.
+            let fd = check(
+                unsafe { libc::open(self.0.as_ptr(), libc::O_RDONLY) } as i64,
+                "open",
+            )?;
+            check(unsafe { libc::close(fd as i32) } as i64, "close")?;
+        }
+        Ok(Work {
+            ops: iters,
+            bytes: 0,
+        })
+    }
+}
