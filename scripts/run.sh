@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 LSMPMON=target/x86_64-unknown-linux-gnu/release/lsmpmon
 exec "$LSMPMON" vm run --kernel "${KERNEL:-6.1}" -- \
-  lsmpmon trace --top 25 -- sh -c 'for i in $(seq 200); do touch /tmp/f$i; cat /tmp/f$i; done; rm /tmp/f*'
+  lsmpmon trace --per-lsm --top 20 -- sh -c 'for i in $(seq 200); do touch /tmp/f$i; cat /tmp/f$i; done; rm /tmp/f*'

@@ -231,7 +231,6 @@ pub fn main(args: BenchArgs) -> Result<i32> {
     let started = Instant::now();
     let clock_ns = runner::clock_overhead_ns();
     let method = runner::Method {
-        samples: args.samples,
         sample: Duration::from_secs_f64(args.sample_ms / 1e3),
     };
     let mut result = BenchResult {
@@ -254,40 +253,68 @@ pub fn main(args: BenchArgs) -> Result<i32> {
         wall_s: 0.0,
     };
     let mut failed = Vec::new();
+    let mut prepared = Vec::new();
     for (i, def) in selected.iter().enumerate() {
         if STOP.load(Ordering::SeqCst) {
-            eprintln!(
-                "bench: interrupted; {} of {} ops measured",
-                i,
-                selected.len()
-            );
             break;
         }
         let op_dir = work.0.join(def.name);
         std::fs::create_dir_all(&op_dir)?;
         let ctx = ops::Ctx {
-            dir: op_dir.clone(),
+            dir: op_dir,
             mmap_bytes: args.mmap_bytes,
             prot_exec: args.prot_exec,
             select_fds: args.select_fds,
         };
-        eprint!("bench: [{}/{}] {:<15}", i + 1, selected.len(), def.name);
-        match runner::measure(def, &ctx, &method, clock_ns) {
-            Ok(r) => {
-                eprintln!(
-                    " {:>12.2} {} (spread {:.1} %)",
-                    r.summary.median,
-                    serde_json::to_value(r.unit)?.as_str().unwrap_or(""),
-                    r.summary.spread_pct
-                );
-                result.results.push(r);
-            }
+        eprintln!(
+            "bench: calibrating [{}/{}] {}",
+            i + 1,
+            selected.len(),
+            def.name
+        );
+        match runner::prepare(def, &ctx, &method, clock_ns) {
+            Ok(p) => prepared.push(p),
             Err(e) => {
-                eprintln!(" FAILED: {}", crate::error::one_line(&e));
+                eprintln!("bench: {} FAILED: {}", def.name, crate::error::one_line(&e));
                 failed.push(def.name);
             }
         }
-        let _ = std::fs::remove_dir_all(&op_dir);
+    }
+    for round in 0..args.samples {
+        if STOP.load(Ordering::SeqCst) {
+            eprintln!(
+                "bench: interrupted after {round} of {} sample rounds",
+                args.samples
+            );
+            break;
+        }
+        eprintln!("bench: sample round {}/{}", round + 1, args.samples);
+        let mut i = 0;
+        while i < prepared.len() {
+            match prepared[i].sample(clock_ns) {
+                Ok(()) => i += 1,
+                Err(e) => {
+                    let p = prepared.remove(i);
+                    eprintln!(
+                        "bench: {} FAILED: {}",
+                        p.def.name,
+                        crate::error::one_line(&e)
+                    );
+                    failed.push(p.def.name);
+                }
+            }
+        }
+    }
+    for p in prepared.into_iter().filter(|p| p.sampled()) {
+        let r = p.result()?;
+        eprintln!(
+            "bench: {:<15} {:>12.2} {} (spread {:.1} %)",
+            r.op,
+            r.summary.median,
+            serde_json::to_value(r.unit)?.as_str().unwrap_or(""),
+            r.summary.spread_pct
+        );
+        result.results.push(r);
     }
     result.wall_s = started.elapsed().as_secs_f64();
     drop(work);

@@ -1,6 +1,8 @@
 //! The method (after lmbench, done better): grow the iteration count until one
 //! sample lasts long enough, warm up, take N samples, report the median and
 //! spread, subtract the clock's own cost. Any error fails the operation.
+//! Samples are taken round-robin across the selected ops, so that a slow
+//! phase of the machine touches every op a little instead of one op wholly.
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -9,7 +11,7 @@ use super::ops::{Bench, Ctx, OpDef, Unit};
 use super::stats::{summarize, Summary};
 
 pub struct Method {
-    pub samples: usize,
+    /// Minimum duration of one sample.
     pub sample: Duration,
 }
 
@@ -54,42 +56,71 @@ fn timed(b: &mut dyn Bench, iters: u64, clock_ns: f64) -> Result<(f64, super::op
     Ok((elapsed.max(1.0), work))
 }
 
-pub fn measure(def: &OpDef, ctx: &Ctx, m: &Method, clock_ns: f64) -> Result<OpResult> {
-    let mut b = (def.make)(ctx).with_context(|| format!("setting up {}", def.name))?;
+/// An op calibrated and warmed up, collecting samples.
+pub struct Prepared<'a> {
+    pub def: &'a OpDef,
+    bench: Box<dyn Bench>,
+    iters: u64,
+    samples: Vec<f64>,
+    ops: u64,
+    bytes: u64,
+}
+
+/// Sets the op up, grows its iteration count until a sample lasts long
+/// enough, and runs one warm-up sample.
+pub fn prepare<'a>(def: &'a OpDef, ctx: &Ctx, m: &Method, clock_ns: f64) -> Result<Prepared<'a>> {
+    let mut bench = (def.make)(ctx).with_context(|| format!("setting up {}", def.name))?;
     let target = m.sample.as_nanos() as f64;
-    // Grow until a sample lasts long enough.
     let mut iters = 1u64;
     loop {
-        let (el, _) = timed(b.as_mut(), iters, clock_ns)?;
+        let (el, _) = timed(bench.as_mut(), iters, clock_ns)?;
         if el >= target || iters >= 1 << 30 {
             break;
         }
         let scale = (target / el * 1.2).clamp(2.0, 16.0);
         iters = ((iters as f64) * scale).ceil() as u64;
     }
-    timed(b.as_mut(), iters, clock_ns)?; // warm-up
-    let mut samples = Vec::with_capacity(m.samples);
-    let (mut ops, mut bytes) = (0, 0);
-    for _ in 0..m.samples {
-        let (el, work) = timed(b.as_mut(), iters, clock_ns)?;
-        ops += work.ops;
-        bytes += work.bytes;
-        samples.push(match def.unit {
+    timed(bench.as_mut(), iters, clock_ns)?;
+    Ok(Prepared {
+        def,
+        bench,
+        iters,
+        samples: Vec::new(),
+        ops: 0,
+        bytes: 0,
+    })
+}
+
+impl Prepared<'_> {
+    /// Takes one timed sample.
+    pub fn sample(&mut self, clock_ns: f64) -> Result<()> {
+        let (el, work) = timed(self.bench.as_mut(), self.iters, clock_ns)?;
+        self.ops += work.ops;
+        self.bytes += work.bytes;
+        self.samples.push(match self.def.unit {
             Unit::NsPerOp => el / work.ops as f64,
             Unit::MBps => work.bytes as f64 / el * 1e3,
         });
+        Ok(())
     }
-    if def.unit == Unit::MBps && bytes == 0 {
-        bail!("moved no bytes");
+
+    pub fn sampled(&self) -> bool {
+        !self.samples.is_empty()
     }
-    Ok(OpResult {
-        op: def.name.into(),
-        group: def.group.into(),
-        unit: def.unit,
-        iterations: iters,
-        summary: summarize(&samples),
-        samples,
-        proof_ops: ops,
-        proof_bytes: bytes,
-    })
+
+    pub fn result(self) -> Result<OpResult> {
+        if self.def.unit == Unit::MBps && self.bytes == 0 {
+            bail!("{} moved no bytes", self.def.name);
+        }
+        Ok(OpResult {
+            op: self.def.name.into(),
+            group: self.def.group.into(),
+            unit: self.def.unit,
+            iterations: self.iters,
+            summary: summarize(&self.samples),
+            samples: self.samples,
+            proof_ops: self.ops,
+            proof_bytes: self.bytes,
+        })
+    }
 }
