@@ -2,14 +2,8 @@
 # Benchmark (not a test): how repeatable guest measurements are under each
 # QEMU timing option. Boots the 6.1 guest BOOTS times per configuration and
 # runs the same stat loop; prints the spread of ns/op across boots.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-scripts/setup.sh
-LSMPMON=target/x86_64-unknown-linux-gnu/release/lsmpmon
-WORKLOAD=target/workload
-cc -static -O2 -Wall -o "$WORKLOAD" tests/helpers/workload.c
+. "$(dirname "$0")/bench-common.sh"
 BOOTS=${BOOTS:-3}
-mkdir -p bench
 out=bench/determinism-6.1.json
 echo '{"benchmark":"determinism","kernel":"6.1","commit":"'"$(git rev-parse --short HEAD)"'","date":"'"$(date -I)"'","configs":[' > "$out"
 first=1

@@ -3,14 +3,8 @@
 # long attaching and detaching every hook takes, in a guest (virtual ns).
 #   scripts/bench-probe.sh [KERNEL...]      default: 6.1 6.12
 # Writes bench/probe-<kernel>.json and prints a table.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-scripts/setup.sh
-LSMPMON=target/x86_64-unknown-linux-gnu/release/lsmpmon
-WORKLOAD=target/workload
-cc -static -O2 -Wall -o "$WORKLOAD" tests/helpers/workload.c
+. "$(dirname "$0")/bench-common.sh"
 N=${N:-20000}
-mkdir -p bench
 
 # In the guest: baseline loops, then each loop under one hook and under all
 # hooks, default options and --lean. Each trace is its own JSON line. Traces

@@ -2,10 +2,7 @@
 # Benchmark (not a test): run-to-run spread of `lsmpmon bench` medians, on the
 # host (real time, RUNS runs) and in a 6.1 guest (virtual time, BOOTS boots),
 # and the lmbench group's wall time. Writes bench/spread.json, prints a table.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-scripts/setup.sh
-LSMPMON=target/x86_64-unknown-linux-gnu/release/lsmpmon
+. "$(dirname "$0")/bench-common.sh"
 RUNS=${RUNS:-5}
 BOOTS=${BOOTS:-3}
 OPS=${OPS:-syscall,files}
@@ -22,7 +19,6 @@ done
 echo "bench-spread: lmbench group, host and guest" >&2
 "$LSMPMON" bench --ops lmbench --json --dir "$tmp/work" > "$tmp/lm-host.json" 2>/dev/null
 "$LSMPMON" vm run --kernel 6.1 -- sh -c "sleep 3; lsmpmon bench --ops lmbench --json" > "$tmp/lm-guest.json" 2>/dev/null
-mkdir -p bench
 python3 - "$tmp" "$RUNS" "$BOOTS" "$(git rev-parse --short HEAD)" > bench/spread.json <<'PY'
 import datetime, json, statistics, sys
 tmp, runs, boots, commit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]

@@ -198,7 +198,7 @@ fn list_hooks(d: &hooks::Discovery) {
 /// Why the kernel refused our programs, as one actionable line.
 fn refused(what: &str, err: &dyn std::fmt::Display) -> anyhow::Error {
     let text = err.to_string();
-    if text.contains("Operation not permitted") || text.contains("EPERM") || text.contains("-1") {
+    if text.contains("Operation not permitted") || text.contains("EPERM") {
         let lockdown = std::fs::read_to_string("/sys/kernel/security/lockdown")
             .ok()
             .and_then(|l| {
