@@ -106,6 +106,8 @@ pub struct HookResult {
     /// Int-returning hooks only: calls that returned 0 / non-zero.
     pub allow: Option<u64>,
     pub deny: Option<u64>,
+    /// Calls not measured: the CPU's hook stack was full, or the kernel
+    /// skipped the probe (recursion misses).
     pub dropped: u64,
     /// log2 buckets of the timed calls: [low_ns, high_ns) and count.
     pub hist: Vec<Bucket>,

@@ -192,6 +192,7 @@ fn kprobe_attach(prog: &OwnedFd, function: &str, ret: bool) -> Result<OwnedFd, S
 
 /// One hook's loaded and attached pair.
 pub struct Pair {
+    pub hook_id: u32,
     pub entry: OwnedFd,
     pub exit: OwnedFd,
     entry_link: OwnedFd,
@@ -210,6 +211,7 @@ pub fn attach_pair(
     let entry_link = entry.attach(&entry_prog, function)?;
     let exit_link = exit.attach(&exit_prog, function)?;
     Ok(Pair {
+        hook_id,
         entry: entry_prog,
         exit: exit_prog,
         entry_link,

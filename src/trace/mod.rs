@@ -344,7 +344,15 @@ impl Session<'_> {
 
     /// Everything measured so far, as a result.
     fn snapshot(&mut self) -> Result<TraceResult> {
-        let stats = self.read_stats()?;
+        let mut stats = self.read_stats()?;
+        // A probe the kernel skipped (recursion) is a dropped call of its hook.
+        let mut misses_total = 0;
+        for p in &self.pairs {
+            let misses = attach::recursion_misses(&p.entry) + attach::recursion_misses(&p.exit);
+            stats[p.hook_id as usize].dropped += misses;
+            misses_total += misses;
+        }
+        self.probe.recursion_misses = misses_total;
         let calib = &stats[self.hooks.len()];
         if self.calibration.is_some() && calib.count > 0 {
             self.probe.floor_ns = Some(calib.sum_ns as f64 / calib.count as f64);
@@ -399,11 +407,6 @@ impl Session<'_> {
         } else {
             None
         };
-        self.probe.recursion_misses = self
-            .pairs
-            .iter()
-            .map(|p| attach::recursion_misses(&p.entry) + attach::recursion_misses(&p.exit))
-            .sum();
         Ok(TraceResult {
             schema: TRACE_SCHEMA,
             provenance: self.provenance.clone(),
