@@ -288,3 +288,52 @@ fn trace_6_1_interval_and_syscall_time() {
     assert!(total > stat["hook_sum_ns"].as_u64().unwrap());
     assert!(share > 0.0 && share < 1.0, "share {share}");
 }
+
+/// --pid and --cgroup keep only their subject: a second workload running at
+/// the same time, outside the filter, is not counted.
+#[test]
+fn trace_6_1_pid_and_cgroup_filters() {
+    let script = r#"
+set -e
+: > /tmp/x
+mkdir /sys/fs/cgroup/traced
+# --pid: a process that becomes the workload (same pid) once the trace runs;
+# it waits on a FIFO (no stat of its own while waiting).
+mkfifo /tmp/go
+sh -c 'read x < /tmp/go; exec workload stat 40 /tmp/x' >/dev/null &
+P=$!
+lsmpmon trace --json --hooks inode_getattr --pid $P -o /tmp/pid.json 2>/dev/null &
+T=$!
+while [ ! -S /run/lsmpmon/trace-$T.sock ]; do sleep 0.1; done
+echo go > /tmp/go
+workload stat 25 /tmp/x >/dev/null
+wait $P
+kill -INT $T; wait $T
+echo "PID $(tr -d '\n' < /tmp/pid.json)"
+# --cgroup: only tasks in /sys/fs/cgroup/traced.
+lsmpmon trace --json --hooks inode_getattr --cgroup traced -o /tmp/cg.json 2>/dev/null &
+T=$!
+while [ ! -S /run/lsmpmon/trace-$T.sock ]; do sleep 0.1; done
+sh -c 'echo $$ > /sys/fs/cgroup/traced/cgroup.procs; exec workload stat 30 /tmp/x' >/dev/null
+workload stat 20 /tmp/x >/dev/null
+kill -INT $T; wait $T
+echo "CG $(tr -d '\n' < /tmp/cg.json)"
+"#;
+    let out = guest("6.1", &[], script);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "guest run failed: {:?}\n{text}",
+        out.status
+    );
+    let part = |tag: &str| {
+        json(
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("{tag} ")))
+                .unwrap_or_else(|| panic!("no {tag} line in {text}")),
+        )
+    };
+    // 40 stats + stdio's fstat of stdout; the other workload's 26 are not there.
+    assert_eq!(calls(&part("PID"), "inode_getattr"), 41);
+    assert_eq!(calls(&part("CG"), "inode_getattr"), 31);
+}
