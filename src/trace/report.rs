@@ -43,7 +43,7 @@ pub fn text(r: &TraceResult, view: &View) -> String {
     };
     let _ = writeln!(
         out,
-        "lsmpmon trace: {} of {} hooks on {} ({}), lsm={}; {:.3} s traced",
+        "lsmpmon trace: {} of {} probes attached on {} ({}), lsm={}; {:.3} s traced",
         p.hooks_attached,
         p.hooks_found,
         r.provenance.kernel_release,

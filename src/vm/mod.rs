@@ -200,7 +200,23 @@ fn parse_copy(spec: &str) -> Result<(PathBuf, String)> {
     Ok((host, guest))
 }
 
+/// Guest logs kept in the cache; older ones are pruned at each run.
+const RUNS_KEPT: usize = 50;
+
 fn new_run_dir(cache: &Path) -> Result<PathBuf> {
+    let mut old: Vec<PathBuf> = fs::read_dir(cache.join("runs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    // Names start with a millisecond timestamp: sorting by name is by age.
+    old.sort();
+    if old.len() >= RUNS_KEPT {
+        for p in &old[..=old.len() - RUNS_KEPT] {
+            let _ = fs::remove_dir_all(p);
+        }
+    }
     let stamp = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis();
     let dir = cache
         .join("runs")
