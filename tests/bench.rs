@@ -217,13 +217,8 @@ fn errors_are_one_line_with_exit_2() {
     for (args, want) in cases {
         let out = bench(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        let lines: Vec<&str> = err
-            .lines()
-            .filter(|l| l.starts_with("lsmpmon: error:"))
-            .collect();
-        assert_eq!(lines.len(), 1, "{err}");
-        assert!(lines[0].contains(want), "{}", lines[0]);
+        let line = one_error_line(&out);
+        assert!(line.contains(want), "{line}");
     }
     let bad = format!("{}/bad.json", env!("CARGO_TARGET_TMPDIR"));
     std::fs::write(&bad, "{not json").unwrap();

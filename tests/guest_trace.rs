@@ -97,13 +97,7 @@ echo "F $(cat /tmp/final.json | tr -d '\n')"
         "guest run failed: {:?}\n{text}",
         out.status
     );
-    let part = |tag: &str| {
-        let line = text
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("{tag} ")))
-            .unwrap_or_else(|| panic!("no {tag} line in {text}"));
-        json(line)
-    };
+    let part = |tag: &str| tagged(&text, tag);
     let (a, b, c, f) = (part("A"), part("B"), part("C"), part("F"));
     assert_eq!(
         calls(&a, "inode_getattr"),
@@ -326,13 +320,7 @@ echo "CG $(tr -d '\n' < /tmp/cg.json)"
         "guest run failed: {:?}\n{text}",
         out.status
     );
-    let part = |tag: &str| {
-        json(
-            text.lines()
-                .find_map(|l| l.strip_prefix(&format!("{tag} ")))
-                .unwrap_or_else(|| panic!("no {tag} line in {text}")),
-        )
-    };
+    let part = |tag: &str| tagged(&text, tag);
     // 40 stats + stdio's fstat of stdout; the other workload's 26 are not there.
     assert_eq!(calls(&part("PID"), "inode_getattr"), 41);
     assert_eq!(calls(&part("CG"), "inode_getattr"), 31);

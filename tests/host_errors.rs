@@ -1,21 +1,11 @@
 //! Every user-facing failure: one line saying what and what to do, and the
 //! documented exit code (README: 2 usage/environment, 124 guest timeout).
 mod common;
-use common::LSMPMON;
+use common::{one_error_line, LSMPMON};
 use std::process::{Command, Output};
 
 fn run(args: &[&str]) -> Output {
     Command::new(LSMPMON).args(args).output().unwrap()
-}
-
-fn one_error_line(out: &Output) -> String {
-    let err = String::from_utf8_lossy(&out.stderr);
-    let lines: Vec<&str> = err
-        .lines()
-        .filter(|l| l.starts_with("lsmpmon: error:"))
-        .collect();
-    assert_eq!(lines.len(), 1, "exactly one error line expected in: {err}");
-    lines[0].to_string()
 }
 
 #[test]

@@ -50,6 +50,26 @@ pub fn guest(series: &str, extra: &[&str], script: &str) -> Output {
     out
 }
 
+/// The one `lsmpmon: error:` line a failing command must print.
+pub fn one_error_line(out: &Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("lsmpmon: error:"))
+        .collect();
+    assert_eq!(lines.len(), 1, "exactly one error line expected in: {err}");
+    lines[0].to_string()
+}
+
+/// The JSON a guest script printed after `TAG ` on a line of its own.
+pub fn tagged(text: &str, tag: &str) -> serde_json::Value {
+    json(
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{tag} ")))
+            .unwrap_or_else(|| panic!("no {tag} line in {text}")),
+    )
+}
+
 pub fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }

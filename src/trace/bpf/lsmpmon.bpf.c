@@ -129,18 +129,24 @@ static __always_inline __u32 log2_u64(__u64 v)
 	return r;
 }
 
+/* NUL-terminated strings of at most n bytes are equal. */
+static __always_inline bool str_eq(const char *a, const volatile char *b, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (a[i] != b[i])
+			return false;
+		if (!a[i])
+			break;
+	}
+	return true;
+}
+
 static __always_inline bool comm_matches(void)
 {
 	char comm[LSMPMON_COMM_LEN];
 
 	bpf_get_current_comm(comm, sizeof(comm));
-	for (int i = 0; i < LSMPMON_COMM_LEN; i++) {
-		if (comm[i] != filter_comm[i])
-			return false;
-		if (!comm[i])
-			break;
-	}
-	return true;
+	return str_eq(comm, filter_comm, LSMPMON_COMM_LEN);
 }
 
 /*
@@ -218,13 +224,7 @@ static __always_inline bool object_ok(void *ctx, __u32 id, bool kp)
 	}
 	if (bpf_probe_read_kernel_str(name, sizeof(name), BPF_CORE_READ(dentry, d_name.name)) < 0)
 		return false;
-	for (int i = 0; i < LSMPMON_OBJ_NAME_LEN; i++) {
-		if (name[i] != filter_object[i])
-			return false;
-		if (!name[i])
-			break;
-	}
-	return true;
+	return str_eq(name, filter_object, LSMPMON_OBJ_NAME_LEN);
 }
 
 static __always_inline __u64 switches_of(__u64 task, bool kp)
