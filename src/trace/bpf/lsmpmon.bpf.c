@@ -116,16 +116,36 @@ static __always_inline __u32 hook_id(void)
 	return id;
 }
 
-static __always_inline __u32 log2_u64(__u64 v)
+/*
+ * floor(log2(v)) with constant shifts only: the x86 JIT turns each variable
+ * shift into a save/restore of %rcx, which cost more than these branches.
+ */
+static __always_inline __u64 log2_u64(__u64 v)
 {
-	__u32 r = 0, shift;
+	__u64 r = 0;
 
-	shift = (v > 0xffffffffULL) << 5; v >>= shift; r |= shift;
-	shift = (v > 0xffff) << 4; v >>= shift; r |= shift;
-	shift = (v > 0xff) << 3; v >>= shift; r |= shift;
-	shift = (v > 0xf) << 2; v >>= shift; r |= shift;
-	shift = (v > 0x3) << 1; v >>= shift; r |= shift;
-	r |= (v >> 1);
+	if (v >> 32) {
+		v >>= 32;
+		r += 32;
+	}
+	if (v >> 16) {
+		v >>= 16;
+		r += 16;
+	}
+	if (v >> 8) {
+		v >>= 8;
+		r += 8;
+	}
+	if (v >> 4) {
+		v >>= 4;
+		r += 4;
+	}
+	if (v >> 2) {
+		v >>= 2;
+		r += 2;
+	}
+	if (v >> 1)
+		r += 1;
 	return r;
 }
 
@@ -227,10 +247,17 @@ static __always_inline bool object_ok(void *ctx, __u32 id, bool kp)
 	return str_eq(name, filter_object, LSMPMON_OBJ_NAME_LEN);
 }
 
+/*
+ * A number that moves whenever the task is switched out and back in: the
+ * scheduler's arrival count (CONFIG_SCHED_INFO, one load), else the
+ * voluntary + involuntary switch counts.
+ */
 static __always_inline __u64 switches_of(__u64 task, bool kp)
 {
 	struct task_struct *t = (struct task_struct *)task;
 
+	if (bpf_core_field_exists(t->sched_info.pcount))
+		return kp ? BPF_CORE_READ(t, sched_info.pcount) : t->sched_info.pcount;
 	if (kp)
 		return BPF_CORE_READ(t, nvcsw) + BPF_CORE_READ(t, nivcsw);
 	return t->nvcsw + t->nivcsw;

@@ -22,7 +22,12 @@ struct pt_regs {
 	unsigned long orig_ax;
 };
 
+struct sched_info {
+	unsigned long pcount;
+};
+
 struct task_struct {
+	struct sched_info sched_info;
 	void *stack;
 	unsigned int flags;
 	int pid;
