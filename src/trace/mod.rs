@@ -8,6 +8,7 @@ pub mod ctl;
 pub mod hooks;
 pub mod lsm_tables;
 pub mod report;
+mod session;
 
 mod bpf {
     #![allow(clippy::all, dead_code, non_camel_case_types, non_snake_case)]
@@ -15,7 +16,6 @@ mod bpf {
 }
 
 use std::{
-    collections::BTreeMap,
     io::Write,
     mem::MaybeUninit,
     os::fd::AsFd,
@@ -32,15 +32,12 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::MapCore;
 
 use crate::error::usage;
-use crate::intf::{
-    lsmpmon_hook_meta, lsmpmon_hook_stats, lsmpmon_limits as lim, lsmpmon_syscall_cell,
-    lsmpmon_syscall_time,
-};
-use crate::results::{ProbeInfo, TraceOptions, TraceResult, TRACE_SCHEMA};
+use crate::intf::{lsmpmon_hook_meta, lsmpmon_limits as lim};
+use crate::results::{ProbeInfo, TraceOptions, TraceResult};
 use attach::{Kind, Pair, Template};
 use bpf::*;
-use hooks::Hook;
 use report::{SortKey, View};
+use session::Session;
 
 /// The empty kernel function the probe floor is measured on (net/bpf/test_run.c):
 /// BPF_PROG_TEST_RUN of a tracing program calls it once per run.
@@ -263,161 +260,6 @@ fn fixed_bytes<const N: usize>(what: &str, s: &str) -> Result<[i8; N]> {
         *o = b as i8;
     }
     Ok(out)
-}
-
-struct Session<'obj> {
-    skel: LsmpmonSkel<'obj>,
-    hooks: Vec<Hook>,
-    pairs: Vec<Pair>,
-    calibration: Option<Pair>,
-    probe: ProbeInfo,
-    options: TraceOptions,
-    provenance: crate::results::Provenance,
-    enabled_at: Option<Instant>,
-    elapsed: Duration,
-}
-
-impl Session<'_> {
-    fn set_enabled(&mut self, on: bool) {
-        if let Some(bss) = self.skel.maps.bss_data.as_deref_mut() {
-            // SAFETY: the .bss map is mmapped and shared with the BPF programs.
-            unsafe { std::ptr::write_volatile(&mut bss.enabled, on as u32) };
-        }
-        match (on, self.enabled_at) {
-            (true, None) => self.enabled_at = Some(Instant::now()),
-            (false, Some(t)) => {
-                self.elapsed += t.elapsed();
-                self.enabled_at = None;
-            }
-            _ => {}
-        }
-    }
-
-    fn elapsed_ns(&self) -> u64 {
-        let running = self.enabled_at.map(|t| t.elapsed()).unwrap_or_default();
-        (self.elapsed + running).as_nanos() as u64
-    }
-
-    fn n_cells(&self) -> u32 {
-        self.hooks.len() as u32 * lim::LSMPMON_SYSCALL_SLOTS
-    }
-
-    /// Per-CPU statistics rows: hooks plus the calibration probe.
-    fn stats_stride(&self) -> u32 {
-        self.hooks.len() as u32 + 1
-    }
-
-    fn n_stats(&self) -> u32 {
-        arrays::possible_cpus() as u32 * self.stats_stride()
-    }
-
-    fn reset(&mut self) -> Result<()> {
-        let maps = &self.skel.maps;
-        let n_stats = self.n_stats();
-        arrays::clear::<lsmpmon_hook_stats>(maps.hook_stats.as_fd().as_raw_fd(), n_stats)?;
-        arrays::clear::<lsmpmon_syscall_cell>(
-            maps.syscall_cells.as_fd().as_raw_fd(),
-            self.n_cells(),
-        )?;
-        arrays::clear::<lsmpmon_syscall_time>(
-            maps.syscall_time.as_fd().as_raw_fd(),
-            lim::LSMPMON_SYSCALL_SLOTS,
-        )?;
-        self.elapsed = Duration::ZERO;
-        if self.enabled_at.is_some() {
-            self.enabled_at = Some(Instant::now());
-        }
-        Ok(())
-    }
-
-    /// Per hook (and last, the calibration probe), summed over CPUs.
-    fn read_stats(&self) -> Result<Vec<lsmpmon_hook_stats>> {
-        let stride = self.stats_stride();
-        let mut sums = vec![lsmpmon_hook_stats::default(); stride as usize];
-        arrays::for_each::<lsmpmon_hook_stats>(
-            self.skel.maps.hook_stats.as_fd().as_raw_fd(),
-            self.n_stats(),
-            |k, v| collect::add_stats(&mut sums[(k % stride) as usize], v),
-        )?;
-        Ok(sums)
-    }
-
-    /// Everything measured so far, as a result.
-    fn snapshot(&mut self) -> Result<TraceResult> {
-        let mut stats = self.read_stats()?;
-        // A probe the kernel skipped (recursion) is a dropped call of its hook.
-        let mut misses_total = 0;
-        for p in &self.pairs {
-            let misses = attach::recursion_misses(&p.entry) + attach::recursion_misses(&p.exit);
-            stats[p.hook_id as usize].dropped += misses;
-            misses_total += misses;
-        }
-        self.probe.recursion_misses = misses_total;
-        let calib = &stats[self.hooks.len()];
-        if self.calibration.is_some() && calib.count > 0 {
-            self.probe.floor_ns = Some(calib.sum_ns as f64 / calib.count as f64);
-            self.probe.floor_samples = calib.count;
-        }
-        let subtract = self
-            .options
-            .subtract_floor
-            .then_some(self.probe.floor_ns)
-            .flatten();
-        let mut hooks = Vec::new();
-        let mut per_lsm = Vec::new();
-        for (i, h) in self.hooks.iter().enumerate() {
-            let r = collect::hook_result(h, &stats[i], subtract, !self.options.lean);
-            match &h.lsm {
-                None => hooks.push(r),
-                Some(lsm) => per_lsm.push(crate::results::LsmHookResult {
-                    lsm: lsm.clone(),
-                    stats: r,
-                }),
-            }
-        }
-        let mut cells = BTreeMap::new();
-        arrays::for_each::<lsmpmon_syscall_cell>(
-            self.skel.maps.syscall_cells.as_fd().as_raw_fd(),
-            self.n_cells(),
-            |k, v| {
-                if v.count > 0 {
-                    let key = (
-                        k / lim::LSMPMON_SYSCALL_SLOTS,
-                        k % lim::LSMPMON_SYSCALL_SLOTS,
-                    );
-                    let c: &mut lsmpmon_syscall_cell = cells.entry(key).or_default();
-                    c.count += v.count;
-                    c.sum_ns += v.sum_ns;
-                }
-            },
-        )?;
-        let times = if self.options.syscall_time {
-            let mut t: BTreeMap<u32, lsmpmon_syscall_time> = BTreeMap::new();
-            arrays::for_each::<lsmpmon_syscall_time>(
-                self.skel.maps.syscall_time.as_fd().as_raw_fd(),
-                lim::LSMPMON_SYSCALL_SLOTS,
-                |k, v| {
-                    let e = t.entry(k).or_default();
-                    e.sum_ns += v.sum_ns;
-                    e.count += v.count;
-                    e.hook_ns += v.hook_ns;
-                },
-            )?;
-            Some(t)
-        } else {
-            None
-        };
-        Ok(TraceResult {
-            schema: TRACE_SCHEMA,
-            provenance: self.provenance.clone(),
-            options: self.options.clone(),
-            probe: self.probe.clone(),
-            elapsed_ns: self.elapsed_ns(),
-            hooks,
-            per_lsm,
-            syscalls: collect::syscalls(&self.hooks, &cells, times.as_ref(), subtract),
-        })
-    }
 }
 
 fn render(r: &TraceResult, args: &TraceArgs, compact: bool) -> Result<String> {
