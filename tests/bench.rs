@@ -13,6 +13,13 @@ fn bench(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// Short mode: 3 samples of 2 ms.
+fn quick(ops: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["--ops", ops, "--samples", "3", "--sample-ms", "2"];
+    args.extend_from_slice(extra);
+    bench(&args)
+}
+
 fn tmpdir(name: &str) -> String {
     format!(
         "{}/bench-{name}-{}",
@@ -36,17 +43,7 @@ fn median(r: &serde_json::Value, op: &str) -> f64 {
 #[test]
 fn every_op_runs_with_proof_and_sane_figures() {
     let dir = tmpdir("all");
-    let out = bench(&[
-        "--ops",
-        "lmbench",
-        "--samples",
-        "3",
-        "--sample-ms",
-        "2",
-        "--json",
-        "--dir",
-        &dir,
-    ]);
+    let out = quick("lmbench", &["--json", "--dir", &dir]);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         out.status.success(),
@@ -77,17 +74,7 @@ fn every_op_runs_with_proof_and_sane_figures() {
 #[test]
 fn compare_prints_overheads_and_refuses_other_machines() {
     let dir = tmpdir("cmp");
-    let base = bench(&[
-        "--ops",
-        "null,stat",
-        "--samples",
-        "3",
-        "--sample-ms",
-        "2",
-        "--json",
-        "--dir",
-        &dir,
-    ]);
+    let base = quick("null,stat", &["--json", "--dir", &dir]);
     assert!(base.status.success());
     let base_path = format!("{dir}.json");
     // A baseline whose medians are known: twice the real ones -> about -50 %.
@@ -98,18 +85,7 @@ fn compare_prints_overheads_and_refuses_other_machines() {
         o["spread_pct"] = 0.0.into();
     }
     std::fs::write(&base_path, serde_json::to_string(&b).unwrap()).unwrap();
-    let out = bench(&[
-        "--ops",
-        "null,stat",
-        "--samples",
-        "3",
-        "--sample-ms",
-        "2",
-        "--dir",
-        &dir,
-        "--compare",
-        &base_path,
-    ]);
+    let out = quick("null,stat", &["--dir", &dir, "--compare", &base_path]);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         out.status.success(),

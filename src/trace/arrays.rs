@@ -14,10 +14,9 @@ pub fn possible_cpus() -> usize {
 
 /// Calls `f(key, value)` for every key < `n_keys`.
 pub fn for_each<T: Copy>(fd: RawFd, n_keys: u32, mut f: impl FnMut(u32, &T)) -> Result<()> {
-    let cpus = 1;
     let stride = std::mem::size_of::<T>();
     let mut keys = vec![0u32; BATCH as usize];
-    let mut values = vec![0u8; BATCH as usize * cpus * stride];
+    let mut values = vec![0u8; BATCH as usize * stride];
     let mut token = 0u32;
     let mut first = true;
     let mut seen = 0u32;
@@ -28,7 +27,7 @@ pub fn for_each<T: Copy>(fd: RawFd, n_keys: u32, mut f: impl FnMut(u32, &T)) -> 
         } else {
             &mut token as *mut u32 as *mut _
         };
-        // SAFETY: buffers hold BATCH keys and BATCH * cpus * stride value bytes.
+        // SAFETY: buffers hold BATCH keys and BATCH * stride value bytes.
         let err = unsafe {
             libbpf_sys::bpf_map_lookup_batch(
                 fd,
@@ -51,13 +50,10 @@ pub fn for_each<T: Copy>(fd: RawFd, n_keys: u32, mut f: impl FnMut(u32, &T)) -> 
             if *key >= n_keys {
                 continue;
             }
-            for cpu in 0..cpus {
-                let off = (i * cpus + cpu) * stride;
-                // SAFETY: off + size_of::<T>() is within values; T is plain data.
-                let v: T =
-                    unsafe { std::ptr::read_unaligned(values.as_ptr().add(off) as *const T) };
-                f(*key, &v);
-            }
+            let off = i * stride;
+            // SAFETY: off + size_of::<T>() is within values; T is plain data.
+            let v: T = unsafe { std::ptr::read_unaligned(values.as_ptr().add(off) as *const T) };
+            f(*key, &v);
         }
         seen += count;
         first = false;
@@ -70,13 +66,12 @@ pub fn for_each<T: Copy>(fd: RawFd, n_keys: u32, mut f: impl FnMut(u32, &T)) -> 
 
 /// Sets the values of the first `n_keys` keys to zero.
 pub fn clear<T>(fd: RawFd, n_keys: u32) -> Result<()> {
-    let cpus = 1;
     let stride = std::mem::size_of::<T>();
     let mut start = 0u32;
     while start < n_keys {
         let mut count = BATCH.min(n_keys - start);
         let keys: Vec<u32> = (start..start + count).collect();
-        let values = vec![0u8; count as usize * cpus * stride];
+        let values = vec![0u8; count as usize * stride];
         // SAFETY: buffers sized for `count` entries.
         let err = unsafe {
             libbpf_sys::bpf_map_update_batch(
