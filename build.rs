@@ -16,6 +16,8 @@ fn main() {
             "-I",
             BPF_DIR,
             "-D__TARGET_ARCH_x86",
+            // 32-bit ALU and jumps: no zero-extending shift pairs around u32s.
+            "-mcpu=v3",
         ])
         .build_and_generate(out.join("lsmpmon.skel.rs"))
         .expect("compiling src/trace/bpf/lsmpmon.bpf.c (needs clang and libbpf headers)");

@@ -10,10 +10,51 @@ use std::{
 use anyhow::{bail, Result};
 use libbpf_sys::bpf_insn;
 
-use crate::intf::LSMPMON_HOOK_ID_MAGIC;
+use crate::intf::lsmpmon_patch::{LSMPMON_PATCH_HOOK_ID, LSMPMON_PATCH_RET_SLOT};
 
-/// `BPF_ALU64 | BPF_MOV | BPF_K`: the instruction hook_id() compiles to.
-const MOV64_IMM: u8 = 0xb7;
+/// `BPF_LD | BPF_IMM | BPF_DW`: PATCHED()'s 64-bit immediate, two slots: the
+/// value in the first slot's imm, the marker in the second's.
+const LD_IMM64: u8 = 0x18;
+
+/// The per-hook constants patched into each copy of the programs.
+#[derive(Debug, Clone, Copy)]
+pub struct HookConsts {
+    pub hook_id: u32,
+    /// 1 + the number of arguments for int hooks, 0 for void hooks.
+    pub ret_slot: u32,
+}
+
+impl HookConsts {
+    pub fn new(hook_id: u32, args: usize, returns_int: bool) -> Self {
+        Self {
+            hook_id,
+            ret_slot: if returns_int { args as u32 + 1 } else { 0 },
+        }
+    }
+}
+
+/// The verifier's reason for a refusal: the log line before its statistics.
+fn verifier_verdict(log: &[u8]) -> String {
+    let text = String::from_utf8_lossy(log.split(|b| *b == 0).next().unwrap_or_default());
+    text.lines()
+        .rev()
+        .find(|l| {
+            !l.is_empty() && !l.starts_with("processed ") && !l.starts_with("verification time")
+        })
+        .map(|l| format!(" (verifier: {l})"))
+        .unwrap_or_default()
+}
+
+/// The instructions that carry a patched constant, with their markers.
+fn patch_sites(insns: &[bpf_insn]) -> impl Iterator<Item = (usize, u32)> + '_ {
+    insns.windows(2).enumerate().filter_map(|(i, w)| {
+        let marker = w[1].imm as u32;
+        (w[0].code == LD_IMM64
+            && w[1].code == 0
+            && [LSMPMON_PATCH_HOOK_ID, LSMPMON_PATCH_RET_SLOT].contains(&marker))
+        .then_some((i, marker))
+    })
+}
 
 /// How a program copy is attached to its hook.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,11 +73,7 @@ pub struct Template {
 
 impl Template {
     pub fn new(insns: &[bpf_insn], kind: Kind) -> Result<Self> {
-        let patched = insns
-            .iter()
-            .filter(|i| i.code == MOV64_IMM && i.imm as u32 == LSMPMON_HOOK_ID_MAGIC)
-            .count();
-        if patched == 0 {
+        if !patch_sites(insns).any(|(_, m)| m == LSMPMON_PATCH_HOOK_ID) {
             bail!("BPF program has no hook-id placeholder: rebuild lsmpmon");
         }
         Ok(Self {
@@ -45,12 +82,14 @@ impl Template {
         })
     }
 
-    fn instance(&self, hook_id: u32) -> Vec<bpf_insn> {
+    fn instance(&self, consts: HookConsts) -> Vec<bpf_insn> {
         let mut insns = self.insns.clone();
-        for i in insns.iter_mut() {
-            if i.code == MOV64_IMM && i.imm as u32 == LSMPMON_HOOK_ID_MAGIC {
-                i.imm = hook_id as i32;
-            }
+        for (i, marker) in patch_sites(&self.insns) {
+            insns[i].imm = if marker == LSMPMON_PATCH_HOOK_ID {
+                consts.hook_id
+            } else {
+                consts.ret_slot
+            } as i32;
         }
         insns
     }
@@ -64,8 +103,8 @@ impl Template {
     }
 
     /// Loads a copy for `hook_id` aimed at the kernel function with BTF id `btf_id`.
-    pub fn load(&self, hook_id: u32, btf_id: u32) -> Result<OwnedFd, String> {
-        let insns = self.instance(hook_id);
+    pub fn load(&self, consts: HookConsts, btf_id: u32) -> Result<OwnedFd, String> {
+        let insns = self.instance(consts);
         let tracing = matches!(self.kind, Kind::Fentry | Kind::Fexit);
         let mut opts = libbpf_sys::bpf_prog_load_opts {
             sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
@@ -79,19 +118,32 @@ impl Template {
             Kind::Kprobe => (libbpf_sys::BPF_PROG_TYPE_KPROBE, c"lsmpmon_kentry"),
             Kind::Kretprobe => (libbpf_sys::BPF_PROG_TYPE_KPROBE, c"lsmpmon_kexit"),
         };
-        // SAFETY: insns and opts outlive the call; the name is NUL-terminated.
-        let fd = unsafe {
-            libbpf_sys::bpf_prog_load(
-                prog_type,
-                name.as_ptr(),
-                c"GPL".as_ptr(),
-                insns.as_ptr(),
-                insns.len() as _,
-                &mut opts,
-            )
+        let load = |opts: &mut libbpf_sys::bpf_prog_load_opts| {
+            // SAFETY: insns and opts outlive the call; the name is NUL-terminated.
+            unsafe {
+                libbpf_sys::bpf_prog_load(
+                    prog_type,
+                    name.as_ptr(),
+                    c"GPL".as_ptr(),
+                    insns.as_ptr(),
+                    insns.len() as _,
+                    opts,
+                )
+            }
         };
+        let fd = load(&mut opts);
         if fd < 0 {
-            return Err(format!("load: {}", std::io::Error::from_raw_os_error(-fd)));
+            // Again with the verifier's log, for its verdict (the last lines).
+            let mut log = vec![0u8; 1 << 20];
+            opts.log_buf = log.as_mut_ptr() as *mut _;
+            opts.log_size = log.len() as u32;
+            opts.log_level = 1;
+            let _ = load(&mut opts);
+            return Err(format!(
+                "load: {}{}",
+                std::io::Error::from_raw_os_error(-fd),
+                verifier_verdict(&log)
+            ));
         }
         // SAFETY: fd is a fresh descriptor we own.
         Ok(unsafe { OwnedFd::from_raw_fd(fd) })
@@ -202,16 +254,16 @@ pub struct Pair {
 pub fn attach_pair(
     entry: &Template,
     exit: &Template,
-    hook_id: u32,
+    consts: HookConsts,
     btf_id: u32,
     function: &str,
 ) -> Result<Pair, String> {
-    let entry_prog = entry.load(hook_id, btf_id)?;
-    let exit_prog = exit.load(hook_id, btf_id)?;
+    let entry_prog = entry.load(consts, btf_id)?;
+    let exit_prog = exit.load(consts, btf_id)?;
     let entry_link = entry.attach(&entry_prog, function)?;
     let exit_link = exit.attach(&exit_prog, function)?;
     Ok(Pair {
-        hook_id,
+        hook_id: consts.hook_id,
         entry: entry_prog,
         exit: exit_prog,
         entry_link,

@@ -29,7 +29,6 @@ pub fn add_stats(acc: &mut lsmpmon_hook_stats, v: &lsmpmon_hook_stats) {
     }
     acc.max_ns = acc.max_ns.max(v.max_ns);
     acc.cs_count += v.cs_count;
-    acc.allow += v.allow;
     acc.deny += v.deny;
     acc.dropped += v.dropped;
     for (a, b) in acc.hist.iter_mut().zip(v.hist.iter()) {
@@ -95,7 +94,7 @@ pub fn hook_result(
         sum_ns: (s.sum_ns as f64 - floor * s.count as f64).max(0.0).round() as u64,
         p50_ns: quantile(&s.hist, 0.50).map(sub),
         p99_ns: quantile(&s.hist, 0.99).map(sub),
-        allow: (full && hook.returns_int).then_some(s.allow),
+        allow: (full && hook.returns_int).then_some((s.count + s.cs_count).saturating_sub(s.deny)),
         deny: (full && hook.returns_int).then_some(s.deny),
         dropped: s.dropped,
         hist,
@@ -205,6 +204,7 @@ mod tests {
             btf_id: 0,
             object: None,
             returns_int: true,
+            args: 2,
             lsm: None,
         };
         let s = lsmpmon_hook_stats {
@@ -213,14 +213,14 @@ mod tests {
             min_ns: 900,
             max_ns: 1200,
             cs_count: 1,
-            allow: 5,
+            deny: 2,
             ..Default::default()
         };
         let r = hook_result(&hook, &s, Some(200.0), true);
         assert_eq!(r.calls, 5);
         assert_eq!(r.ave_ns, 800.0);
         assert_eq!((r.min_ns, r.max_ns, r.sum_ns), (700, 1000, 3200));
-        assert_eq!(r.allow, Some(5));
+        assert_eq!((r.allow, r.deny), (Some(3), Some(2)));
     }
 
     #[test]

@@ -29,6 +29,9 @@ pub struct Hook {
     pub object: Option<(u32, u8)>,
     #[serde(skip)]
     pub returns_int: bool,
+    /// The function's number of arguments.
+    #[serde(skip)]
+    pub args: usize,
     /// Set for one LSM's own implementation of the hook (`--per-lsm`).
     #[serde(skip)]
     pub lsm: Option<String>,
@@ -85,6 +88,7 @@ pub fn discover(btf: &KernelBtf) -> Result<Discovery> {
             btf_id: f.btf_id,
             object: object_arg(&f.params),
             returns_int: f.ret == ArgType::Int,
+            args: f.params.len(),
             lsm: None,
         });
     }
@@ -159,6 +163,7 @@ pub fn lsm_targets(btf: &KernelBtf, hooks: &[Hook]) -> Result<(Vec<Hook>, Vec<Ex
             btf_id: f.btf_id,
             object: object_arg(&f.params),
             returns_int: f.ret == ArgType::Int,
+            args: f.params.len(),
             lsm: Some(i.lsm),
         });
     }
@@ -217,6 +222,7 @@ mod tests {
             btf_id: 1,
             object: None,
             returns_int: true,
+            args: 1,
             lsm: None,
         }
     }

@@ -4,6 +4,7 @@ pub mod arrays;
 pub mod attach;
 pub mod btf;
 pub mod collect;
+mod cpu_stats;
 pub mod ctl;
 pub mod hooks;
 pub mod lsm_tables;
@@ -34,8 +35,9 @@ use libbpf_rs::MapCore;
 use crate::error::usage;
 use crate::intf::{lsmpmon_hook_meta, lsmpmon_limits as lim};
 use crate::results::{ProbeInfo, TraceOptions, TraceResult};
-use attach::{Kind, Pair, Template};
+use attach::{HookConsts, Kind, Pair, Template};
 use bpf::*;
+use cpu_stats::CpuStats;
 use report::{SortKey, View};
 use session::Session;
 
@@ -360,15 +362,20 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
             ro.filter_object =
                 fixed_bytes::<{ lim::LSMPMON_OBJ_NAME_LEN as usize }>("--object", obj)?;
         }
+        ro.filters_on = (args.uid.is_some()
+            || args.cgroup.is_some()
+            || args.comm.is_some()
+            || args.object.is_some()) as u8;
         ro.syscall_time_on = args.syscall_time as u8;
         ro.n_hooks = hooks.len() as u32;
         ro.lean = args.lean as u8;
     }
     let cpus = arrays::possible_cpus() as u32;
-    open.maps.stacks.set_max_entries(cpus)?;
+    let stat_rows = hooks.len() as u32 + 1;
+    open.maps.cpus.set_max_entries(cpus)?;
     open.maps
-        .hook_stats
-        .set_max_entries(cpus * (hooks.len() as u32 + 1))?;
+        .cpus
+        .set_value_size(cpu_stats::value_size(stat_rows))?;
     open.maps
         .syscall_cells
         .set_max_entries(hooks.len() as u32 * lim::LSMPMON_SYSCALL_SLOTS)?;
@@ -390,6 +397,19 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     let skel = open
         .load()
         .map_err(|e| refused("loading the BPF programs", &e))?;
+
+    let stats = CpuStats::map(
+        skel.maps.cpus.as_fd().as_raw_fd(),
+        cpus as usize,
+        stat_rows,
+        args.lean,
+    )?;
+    // Before any hook: the probes tell a switched-out call by the CPU's switch generation.
+    let switch_link = skel
+        .progs
+        .on_switch
+        .attach()
+        .map_err(|e| refused("attaching the sched_switch probe", &e))?;
 
     let (entry, exit) = if kprobe {
         (
@@ -424,7 +444,8 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     let mut pairs = Vec::with_capacity(hooks.len());
     let mut failed = Vec::new();
     for (i, h) in hooks.iter().enumerate() {
-        match attach::attach_pair(&entry, &exit, i as u32, h.btf_id, &h.function) {
+        let consts = HookConsts::new(i as u32, h.args, h.returns_int);
+        match attach::attach_pair(&entry, &exit, consts, h.btf_id, &h.function) {
             Ok(p) => pairs.push(p),
             Err(reason) if i == 0 && reason.contains("Operation not permitted") => {
                 return Err(refused("attaching", &reason));
@@ -447,16 +468,11 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
         .get(CALIBRATION_FUNCTION)
         .filter(|_| !kprobe)
         .and_then(|f| {
-            attach::attach_pair(
-                &entry,
-                &exit,
-                hooks.len() as u32,
-                f.btf_id,
-                CALIBRATION_FUNCTION,
-            )
-            .ok()
+            let consts = HookConsts::new(hooks.len() as u32, f.params.len(), true);
+            attach::attach_pair(&entry, &exit, consts, f.btf_id, CALIBRATION_FUNCTION).ok()
         });
     let mut skel = skel;
+    skel.links.on_switch = Some(switch_link);
     if args.syscall_time {
         let l1 = skel.progs.sys_enter.attach()?;
         let l2 = skel.progs.sys_exit.attach()?;
@@ -476,6 +492,7 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
 
     let mut session = Session {
         skel,
+        stats,
         probe: ProbeInfo {
             method: if kprobe {
                 "kprobe/kretprobe"

@@ -10,14 +10,13 @@ use anyhow::Result;
 
 use super::attach::Pair;
 use super::bpf::LsmpmonSkel;
-use super::{arrays, attach, collect, hooks::Hook};
-use crate::intf::{
-    lsmpmon_hook_stats, lsmpmon_limits as lim, lsmpmon_syscall_cell, lsmpmon_syscall_time,
-};
+use super::{arrays, attach, collect, cpu_stats::CpuStats, hooks::Hook};
+use crate::intf::{lsmpmon_limits as lim, lsmpmon_syscall_cell, lsmpmon_syscall_time};
 use crate::results::{ProbeInfo, TraceOptions, TraceResult, TRACE_SCHEMA};
 
 pub struct Session<'obj> {
     pub skel: LsmpmonSkel<'obj>,
+    pub stats: CpuStats,
     pub hooks: Vec<Hook>,
     pub pairs: Vec<Pair>,
     pub calibration: Option<Pair>,
@@ -53,19 +52,9 @@ impl Session<'_> {
         self.hooks.len() as u32 * lim::LSMPMON_SYSCALL_SLOTS
     }
 
-    /// Per-CPU statistics rows: hooks plus the calibration probe.
-    fn stats_stride(&self) -> u32 {
-        self.hooks.len() as u32 + 1
-    }
-
-    fn n_stats(&self) -> u32 {
-        arrays::possible_cpus() as u32 * self.stats_stride()
-    }
-
     pub fn reset(&mut self) -> Result<()> {
         let maps = &self.skel.maps;
-        let n_stats = self.n_stats();
-        arrays::clear::<lsmpmon_hook_stats>(maps.hook_stats.as_fd().as_raw_fd(), n_stats)?;
+        self.stats.clear();
         arrays::clear::<lsmpmon_syscall_cell>(
             maps.syscall_cells.as_fd().as_raw_fd(),
             self.n_cells(),
@@ -81,21 +70,10 @@ impl Session<'_> {
         Ok(())
     }
 
-    /// Per hook (and last, the calibration probe), summed over CPUs.
-    fn read_stats(&self) -> Result<Vec<lsmpmon_hook_stats>> {
-        let stride = self.stats_stride();
-        let mut sums = vec![lsmpmon_hook_stats::default(); stride as usize];
-        arrays::for_each::<lsmpmon_hook_stats>(
-            self.skel.maps.hook_stats.as_fd().as_raw_fd(),
-            self.n_stats(),
-            |k, v| collect::add_stats(&mut sums[(k % stride) as usize], v),
-        )?;
-        Ok(sums)
-    }
-
     /// Everything measured so far, as a result.
     pub fn snapshot(&mut self) -> Result<TraceResult> {
-        let mut stats = self.read_stats()?;
+        // Per hook, and last the calibration probe.
+        let mut stats = self.stats.sum();
         // A probe the kernel skipped (recursion) is a dropped call of its hook.
         let mut misses_total = 0;
         for p in &self.pairs {

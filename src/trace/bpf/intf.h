@@ -26,10 +26,20 @@ enum lsmpmon_limits {
 };
 
 /*
- * The hook id is not looked up at run time: each program instance is loaded
- * with this immediate replaced by its hook's id (see trace/attach.rs).
+ * Per-hook constants are not looked up at run time: each program copy is
+ * loaded with them patched in (trace/attach.rs). Each is a 64-bit immediate
+ * whose upper half is one of these markers; the lower half holds the value,
+ * 0 in the template.
  */
-#define LSMPMON_HOOK_ID_MAGIC 0x1badcafe
+enum lsmpmon_patch {
+	LSMPMON_PATCH_HOOK_ID = 0x1badcafe,
+	/*
+	 * For hooks returning int, 1 + the index of the return value among the
+	 * fexit program's context words (= 1 + the number of arguments); 0 for
+	 * void hooks.
+	 */
+	LSMPMON_PATCH_RET_SLOT = 0x1badcaff,
+};
 
 /* Which argument of a hook names the object, for the --object filter. */
 enum lsmpmon_obj_kind {
@@ -46,16 +56,47 @@ struct lsmpmon_hook_meta {
 	__u8 pad;
 };
 
+/* A hook call in progress on one CPU (see struct lsmpmon_cpu). */
+struct lsmpmon_frame {
+	__u64 start_ns;
+	__u32 hook;
+	__u32 gen; /* the CPU's switch generation when the call began */
+};
+
+/*
+ * The current task as the probes see it, worked out once per context switch
+ * (lsmpmon_cpu.subject; 0 = not yet known).
+ */
+enum lsmpmon_subject {
+	LSMPMON_SUBJ_UNKNOWN = 0,
+	LSMPMON_SUBJ_USER = 1,	  /* traced, a user task */
+	LSMPMON_SUBJ_KTHREAD = 2, /* traced, a kernel thread (never in a syscall) */
+	LSMPMON_SUBJ_SELF = 3,	  /* lsmpmon itself: only the calibration probe */
+	LSMPMON_SUBJ_OUT = 4,	  /* excluded by --pid */
+};
+
+/*
+ * One CPU's state, followed in the same map value by that CPU's
+ * lsmpmon_hook_stats for hooks 0..n (n = calibration): one map lookup per
+ * probe, and the hook's statistics at a constant offset.
+ */
+struct lsmpmon_cpu {
+	__u32 depth;   /* frames in use */
+	__u32 gen;     /* bumped at every context switch on this CPU */
+	__u32 subject; /* enum lsmpmon_subject of the task running here */
+	__u32 pad;
+	struct lsmpmon_frame frames[LSMPMON_MAX_DEPTH];
+};
+
 /* Per hook, per CPU (summed in user space). */
 struct lsmpmon_hook_stats {
-	__u64 count;	/* calls without a context switch: the timed ones */
+	__u64 count;	/* calls without a context switch: the timed ones (--lean only; else sum of hist) */
 	__u64 sum_ns;
-	__u64 min_ns;	/* 0 = no sample yet */
+	__u64 min_ns;	/* starts at U64_MAX (set by user space) */
 	__u64 max_ns;
 	__u64 cs_count; /* calls during which the task was switched out (or migrated) */
-	__u64 allow;	/* int hooks: returned 0 (timed and switched calls) */
-	__u64 deny;	/* int hooks: returned non-zero */
-	__u64 dropped;	/* entry seen but the CPU's stack was full */
+	__u64 deny;	/* int hooks: returned non-zero (allowed = calls - deny) */
+	__u64 dropped;	/* entry seen but the CPU's stack of frames was full */
 	__u64 hist[LSMPMON_HIST_BUCKETS]; /* log2(ns) of timed calls */
 };
 

@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * lsmpmon's probes: one fentry and one fexit program, loaded once per LSM hook
- * with the hook id patched in (see hook_id()). Each traced call is timed on a
- * per-task stack (nested hooks and preemption cannot mix samples up), checked
- * for a context switch (LSMPMON's cs_count) and attributed to the syscall the
- * task is in.
+ * with the hook id patched in (see PATCHED(LSMPMON_PATCH_HOOK_ID)). Each traced call is timed on a
+ * per-CPU stack of frames (nested hooks and interrupts cannot mix samples
+ * up), checked for a context switch (LSMPMON's cs_count) and attributed to
+ * the syscall the task is in.
+ *
+ * Context switches are seen by a sched_switch program that bumps the CPU's
+ * generation: a frame whose generation is no longer the CPU's belongs to a
+ * call during which its task was switched out. No task field is read on the
+ * hot path (each is a guarded load), and the task's verdict (lsmpmon itself,
+ * filtered out, kernel thread) is worked out once per switch.
  */
 #include <stdbool.h>
 #include <linux/bpf.h>
@@ -19,6 +25,8 @@ char LICENSE[] SEC("license") = "GPL";
 /* Written by user space before load; the verifier prunes what they turn off. */
 const volatile __u32 self_tgid = 0;
 const volatile __u32 filter_tgid = 0;
+/* Any of the uid, cgroup, comm and object filters: one test on the hot path. */
+const volatile __u8 filters_on = 0;
 const volatile __u8 filter_uid_on = 0;
 const volatile __u32 filter_uid = 0;
 const volatile __u64 filter_cgroup_id = 0;
@@ -36,28 +44,6 @@ const volatile __u32 n_hooks = 0;
 /* 0 until every hook is attached (the ready gate); then toggled by `trace ctl`. */
 __u32 enabled = 0;
 
-/*
- * Hooks in progress on one CPU, innermost on top. A per-CPU stack instead of
- * task storage: no helper call to find it (the probe-cost target). A frame
- * belongs to the task that pushed it; a call is timed only if its frame is
- * still on top of the same CPU's stack at exit and the task's context-switch
- * count did not move. Otherwise the task was switched out (or migrated), and
- * the call goes to cs_count untimed, as in LSMPMON.
- */
-struct frame {
-	__u64 start_ns;
-	__u64 switches;
-	__u64 task;
-	__u32 hook;
-	__u32 pad;
-};
-
-struct cpu_stack {
-	__u32 depth;
-	__u32 pad;
-	struct frame frames[LSMPMON_MAX_DEPTH];
-};
-
 /* Only for --syscall-time: when the task entered its current syscall. */
 struct task_ctx {
 	__u64 sys_start_ns;
@@ -70,20 +56,19 @@ struct {
 	__type(value, struct task_ctx);
 } task_ctx SEC(".maps");
 
-/* Plain arrays indexed by CPU by hand: their lookups are inlined by the verifier. */
+/*
+ * Per CPU: struct lsmpmon_cpu, then the statistics of hooks 0..n_hooks. A
+ * plain array indexed by CPU by hand (the verifier inlines its lookups;
+ * per-CPU array lookups are helper calls before 6.10), mmapped by user space.
+ * The value size is set at load time, so the map has no BTF value type.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, 1); /* resized to the number of CPUs */
-	__type(key, __u32);
-	__type(value, struct cpu_stack);
-} stacks SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1); /* resized to CPUs * (n_hooks + 1) */
-	__type(key, __u32);
-	__type(value, struct lsmpmon_hook_stats);
-} hook_stats SEC(".maps");
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct lsmpmon_cpu)); /* + (n_hooks + 1) stats */
+} cpus SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -107,23 +92,37 @@ struct {
 	__type(value, struct lsmpmon_syscall_time);
 } syscall_time SEC(".maps");
 
-/* Replaced by the hook's id in each loaded copy: no lookup on the hot path. */
-static __always_inline __u32 hook_id(void)
-{
-	__u64 id;
+/*
+ * A per-hook constant (enum lsmpmon_patch), patched into each loaded copy of
+ * the program: no lookup on the hot path, and the verifier prunes what the
+ * value rules out. The template that libbpf loads only to relocate it sees 0.
+ */
+#define PATCHED(marker)                                                           \
+	({                                                                        \
+		__u64 __v;                                                        \
+		asm volatile("%0 = %1 ll" : "=r"(__v) : "i"((__u64)(marker) << 32)); \
+		(__u32)__v;                                                       \
+	})
 
-	asm volatile("%0 = %1" : "=r"(id) : "i"(LSMPMON_HOOK_ID_MAGIC));
-	return id;
-}
+/* floor(log2(v)) for v < 256 (and 0 for 0): one load instead of a chain of branches. */
+static const __u8 log2_of_byte[256] = {
+	[0 ... 1] = 0,	  [2 ... 3] = 1,    [4 ... 7] = 2,     [8 ... 15] = 3,
+	[16 ... 31] = 4,  [32 ... 63] = 5,  [64 ... 127] = 6,  [128 ... 255] = 7,
+};
 
 /*
- * floor(log2(v)) with constant shifts only: the x86 JIT turns each variable
- * shift into a save/restore of %rcx, which cost more than these branches.
+ * floor(log2(v)): the table for the usual case, then constant shifts only
+ * (the x86 JIT turns each variable shift into a save/restore of %rcx).
  */
 static __always_inline __u64 log2_u64(__u64 v)
 {
-	__u64 r = 0;
+	__u64 r = 16;
 
+	if (v < 256)
+		return log2_of_byte[v];
+	if (v < 65536)
+		return 8 + log2_of_byte[v >> 8];
+	v >>= 16;
 	if (v >> 32) {
 		v >>= 32;
 		r += 32;
@@ -136,17 +135,7 @@ static __always_inline __u64 log2_u64(__u64 v)
 		v >>= 8;
 		r += 8;
 	}
-	if (v >> 4) {
-		v >>= 4;
-		r += 4;
-	}
-	if (v >> 2) {
-		v >>= 2;
-		r += 2;
-	}
-	if (v >> 1)
-		r += 1;
-	return r;
+	return r + log2_of_byte[v & 0xff];
 }
 
 /* NUL-terminated strings of at most n bytes are equal. */
@@ -175,23 +164,58 @@ static __always_inline bool comm_matches(void)
  * bpf_task_pt_regs), where task fields are read with bpf_probe_read_kernel.
  * It is a compile-time constant in each program, so the other path vanishes.
  */
-static __always_inline __u64 current_task(bool kp)
+static __always_inline struct task_struct *current_task(bool kp)
 {
-	return kp ? bpf_get_current_task() : (__u64)bpf_get_current_task_btf();
+	return kp ? (struct task_struct *)bpf_get_current_task() : bpf_get_current_task_btf();
 }
 
-static __always_inline bool subject_ok(__u64 task, __u32 id, bool kp)
+static __always_inline struct lsmpmon_cpu *this_cpu(void)
 {
-	/* A load from the task, cheaper than bpf_get_current_pid_tgid(). */
-	__u32 tgid = kp ? bpf_get_current_pid_tgid() >> 32 : ((struct task_struct *)task)->tgid;
+	__u32 cpu = bpf_get_smp_processor_id();
 
-	/* The calibration hook is driven by lsmpmon itself. */
-	if (id == n_hooks)
-		return tgid == self_tgid;
+	return bpf_map_lookup_elem(&cpus, &cpu);
+}
+
+/* The hook's statistics on this CPU: a constant offset, as `id` is a constant. */
+static __always_inline struct lsmpmon_hook_stats *stats_of(struct lsmpmon_cpu *c, __u32 id)
+{
+	return (void *)(c + 1) + id * sizeof(struct lsmpmon_hook_stats);
+}
+
+/* Only the properties of a task that cannot change while it runs (tgid, PF_KTHREAD). */
+static __always_inline __u32 classify(bool kp)
+{
+	struct task_struct *t = current_task(kp);
+	__u32 tgid = kp ? bpf_get_current_pid_tgid() >> 32 : t->tgid;
+	__u32 flags = kp ? BPF_CORE_READ(t, flags) : t->flags;
+
 	if (tgid == self_tgid)
-		return false;
+		return LSMPMON_SUBJ_SELF;
 	if (filter_tgid && tgid != filter_tgid)
-		return false;
+		return LSMPMON_SUBJ_OUT;
+	return flags & PF_KTHREAD ? LSMPMON_SUBJ_KTHREAD : LSMPMON_SUBJ_USER;
+}
+
+static __always_inline __u32 subject_of(struct lsmpmon_cpu *c, bool kp)
+{
+	__u32 v = c->subject;
+
+	if (v == LSMPMON_SUBJ_UNKNOWN) {
+		v = classify(kp);
+		c->subject = v;
+	}
+	return v;
+}
+
+/* The running task is one to trace: not lsmpmon, not filtered out by --pid. */
+static __always_inline bool traced_task(struct lsmpmon_cpu *c, bool kp)
+{
+	return subject_of(c, kp) < LSMPMON_SUBJ_SELF;
+}
+
+/* Properties a task can change without a switch: checked on every call. */
+static __always_inline bool task_filters_ok(void)
+{
 	if (filter_uid_on && (__u32)bpf_get_current_uid_gid() != filter_uid)
 		return false;
 	if (filter_cgroup_id && bpf_get_current_cgroup_id() != filter_cgroup_id)
@@ -247,123 +271,146 @@ static __always_inline bool object_ok(void *ctx, __u32 id, bool kp)
 	return str_eq(name, filter_object, LSMPMON_OBJ_NAME_LEN);
 }
 
-/*
- * A number that moves whenever the task is switched out and back in: the
- * scheduler's arrival count (CONFIG_SCHED_INFO, one load), else the
- * voluntary + involuntary switch counts.
- */
-static __always_inline __u64 switches_of(__u64 task, bool kp)
+static __always_inline bool filters_ok(void *ctx, __u32 id, bool kp)
 {
-	struct task_struct *t = (struct task_struct *)task;
+	if (!task_filters_ok())
+		return false;
+	return !filter_object_on || object_ok(ctx, id, kp);
+}
 
-	if (bpf_core_field_exists(t->sched_info.pcount))
-		return kp ? BPF_CORE_READ(t, sched_info.pcount) : t->sched_info.pcount;
-	if (kp)
-		return BPF_CORE_READ(t, nvcsw) + BPF_CORE_READ(t, nivcsw);
-	return t->nvcsw + t->nivcsw;
+/* Is this call of hook `id` one to record? */
+static __always_inline bool call_ok(void *ctx, struct lsmpmon_cpu *c, __u32 id, bool kp)
+{
+	/* The calibration hook is driven by lsmpmon itself. */
+	if (id == n_hooks)
+		return subject_of(c, kp) == LSMPMON_SUBJ_SELF;
+	if (!traced_task(c, kp))
+		return false;
+	return !filters_on || filters_ok(ctx, id, kp);
 }
 
 /* Slot 0 when not in a syscall (kernel threads); else syscall nr + 1. */
-static __always_inline __u32 syscall_slot(__u64 task, bool kp)
+static __always_inline __u32 syscall_slot(struct task_struct *t, bool kp)
 {
-	struct task_struct *t = (struct task_struct *)task;
 	struct pt_regs *regs;
-	long nr;
+	__u64 nr, slot;
 
 	if (kp) {
-		if (BPF_CORE_READ(t, flags) & PF_KTHREAD)
-			return 0;
 		/* task_pt_regs(): the top of the task's kernel stack (x86_64). */
 		regs = (struct pt_regs *)((long)BPF_CORE_READ(t, stack) + THREAD_SIZE) - 1;
 		regs = (void *)((long)regs + sizeof(struct pt_regs) - bpf_core_type_size(struct pt_regs));
 		nr = BPF_CORE_READ(regs, orig_ax);
 	} else {
-		if (t->flags & PF_KTHREAD)
-			return 0;
 		/* A BTF pointer: a direct load, not bpf_probe_read_kernel. */
 		regs = (struct pt_regs *)bpf_task_pt_regs(t);
 		nr = regs->orig_ax;
 	}
-	if (nr < 0 || nr >= LSMPMON_SYSCALL_SLOTS - 1)
-		return 0;
-	return nr + 1;
+	/* -1 (not in a syscall) and anything out of range go to slot 0. */
+	slot = nr + 1;
+	return slot < LSMPMON_SYSCALL_SLOTS ? slot : 0;
 }
 
-static __always_inline struct lsmpmon_hook_stats *stats_of(__u32 cpu, __u32 id)
+/* Frame i of the CPU's stack, i masked in range where clang cannot see it (for the verifier). */
+static __always_inline struct lsmpmon_frame *frame(struct lsmpmon_cpu *c, __u32 i)
 {
-	__u32 key = cpu * (n_hooks + 1) + id;
-
-	return bpf_map_lookup_elem(&hook_stats, &key);
+	asm volatile("" : "+r"(i));
+	return &c->frames[i & (LSMPMON_MAX_DEPTH - 1)];
 }
 
 static __always_inline int on_entry(void *ctx, __u32 id, bool kp)
 {
-	struct lsmpmon_hook_stats *s;
-	struct cpu_stack *st;
-	struct frame *f;
-	__u32 cpu, depth;
-	__u64 task;
+	struct lsmpmon_cpu *c;
+	struct lsmpmon_frame *f;
+	__u32 depth, gen;
 
 	if (!enabled)
 		return 0;
-	task = current_task(kp);
-	if (!subject_ok(task, id, kp))
+	c = this_cpu();
+	if (!c || !call_ok(ctx, c, id, kp))
 		return 0;
-	if (filter_object_on && !object_ok(ctx, id, kp))
-		return 0;
-	cpu = bpf_get_smp_processor_id();
-	st = bpf_map_lookup_elem(&stacks, &cpu);
-	if (!st)
-		return 0;
-	depth = st->depth;
+	gen = c->gen;
+	depth = c->depth;
 	/*
-	 * Frames of other tasks on top were left by tasks switched out inside a
-	 * hook (interrupts never leave frames: they run in the current task).
+	 * Frames of an older generation were left by tasks switched out inside a
+	 * hook; all frames below the top are as old as it or older.
 	 */
-	for (int i = 0; i < LSMPMON_MAX_DEPTH; i++) {
-		if (depth == 0 || depth > LSMPMON_MAX_DEPTH ||
-		    st->frames[(depth - 1) & (LSMPMON_MAX_DEPTH - 1)].task == task)
-			break;
-		depth--;
-	}
+	if (depth && frame(c, depth - 1)->gen != gen)
+		depth = 0;
 	if (depth >= LSMPMON_MAX_DEPTH) {
-		s = stats_of(cpu, id);
-		if (s)
-			s->dropped++;
+		stats_of(c, id)->dropped++;
 		return 0;
 	}
-	f = &st->frames[depth & (LSMPMON_MAX_DEPTH - 1)];
-	f->task = task;
+	/* Depth first: a hook in an interrupt from here on pushes above this frame. */
+	c->depth = depth + 1;
+	f = frame(c, depth);
 	f->hook = id;
-	f->switches = switches_of(task, kp);
-	st->depth = depth + 1;
+	f->gen = gen;
 	/* Last, so that the probe's own bookkeeping stays out of the sample. */
 	f->start_ns = bpf_ktime_get_ns();
 	return 0;
 }
 
-static __always_inline void record(struct lsmpmon_hook_stats *s, __u64 task, __u32 id,
+/* Word `off` / 8 of the fexit context, read where clang cannot merge loads. */
+#define CTX_WORD(ctx, off)                                                        \
+	({                                                                        \
+		__u64 __w;                                                        \
+		asm volatile("%0 = *(u64 *)(%1 + " #off ")" : "=r"(__w) : "r"(ctx)); \
+		__w;                                                              \
+	})
+
+/*
+ * An int hook returned non-zero (a denial). The return value's place among
+ * the fexit context words is a patched constant: the verifier keeps one case.
+ */
+static __always_inline bool returned_nonzero(void *ctx, bool kp)
+{
+	__u32 slot = PATCHED(LSMPMON_PATCH_RET_SLOT);
+	__u64 ret;
+
+	if (!slot)
+		return false;
+	if (kp)
+		return (int)PT_REGS_RC_CORE((struct pt_regs *)ctx) != 0;
+	/* One load per case, at a constant offset: the verifier allows no other. */
+	switch (slot) {
+	case 1: ret = CTX_WORD(ctx, 0); break;
+	case 2: ret = CTX_WORD(ctx, 8); break;
+	case 3: ret = CTX_WORD(ctx, 16); break;
+	case 4: ret = CTX_WORD(ctx, 24); break;
+	case 5: ret = CTX_WORD(ctx, 32); break;
+	case 6: ret = CTX_WORD(ctx, 40); break;
+	case 7: ret = CTX_WORD(ctx, 48); break;
+	default: return false;
+	}
+	return (int)ret != 0;
+}
+
+static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmpmon_hook_stats *s, __u32 id,
 				   __u64 delta_ns, bool outermost, bool kp)
 {
 	struct lsmpmon_syscall_cell *cell;
 	struct lsmpmon_syscall_time *st;
-	__u32 slot, idx;
+	__u32 slot = 0, idx;
 	__u64 bucket;
 
-	s->count++;
 	s->sum_ns += delta_ns;
-	if (!s->min_ns || delta_ns < s->min_ns)
+	if (delta_ns < s->min_ns)
 		s->min_ns = delta_ns;
 	if (delta_ns > s->max_ns)
 		s->max_ns = delta_ns;
-	if (lean)
+	if (lean) {
+		s->count++;
 		return;
+	}
+	if (returned_nonzero(ctx, kp))
+		s->deny++;
 	bucket = log2_u64(delta_ns);
 	/* Keep clang from folding the mask away: the verifier needs it. */
 	asm volatile("" : "+r"(bucket));
 	s->hist[bucket & (LSMPMON_HIST_BUCKETS - 1)]++;
 
-	slot = syscall_slot(task, kp);
+	if (c->subject == LSMPMON_SUBJ_USER)
+		slot = syscall_slot(current_task(kp), kp);
 	idx = id * LSMPMON_SYSCALL_SLOTS + slot;
 	cell = bpf_map_lookup_elem(&syscall_cells, &idx);
 	if (cell) {
@@ -377,35 +424,32 @@ static __always_inline void record(struct lsmpmon_hook_stats *s, __u64 task, __u
 	}
 }
 
-static __always_inline int on_exit(void *ctx, __u32 id, bool returns_nonzero, bool kp)
+static __always_inline int on_exit(void *ctx, __u32 id, bool kp)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct lsmpmon_hook_stats *s;
-	struct cpu_stack *st;
-	struct frame *f;
-	__u32 cpu, depth;
-	bool timed = false;
-	__u64 task;
+	struct lsmpmon_frame *f;
+	struct lsmpmon_cpu *c;
+	__u32 depth;
 
-	cpu = bpf_get_smp_processor_id();
-	st = bpf_map_lookup_elem(&stacks, &cpu);
-	if (!st)
+	/* Frames left while disabled go stale at the next switch. */
+	if (!enabled)
 		return 0;
-	task = current_task(kp);
-	depth = st->depth;
-	if (depth > 0 && depth <= LSMPMON_MAX_DEPTH) {
-		f = &st->frames[(depth - 1) & (LSMPMON_MAX_DEPTH - 1)];
-		if (f->task == task && f->hook == id) {
-			st->depth = depth - 1;
-			timed = switches_of(task, kp) == f->switches;
-			if (!enabled)
-				return 0;
-			s = stats_of(cpu, id);
-			if (!s)
-				return 0;
-			if (timed)
-				record(s, task, id, now - f->start_ns, depth == 1, kp);
-			goto done;
+	c = this_cpu();
+	if (!c)
+		return 0;
+	depth = c->depth;
+	if (depth) {
+		f = frame(c, depth - 1);
+		if (f->gen != c->gen) {
+			/* Switched out since: this call (if ours) goes to cs_count. */
+			c->depth = 0;
+		} else if (f->hook == id) {
+			c->depth = depth - 1;
+			record(ctx, c, stats_of(c, id), id, now - f->start_ns, depth == 1, kp);
+			return 0;
+		} else if (depth >= LSMPMON_MAX_DEPTH) {
+			return 0; /* its entry was counted as dropped */
 		}
 	}
 	/*
@@ -413,60 +457,63 @@ static __always_inline int on_exit(void *ctx, __u32 id, bool returns_nonzero, bo
 	 * (filtered) or the task was switched out inside the hook and its frame
 	 * was discarded or left on another CPU.
 	 */
-	if (!enabled || !subject_ok(task, id, kp))
+	if (!call_ok(ctx, c, id, kp))
 		return 0;
-	if (filter_object_on && !object_ok(ctx, id, kp))
-		return 0;
-	s = stats_of(cpu, id);
-	if (!s)
-		return 0;
-done:
-	if (!timed)
-		s->cs_count++;
-	if (lean)
-		return 0;
-	if (returns_nonzero)
+	s = stats_of(c, id);
+	s->cs_count++;
+	if (!lean && returned_nonzero(ctx, kp))
 		s->deny++;
-	else
-		s->allow++;
 	return 0;
 }
 
 SEC("fentry/security_file_permission")
 int BPF_PROG(hook_entry)
 {
-	return on_entry(ctx, hook_id(), false);
+	return on_entry(ctx, PATCHED(LSMPMON_PATCH_HOOK_ID), false);
 }
 
 SEC("fexit/security_file_permission")
 int BPF_PROG(hook_exit)
 {
-	__u64 ret = 0;
-
-	bpf_get_func_ret(ctx, &ret);
-	return on_exit(ctx, hook_id(), (int)ret != 0, false);
+	return on_exit(ctx, PATCHED(LSMPMON_PATCH_HOOK_ID), false);
 }
 
 /* The fallback for kernels without bpf_get_func_ret() (< 5.17): same logic. */
 SEC("kprobe/security_file_permission")
 int hook_kentry(struct pt_regs *ctx)
 {
-	return on_entry(ctx, hook_id(), true);
+	return on_entry(ctx, PATCHED(LSMPMON_PATCH_HOOK_ID), true);
 }
 
 SEC("kretprobe/security_file_permission")
 int hook_kexit(struct pt_regs *ctx)
 {
-	return on_exit(ctx, hook_id(), (int)PT_REGS_RC_CORE(ctx) != 0, true);
+	return on_exit(ctx, PATCHED(LSMPMON_PATCH_HOOK_ID), true);
+}
+
+/* A new task on this CPU: older frames are stale, the verdict is unknown. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch)
+{
+	struct lsmpmon_cpu *c = this_cpu();
+
+	if (c) {
+		c->gen++;
+		c->subject = LSMPMON_SUBJ_UNKNOWN;
+	}
+	return 0;
 }
 
 SEC("tp_btf/sys_enter")
 int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
+	struct lsmpmon_cpu *c = this_cpu();
 	struct task_ctx *tc;
 
-	if (!enabled || !subject_ok((__u64)task, 0, false))
+	if (!enabled || !c || !traced_task(c, false))
+		return 0;
+	if (filters_on && !task_filters_ok())
 		return 0;
 	tc = bpf_task_storage_get(&task_ctx, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (tc)
@@ -485,7 +532,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	tc = bpf_task_storage_get(&task_ctx, task, 0, 0);
 	if (!tc || !tc->sys_start_ns)
 		return 0;
-	slot = syscall_slot((__u64)task, false);
+	slot = syscall_slot(task, false);
 	st = bpf_map_lookup_elem(&syscall_time, &slot);
 	if (st && enabled) {
 		__sync_fetch_and_add(&st->sum_ns, bpf_ktime_get_ns() - tc->sys_start_ns);

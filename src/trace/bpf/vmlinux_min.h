@@ -22,18 +22,11 @@ struct pt_regs {
 	unsigned long orig_ax;
 };
 
-struct sched_info {
-	unsigned long pcount;
-};
-
 struct task_struct {
-	struct sched_info sched_info;
 	void *stack;
 	unsigned int flags;
 	int pid;
 	int tgid;
-	unsigned long nvcsw;
-	unsigned long nivcsw;
 };
 
 struct qstr {

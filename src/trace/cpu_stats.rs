@@ -1,0 +1,121 @@
+//! The probes' per-CPU map (`cpus` in lsmpmon.bpf.c), mmapped: each CPU's
+//! value is a `lsmpmon_cpu` followed by the statistics of hooks 0..n
+//! (n = the calibration probe). Reading and resetting it take no syscalls.
+//! To save the probes work, `min_ns` starts at `u64::MAX`, and `count` is
+//! kept only with `--lean` (otherwise it is the histogram's total).
+use std::os::fd::RawFd;
+
+use anyhow::{bail, Result};
+
+use crate::intf::{lsmpmon_cpu, lsmpmon_hook_stats};
+
+/// The map's value size for `rows` statistics rows (hooks + calibration).
+pub fn value_size(rows: u32) -> u32 {
+    (std::mem::size_of::<lsmpmon_cpu>() + rows as usize * std::mem::size_of::<lsmpmon_hook_stats>())
+        as u32
+}
+
+pub struct CpuStats {
+    base: *mut u8,
+    len: usize,
+    cpus: usize,
+    rows: usize,
+    lean: bool,
+}
+
+impl CpuStats {
+    /// Maps the array `fd` of `cpus` values holding `rows` statistics rows
+    /// each, and makes every row empty.
+    pub fn map(fd: RawFd, cpus: usize, rows: u32, lean: bool) -> Result<Self> {
+        let page = 4096;
+        let len = (cpus * Self::elem_size(rows)).div_ceil(page) * page;
+        // SAFETY: a shared mapping of a BPF_F_MMAPABLE array of `len` bytes.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            bail!(
+                "mapping the probes' statistics: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        let stats = Self {
+            base: base as *mut u8,
+            len,
+            cpus,
+            rows: rows as usize,
+            lean,
+        };
+        stats.clear();
+        Ok(stats)
+    }
+
+    const EMPTY: lsmpmon_hook_stats = lsmpmon_hook_stats {
+        count: 0,
+        sum_ns: 0,
+        min_ns: u64::MAX,
+        max_ns: 0,
+        cs_count: 0,
+        deny: 0,
+        dropped: 0,
+        hist: [0; 64],
+    };
+
+    /// Array elements are 8-byte aligned.
+    fn elem_size(rows: u32) -> usize {
+        (value_size(rows) as usize).div_ceil(8) * 8
+    }
+
+    fn row(&self, cpu: usize, row: usize) -> *mut lsmpmon_hook_stats {
+        let off = cpu * Self::elem_size(self.rows as u32)
+            + std::mem::size_of::<lsmpmon_cpu>()
+            + row * std::mem::size_of::<lsmpmon_hook_stats>();
+        debug_assert!(off + std::mem::size_of::<lsmpmon_hook_stats>() <= self.len);
+        // SAFETY: within the mapping (cpu < cpus, row < rows).
+        unsafe { self.base.add(off) as *mut lsmpmon_hook_stats }
+    }
+
+    /// Per row, summed over CPUs.
+    pub fn sum(&self) -> Vec<lsmpmon_hook_stats> {
+        let mut sums = vec![lsmpmon_hook_stats::default(); self.rows];
+        for cpu in 0..self.cpus {
+            for (row, acc) in sums.iter_mut().enumerate() {
+                // SAFETY: plain data, written concurrently by the probes (torn
+                // reads of single counters cannot happen on x86_64).
+                let mut v = unsafe { std::ptr::read_volatile(self.row(cpu, row)) };
+                if v.min_ns == u64::MAX {
+                    v.min_ns = 0;
+                }
+                if !self.lean {
+                    v.count = v.hist.iter().sum();
+                }
+                super::collect::add_stats(acc, &v);
+            }
+        }
+        sums
+    }
+
+    /// Zeroes the statistics, leaving the CPUs' stacks of calls in progress alone.
+    pub fn clear(&self) {
+        for cpu in 0..self.cpus {
+            for row in 0..self.rows {
+                // SAFETY: as in sum().
+                unsafe { std::ptr::write_volatile(self.row(cpu, row), Self::EMPTY) };
+            }
+        }
+    }
+}
+
+impl Drop for CpuStats {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in map().
+        unsafe { libc::munmap(self.base as *mut _, self.len) };
+    }
+}
