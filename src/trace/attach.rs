@@ -8,9 +8,14 @@ use std::{
 };
 
 use anyhow::{bail, Result};
+
+use super::cpu_stats;
 use libbpf_sys::bpf_insn;
 
-use crate::intf::lsmpmon_patch::{LSMPMON_PATCH_HOOK_ID, LSMPMON_PATCH_RET_SLOT};
+use crate::intf::lsmpmon_patch::{
+    LSMPMON_PATCH_CALIBRATION, LSMPMON_PATCH_HOOK_ID, LSMPMON_PATCH_RET_SLOT,
+    LSMPMON_PATCH_STATS_OFF,
+};
 
 /// `BPF_LD | BPF_IMM | BPF_DW`: PATCHED()'s 64-bit immediate, two slots: the
 /// value in the first slot's imm, the marker in the second's.
@@ -22,6 +27,9 @@ pub struct HookConsts {
     pub hook_id: u32,
     /// 1 + the number of arguments for int hooks, 0 for void hooks.
     pub ret_slot: u32,
+    /// Where the hook's statistics start in its CPU's value.
+    pub stats_off: u32,
+    pub calibration: bool,
 }
 
 impl HookConsts {
@@ -29,6 +37,19 @@ impl HookConsts {
         Self {
             hook_id,
             ret_slot: if returns_int { args as u32 + 1 } else { 0 },
+            stats_off: cpu_stats::stats_offset(hook_id),
+            calibration: false,
+        }
+    }
+
+    /// The value for marker `marker` (enum lsmpmon_patch).
+    fn value(&self, marker: u32) -> Option<u32> {
+        match marker {
+            LSMPMON_PATCH_HOOK_ID => Some(self.hook_id),
+            LSMPMON_PATCH_RET_SLOT => Some(self.ret_slot),
+            LSMPMON_PATCH_STATS_OFF => Some(self.stats_off),
+            LSMPMON_PATCH_CALIBRATION => Some(self.calibration as u32),
+            _ => None,
         }
     }
 }
@@ -47,12 +68,11 @@ fn verifier_verdict(log: &[u8]) -> String {
 
 /// The instructions that carry a patched constant, with their markers.
 fn patch_sites(insns: &[bpf_insn]) -> impl Iterator<Item = (usize, u32)> + '_ {
-    insns.windows(2).enumerate().filter_map(|(i, w)| {
+    let probe = HookConsts::new(0, 0, false);
+    insns.windows(2).enumerate().filter_map(move |(i, w)| {
         let marker = w[1].imm as u32;
-        (w[0].code == LD_IMM64
-            && w[1].code == 0
-            && [LSMPMON_PATCH_HOOK_ID, LSMPMON_PATCH_RET_SLOT].contains(&marker))
-        .then_some((i, marker))
+        (w[0].code == LD_IMM64 && w[1].code == 0 && probe.value(marker).is_some())
+            .then_some((i, marker))
     })
 }
 
@@ -85,11 +105,7 @@ impl Template {
     fn instance(&self, consts: HookConsts) -> Vec<bpf_insn> {
         let mut insns = self.insns.clone();
         for (i, marker) in patch_sites(&self.insns) {
-            insns[i].imm = if marker == LSMPMON_PATCH_HOOK_ID {
-                consts.hook_id
-            } else {
-                consts.ret_slot
-            } as i32;
+            insns[i].imm = consts.value(marker).unwrap_or_default() as i32;
         }
         insns
     }

@@ -11,7 +11,12 @@ use crate::intf::{lsmpmon_cpu, lsmpmon_hook_stats};
 
 /// The map's value size for `rows` statistics rows (hooks + calibration).
 pub fn value_size(rows: u32) -> u32 {
-    (std::mem::size_of::<lsmpmon_cpu>() + rows as usize * std::mem::size_of::<lsmpmon_hook_stats>())
+    stats_offset(rows)
+}
+
+/// Where row `row`'s statistics start in a CPU's value.
+pub fn stats_offset(row: u32) -> u32 {
+    (std::mem::size_of::<lsmpmon_cpu>() + row as usize * std::mem::size_of::<lsmpmon_hook_stats>())
         as u32
 }
 
@@ -65,6 +70,10 @@ impl CpuStats {
         cs_count: 0,
         deny: 0,
         dropped: 0,
+        pend_slot: 0,
+        pad: 0,
+        pend_count: 0,
+        pend_sum_ns: 0,
         hist: [0; 64],
     };
 
@@ -74,9 +83,7 @@ impl CpuStats {
     }
 
     fn row(&self, cpu: usize, row: usize) -> *mut lsmpmon_hook_stats {
-        let off = cpu * Self::elem_size(self.rows as u32)
-            + std::mem::size_of::<lsmpmon_cpu>()
-            + row * std::mem::size_of::<lsmpmon_hook_stats>();
+        let off = cpu * Self::elem_size(self.rows as u32) + stats_offset(row as u32) as usize;
         debug_assert!(off + std::mem::size_of::<lsmpmon_hook_stats>() <= self.len);
         // SAFETY: within the mapping (cpu < cpus, row < rows).
         unsafe { self.base.add(off) as *mut lsmpmon_hook_stats }
@@ -100,6 +107,20 @@ impl CpuStats {
             }
         }
         sums
+    }
+
+    /// Each CPU's timed calls of hook `row` in syscall slot `slot` not yet
+    /// added to the shared per-syscall cells: `f(row, slot, count, sum_ns)`.
+    pub fn pending(&self, mut f: impl FnMut(u32, u32, u64, u64)) {
+        for cpu in 0..self.cpus {
+            for row in 0..self.rows {
+                // SAFETY: as in sum().
+                let v = unsafe { std::ptr::read_volatile(self.row(cpu, row)) };
+                if v.pend_count > 0 {
+                    f(row as u32, v.pend_slot, v.pend_count, v.pend_sum_ns);
+                }
+            }
+        }
     }
 
     /// Zeroes the statistics, leaving the CPUs' stacks of calls in progress alone.

@@ -367,7 +367,6 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
             || args.comm.is_some()
             || args.object.is_some()) as u8;
         ro.syscall_time_on = args.syscall_time as u8;
-        ro.n_hooks = hooks.len() as u32;
         ro.lean = args.lean as u8;
     }
     let cpus = arrays::possible_cpus() as u32;
@@ -468,7 +467,10 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
         .get(CALIBRATION_FUNCTION)
         .filter(|_| !kprobe)
         .and_then(|f| {
-            let consts = HookConsts::new(hooks.len() as u32, f.params.len(), true);
+            let consts = HookConsts {
+                calibration: true,
+                ..HookConsts::new(hooks.len() as u32, f.params.len(), true)
+            };
             attach::attach_pair(&entry, &exit, consts, f.btf_id, CALIBRATION_FUNCTION).ok()
         });
     let mut skel = skel;

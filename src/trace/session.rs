@@ -104,22 +104,27 @@ impl Session<'_> {
                 }),
             }
         }
-        let mut cells = BTreeMap::new();
+        let mut cells: BTreeMap<(u32, u32), lsmpmon_syscall_cell> = BTreeMap::new();
+        let mut add_cell = |hook: u32, slot: u32, count: u64, sum_ns: u64| {
+            let c = cells.entry((hook, slot)).or_default();
+            c.count += count;
+            c.sum_ns += sum_ns;
+        };
         arrays::for_each::<lsmpmon_syscall_cell>(
             self.skel.maps.syscall_cells.as_fd().as_raw_fd(),
             self.n_cells(),
             |k, v| {
                 if v.count > 0 {
-                    let key = (
+                    add_cell(
                         k / lim::LSMPMON_SYSCALL_SLOTS,
                         k % lim::LSMPMON_SYSCALL_SLOTS,
+                        v.count,
+                        v.sum_ns,
                     );
-                    let c: &mut lsmpmon_syscall_cell = cells.entry(key).or_default();
-                    c.count += v.count;
-                    c.sum_ns += v.sum_ns;
                 }
             },
         )?;
+        self.stats.pending(&mut add_cell);
         let times = if self.options.syscall_time {
             let mut t: BTreeMap<u32, lsmpmon_syscall_time> = BTreeMap::new();
             arrays::for_each::<lsmpmon_syscall_time>(

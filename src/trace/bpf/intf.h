@@ -39,6 +39,10 @@ enum lsmpmon_patch {
 	 * void hooks.
 	 */
 	LSMPMON_PATCH_RET_SLOT = 0x1badcaff,
+	/* Byte offset of the hook's lsmpmon_hook_stats in its CPU's value. */
+	LSMPMON_PATCH_STATS_OFF = 0x1badcb00,
+	/* 1 in the calibration probe's copy, which counts lsmpmon's own calls only. */
+	LSMPMON_PATCH_CALIBRATION = 0x1badcb01,
 };
 
 /* Which argument of a hook names the object, for the --object filter. */
@@ -81,7 +85,7 @@ enum lsmpmon_subject {
  * probe, and the hook's statistics at a constant offset.
  */
 struct lsmpmon_cpu {
-	__u32 depth;   /* frames in use */
+	__u32 used;    /* bytes of frames in use: depth * sizeof(struct lsmpmon_frame) */
 	__u32 gen;     /* bumped at every context switch on this CPU */
 	__u32 subject; /* enum lsmpmon_subject of the task running here */
 	__u32 pad;
@@ -97,10 +101,22 @@ struct lsmpmon_hook_stats {
 	__u64 cs_count; /* calls during which the task was switched out (or migrated) */
 	__u64 deny;	/* int hooks: returned non-zero (allowed = calls - deny) */
 	__u64 dropped;	/* entry seen but the CPU's stack of frames was full */
+	/*
+	 * Timed calls in syscall slot pend_slot not yet added to syscall_cells:
+	 * most calls of a hook on a CPU are in the syscall of its previous call,
+	 * so the shared cell is touched only when the slot changes.
+	 */
+	__u32 pend_slot;
+	__u32 pad;
+	__u64 pend_count;
+	__u64 pend_sum_ns;
 	__u64 hist[LSMPMON_HIST_BUCKETS]; /* log2(ns) of timed calls */
 };
 
-/* Per (hook, syscall slot), shared by all CPUs (atomic adds): the timed calls only. */
+/*
+ * Per (hook, syscall slot), shared by all CPUs (atomic adds): the timed calls
+ * only, plus each CPU's lsmpmon_hook_stats.pend_* for its current slot.
+ */
 struct lsmpmon_syscall_cell {
 	__u64 sum_ns;
 	__u64 count;

@@ -38,9 +38,6 @@ const volatile __u8 syscall_time_on = 0;
 /* --lean: only LSMPMON's count/min/max/sum/cs_count. */
 const volatile __u8 lean = 0;
 
-/* Set by user space before load: n traced hooks, ids 0..n-1, n = calibration. */
-const volatile __u32 n_hooks = 0;
-
 /* 0 until every hook is attached (the ready gate); then toggled by `trace ctl`. */
 __u32 enabled = 0;
 
@@ -57,7 +54,8 @@ struct {
 } task_ctx SEC(".maps");
 
 /*
- * Per CPU: struct lsmpmon_cpu, then the statistics of hooks 0..n_hooks. A
+ * Per CPU: struct lsmpmon_cpu, then the statistics of hooks 0..n, n being
+ * the calibration probe (LSMPMON_PATCH_STATS_OFF locates a hook's). A
  * plain array indexed by CPU by hand (the verifier inlines its lookups;
  * per-CPU array lookups are helper calls before 6.10), mmapped by user space.
  * The value size is set at load time, so the map has no BTF value type.
@@ -67,7 +65,7 @@ struct {
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, 1); /* resized to the number of CPUs */
 	__uint(key_size, sizeof(__u32));
-	__uint(value_size, sizeof(struct lsmpmon_cpu)); /* + (n_hooks + 1) stats */
+	__uint(value_size, sizeof(struct lsmpmon_cpu)); /* + (n + 1) stats */
 } cpus SEC(".maps");
 
 struct {
@@ -77,7 +75,7 @@ struct {
 	__type(value, struct lsmpmon_hook_meta);
 } hook_meta SEC(".maps");
 
-/* hook * LSMPMON_SYSCALL_SLOTS + slot; resized to n_hooks * LSMPMON_SYSCALL_SLOTS. */
+/* hook * LSMPMON_SYSCALL_SLOTS + slot; resized to n * LSMPMON_SYSCALL_SLOTS. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -176,10 +174,10 @@ static __always_inline struct lsmpmon_cpu *this_cpu(void)
 	return bpf_map_lookup_elem(&cpus, &cpu);
 }
 
-/* The hook's statistics on this CPU: a constant offset, as `id` is a constant. */
-static __always_inline struct lsmpmon_hook_stats *stats_of(struct lsmpmon_cpu *c, __u32 id)
+/* The hook's statistics on this CPU, at a patched constant offset. */
+static __always_inline struct lsmpmon_hook_stats *stats_of(struct lsmpmon_cpu *c)
 {
-	return (void *)(c + 1) + id * sizeof(struct lsmpmon_hook_stats);
+	return (void *)c + PATCHED(LSMPMON_PATCH_STATS_OFF);
 }
 
 /* Only the properties of a task that cannot change while it runs (tgid, PF_KTHREAD). */
@@ -282,7 +280,7 @@ static __always_inline bool filters_ok(void *ctx, __u32 id, bool kp)
 static __always_inline bool call_ok(void *ctx, struct lsmpmon_cpu *c, __u32 id, bool kp)
 {
 	/* The calibration hook is driven by lsmpmon itself. */
-	if (id == n_hooks)
+	if (PATCHED(LSMPMON_PATCH_CALIBRATION))
 		return subject_of(c, kp) == LSMPMON_SUBJ_SELF;
 	if (!traced_task(c, kp))
 		return false;
@@ -310,18 +308,21 @@ static __always_inline __u32 syscall_slot(struct task_struct *t, bool kp)
 	return slot < LSMPMON_SYSCALL_SLOTS ? slot : 0;
 }
 
-/* Frame i of the CPU's stack, i masked in range where clang cannot see it (for the verifier). */
-static __always_inline struct lsmpmon_frame *frame(struct lsmpmon_cpu *c, __u32 i)
+#define FRAME_SIZE sizeof(struct lsmpmon_frame)
+#define STACK_SIZE (LSMPMON_MAX_DEPTH * FRAME_SIZE)
+
+/* The frame at byte `off` of the CPU's stack, masked where clang cannot see it (for the verifier). */
+static __always_inline struct lsmpmon_frame *frame_at(struct lsmpmon_cpu *c, __u32 off)
 {
-	asm volatile("" : "+r"(i));
-	return &c->frames[i & (LSMPMON_MAX_DEPTH - 1)];
+	asm volatile("" : "+r"(off));
+	return (void *)c->frames + (off & (STACK_SIZE - FRAME_SIZE));
 }
 
 static __always_inline int on_entry(void *ctx, __u32 id, bool kp)
 {
 	struct lsmpmon_cpu *c;
 	struct lsmpmon_frame *f;
-	__u32 depth, gen;
+	__u32 used, gen;
 
 	if (!enabled)
 		return 0;
@@ -329,20 +330,20 @@ static __always_inline int on_entry(void *ctx, __u32 id, bool kp)
 	if (!c || !call_ok(ctx, c, id, kp))
 		return 0;
 	gen = c->gen;
-	depth = c->depth;
+	used = c->used;
 	/*
 	 * Frames of an older generation were left by tasks switched out inside a
 	 * hook; all frames below the top are as old as it or older.
 	 */
-	if (depth && frame(c, depth - 1)->gen != gen)
-		depth = 0;
-	if (depth >= LSMPMON_MAX_DEPTH) {
-		stats_of(c, id)->dropped++;
+	if (used && frame_at(c, used - FRAME_SIZE)->gen != gen)
+		used = 0;
+	if (used >= STACK_SIZE) {
+		stats_of(c)->dropped++;
 		return 0;
 	}
 	/* Depth first: a hook in an interrupt from here on pushes above this frame. */
-	c->depth = depth + 1;
-	f = frame(c, depth);
+	c->used = used + FRAME_SIZE;
+	f = frame_at(c, used);
 	f->hook = id;
 	f->gen = gen;
 	/* Last, so that the probe's own bookkeeping stays out of the sample. */
@@ -411,12 +412,19 @@ static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmp
 
 	if (c->subject == LSMPMON_SUBJ_USER)
 		slot = syscall_slot(current_task(kp), kp);
-	idx = id * LSMPMON_SYSCALL_SLOTS + slot;
-	cell = bpf_map_lookup_elem(&syscall_cells, &idx);
-	if (cell) {
-		__sync_fetch_and_add(&cell->sum_ns, delta_ns);
-		__sync_fetch_and_add(&cell->count, 1);
+	if (slot != s->pend_slot) {
+		idx = id * LSMPMON_SYSCALL_SLOTS + s->pend_slot;
+		cell = bpf_map_lookup_elem(&syscall_cells, &idx);
+		if (cell && s->pend_count) {
+			__sync_fetch_and_add(&cell->sum_ns, s->pend_sum_ns);
+			__sync_fetch_and_add(&cell->count, s->pend_count);
+		}
+		s->pend_slot = slot;
+		s->pend_sum_ns = 0;
+		s->pend_count = 0;
 	}
+	s->pend_sum_ns += delta_ns;
+	s->pend_count++;
 	if (syscall_time_on && outermost) {
 		st = bpf_map_lookup_elem(&syscall_time, &slot);
 		if (st)
@@ -430,7 +438,7 @@ static __always_inline int on_exit(void *ctx, __u32 id, bool kp)
 	struct lsmpmon_hook_stats *s;
 	struct lsmpmon_frame *f;
 	struct lsmpmon_cpu *c;
-	__u32 depth;
+	__u32 used;
 
 	/* Frames left while disabled go stale at the next switch. */
 	if (!enabled)
@@ -438,17 +446,17 @@ static __always_inline int on_exit(void *ctx, __u32 id, bool kp)
 	c = this_cpu();
 	if (!c)
 		return 0;
-	depth = c->depth;
-	if (depth) {
-		f = frame(c, depth - 1);
+	used = c->used;
+	if (used) {
+		f = frame_at(c, used - FRAME_SIZE);
 		if (f->gen != c->gen) {
 			/* Switched out since: this call (if ours) goes to cs_count. */
-			c->depth = 0;
+			c->used = 0;
 		} else if (f->hook == id) {
-			c->depth = depth - 1;
-			record(ctx, c, stats_of(c, id), id, now - f->start_ns, depth == 1, kp);
+			c->used = used - FRAME_SIZE;
+			record(ctx, c, stats_of(c), id, now - f->start_ns, used == FRAME_SIZE, kp);
 			return 0;
-		} else if (depth >= LSMPMON_MAX_DEPTH) {
+		} else if (used >= STACK_SIZE) {
 			return 0; /* its entry was counted as dropped */
 		}
 	}
@@ -459,7 +467,7 @@ static __always_inline int on_exit(void *ctx, __u32 id, bool kp)
 	 */
 	if (!call_ok(ctx, c, id, kp))
 		return 0;
-	s = stats_of(c, id);
+	s = stats_of(c);
 	s->cs_count++;
 	if (!lean && returned_nonzero(ctx, kp))
 		s->deny++;
