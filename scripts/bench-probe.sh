@@ -5,26 +5,31 @@
 # Writes bench/probe-<kernel>.json and prints a table.
 . "$(dirname "$0")/bench-common.sh"
 N=${N:-20000}
+REPEAT=${REPEAT:-3}
 
 # In the guest: baseline loops, then each loop under one hook and under all
-# hooks, default options and --lean. Each trace is its own JSON line. Traces
-# release their probes before the next starts (--detach wait): background
-# releases would overlap the next measurement. The guest first settles (6.12
-# keeps a CPU busy for about 2 s of virtual time after boot).
+# hooks, default options and --lean. Each trace is its own JSON line. Every
+# loop runs REPEAT times and the report takes the fastest: a kernel thread
+# waking up in the middle can only add time. Traces release their probes
+# before the next starts (--detach wait): background releases would overlap
+# the next measurement. The guest first settles (6.12 keeps a CPU busy for
+# about 2 s of virtual time after boot).
 GUEST='
 set -e
-W=/usr/bin/workload; : > /tmp/x; N='"$N"'
+W=/usr/bin/workload; : > /tmp/x; N='"$N"'; R='"$REPEAT"'
+loops() { i=0; while [ $i -lt $R ]; do $W $1 $N /tmp/x; i=$((i+1)); done | tr -d "\n"; }
 sleep 5
-echo "base stat $($W stat $N /tmp/x)"
-echo "base open_close $($W open_close $N /tmp/x)"
+echo "base stat $(loops stat)"
+echo "base open_close $(loops open_close)"
 for mode in default lean; do
   [ $mode = lean ] && L=--lean || L=
   for op in stat open_close; do
     [ $op = stat ] && H=inode_getattr || H=file_open
     for scope in one all; do
       [ $scope = one ] && HOOKS="--hooks $H" || HOOKS=
-      lsmpmon trace --json --detach wait $L $HOOKS -o /tmp/r.json -- sh -c "$W $op $N /tmp/x > /tmp/w.json" 2>/dev/null
-      echo "run $mode $op $scope $(cat /tmp/w.json) $(tr -d "\n" < /tmp/r.json)"
+      lsmpmon trace --json --detach wait $L $HOOKS -o /tmp/r.json -- \
+        sh -c "i=0; while [ \$i -lt $R ]; do $W $op $N /tmp/x; i=\$((i+1)); done > /tmp/w.json" 2>/dev/null
+      echo "run $mode $op $scope $(tr -d "\n" < /tmp/w.json) $(tr -d "\n" < /tmp/r.json)"
     done
   done
 done
@@ -35,7 +40,7 @@ echo "detachbg $(tr -d "\n" < /tmp/r.json)"
 for kernel in "${@:-6.1 6.12}"; do
   for k in $kernel; do
     echo "bench-probe: kernel $k ..." >&2
-    "$LSMPMON" vm run --kernel "$k" --copy "$WORKLOAD" -- sh -c "$GUEST" > "bench/probe-$k.raw"
+    "$LSMPMON" vm run --timeout 3600 --kernel "$k" --copy "$WORKLOAD" -- sh -c "$GUEST" > "bench/probe-$k.raw"
     python3 scripts/probe_report.py "$k" "bench/probe-$k.raw" "$(git rev-parse --short HEAD)" > "bench/probe-$k.json"
     rm -f "bench/probe-$k.raw"
   done

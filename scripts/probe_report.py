@@ -5,23 +5,38 @@ import json
 import sys
 
 
+def objects(text):
+    """The JSON objects written one after another in `text`."""
+    dec, out, i = json.JSONDecoder(), [], 0
+    text = text.strip()
+    while i < len(text):
+        obj, end = dec.raw_decode(text, i)
+        out.append(obj)
+        i = end
+        while i < len(text) and text[i].isspace():
+            i += 1
+    return out
+
+
 def parse(kernel, raw_path, commit):
+    """Each loop runs REPEAT times; the fastest run counts (background work in
+    the guest can only add time)."""
     base, runs, background = {}, [], None
     for line in open(raw_path):
         parts = line.split(" ", 4)
         if parts[0] == "base":
-            base[parts[1]] = json.loads(parts[2])["ns_per_op"]
+            base[parts[1]] = min(o["ns_per_op"] for o in objects(line.split(" ", 2)[2]))
         elif parts[0] == "run":
             mode, op, scope = parts[1], parts[2], parts[3]
-            work_json, _, trace_json = parts[4].partition("} ")
-            work = json.loads(work_json + "}")
-            trace = json.loads(trace_json)
-            calls = sum(h["calls"] for h in trace["hooks"])
+            *works, trace = objects(parts[4])
+            work = min(works, key=lambda w: w["ns_per_op"])
+            calls = sum(h["calls"] for h in trace["hooks"]) / len(works)
             n = work["n"]
             added = work["ns_per_op"] - base[op]
             runs.append({
-                "mode": mode, "op": op, "hooks": scope,
+                "mode": mode, "op": op, "hooks": scope, "repeats": len(works),
                 "base_ns_per_op": base[op], "traced_ns_per_op": work["ns_per_op"],
+                "traced_ns_per_op_all": [w["ns_per_op"] for w in works],
                 "traced_calls_per_op": calls / n,
                 "added_ns_per_traced_call": added * n / calls if calls else None,
                 "attach_ms": trace["probe"]["attach_ms"],

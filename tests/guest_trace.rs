@@ -8,7 +8,8 @@ fn counts_filters_and_schema(series: &str) {
     let script = "mkdir -p /tmp/d && echo x > /tmp/d/file && \
         lsmpmon trace --json --comm workload -- sh -c '\
           workload create 200 /tmp/d && workload stat 300 /tmp/d/f0 && \
-          workload open_close 100 /tmp/d/file && touch /tmp/other'";
+          workload open_close 100 /tmp/d/file && workload prctl 40 /tmp/d && \
+          touch /tmp/other'";
     let out = guest(series, &[], script);
     assert!(out.status.success(), "guest run failed: {:?}", out.status);
     let text = String::from_utf8(out.stdout).unwrap();
@@ -36,33 +37,48 @@ fn counts_filters_and_schema(series: &str) {
     // N stats -> N inode_getattr, none switched out; the only other ones are
     // stdio's fstat of stdout, one per workload process.
     let getattr = hook(&r, "inode_getattr");
-    assert_eq!(getattr["calls"], 303);
+    assert_eq!(getattr["calls"], 304);
     assert_eq!(getattr["cs_count"], 0);
     assert!(getattr["min_ns"].as_u64().unwrap() > 0);
     assert!(getattr["ave_ns"].as_f64().unwrap() >= getattr["min_ns"].as_f64().unwrap());
     // glibc issues both stat() and fstat() as newfstatat.
-    assert_eq!(syscall_hook_count(&r, "newfstatat", "inode_getattr"), 303);
+    assert_eq!(syscall_hook_count(&r, "newfstatat", "inode_getattr"), 304);
     // The final fput runs on return from close(): file_free_security counts under close.
     assert!(
         syscall_hook_count(&r, "close", "file_free_security") >= 300,
         "file_free_security under close: {}",
         syscall_hook_count(&r, "close", "file_free_security")
     );
-    // Every call is accounted for.
+    // An int hook's return value: prctl options no LSM handles give -ENOSYS.
+    let prctl = hook(&r, "task_prctl");
+    assert_eq!(prctl["calls"], 40);
+    assert_eq!(
+        (prctl["deny"].as_u64(), prctl["allow"].as_u64()),
+        (Some(40), Some(0))
+    );
+    assert_eq!(hook(&r, "inode_getattr")["deny"], 0);
+    // Every call is accounted for, and every timed call under one syscall.
     for h in r["hooks"].as_array().unwrap() {
+        let name = h["hook"].as_str().unwrap();
+        let per_syscall: u64 = r["syscalls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| s["hooks"].as_array().unwrap().iter())
+            .filter(|x| x["hook"] == name)
+            .map(|x| x["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            per_syscall,
+            h["count"].as_u64().unwrap(),
+            "per-syscall counts of {name}"
+        );
         let (calls, count, cs) = (
             h["calls"].as_u64().unwrap(),
             h["count"].as_u64().unwrap(),
             h["cs_count"].as_u64().unwrap(),
         );
         assert_eq!(calls, count + cs, "{}", h["hook"]);
-        let hist: u64 = h["hist"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|b| b["count"].as_u64().unwrap())
-            .sum();
-        assert_eq!(hist, count, "histogram of {}", h["hook"]);
     }
 }
 

@@ -8,13 +8,12 @@ use std::{
 };
 
 use anyhow::{bail, Result};
-
-use super::cpu_stats;
 use libbpf_sys::bpf_insn;
 
+use super::cpu_stats;
 use crate::intf::lsmpmon_patch::{
-    LSMPMON_PATCH_CALIBRATION, LSMPMON_PATCH_HOOK_ID, LSMPMON_PATCH_RET_SLOT,
-    LSMPMON_PATCH_STATS_OFF,
+    LSMPMON_PATCH_CALIBRATION, LSMPMON_PATCH_HOOK_ID, LSMPMON_PATCH_LEAN, LSMPMON_PATCH_RET_SLOT,
+    LSMPMON_PATCH_STATS_OFF, LSMPMON_PATCH_SYSCALL_TIME,
 };
 
 /// `BPF_LD | BPF_IMM | BPF_DW`: PATCHED()'s 64-bit immediate, two slots: the
@@ -30,15 +29,24 @@ pub struct HookConsts {
     /// Where the hook's statistics start in its CPU's value.
     pub stats_off: u32,
     pub calibration: bool,
+    pub options: ProbeOptions,
+}
+
+/// Options compiled into every copy (the verifier drops what they turn off).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProbeOptions {
+    pub lean: bool,
+    pub syscall_time: bool,
 }
 
 impl HookConsts {
-    pub fn new(hook_id: u32, args: usize, returns_int: bool) -> Self {
+    pub fn new(hook_id: u32, args: usize, returns_int: bool, options: ProbeOptions) -> Self {
         Self {
             hook_id,
             ret_slot: if returns_int { args as u32 + 1 } else { 0 },
             stats_off: cpu_stats::stats_offset(hook_id),
             calibration: false,
+            options,
         }
     }
 
@@ -49,6 +57,8 @@ impl HookConsts {
             LSMPMON_PATCH_RET_SLOT => Some(self.ret_slot),
             LSMPMON_PATCH_STATS_OFF => Some(self.stats_off),
             LSMPMON_PATCH_CALIBRATION => Some(self.calibration as u32),
+            LSMPMON_PATCH_LEAN => Some(self.options.lean as u32),
+            LSMPMON_PATCH_SYSCALL_TIME => Some(self.options.syscall_time as u32),
             _ => None,
         }
     }
@@ -68,7 +78,7 @@ fn verifier_verdict(log: &[u8]) -> String {
 
 /// The instructions that carry a patched constant, with their markers.
 fn patch_sites(insns: &[bpf_insn]) -> impl Iterator<Item = (usize, u32)> + '_ {
-    let probe = HookConsts::new(0, 0, false);
+    let probe = HookConsts::new(0, 0, false, ProbeOptions::default());
     insns.windows(2).enumerate().filter_map(move |(i, w)| {
         let marker = w[1].imm as u32;
         (w[0].code == LD_IMM64 && w[1].code == 0 && probe.value(marker).is_some())

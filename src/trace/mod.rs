@@ -35,7 +35,7 @@ use libbpf_rs::MapCore;
 use crate::error::usage;
 use crate::intf::{lsmpmon_hook_meta, lsmpmon_limits as lim};
 use crate::results::{ProbeInfo, TraceOptions, TraceResult};
-use attach::{HookConsts, Kind, Pair, Template};
+use attach::{HookConsts, Kind, Pair, ProbeOptions, Template};
 use bpf::*;
 use cpu_stats::CpuStats;
 use report::{SortKey, View};
@@ -366,8 +366,6 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
             || args.cgroup.is_some()
             || args.comm.is_some()
             || args.object.is_some()) as u8;
-        ro.syscall_time_on = args.syscall_time as u8;
-        ro.lean = args.lean as u8;
     }
     let cpus = arrays::possible_cpus() as u32;
     let stat_rows = hooks.len() as u32 + 1;
@@ -438,12 +436,16 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
             .update(&(i as u32).to_ne_bytes(), bytes, libbpf_rs::MapFlags::ANY)?;
     }
 
+    let options = ProbeOptions {
+        lean: args.lean,
+        syscall_time: args.syscall_time,
+    };
     eprintln!("lsmpmon: attaching {} probe pairs ...", hooks.len());
     let start = Instant::now();
     let mut pairs = Vec::with_capacity(hooks.len());
     let mut failed = Vec::new();
     for (i, h) in hooks.iter().enumerate() {
-        let consts = HookConsts::new(i as u32, h.args, h.returns_int);
+        let consts = HookConsts::new(i as u32, h.args, h.returns_int, options);
         match attach::attach_pair(&entry, &exit, consts, h.btf_id, &h.function) {
             Ok(p) => pairs.push(p),
             Err(reason) if i == 0 && reason.contains("Operation not permitted") => {
@@ -469,7 +471,7 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
         .and_then(|f| {
             let consts = HookConsts {
                 calibration: true,
-                ..HookConsts::new(hooks.len() as u32, f.params.len(), true)
+                ..HookConsts::new(hooks.len() as u32, f.params.len(), true, options)
             };
             attach::attach_pair(&entry, &exit, consts, f.btf_id, CALIBRATION_FUNCTION).ok()
         });

@@ -7,6 +7,8 @@
  *   workload stat N PATH          N stat(PATH)
  *   workload open_close N PATH    N open(PATH) + close
  *   workload create N DIR         create DIR/f0 .. f(N-1), empty
+ *   workload prctl N PATH         N prctl(PR_GET_DUMPABLE) (PATH unused): no
+ *        LSM handles it, so security_task_prctl returns -ENOSYS (a "deny")
  *   workload fanotify_slow N PATH DELAY_MS
  *        a child opens PATH N times while this process, a fanotify
  *        FAN_OPEN_PERM listener, answers each after DELAY_MS: every open
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/fanotify.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -91,7 +94,7 @@ static int fanotify_slow(long n, const char *path, long delay_ms)
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: workload stat|open_close|create|fanotify_slow N PATH [DELAY_MS]\n");
+		fprintf(stderr, "usage: workload stat|open_close|create|prctl|fanotify_slow N PATH [DELAY_MS]\n");
 		return 2;
 	}
 	const char *op = argv[1];
@@ -123,6 +126,11 @@ int main(int argc, char **argv)
 				die("create");
 			close(fd);
 		}
+	} else if (!strcmp(op, "prctl")) {
+		start = now_ns();
+		for (long i = 0; i < n; i++)
+			if (prctl(PR_GET_DUMPABLE) < 0)
+				die("prctl");
 	} else if (!strcmp(op, "fanotify_slow") && argc >= 5) {
 		return fanotify_slow(n, path, atol(argv[4]));
 	} else {

@@ -19,8 +19,11 @@ enum lsmpmon_limits {
 	/* Syscall slot 0 is "(none)": not in a syscall; slot n+1 is syscall n. */
 	LSMPMON_SYSCALL_SLOTS = 512,
 	LSMPMON_HIST_BUCKETS = 64, /* log2 of a u64: a mask keeps the index provably in range */
-	/* Frames on each CPU's stack of hooks in progress (nesting, interrupts). */
-	LSMPMON_MAX_DEPTH = 16,
+	/*
+	 * Frames on each CPU's stack of hooks in progress (nesting, interrupts):
+	 * 15, so that lsmpmon_cpu.used (in bytes) fits a u8.
+	 */
+	LSMPMON_MAX_DEPTH = 15,
 	LSMPMON_OBJ_NAME_LEN = 32,
 	LSMPMON_COMM_LEN = 16,
 };
@@ -43,6 +46,9 @@ enum lsmpmon_patch {
 	LSMPMON_PATCH_STATS_OFF = 0x1badcb00,
 	/* 1 in the calibration probe's copy, which counts lsmpmon's own calls only. */
 	LSMPMON_PATCH_CALIBRATION = 0x1badcb01,
+	/* Options, the same in every copy: 1 if on. */
+	LSMPMON_PATCH_LEAN = 0x1badcb02,	 /* --lean: only LSMPMON's columns */
+	LSMPMON_PATCH_SYSCALL_TIME = 0x1badcb03, /* --syscall-time */
 };
 
 /* Which argument of a hook names the object, for the --object filter. */
@@ -85,10 +91,16 @@ enum lsmpmon_subject {
  * probe, and the hook's statistics at a constant offset.
  */
 struct lsmpmon_cpu {
-	__u32 used;    /* bytes of frames in use: depth * sizeof(struct lsmpmon_frame) */
+	/*
+	 * Bytes of frames in use: depth * sizeof(struct lsmpmon_frame). As this
+	 * header is one frame long, the top frame is at (void *)cpu + used: a u8
+	 * the verifier knows is in range, with no mask.
+	 */
+	__u8 used;
+	__u8 pad[3];
 	__u32 gen;     /* bumped at every context switch on this CPU */
 	__u32 subject; /* enum lsmpmon_subject of the task running here */
-	__u32 pad;
+	__u32 pad2;
 	struct lsmpmon_frame frames[LSMPMON_MAX_DEPTH];
 };
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * lsmpmon's probes: one fentry and one fexit program, loaded once per LSM hook
- * with the hook id patched in (see PATCHED(LSMPMON_PATCH_HOOK_ID)). Each traced call is timed on a
+ * with per-hook constants patched in (see PATCHED()). Each traced call is timed on a
  * per-CPU stack of frames (nested hooks and interrupts cannot mix samples
  * up), checked for a context switch (LSMPMON's cs_count) and attributed to
  * the syscall the task is in.
@@ -34,9 +34,6 @@ const volatile __u8 filter_comm_on = 0;
 const volatile char filter_comm[LSMPMON_COMM_LEN] = {};
 const volatile __u8 filter_object_on = 0;
 const volatile char filter_object[LSMPMON_OBJ_NAME_LEN] = {};
-const volatile __u8 syscall_time_on = 0;
-/* --lean: only LSMPMON's count/min/max/sum/cs_count. */
-const volatile __u8 lean = 0;
 
 /* 0 until every hook is attached (the ready gate); then toggled by `trace ctl`. */
 __u32 enabled = 0;
@@ -101,6 +98,12 @@ struct {
 		asm volatile("%0 = %1 ll" : "=r"(__v) : "i"((__u64)(marker) << 32)); \
 		(__u32)__v;                                                       \
 	})
+
+/*
+ * The hook's id, read where it is used rather than kept in a register across
+ * helper calls (a callee-saved register costs a push and a pop per call).
+ */
+#define HOOK_ID() PATCHED(LSMPMON_PATCH_HOOK_ID)
 
 /* floor(log2(v)) for v < 256 (and 0 for 0): one load instead of a chain of branches. */
 static const __u8 log2_of_byte[256] = {
@@ -242,8 +245,9 @@ static __always_inline __u64 func_arg(void *ctx, __u32 n, bool kp)
 	}
 }
 
-static __always_inline bool object_ok(void *ctx, __u32 id, bool kp)
+static __always_inline bool object_ok(void *ctx, bool kp)
 {
+	__u32 id = HOOK_ID();
 	struct lsmpmon_hook_meta *meta = bpf_map_lookup_elem(&hook_meta, &id);
 	char name[LSMPMON_OBJ_NAME_LEN];
 	struct dentry *dentry;
@@ -269,25 +273,25 @@ static __always_inline bool object_ok(void *ctx, __u32 id, bool kp)
 	return str_eq(name, filter_object, LSMPMON_OBJ_NAME_LEN);
 }
 
-static __always_inline bool filters_ok(void *ctx, __u32 id, bool kp)
+static __always_inline bool filters_ok(void *ctx, bool kp)
 {
 	if (!task_filters_ok())
 		return false;
-	return !filter_object_on || object_ok(ctx, id, kp);
+	return !filter_object_on || object_ok(ctx, kp);
 }
 
 /* Is this call of hook `id` one to record? */
-static __always_inline bool call_ok(void *ctx, struct lsmpmon_cpu *c, __u32 id, bool kp)
+static __always_inline bool call_ok(void *ctx, struct lsmpmon_cpu *c, bool kp)
 {
 	/* The calibration hook is driven by lsmpmon itself. */
 	if (PATCHED(LSMPMON_PATCH_CALIBRATION))
 		return subject_of(c, kp) == LSMPMON_SUBJ_SELF;
 	if (!traced_task(c, kp))
 		return false;
-	return !filters_on || filters_ok(ctx, id, kp);
+	return !filters_on || filters_ok(ctx, kp);
 }
 
-/* Slot 0 when not in a syscall (kernel threads); else syscall nr + 1. */
+/* Syscall nr + 1: 0 when not in a syscall; callers map >= LSMPMON_SYSCALL_SLOTS to 0. */
 static __always_inline __u32 syscall_slot(struct task_struct *t, bool kp)
 {
 	struct pt_regs *regs;
@@ -303,22 +307,23 @@ static __always_inline __u32 syscall_slot(struct task_struct *t, bool kp)
 		regs = (struct pt_regs *)bpf_task_pt_regs(t);
 		nr = regs->orig_ax;
 	}
-	/* -1 (not in a syscall) and anything out of range go to slot 0. */
-	slot = nr + 1;
-	return slot < LSMPMON_SYSCALL_SLOTS ? slot : 0;
+	/* -1 (not in a syscall) is slot 0; record() bounds the rest when it uses one. */
+	return nr + 1;
 }
 
 #define FRAME_SIZE sizeof(struct lsmpmon_frame)
 #define STACK_SIZE (LSMPMON_MAX_DEPTH * FRAME_SIZE)
 
-/* The frame at byte `off` of the CPU's stack, masked where clang cannot see it (for the verifier). */
-static __always_inline struct lsmpmon_frame *frame_at(struct lsmpmon_cpu *c, __u32 off)
+_Static_assert(__builtin_offsetof(struct lsmpmon_cpu, frames) == FRAME_SIZE, "header is one frame long");
+_Static_assert(STACK_SIZE < 256, "lsmpmon_cpu.used fits a u8");
+
+/* The top frame when `used` bytes are in use (used > 0). */
+static __always_inline struct lsmpmon_frame *top_frame(struct lsmpmon_cpu *c, __u32 used)
 {
-	asm volatile("" : "+r"(off));
-	return (void *)c->frames + (off & (STACK_SIZE - FRAME_SIZE));
+	return (void *)c + used;
 }
 
-static __always_inline int on_entry(void *ctx, __u32 id, bool kp)
+static __always_inline int on_entry(void *ctx, bool kp)
 {
 	struct lsmpmon_cpu *c;
 	struct lsmpmon_frame *f;
@@ -327,7 +332,7 @@ static __always_inline int on_entry(void *ctx, __u32 id, bool kp)
 	if (!enabled)
 		return 0;
 	c = this_cpu();
-	if (!c || !call_ok(ctx, c, id, kp))
+	if (!c || !call_ok(ctx, c, kp))
 		return 0;
 	gen = c->gen;
 	used = c->used;
@@ -335,7 +340,7 @@ static __always_inline int on_entry(void *ctx, __u32 id, bool kp)
 	 * Frames of an older generation were left by tasks switched out inside a
 	 * hook; all frames below the top are as old as it or older.
 	 */
-	if (used && frame_at(c, used - FRAME_SIZE)->gen != gen)
+	if (used && top_frame(c, used)->gen != gen)
 		used = 0;
 	if (used >= STACK_SIZE) {
 		stats_of(c)->dropped++;
@@ -343,8 +348,8 @@ static __always_inline int on_entry(void *ctx, __u32 id, bool kp)
 	}
 	/* Depth first: a hook in an interrupt from here on pushes above this frame. */
 	c->used = used + FRAME_SIZE;
-	f = frame_at(c, used);
-	f->hook = id;
+	f = top_frame(c, used + FRAME_SIZE);
+	f->hook = HOOK_ID();
 	f->gen = gen;
 	/* Last, so that the probe's own bookkeeping stays out of the sample. */
 	f->start_ns = bpf_ktime_get_ns();
@@ -386,7 +391,7 @@ static __always_inline bool returned_nonzero(void *ctx, bool kp)
 	return (int)ret != 0;
 }
 
-static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmpmon_hook_stats *s, __u32 id,
+static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmpmon_hook_stats *s,
 				   __u64 delta_ns, bool outermost, bool kp)
 {
 	struct lsmpmon_syscall_cell *cell;
@@ -399,7 +404,7 @@ static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmp
 		s->min_ns = delta_ns;
 	if (delta_ns > s->max_ns)
 		s->max_ns = delta_ns;
-	if (lean) {
+	if (PATCHED(LSMPMON_PATCH_LEAN)) {
 		s->count++;
 		return;
 	}
@@ -413,7 +418,10 @@ static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmp
 	if (c->subject == LSMPMON_SUBJ_USER)
 		slot = syscall_slot(current_task(kp), kp);
 	if (slot != s->pend_slot) {
-		idx = id * LSMPMON_SYSCALL_SLOTS + s->pend_slot;
+		idx = s->pend_slot;
+		if (idx >= LSMPMON_SYSCALL_SLOTS)
+			idx = 0;
+		idx += HOOK_ID() * LSMPMON_SYSCALL_SLOTS;
 		cell = bpf_map_lookup_elem(&syscall_cells, &idx);
 		if (cell && s->pend_count) {
 			__sync_fetch_and_add(&cell->sum_ns, s->pend_sum_ns);
@@ -425,14 +433,16 @@ static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmp
 	}
 	s->pend_sum_ns += delta_ns;
 	s->pend_count++;
-	if (syscall_time_on && outermost) {
+	if (PATCHED(LSMPMON_PATCH_SYSCALL_TIME) && outermost) {
+		if (slot >= LSMPMON_SYSCALL_SLOTS)
+			slot = 0;
 		st = bpf_map_lookup_elem(&syscall_time, &slot);
 		if (st)
 			__sync_fetch_and_add(&st->hook_ns, delta_ns);
 	}
 }
 
-static __always_inline int on_exit(void *ctx, __u32 id, bool kp)
+static __always_inline int on_exit(void *ctx, bool kp)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct lsmpmon_hook_stats *s;
@@ -440,21 +450,19 @@ static __always_inline int on_exit(void *ctx, __u32 id, bool kp)
 	struct lsmpmon_cpu *c;
 	__u32 used;
 
-	/* Frames left while disabled go stale at the next switch. */
-	if (!enabled)
-		return 0;
+	/* No test of `enabled` here: calls that began while enabled are recorded. */
 	c = this_cpu();
 	if (!c)
 		return 0;
 	used = c->used;
 	if (used) {
-		f = frame_at(c, used - FRAME_SIZE);
+		f = top_frame(c, used);
 		if (f->gen != c->gen) {
 			/* Switched out since: this call (if ours) goes to cs_count. */
 			c->used = 0;
-		} else if (f->hook == id) {
+		} else if (f->hook == HOOK_ID()) {
 			c->used = used - FRAME_SIZE;
-			record(ctx, c, stats_of(c), id, now - f->start_ns, used == FRAME_SIZE, kp);
+			record(ctx, c, stats_of(c), now - f->start_ns, used == FRAME_SIZE, kp);
 			return 0;
 		} else if (used >= STACK_SIZE) {
 			return 0; /* its entry was counted as dropped */
@@ -465,11 +473,11 @@ static __always_inline int on_exit(void *ctx, __u32 id, bool kp)
 	 * (filtered) or the task was switched out inside the hook and its frame
 	 * was discarded or left on another CPU.
 	 */
-	if (!call_ok(ctx, c, id, kp))
+	if (!enabled || !call_ok(ctx, c, kp))
 		return 0;
 	s = stats_of(c);
 	s->cs_count++;
-	if (!lean && returned_nonzero(ctx, kp))
+	if (!PATCHED(LSMPMON_PATCH_LEAN) && returned_nonzero(ctx, kp))
 		s->deny++;
 	return 0;
 }
@@ -477,26 +485,26 @@ static __always_inline int on_exit(void *ctx, __u32 id, bool kp)
 SEC("fentry/security_file_permission")
 int BPF_PROG(hook_entry)
 {
-	return on_entry(ctx, PATCHED(LSMPMON_PATCH_HOOK_ID), false);
+	return on_entry(ctx, false);
 }
 
 SEC("fexit/security_file_permission")
 int BPF_PROG(hook_exit)
 {
-	return on_exit(ctx, PATCHED(LSMPMON_PATCH_HOOK_ID), false);
+	return on_exit(ctx, false);
 }
 
 /* The fallback for kernels without bpf_get_func_ret() (< 5.17): same logic. */
 SEC("kprobe/security_file_permission")
 int hook_kentry(struct pt_regs *ctx)
 {
-	return on_entry(ctx, PATCHED(LSMPMON_PATCH_HOOK_ID), true);
+	return on_entry(ctx, true);
 }
 
 SEC("kretprobe/security_file_permission")
 int hook_kexit(struct pt_regs *ctx)
 {
-	return on_exit(ctx, PATCHED(LSMPMON_PATCH_HOOK_ID), true);
+	return on_exit(ctx, true);
 }
 
 /* A new task on this CPU: older frames are stale, the verdict is unknown. */
@@ -541,6 +549,8 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	if (!tc || !tc->sys_start_ns)
 		return 0;
 	slot = syscall_slot(task, false);
+	if (slot >= LSMPMON_SYSCALL_SLOTS)
+		slot = 0;
 	st = bpf_map_lookup_elem(&syscall_time, &slot);
 	if (st && enabled) {
 		__sync_fetch_and_add(&st->sum_ns, bpf_ktime_get_ns() - tc->sys_start_ns);
