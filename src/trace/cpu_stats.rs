@@ -32,7 +32,8 @@ impl CpuStats {
     /// Maps the array `fd` of `cpus` values holding `rows` statistics rows
     /// each, and makes every row empty.
     pub fn map(fd: RawFd, cpus: usize, rows: u32, lean: bool) -> Result<Self> {
-        let page = 4096;
+        // SAFETY: plain query.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
         let len = (cpus * Self::elem_size(rows)).div_ceil(page) * page;
         // SAFETY: a shared mapping of a BPF_F_MMAPABLE array of `len` bytes.
         let base = unsafe {
