@@ -80,7 +80,7 @@ struct lsmpmon_frame {
 enum lsmpmon_subject {
 	LSMPMON_SUBJ_UNKNOWN = 0,
 	LSMPMON_SUBJ_USER = 1,	  /* traced, a user task */
-	LSMPMON_SUBJ_KTHREAD = 2, /* traced, a kernel thread (never in a syscall) */
+	LSMPMON_SUBJ_KTHREAD = 2, /* traced, a kernel thread or io_uring worker (never in a syscall) */
 	LSMPMON_SUBJ_SELF = 3,	  /* lsmpmon itself: only the calibration probe */
 	LSMPMON_SUBJ_OUT = 4,	  /* excluded by --pid */
 };

@@ -183,7 +183,11 @@ static __always_inline struct lsmpmon_hook_stats *stats_of(struct lsmpmon_cpu *c
 	return (void *)c + PATCHED(LSMPMON_PATCH_STATS_OFF);
 }
 
-/* Only the properties of a task that cannot change while it runs (tgid, PF_KTHREAD). */
+/*
+ * Only properties of a task that cannot change while it runs (tgid, flags).
+ * Kernel threads and io_uring workers start with zeroed saved registers and
+ * never enter a syscall: their calls go to slot 0, "(none)".
+ */
 static __always_inline __u32 classify(bool kp)
 {
 	struct task_struct *t = current_task(kp);
@@ -194,7 +198,7 @@ static __always_inline __u32 classify(bool kp)
 		return LSMPMON_SUBJ_SELF;
 	if (filter_tgid && tgid != filter_tgid)
 		return LSMPMON_SUBJ_OUT;
-	return flags & PF_KTHREAD ? LSMPMON_SUBJ_KTHREAD : LSMPMON_SUBJ_USER;
+	return flags & (PF_KTHREAD | PF_IO_WORKER) ? LSMPMON_SUBJ_KTHREAD : LSMPMON_SUBJ_USER;
 }
 
 static __always_inline __u32 subject_of(struct lsmpmon_cpu *c, bool kp)

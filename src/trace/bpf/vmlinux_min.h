@@ -47,6 +47,7 @@ struct file {
 
 #pragma clang attribute pop
 
+#define PF_IO_WORKER 0x00000010
 #define PF_KTHREAD 0x00200000
 /* x86_64 kernel stack size without KASAN (Debian kernels). */
 #define THREAD_SIZE (16384)
