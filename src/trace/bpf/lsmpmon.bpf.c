@@ -185,8 +185,9 @@ static __always_inline struct lsmpmon_hook_stats *stats_of(struct lsmpmon_cpu *c
 
 /*
  * Only properties of a task that cannot change while it runs (tgid, flags).
- * Kernel threads and io_uring workers start with zeroed saved registers and
- * never enter a syscall: their calls go to slot 0, "(none)".
+ * Kernel threads (zeroed saved registers) and io_uring workers (a copy of
+ * their creator's) never make a syscall of their own: their calls go to
+ * slot 0, "(none)".
  */
 static __always_inline __u32 classify(bool kp)
 {
