@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * lsmpmon's probes: one fentry and one fexit program, loaded once per LSM hook
- * with per-hook constants patched in (see PATCHED()). Each traced call is timed on a
- * per-CPU stack of frames (nested hooks and interrupts cannot mix samples
- * up), checked for a context switch (LSMPMON's cs_count) and attributed to
- * the syscall the task is in.
+ * lsmpmon's probes: one fentry and one fexit program, loaded once per LSM
+ * hook with per-hook constants patched in (see PATCHED()). Each traced call
+ * is timed on a per-CPU stack of frames (nested hooks and interrupts cannot
+ * mix samples up), checked for a context switch (LSMPMON's cs_count) and
+ * attributed to the syscall the task is in.
  *
  * Context switches are seen by a sched_switch program that bumps the CPU's
  * generation: a frame whose generation is no longer the CPU's belongs to a
  * call during which its task was switched out. No task field is read on the
- * hot path (each is a guarded load), and the task's verdict (lsmpmon itself,
- * filtered out, kernel thread) is worked out once per switch.
+ * hot path to decide it (each is a guarded load), and the task's verdict
+ * (lsmpmon itself, filtered out, kernel thread) is worked out once per
+ * switch. Every instruction counts: in the guest's virtual time one is 1 ns.
  */
 #include <stdbool.h>
 #include <linux/bpf.h>
@@ -319,7 +320,8 @@ static __always_inline __u32 syscall_slot(struct task_struct *t, bool kp)
 #define FRAME_SIZE sizeof(struct lsmpmon_frame)
 #define STACK_SIZE (LSMPMON_MAX_DEPTH * FRAME_SIZE)
 
-_Static_assert(__builtin_offsetof(struct lsmpmon_cpu, frames) == FRAME_SIZE, "header is one frame long");
+_Static_assert(__builtin_offsetof(struct lsmpmon_cpu, frames) == FRAME_SIZE,
+	       "the header is one frame long");
 _Static_assert(STACK_SIZE < 256, "lsmpmon_cpu.used fits a u8");
 
 /* The top frame when `used` bytes are in use (used > 0). */
