@@ -302,7 +302,7 @@ fn trace_6_1_interval_and_syscall_time() {
 /// --pid and --cgroup keep only their subject: a second workload running at
 /// the same time, outside the filter, is not counted.
 #[test]
-fn trace_6_1_pid_and_cgroup_filters() {
+fn trace_6_1_pid_cgroup_filters_and_lean() {
     let script = r#"
 set -e
 : > /tmp/x
@@ -328,6 +328,10 @@ sh -c 'echo $$ > /sys/fs/cgroup/traced/cgroup.procs; exec workload stat 30 /tmp/
 workload stat 20 /tmp/x >/dev/null
 kill -INT $T; wait $T
 echo "CG $(tr -d '\n' < /tmp/cg.json)"
+# --lean: LSMPMON's columns only, counted by the probes themselves.
+lsmpmon trace --json --lean --comm workload --hooks 'inode_getattr,task_prctl' -o /tmp/lean.json -- \
+  sh -c 'workload stat 50 /tmp/x && workload prctl 10 /tmp/x' >/dev/null 2>&1
+echo "LEAN $(tr -d '\n' < /tmp/lean.json)"
 "#;
     let out = guest("6.1", &[], script);
     let text = String::from_utf8(out.stdout).unwrap();
@@ -340,4 +344,22 @@ echo "CG $(tr -d '\n' < /tmp/cg.json)"
     // 40 stats + stdio's fstat of stdout; the other workload's 26 are not there.
     assert_eq!(calls(&part("PID"), "inode_getattr"), 41);
     assert_eq!(calls(&part("CG"), "inode_getattr"), 31);
+
+    let lean = part("LEAN");
+    let getattr = hook(&lean, "inode_getattr");
+    // 50 stats + one fstat of stdout per workload process.
+    assert_eq!(
+        (getattr["calls"].as_u64(), getattr["count"].as_u64()),
+        (Some(52), Some(52))
+    );
+    let (min, max) = (
+        getattr["min_ns"].as_u64().unwrap(),
+        getattr["max_ns"].as_u64().unwrap(),
+    );
+    assert!(min > 0 && max >= min, "min {min} max {max}");
+    assert_eq!(calls(&lean, "task_prctl"), 10);
+    for h in [getattr, hook(&lean, "task_prctl")] {
+        assert!(h["hist"].as_array().unwrap().is_empty(), "{h}");
+        assert!(h["deny"].is_null(), "{h}");
+    }
 }
