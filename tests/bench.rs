@@ -113,7 +113,7 @@ fn compare_prints_overheads_and_refuses_other_machines() {
     // Another kernel: refused with exit 2, accepted and flagged with --force.
     b["provenance"]["kernel_release"] = "0.0.0-other".into();
     std::fs::write(&base_path, serde_json::to_string(&b).unwrap()).unwrap();
-    let refused = bench(&[
+    let against_base = [
         "--ops",
         "null",
         "--samples",
@@ -124,22 +124,11 @@ fn compare_prints_overheads_and_refuses_other_machines() {
         &dir,
         "--compare",
         &base_path,
-    ]);
+    ];
+    let refused = bench(&against_base);
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("kernel_release"));
-    let forced = bench(&[
-        "--ops",
-        "null",
-        "--samples",
-        "2",
-        "--sample-ms",
-        "1",
-        "--dir",
-        &dir,
-        "--compare",
-        &base_path,
-        "--force",
-    ]);
+    let forced = bench(&[&against_base[..], &["--force"]].concat());
     assert!(forced.status.success());
     assert!(
         String::from_utf8_lossy(&forced.stdout).contains("WARNING: baseline measured elsewhere")
@@ -206,13 +195,10 @@ fn errors_are_one_line_with_exit_2() {
 /// The same static binary in a guest: deterministic virtual time.
 #[test]
 fn paper_ops_in_a_6_1_guest() {
-    let out = guest(
+    let text = guest_stdout(
         "6.1",
-        &[],
         "lsmpmon bench --ops paper,fork_exit,fork_exec,fork_sh --samples 3 --sample-ms 2 --json",
     );
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(out.status.success(), "guest bench failed");
     validate("bench.schema.json", &text);
     let r = json(&text);
     assert_eq!(r["provenance"]["time"], "virtual");

@@ -10,9 +10,7 @@ fn counts_filters_and_schema(series: &str) {
           workload create 200 /tmp/d && workload stat 300 /tmp/d/f0 && \
           workload open_close 100 /tmp/d/file && workload prctl 40 /tmp/d && \
           touch /tmp/other'";
-    let out = guest(series, &[], script);
-    assert!(out.status.success(), "guest run failed: {:?}", out.status);
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = guest_stdout(series, script);
     validate("trace.schema.json", &text);
     let r = json(&text);
 
@@ -106,13 +104,7 @@ kill -INT $T
 wait $T
 echo "F $(cat /tmp/final.json | tr -d '\n')"
 "#;
-    let out = guest(series, &[], script);
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        out.status.success(),
-        "guest run failed: {:?}\n{text}",
-        out.status
-    );
+    let text = guest_stdout(series, script);
     let part = |tag: &str| tagged(&text, tag);
     let (a, b, c, f) = (part("A"), part("B"), part("C"), part("F"));
     assert_eq!(
@@ -133,9 +125,7 @@ echo "F $(cat /tmp/final.json | tr -d '\n')"
 fn context_switch_lands_in_cs_count(series: &str) {
     let script = ": > /tmp/watched && lsmpmon trace --json --hooks file_open --comm workload -- \
         workload fanotify_slow 20 /tmp/watched 2";
-    let out = guest(series, &[], script);
-    assert!(out.status.success(), "guest run failed: {:?}", out.status);
-    let r = json(&String::from_utf8(out.stdout).unwrap());
+    let r = json(&guest_stdout(series, script));
     let h = hook(&r, "file_open");
     assert!(
         h["cs_count"].as_u64().unwrap() >= 20,
@@ -221,9 +211,7 @@ fn trace_5_10_kprobe_fallback_is_flagged() {
 fn per_lsm_maps_modules(series: &str) {
     let script = ": > /tmp/x && lsmpmon trace --json --per-lsm --hooks 'file_open,inode_getattr' \
         --comm workload -- workload open_close 30 /tmp/x";
-    let out = guest(series, &[], script);
-    assert!(out.status.success(), "guest run failed: {:?}", out.status);
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = guest_stdout(series, script);
     validate("trace.schema.json", &text);
     let r = json(&text);
     let opens = calls(&r, "file_open");
@@ -269,9 +257,7 @@ fn trace_6_12_per_lsm() {
 fn trace_6_1_interval_and_syscall_time() {
     let script = ": > /tmp/x && lsmpmon trace --json --interval 0.02 --syscall-time \
         --hooks 'inode_getattr,inode_permission' --comm workload -- workload stat 20000 /tmp/x";
-    let out = guest("6.1", &[], script);
-    assert!(out.status.success(), "guest run failed: {:?}", out.status);
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = guest_stdout("6.1", script);
     let lines: Vec<&str> = text.lines().collect();
     assert!(
         lines.len() >= 3,
@@ -333,13 +319,7 @@ lsmpmon trace --json --lean --comm workload --hooks 'inode_getattr,task_prctl' -
   sh -c 'workload stat 50 /tmp/x && workload prctl 10 /tmp/x' >/dev/null 2>&1
 echo "LEAN $(tr -d '\n' < /tmp/lean.json)"
 "#;
-    let out = guest("6.1", &[], script);
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        out.status.success(),
-        "guest run failed: {:?}\n{text}",
-        out.status
-    );
+    let text = guest_stdout("6.1", script);
     let part = |tag: &str| tagged(&text, tag);
     // 40 stats + stdio's fstat of stdout; the other workload's 26 are not there.
     assert_eq!(calls(&part("PID"), "inode_getattr"), 41);

@@ -27,6 +27,18 @@ pub fn workload() -> &'static Path {
 }
 
 /// Runs `script` with sh inside a guest of kernel `series` (workload on PATH).
+/// A guest run that must succeed: its standard output.
+pub fn guest_stdout(series: &str, script: &str) -> String {
+    let out = guest(series, &[], script);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "guest run failed: {:?}\n{text}",
+        out.status
+    );
+    text
+}
+
 pub fn guest(series: &str, extra: &[&str], script: &str) -> Output {
     let out = Command::new(LSMPMON)
         .args([
