@@ -9,25 +9,23 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 
-use super::{check, fork_child, reap, Bench, Ctx, OpDef, Unit, Work};
+use super::{check, fork_child, group, reap, Bench, Ctx, OpDef, Unit, Work};
 
 pub fn ops() -> Vec<OpDef> {
-    let op = |name, make| OpDef {
-        name,
-        group: "bw",
-        unit: Unit::MBps,
-        make,
-    };
-    vec![
-        op("bw_pipe", |_| Ok(Box::new(Stream::pipe()?))),
-        op("bw_unix", |_| Ok(Box::new(Stream::unix()?))),
-        op("bw_tcp", |_| Ok(Box::new(Stream::tcp()?))),
-        op("bw_file_reread", |c| Ok(Box::new(Reread::new(c, false)?))),
-        op("bw_mmap_reread", |c| Ok(Box::new(Reread::new(c, true)?))),
-        op("bw_bcopy", |_| Ok(Box::new(Mem::new(MemOp::Copy)))),
-        op("bw_mem_rd", |_| Ok(Box::new(Mem::new(MemOp::Read)))),
-        op("bw_mem_wr", |_| Ok(Box::new(Mem::new(MemOp::Write)))),
-    ]
+    group(
+        "bw",
+        Unit::MBps,
+        &[
+            ("bw_pipe", |_| Ok(Box::new(Stream::pipe()?))),
+            ("bw_unix", |_| Ok(Box::new(Stream::unix()?))),
+            ("bw_tcp", |_| Ok(Box::new(Stream::tcp()?))),
+            ("bw_file_reread", |c| Ok(Box::new(Reread::new(c, false)?))),
+            ("bw_mmap_reread", |c| Ok(Box::new(Reread::new(c, true)?))),
+            ("bw_bcopy", |_| Ok(Box::new(Mem::new(MemOp::Copy)))),
+            ("bw_mem_rd", |_| Ok(Box::new(Mem::new(MemOp::Read)))),
+            ("bw_mem_wr", |_| Ok(Box::new(Mem::new(MemOp::Write)))),
+        ],
+    )
 }
 
 const CHUNK: usize = 64 * 1024;

@@ -4,24 +4,22 @@ use std::{ffi::CString, path::PathBuf};
 
 use anyhow::{bail, Result};
 
-use super::{check, Bench, Ctx, OpDef, Unit, Work};
+use super::{check, group, Bench, Ctx, OpDef, Unit, Work};
 
 pub fn ops() -> Vec<OpDef> {
-    let op = |name, make| OpDef {
-        name,
-        group: "files",
-        unit: Unit::NsPerOp,
-        make,
-    };
-    vec![
-        op("create_0k", |c| Ok(Box::new(Fs::new(c, 0, false)))),
-        op("delete_0k", |c| Ok(Box::new(Fs::new(c, 0, true)))),
-        op("create_10k", |c| Ok(Box::new(Fs::new(c, 10 * 1024, false)))),
-        op("delete_10k", |c| Ok(Box::new(Fs::new(c, 10 * 1024, true)))),
-        op("rw_256", |c| Ok(Box::new(FileRw::new(c, 256)?))),
-        op("rw_1k", |c| Ok(Box::new(FileRw::new(c, 1024)?))),
-        op("rw_4k", |c| Ok(Box::new(FileRw::new(c, 4096)?))),
-    ]
+    group(
+        "files",
+        Unit::NsPerOp,
+        &[
+            ("create_0k", |c| Ok(Box::new(Fs::new(c, 0, false)))),
+            ("delete_0k", |c| Ok(Box::new(Fs::new(c, 0, true)))),
+            ("create_10k", |c| Ok(Box::new(Fs::new(c, 10 * 1024, false)))),
+            ("delete_10k", |c| Ok(Box::new(Fs::new(c, 10 * 1024, true)))),
+            ("rw_256", |c| Ok(Box::new(FileRw::new(c, 256)?))),
+            ("rw_1k", |c| Ok(Box::new(FileRw::new(c, 1024)?))),
+            ("rw_4k", |c| Ok(Box::new(FileRw::new(c, 4096)?))),
+        ],
+    )
 }
 
 struct Fs {

@@ -8,24 +8,22 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 
-use super::{check, fork_child, reap, Bench, Ctx, OpDef, Unit, Work};
+use super::{check, fork_child, group, reap, Bench, Ctx, OpDef, Unit, Work};
 
 pub fn ops() -> Vec<OpDef> {
-    let op = |name, make| OpDef {
-        name,
-        group: "ipc",
-        unit: Unit::NsPerOp,
-        make,
-    };
-    vec![
-        op("pipe", |_| Ok(Box::new(PingPong::pipe()?))),
-        op("unix", |_| Ok(Box::new(PingPong::unix()?))),
-        op("tcp", |_| Ok(Box::new(PingPong::tcp()?))),
-        op("udp", |_| Ok(Box::new(PingPong::udp()?))),
-        op("tcp_connect", |_| Ok(Box::new(Connect::new()?))),
-        op("select_file", |c| Ok(Box::new(Select::files(c)?))),
-        op("select_tcp", |c| Ok(Box::new(Select::tcp(c)?))),
-    ]
+    group(
+        "ipc",
+        Unit::NsPerOp,
+        &[
+            ("pipe", |_| Ok(Box::new(PingPong::pipe()?))),
+            ("unix", |_| Ok(Box::new(PingPong::unix()?))),
+            ("tcp", |_| Ok(Box::new(PingPong::tcp()?))),
+            ("udp", |_| Ok(Box::new(PingPong::udp()?))),
+            ("tcp_connect", |_| Ok(Box::new(Connect::new()?))),
+            ("select_file", |c| Ok(Box::new(Select::files(c)?))),
+            ("select_tcp", |c| Ok(Box::new(Select::tcp(c)?))),
+        ],
+    )
 }
 
 /// One byte there and back; the child echoes until its end closes.

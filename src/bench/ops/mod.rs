@@ -47,11 +47,25 @@ pub trait Bench {
     }
 }
 
+pub type Make = fn(&Ctx) -> Result<Box<dyn Bench>>;
+
 pub struct OpDef {
     pub name: &'static str,
     pub group: &'static str,
     pub unit: Unit,
-    pub make: fn(&Ctx) -> Result<Box<dyn Bench>>,
+    pub make: Make,
+}
+
+/// The operations of one group, all in the same unit.
+fn group(group: &'static str, unit: Unit, ops: &[(&'static str, Make)]) -> Vec<OpDef> {
+    ops.iter()
+        .map(|&(name, make)| OpDef {
+            name,
+            group,
+            unit,
+            make,
+        })
+        .collect()
 }
 
 pub fn all() -> Vec<OpDef> {

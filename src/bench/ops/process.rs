@@ -5,29 +5,27 @@ use std::{ffi::CString, path::PathBuf};
 
 use anyhow::{bail, Result};
 
-use super::{check, fork_child, wait_ok, Bench, Ctx, OpDef, Unit, Work};
+use super::{check, fork_child, group, wait_ok, Bench, Ctx, OpDef, Unit, Work};
 
 pub fn ops() -> Vec<OpDef> {
-    let op = |name, make| OpDef {
-        name,
-        group: "proc",
-        unit: Unit::NsPerOp,
-        make,
-    };
-    vec![
-        op("mmap", |c| Ok(Box::new(Mmap::new(c)?))),
-        op("pagefault", |c| Ok(Box::new(PageFault::new(c)?))),
-        op("fork_exit", |_| Ok(Box::new(Fork::new(None)?))),
-        op("fork_exec", |_| {
-            Ok(Box::new(Fork::new(Some(&["/bin/true"]))?))
-        }),
-        op("fork_sh", |_| {
-            Ok(Box::new(Fork::new(Some(&["/bin/sh", "-c", "exit 0"]))?))
-        }),
-        op("ctx", |_| Ok(Box::new(CtxRing))),
-        op("yield_proc", |_| Ok(Box::new(Yield { threads: false }))),
-        op("yield_thread", |_| Ok(Box::new(Yield { threads: true }))),
-    ]
+    group(
+        "proc",
+        Unit::NsPerOp,
+        &[
+            ("mmap", |c| Ok(Box::new(Mmap::new(c)?))),
+            ("pagefault", |c| Ok(Box::new(PageFault::new(c)?))),
+            ("fork_exit", |_| Ok(Box::new(Fork::new(None)?))),
+            ("fork_exec", |_| {
+                Ok(Box::new(Fork::new(Some(&["/bin/true"]))?))
+            }),
+            ("fork_sh", |_| {
+                Ok(Box::new(Fork::new(Some(&["/bin/sh", "-c", "exit 0"]))?))
+            }),
+            ("ctx", |_| Ok(Box::new(CtxRing))),
+            ("yield_proc", |_| Ok(Box::new(Yield { threads: false }))),
+            ("yield_thread", |_| Ok(Box::new(Yield { threads: true }))),
+        ],
+    )
 }
 
 const PAGE: usize = 4096;

@@ -3,23 +3,21 @@ use std::ffi::CString;
 
 use anyhow::{bail, Result};
 
-use super::{check, Bench, Ctx, OpDef, Unit, Work};
+use super::{check, group, Bench, Ctx, OpDef, Unit, Work};
 
 pub fn ops() -> Vec<OpDef> {
-    let op = |name, make| OpDef {
-        name,
-        group: "syscall",
-        unit: Unit::NsPerOp,
-        make,
-    };
-    vec![
-        op("null", |_| Ok(Box::new(Null))),
-        op("read", |_| Ok(Box::new(Rw::open("/dev/zero", false)?))),
-        op("write", |_| Ok(Box::new(Rw::open("/dev/null", true)?))),
-        op("stat", |c| Ok(Box::new(Stat::new(c)?))),
-        op("fstat", |c| Ok(Box::new(Fstat::new(c)?))),
-        op("open_close", |c| Ok(Box::new(OpenClose::new(c)?))),
-    ]
+    group(
+        "syscall",
+        Unit::NsPerOp,
+        &[
+            ("null", |_| Ok(Box::new(Null))),
+            ("read", |_| Ok(Box::new(Rw::open("/dev/zero", false)?))),
+            ("write", |_| Ok(Box::new(Rw::open("/dev/null", true)?))),
+            ("stat", |c| Ok(Box::new(Stat::new(c)?))),
+            ("fstat", |c| Ok(Box::new(Fstat::new(c)?))),
+            ("open_close", |c| Ok(Box::new(OpenClose::new(c)?))),
+        ],
+    )
 }
 
 struct Null;
