@@ -2,6 +2,7 @@
 mod bench;
 mod error;
 mod intf;
+mod lab;
 mod provenance;
 mod results;
 mod trace;
@@ -22,6 +23,8 @@ enum Command {
     Trace(Box<trace::TraceCommand>),
     /// LMbench/Unixbench-class microbenchmarks with honest statistics.
     Bench(Box<bench::BenchArgs>),
+    /// Every secure OS with a real, enforcing policy, kernel by kernel: the papers' Tables 3 and 4.
+    Lab(Box<lab::LabCommand>),
     /// Throwaway QEMU guests with real Debian kernels.
     #[command(subcommand)]
     Vm(vm::VmCommand),
@@ -37,6 +40,7 @@ fn main() {
         Command::Trace(cmd) => trace::main(*cmd),
         Command::Bench(args) => bench::main(*args),
         Command::Vm(cmd) => vm::main(cmd),
+        Command::Lab(cmd) => lab::main(*cmd),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -1,7 +1,7 @@
 //! `lsmpmon bench`: LMbench/Unixbench-class microbenchmarks with honest
 //! statistics, on the host (real time) or in a guest (virtual time).
 mod compare;
-mod landlock;
+pub mod landlock;
 mod ops;
 mod runner;
 mod stats;
@@ -124,14 +124,7 @@ fn provenance() -> BenchProvenance {
         })
         .map(String::from)
         .collect();
-    let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("model name")
-                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
-        })
-        .unwrap_or_default();
+    let cpu_model = cpu_model();
     let clocksource =
         std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
             .unwrap_or_default()
@@ -143,6 +136,22 @@ fn provenance() -> BenchProvenance {
         cpu_model,
         clocksource,
     }
+}
+
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
+        })
+        .unwrap_or_default()
+}
+
+/// Checks an `--ops` list (the lab validates before booting anything).
+pub fn check_ops(spec: &str) -> Result<()> {
+    ops::select(spec).map(|_| ())
 }
 
 /// Removes the work directory on every exit path, Ctrl-C included.

@@ -97,21 +97,53 @@ impl Cpio {
     }
 }
 
+/// A file to put in the guest: its path there (no leading '/'), mode and bytes.
+pub struct Entry {
+    pub guest: String,
+    pub mode: u32,
+    pub source: Source,
+}
+
+pub enum Source {
+    Host(std::path::PathBuf),
+    Bytes(Vec<u8>),
+}
+
+impl Entry {
+    pub fn host(host: impl Into<std::path::PathBuf>, guest: &str, mode: u32) -> Self {
+        Self {
+            guest: guest.trim_start_matches('/').to_string(),
+            mode,
+            source: Source::Host(host.into()),
+        }
+    }
+
+    pub fn bytes(guest: &str, mode: u32, data: Vec<u8>) -> Self {
+        Self {
+            guest: guest.trim_start_matches('/').to_string(),
+            mode,
+            source: Source::Bytes(data),
+        }
+    }
+}
+
 /// Writes the guest's initramfs: busybox, `lsmpmon_bin` as /bin/lsmpmon, /init,
-/// the `extra` files (host path, guest path) and the run description.
+/// the run description and the `extra` files (parent directories made as needed).
 pub fn build(
     out: &Path,
     busybox: &Path,
     lsmpmon_bin: &Path,
-    extra: &[(std::path::PathBuf, String)],
+    extra: &[Entry],
     run_json: &[u8],
 ) -> Result<()> {
     let mut cpio = Cpio::new();
+    let mut made: Vec<String> = Vec::new();
     for d in [
         "bin", "sbin", "usr", "usr/bin", "usr/sbin", "dev", "proc", "sys", "tmp", "run", "etc",
         "root", "lsmpmon", "mnt",
     ] {
         cpio.dir(d);
+        made.push(d.to_string());
     }
     cpio.char_dev("dev/console", 5, 1);
     cpio.char_dev("dev/null", 1, 3);
@@ -126,30 +158,24 @@ pub fn build(
     cpio.file("etc/passwd", 0o644, b"root:x:0:0:root:/root:/bin/sh\n");
     cpio.file("etc/group", 0o644, b"root:x:0:\n");
     cpio.file(RUN_FILE, 0o644, run_json);
-    let mut made: Vec<String> = Vec::new();
-    for (host, guest) in extra {
+    for e in extra {
         // Parent directories first (cpio needs them before their files).
-        let mut parent = String::new();
-        for comp in guest
-            .split('/')
-            .collect::<Vec<_>>()
-            .iter()
-            .rev()
-            .skip(1)
-            .rev()
-        {
-            parent = if parent.is_empty() {
-                comp.to_string()
-            } else {
-                format!("{parent}/{comp}")
-            };
+        let comps: Vec<&str> = e.guest.split('/').collect();
+        for i in 1..comps.len() {
+            let parent = comps[..i].join("/");
             if !made.contains(&parent) {
                 cpio.dir(&parent);
-                made.push(parent.clone());
+                made.push(parent);
             }
         }
-        let bytes = fs::read(host).with_context(|| format!("reading {}", host.display()))?;
-        cpio.file(guest, 0o755, &bytes);
+        match &e.source {
+            Source::Host(host) => {
+                let bytes =
+                    fs::read(host).with_context(|| format!("reading {}", host.display()))?;
+                cpio.file(&e.guest, e.mode, &bytes);
+            }
+            Source::Bytes(b) => cpio.file(&e.guest, e.mode, b),
+        }
     }
     let mut f = fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
     f.write_all(&cpio.finish())?;

@@ -12,8 +12,6 @@ use sha2::{Digest, Sha256};
 
 use crate::error::usage;
 
-const MIRROR: &str = "http://deb.debian.org/debian";
-const SECURITY_MIRROR: &str = "http://deb.debian.org/debian-security";
 const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
 
 /// A kernel series lsmpmon knows how to fetch, and the Debian suites holding it.
@@ -56,7 +54,9 @@ pub fn known_series() -> Vec<&'static str> {
 }
 
 /// The kernel for `series` and `flavour` ("cloud" or "amd64"), fetched on first use.
-pub fn ensure(cache: &Path, series: &str, flavour: &str) -> Result<Kernel> {
+/// `mirror`: the Debian archive to fetch from (`--mirror`); default: the
+/// machine's own apt sources.
+pub fn ensure(cache: &Path, series: &str, flavour: &str, mirror: Option<&str>) -> Result<Kernel> {
     let known = SERIES.iter().find(|s| s.name == series).ok_or_else(|| {
         usage(format!(
             "unknown kernel '{series}': use one of {}",
@@ -81,7 +81,11 @@ pub fn ensure(cache: &Path, series: &str, flavour: &str) -> Result<Kernel> {
         "lsmpmon: fetching Debian {series} {flavour} kernel into {}",
         dir.display()
     );
-    let apt = PrivateApt::new(cache, known.suite)?;
+    let mirrors = match mirror {
+        Some(m) => super::mirror::Mirrors::given(m),
+        None => super::mirror::Mirrors::from_system()?,
+    };
+    let apt = PrivateApt::new(cache, known.suite, &mirrors)?;
     apt.update()?;
     let meta = format!("linux-image-{flavour}-amd64");
     fs::create_dir_all(&dir)?;
@@ -153,7 +157,7 @@ struct PrivateApt {
 }
 
 impl PrivateApt {
-    fn new(cache: &Path, suite: &str) -> Result<Self> {
+    fn new(cache: &Path, suite: &str, mirrors: &super::mirror::Mirrors) -> Result<Self> {
         if !Path::new(KEYRING).exists() {
             return Err(usage(format!(
                 "{KEYRING} is missing: apt-get install debian-archive-keyring"
@@ -163,10 +167,11 @@ impl PrivateApt {
         for d in ["lists/partial", "archives/partial"] {
             fs::create_dir_all(root.join(d))?;
         }
+        let (main, security) = (&mirrors.main, &mirrors.security);
         let sources = format!(
-            "deb [signed-by={KEYRING}] {MIRROR} {suite} main\n\
-             deb [signed-by={KEYRING}] {MIRROR} {suite}-updates main\n\
-             deb [signed-by={KEYRING}] {SECURITY_MIRROR} {suite}-security main\n"
+            "deb [signed-by={KEYRING}] {main} {suite} main\n\
+             deb [signed-by={KEYRING}] {main} {suite}-updates main\n\
+             deb [signed-by={KEYRING}] {security} {suite}-security main\n"
         );
         fs::write(root.join("sources.list"), sources)?;
         Ok(Self { root })

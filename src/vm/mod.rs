@@ -3,6 +3,7 @@
 pub mod guest;
 pub mod initramfs;
 pub mod kernel;
+pub mod mirror;
 pub mod qemu;
 
 use std::{
@@ -67,12 +68,15 @@ pub struct RunArgs {
     pub lsmpmon_bin: Option<PathBuf>,
     #[command(flatten)]
     pub cache: CacheDir,
+    /// Debian archive to fetch kernels from. Default: this machine's apt sources.
+    #[arg(long, env = "LSMPMON_MIRROR", value_name = "URL")]
+    pub mirror: Option<String>,
     /// The command and its arguments, passed exactly.
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct CacheDir {
     /// Where kernels, apt lists and guest run logs are kept.
     #[arg(long, env = "LSMPMON_CACHE")]
@@ -110,67 +114,131 @@ pub fn main(cmd: VmCommand) -> Result<i32> {
     }
 }
 
+/// How QEMU runs a guest: the `vm run` options the lab shares.
+#[derive(Debug, Clone)]
+pub struct Machine {
+    pub memory_mb: u32,
+    pub accel: Accel,
+    pub icount: String,
+    pub rtc: String,
+    pub kaslr: bool,
+    pub timeout: Duration,
+}
+
+impl Machine {
+    /// The documented defaults: deterministic virtual time.
+    pub fn deterministic(timeout: Duration) -> Self {
+        Self {
+            memory_mb: 1024,
+            accel: Accel::Tcg,
+            icount: "shift=0,sleep=off".into(),
+            rtc: "clock=vm".into(),
+            kaslr: false,
+            timeout,
+        }
+    }
+}
+
+/// One guest boot, as `vm run` and the lab need it.
+pub struct Launch<'a> {
+    pub kernel: &'a kernel::Kernel,
+    pub lsm: Option<&'a str>,
+    pub append: &'a str,
+    pub extra: Vec<initramfs::Entry>,
+    pub argv: Vec<String>,
+    pub lsmpmon_bin: PathBuf,
+    pub machine: &'a Machine,
+    pub qemu_args: Vec<String>,
+    pub run_dir: &'a Path,
+    pub output: qemu::Output<'a>,
+}
+
 pub fn run(args: &RunArgs) -> Result<i32> {
     let cache = args.cache.path();
-    let kernel = kernel::ensure(&cache, &args.kernel, &args.flavour)?;
+    let extra = args
+        .copies
+        .iter()
+        .map(|c| parse_copy(c).map(|(h, g)| initramfs::Entry::host(h, &g, 0o755)))
+        .collect::<Result<Vec<_>>>()?;
+    let kernel = kernel::ensure(&cache, &args.kernel, &args.flavour, args.mirror.as_deref())?;
+    let bin = match &args.lsmpmon_bin {
+        Some(p) => p.clone(),
+        None => std::env::current_exe().context("locating the lsmpmon binary")?,
+    };
+    let machine = Machine {
+        memory_mb: args.memory_mb,
+        accel: args.accel,
+        icount: args.icount.clone(),
+        rtc: args.rtc.clone(),
+        kaslr: args.kaslr,
+        timeout: Duration::from_secs(args.timeout),
+    };
+    let run_dir = new_run_dir(&cache)?;
+    launch(&Launch {
+        kernel: &kernel,
+        lsm: args.lsm.as_deref(),
+        append: &args.append,
+        extra,
+        argv: args.command.clone(),
+        lsmpmon_bin: bin,
+        machine: &machine,
+        qemu_args: Vec::new(),
+        run_dir: &run_dir,
+        output: qemu::Output::Terminal,
+    })
+}
+
+/// Boots the guest and runs `argv` in it; returns its exit status.
+pub fn launch(l: &Launch) -> Result<i32> {
     let busybox = Path::new("/bin/busybox");
     if !busybox.exists() {
         return Err(usage(
             "/bin/busybox not found: apt-get install busybox-static (scripts/setup.sh does)",
         ));
     }
-    let bin = match &args.lsmpmon_bin {
-        Some(p) => p.clone(),
-        None => std::env::current_exe().context("locating the lsmpmon binary")?,
-    };
-    let run_dir = new_run_dir(&cache)?;
     let spec = guest::RunSpec {
-        argv: args.command.clone(),
+        argv: l.argv.clone(),
     };
-    let initramfs = run_dir.join("initramfs.cpio");
-    let extra = args
-        .copies
-        .iter()
-        .map(|c| parse_copy(c))
-        .collect::<Result<Vec<_>>>()?;
-    initramfs::build(
+    let initramfs = l.run_dir.join("initramfs.cpio");
+    let built = initramfs::build(
         &initramfs,
         busybox,
-        &bin,
-        &extra,
+        &l.lsmpmon_bin,
+        &l.extra,
         &serde_json::to_vec(&spec)?,
-    )?;
-    let mut cmdline = format!(
-        "console=ttyS0 quiet panic=-1 oops=panic{} {}={}",
-        if args.kaslr { "" } else { " nokaslr" },
-        crate::provenance::VM_PARAM,
-        if args.accel == Accel::Tcg {
-            "tcg"
-        } else {
-            "kvm"
-        }
     );
-    if let Some(lsm) = &args.lsm {
-        cmdline += &format!(" lsm={lsm}");
-    }
-    if !args.append.is_empty() {
-        cmdline += " ";
-        cmdline += &args.append;
-    }
-    let code = qemu::boot(&qemu::Boot {
-        vmlinuz: &kernel.vmlinuz,
-        initramfs: &initramfs,
-        cmdline,
-        memory_mb: args.memory_mb,
-        accel: args.accel,
-        icount: &args.icount,
-        rtc: &args.rtc,
-        run_dir: &run_dir,
-        timeout: Duration::from_secs(args.timeout),
-    })?;
+    let code = built.and_then(|()| {
+        qemu::boot(&qemu::Boot {
+            vmlinuz: &l.kernel.vmlinuz,
+            initramfs: &initramfs,
+            cmdline: cmdline(l),
+            machine: l.machine,
+            extra_args: &l.qemu_args,
+            run_dir: l.run_dir,
+            output: &l.output,
+        })
+    });
     // The initramfs is large and rebuilt each time; logs are kept.
     let _ = fs::remove_file(&initramfs);
-    Ok(code)
+    code
+}
+
+fn cmdline(l: &Launch) -> String {
+    let m = l.machine;
+    let mut cmdline = format!(
+        "console=ttyS0 quiet panic=-1 oops=panic{} {}={}",
+        if m.kaslr { "" } else { " nokaslr" },
+        crate::provenance::VM_PARAM,
+        if m.accel == Accel::Tcg { "tcg" } else { "kvm" }
+    );
+    if let Some(lsm) = l.lsm {
+        cmdline += &format!(" lsm={lsm}");
+    }
+    if !l.append.is_empty() {
+        cmdline += " ";
+        cmdline += l.append;
+    }
+    cmdline
 }
 
 /// `HOST[:GUEST]` -> (host path, guest path without the leading '/').
@@ -203,7 +271,7 @@ fn parse_copy(spec: &str) -> Result<(PathBuf, String)> {
 /// Guest logs kept in the cache; older ones are pruned at each run.
 const RUNS_KEPT: usize = 50;
 
-fn new_run_dir(cache: &Path) -> Result<PathBuf> {
+pub fn new_run_dir(cache: &Path) -> Result<PathBuf> {
     let mut old: Vec<PathBuf> = fs::read_dir(cache.join("runs"))
         .into_iter()
         .flatten()

@@ -9,6 +9,9 @@ use std::{
     time::{Duration, Instant},
 };
 
+use std::os::unix::process::CommandExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use anyhow::{Context, Result};
 
 use crate::error::{usage, with_code, EXIT_GUEST_TIMEOUT};
@@ -32,12 +35,23 @@ pub struct Boot<'a> {
     pub vmlinuz: &'a Path,
     pub initramfs: &'a Path,
     pub cmdline: String,
-    pub memory_mb: u32,
-    pub accel: Accel,
-    pub icount: &'a str,
-    pub rtc: &'a str,
+    pub machine: &'a super::Machine,
+    /// More QEMU arguments (a TPM, say).
+    pub extra_args: &'a [String],
     pub run_dir: &'a Path,
-    pub timeout: Duration,
+    pub output: &'a Output<'a>,
+}
+
+/// Where COMMAND's output goes while the guest runs.
+pub enum Output<'a> {
+    /// Copied to lsmpmon's stdout and stderr as it arrives (`vm run`).
+    Terminal,
+    /// Kept in the run directory's `stdout` file; each stderr line goes to
+    /// `progress`; the guest is stopped when `cancel` is set (the lab).
+    Quiet {
+        progress: &'a (dyn Fn(&str) + Sync),
+        cancel: &'a AtomicBool,
+    },
 }
 
 /// Runs the guest to completion; returns COMMAND's exit status.
@@ -55,22 +69,23 @@ pub fn boot(b: &Boot) -> Result<i32> {
         b.run_dir.join("stderr"),
         b.run_dir.join("status"),
     ];
+    let m = b.machine;
     let mut cmd = Command::new(qemu);
-    match b.accel {
+    match m.accel {
         Accel::Tcg => {
             cmd.args(["-accel", "tcg"]);
-            if b.icount != "off" {
-                cmd.args(["-icount", b.icount]);
+            if m.icount != "off" {
+                cmd.args(["-icount", &m.icount]);
             }
         }
         Accel::Kvm => {
             cmd.args(["-accel", "kvm", "-cpu", "host"]);
         }
     };
-    if !b.rtc.is_empty() {
-        cmd.args(["-rtc", b.rtc]);
+    if !m.rtc.is_empty() {
+        cmd.args(["-rtc", &m.rtc]);
     }
-    cmd.args(["-m", &b.memory_mb.to_string(), "-smp", "1"])
+    cmd.args(["-m", &m.memory_mb.to_string(), "-smp", "1"])
         .args([
             "-nodefaults",
             "-display",
@@ -87,37 +102,65 @@ pub fn boot(b: &Boot) -> Result<i32> {
     for f in &files {
         cmd.arg("-serial").arg(format!("file:{}", f.display()));
     }
+    cmd.args(b.extra_args);
     let qemu_log = fs::File::create(b.run_dir.join("qemu.log"))?;
     cmd.stdin(Stdio::null())
         .stdout(qemu_log.try_clone()?)
         .stderr(qemu_log);
+    // QEMU dies with lsmpmon, whatever kills it.
+    // SAFETY: prctl is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
     let mut child = cmd.spawn().context("starting qemu-system-x86_64")?;
 
     let start = Instant::now();
     let mut out = Tail::new(&files[1]);
     let mut err = Tail::new(&files[2]);
+    let mut pending = Vec::new();
+    let mut forward = |out: &mut Tail, err: &mut Tail| match b.output {
+        Output::Terminal => {
+            out.copy_to(&mut std::io::stdout());
+            err.copy_to(&mut std::io::stderr());
+        }
+        Output::Quiet { progress, .. } => {
+            err.copy_to(&mut pending);
+            while let Some(nl) = pending.iter().position(|&c| c == b'\n') {
+                let line: Vec<u8> = pending.drain(..=nl).collect();
+                progress(String::from_utf8_lossy(&line).trim_end());
+            }
+        }
+    };
+    let cancelled = || matches!(b.output, Output::Quiet { cancel, .. } if cancel.load(Ordering::SeqCst));
     let exited = loop {
-        out.copy_to(&mut std::io::stdout());
-        err.copy_to(&mut std::io::stderr());
+        forward(&mut out, &mut err);
         if let Some(status) = child.try_wait()? {
             break Some(status);
         }
-        if start.elapsed() > b.timeout {
+        if start.elapsed() > m.timeout || cancelled() {
             let _ = child.kill();
             let _ = child.wait();
             break None;
         }
         thread::sleep(Duration::from_millis(50));
     };
-    out.copy_to(&mut std::io::stdout());
-    err.copy_to(&mut std::io::stderr());
+    forward(&mut out, &mut err);
 
+    if exited.is_none() && cancelled() {
+        return Err(with_code(
+            crate::error::EXIT_FAILURE,
+            format!("guest stopped (interrupted); console log: {}", console.display()),
+        ));
+    }
     if exited.is_none() {
         return Err(with_code(
             EXIT_GUEST_TIMEOUT,
             format!(
                 "guest did not finish within {} s (raise --timeout); console log: {}",
-                b.timeout.as_secs(),
+                m.timeout.as_secs(),
                 console.display()
             ),
         ));

@@ -1,0 +1,149 @@
+//! The access matrix, tried by the workload itself (`lab access`, hidden):
+//! each row's call and what it returned.
+use std::{
+    fs::OpenOptions,
+    io::Read,
+    os::unix::fs::OpenOptionsExt,
+    path::Path,
+    process::{Command, Stdio},
+};
+
+use serde::{Deserialize, Serialize};
+
+use super::spec::{AccessOp, Expect, Matrix, Row};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Outcome {
+    pub row: String,
+    pub op: AccessOp,
+    pub path: String,
+    pub expect: Expect,
+    /// None: the call succeeded.
+    pub errno: Option<i32>,
+    /// "allowed", or the error's name ("EACCES", "ENOENT", …).
+    pub result: String,
+}
+
+impl Outcome {
+    pub fn allowed(&self) -> bool {
+        self.errno.is_none()
+    }
+
+    /// Denied the way a security module denies: EACCES or EPERM.
+    pub fn denied(&self) -> bool {
+        matches!(self.errno, Some(libc::EACCES) | Some(libc::EPERM))
+    }
+
+    /// What the row expects, under an enforcing policy.
+    pub fn as_expected(&self) -> bool {
+        match self.expect {
+            Expect::Allow => self.allowed(),
+            Expect::Deny => self.denied(),
+        }
+    }
+}
+
+pub fn try_all(m: &Matrix) -> Vec<Outcome> {
+    m.row.iter().map(try_row).collect()
+}
+
+fn try_row(r: &Row) -> Outcome {
+    let errno = attempt(r.op, Path::new(&r.path)).err();
+    Outcome {
+        row: r.name.clone(),
+        op: r.op,
+        path: r.path.clone(),
+        expect: r.expect,
+        errno,
+        result: errno.map_or_else(|| "allowed".into(), errno_name),
+    }
+}
+
+fn attempt(op: AccessOp, path: &Path) -> Result<(), i32> {
+    let errno = |e: std::io::Error| e.raw_os_error().unwrap_or(libc::EIO);
+    match op {
+        AccessOp::Read => {
+            let mut f = OpenOptions::new().read(true).open(path).map_err(errno)?;
+            let mut buf = Vec::new();
+            f.read_to_end(&mut buf).map_err(errno)?;
+        }
+        AccessOp::Write => {
+            OpenOptions::new().write(true).open(path).map_err(errno)?;
+        }
+        AccessOp::Create => {
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .mode(0o600)
+                .open(path)
+                .map_err(errno)?;
+            std::fs::remove_file(path).map_err(errno)?;
+        }
+        AccessOp::Exec => {
+            let st = Command::new(path)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .map_err(errno)?;
+            if !st.success() {
+                return Err(libc::ECHILD);
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn errno_name(e: i32) -> String {
+    let name = match e {
+        libc::EACCES => "EACCES",
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::EEXIST => "EEXIST",
+        libc::EROFS => "EROFS",
+        libc::ECHILD => "exit status not 0",
+        libc::EINVAL => "EINVAL",
+        _ => "",
+    };
+    if name.is_empty() {
+        format!("errno {e}")
+    } else {
+        name.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_report_what_the_kernel_returned() {
+        let d = std::env::temp_dir().join(format!("lsmpmon-access-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let public = d.join("public");
+        std::fs::write(&public, "x").unwrap();
+        let row = |name: &str, op, path: &Path, expect| Row {
+            name: name.into(),
+            op,
+            path: path.display().to_string(),
+            expect,
+        };
+        let m = Matrix {
+            row: vec![
+                row("r", AccessOp::Read, &public, Expect::Allow),
+                row("missing", AccessOp::Read, &d.join("nope"), Expect::Deny),
+                row("c", AccessOp::Create, &d.join("new"), Expect::Allow),
+                row("x", AccessOp::Exec, Path::new("/bin/false"), Expect::Allow),
+            ],
+        };
+        let out = try_all(&m);
+        assert!(out[0].allowed() && out[0].as_expected());
+        // ENOENT is not a denial: a deny row that fails for another reason fails.
+        assert_eq!(out[1].result, "ENOENT");
+        assert!(!out[1].denied() && !out[1].as_expected());
+        assert!(out[2].allowed() && !d.join("new").exists(), "created and removed");
+        assert!(!out[3].allowed(), "exit status 1 is not success");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

@@ -1,0 +1,337 @@
+//! The host side of one cell: the guest's files (configuration after its
+//! host build, programs with their libraries), a TPM if asked, the boot, and
+//! the cell's result with its provenance.
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::atomic::AtomicBool,
+    time::{Duration, Instant},
+};
+
+use anyhow::{bail, Context, Result};
+
+use super::{
+    guest::{self, Plan},
+    results::{CellResult, CellStatus, ConfigRef, KernelRef, StageTime},
+    spec::Config,
+};
+use crate::vm::{self, initramfs::Entry, kernel::Kernel, qemu, Machine};
+
+/// Everything one cell needs, decided before it runs.
+pub struct CellJob {
+    pub kernel: Kernel,
+    pub config: Config,
+    pub plan: Plan,
+    pub machine: Machine,
+}
+
+/// Runs the cell; never fails: a failure is a cell result with its reason.
+pub fn run(
+    job: &CellJob,
+    base: CellResult,
+    work: &Path,
+    progress: &(dyn Fn(&str) + Sync),
+    cancel: &AtomicBool,
+) -> CellResult {
+    let mut result = base;
+    let started = Instant::now();
+    let mut stages: Vec<StageTime> = Vec::new();
+    let outcome = boot(job, work, &mut result, &mut stages, started, progress, cancel);
+    result.wall_s = started.elapsed().as_secs_f64();
+    result.stages = stages;
+    if let Err(e) = outcome {
+        result.status = if cancel.load(std::sync::atomic::Ordering::SeqCst) {
+            CellStatus::Interrupted
+        } else {
+            CellStatus::Failed
+        };
+        result.reason = Some(crate::error::one_line(&e));
+    }
+    result
+}
+
+fn boot(
+    job: &CellJob,
+    work: &Path,
+    result: &mut CellResult,
+    stages: &mut Vec<StageTime>,
+    started: Instant,
+    progress: &(dyn Fn(&str) + Sync),
+    cancel: &AtomicBool,
+) -> Result<()> {
+    fs::create_dir_all(work)?;
+    let (extra, bytes_added) = guest_files(job, work)?;
+    result.bytes_added = bytes_added;
+    let tpm = if job.config.spec.proof.tpm {
+        Some(Swtpm::start(&work.join("tpm"))?)
+    } else {
+        None
+    };
+    let stage_log = std::sync::Mutex::new(Vec::<(String, f64)>::new());
+    let track = |line: &str| {
+        if let Some(name) = line.strip_prefix("lab: stage ") {
+            stage_log
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((name.to_string(), started.elapsed().as_secs_f64()));
+        }
+        progress(line);
+    };
+    let code = vm::launch(&vm::Launch {
+        kernel: &job.kernel,
+        lsm: job.config.spec.lsm.as_deref(),
+        append: &job.config.spec.append,
+        extra,
+        argv: vec![
+            "/bin/lsmpmon".into(),
+            "lab".into(),
+            "guest".into(),
+            guest::PLAN_PATH.into(),
+        ],
+        lsmpmon_bin: std::env::current_exe().context("locating the lsmpmon binary")?,
+        machine: &job.machine,
+        qemu_args: tpm.as_ref().map(Swtpm::qemu_args).unwrap_or_default(),
+        run_dir: work,
+        output: qemu::Output::Quiet {
+            progress: &track,
+            cancel,
+        },
+    });
+    drop(tpm);
+    let marks = stage_log.into_inner().unwrap_or_else(|p| p.into_inner());
+    // Wall time from one stage mark to the next; "boot" runs up to the first.
+    let mut prev = ("boot".to_string(), 0.0);
+    for (name, at) in marks {
+        stages.push(StageTime::wall(&prev.0, at - prev.1));
+        prev = (name, at);
+    }
+    stages.push(StageTime::wall(&prev.0, started.elapsed().as_secs_f64() - prev.1));
+    let code = code?;
+    let stdout = fs::read(work.join("stdout")).unwrap_or_default();
+    let report: guest::Report = serde_json::from_slice(&stdout).with_context(|| {
+        format!(
+            "the guest's cell report is missing or malformed (exit status {code}); console log: {}",
+            work.join("console.log").display()
+        )
+    })?;
+    for s in &report.stages {
+        if let Some(st) = stages.iter_mut().find(|x| x.name == s.name) {
+            st.guest_ms = Some(s.guest_ms);
+        }
+    }
+    result.status = match (&report.proof, &report.error) {
+        (_, Some(e)) => {
+            result.reason = Some(e.clone());
+            CellStatus::Failed
+        }
+        (Some(p), None) if p.passed => CellStatus::Passed,
+        (Some(p), None) => {
+            result.reason = Some(format!("proof failed: {}", p.summary));
+            CellStatus::ProofFailed
+        }
+        (None, None) => bail!("the guest reported no proof"),
+    };
+    result.guest = Some(report);
+    Ok(())
+}
+
+/// The configuration directory after its host build, the programs it
+/// lists with their libraries, and the plan. Returns them with their size.
+fn guest_files(job: &CellJob, work: &Path) -> Result<(Vec<Entry>, u64)> {
+    let spec = &job.config.spec;
+    check_packages(&job.config)?;
+    let copy = work.join("config");
+    let _ = fs::remove_dir_all(&copy);
+    copy_dir(&job.config.dir, &copy)?;
+    if let Some(build) = &spec.host_build {
+        let out = Command::new("sh")
+            .args(["-c", build])
+            .current_dir(&copy)
+            .stdin(Stdio::null())
+            .output()
+            .context("running host_build")?;
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            bail!(
+                "{}: host_build failed ({}): {}",
+                job.config.name,
+                out.status,
+                err.lines().last().unwrap_or("").trim()
+            );
+        }
+    }
+    let mut entries = Vec::new();
+    let mut files = Vec::new();
+    super::spec::collect_files(&copy, &copy, &mut files)?;
+    for rel in files {
+        entries.push(Entry::host(
+            copy.join(&rel),
+            &format!("{}/{rel}", guest::CONFIG_DIR),
+            0o755,
+        ));
+    }
+    for prog in &spec.programs {
+        for path in with_libraries(prog)? {
+            if !entries.iter().any(|e| Path::new("/").join(&e.guest) == path) {
+                entries.push(Entry::host(path.clone(), &path.to_string_lossy(), 0o755));
+            }
+        }
+    }
+    let bytes = entries
+        .iter()
+        .map(|e| match &e.source {
+            vm::initramfs::Source::Host(p) => fs::metadata(p).map(|m| m.len()).unwrap_or(0),
+            vm::initramfs::Source::Bytes(b) => b.len() as u64,
+        })
+        .sum();
+    entries.push(Entry::bytes(
+        guest::PLAN_PATH,
+        0o644,
+        serde_json::to_vec(&job.plan)?,
+    ));
+    Ok((entries, bytes))
+}
+
+fn check_packages(config: &Config) -> Result<()> {
+    let missing: Vec<&str> = config
+        .spec
+        .host_packages
+        .iter()
+        .filter(|p| {
+            !Command::new("dpkg-query")
+                .args(["-W", "-f=${Status}", p])
+                .output()
+                .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("install ok installed"))
+        })
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        return Err(crate::error::usage(format!(
+            "configuration {} needs Debian packages on the host: apt-get install {} (scripts/setup.sh does)",
+            config.name,
+            missing.join(" ")
+        )));
+    }
+    Ok(())
+}
+
+/// A program and the shared libraries `ldd` says it loads (with the loader).
+fn with_libraries(prog: &Path) -> Result<Vec<PathBuf>> {
+    if !prog.is_file() {
+        return Err(crate::error::usage(format!(
+            "program {} is not on this machine (spec field programs)",
+            prog.display()
+        )));
+    }
+    let mut out = vec![prog.to_path_buf()];
+    let ldd = Command::new("ldd").arg(prog).output().context("running ldd")?;
+    for line in String::from_utf8_lossy(&ldd.stdout).lines() {
+        // "libx.so.1 => /lib/.../libx.so.1 (0x…)" or "/lib64/ld-linux-x86-64.so.2 (0x…)"
+        let path = match line.split_once("=>") {
+            Some((_, rhs)) => rhs.split_whitespace().next(),
+            None => line.split_whitespace().next(),
+        };
+        if let Some(p) = path.filter(|p| p.starts_with('/')) {
+            out.push(PathBuf::from(p));
+        }
+    }
+    Ok(out)
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    fs::create_dir_all(to)?;
+    for e in fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let e = e?;
+        let ty = e.file_type()?;
+        let dest = to.join(e.file_name());
+        if ty.is_dir() {
+            copy_dir(&e.path(), &dest)?;
+        } else if ty.is_file() {
+            fs::copy(e.path(), &dest)?;
+        }
+    }
+    Ok(())
+}
+
+/// swtpm as the guest's TPM 2.0, its state in the cell's directory; killed
+/// when dropped.
+struct Swtpm {
+    child: Child,
+    socket: PathBuf,
+}
+
+impl Swtpm {
+    fn start(dir: &Path) -> Result<Self> {
+        if crate::vm::qemu::which("swtpm").is_none() {
+            return Err(crate::error::usage(
+                "swtpm not found: apt-get install swtpm swtpm-tools (scripts/setup.sh does)",
+            ));
+        }
+        let _ = fs::remove_dir_all(dir);
+        fs::create_dir_all(dir)?;
+        let socket = dir.join("swtpm.sock");
+        let child = Command::new("swtpm")
+            .args(["socket", "--tpm2", "--tpmstate"])
+            .arg(format!("dir={}", dir.display()))
+            .arg("--ctrl")
+            .arg(format!("type=unixio,path={}", socket.display()))
+            .args(["--flags", "startup-clear"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(dir.join("swtpm.log"))?)
+            .spawn()
+            .context("starting swtpm")?;
+        let t = Instant::now();
+        while !socket.exists() {
+            if t.elapsed() > Duration::from_secs(10) {
+                bail!("swtpm did not create {} within 10 s", socket.display());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(Self { child, socket })
+    }
+
+    fn qemu_args(&self) -> Vec<String> {
+        vec![
+            "-chardev".into(),
+            format!("socket,id=chrtpm,path={}", self.socket.display()),
+            "-tpmdev".into(),
+            "emulator,id=tpm0,chardev=chrtpm".into(),
+            "-device".into(),
+            "tpm-tis,tpmdev=tpm0".into(),
+        ]
+    }
+}
+
+impl Drop for Swtpm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The result's references to what the cell ran on.
+pub fn kernel_ref(k: &Kernel) -> KernelRef {
+    KernelRef {
+        series: k.series.clone(),
+        flavour: k.flavour.clone(),
+        package: k.package.clone(),
+        package_version: k.package_version.clone(),
+        deb_sha256: k.deb_sha256.clone(),
+        release: k.release.clone(),
+    }
+}
+
+pub fn config_ref(c: &Config) -> ConfigRef {
+    ConfigRef {
+        name: c.name.clone(),
+        description: c.spec.description.clone(),
+        dir: c.dir.display().to_string(),
+        hash: c.hash.clone(),
+        lsm: c.spec.lsm.clone(),
+        append: c.spec.append.clone(),
+        proof: c.spec.proof.kind,
+        measured_lsms: c.spec.measured_lsms.clone(),
+    }
+}

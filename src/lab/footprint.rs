@@ -1,0 +1,96 @@
+//! Footprint (the embedded-SELinux paper's Tables 8, 9 and 11): memory in use
+//! after setup, policy size, the security module's own statistics.
+use std::{collections::BTreeMap, fs};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::spec::Spec;
+
+/// What the kernel exposes about a module's caches, read if present.
+const STAT_FILES: &[&str] = &[
+    "/sys/fs/selinux/avc/cache_stats",
+    "/sys/fs/selinux/avc/hash_stats",
+    "/sys/fs/selinux/avc/cache_threshold",
+    "/sys/kernel/security/apparmor/profiles",
+    "/sys/kernel/security/tomoyo/meminfo",
+    "/sys/kernel/security/tomoyo/stat",
+    "/sys/kernel/security/ima/runtime_measurements_count",
+];
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct Memory {
+    pub total_kib: u64,
+    /// MemTotal − MemFree − Buffers − Cached − SReclaimable: kernel and
+    /// process memory, not the page cache (which holds the guest's files).
+    pub used_kib: u64,
+    pub slab_unreclaimable_kib: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Footprint {
+    pub before_setup: Memory,
+    pub after_setup: Memory,
+    /// Sizes of the spec's `policy_files`, as loaded.
+    pub policy_bytes: u64,
+    pub policy_files: BTreeMap<String, u64>,
+    /// The module's own statistics files, verbatim.
+    pub kernel_stats: BTreeMap<String, String>,
+}
+
+pub fn meminfo() -> Result<Memory> {
+    let text = fs::read_to_string("/proc/meminfo").context("reading /proc/meminfo")?;
+    Ok(parse_meminfo(&text))
+}
+
+fn parse_meminfo(text: &str) -> Memory {
+    let field = |name: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let total = field("MemTotal");
+    let cache = field("MemFree") + field("Buffers") + field("Cached") + field("SReclaimable");
+    Memory {
+        total_kib: total,
+        used_kib: total.saturating_sub(cache),
+        slab_unreclaimable_kib: field("SUnreclaim"),
+    }
+}
+
+pub fn collect(spec: &Spec, before_setup: Memory) -> Result<Footprint> {
+    let mut f = Footprint {
+        before_setup,
+        after_setup: meminfo()?,
+        ..Default::default()
+    };
+    for p in &spec.policy_files {
+        let n = fs::metadata(p)
+            .with_context(|| format!("policy file {p} (spec field policy_files)"))?
+            .len();
+        f.policy_bytes += n;
+        f.policy_files.insert(p.clone(), n);
+    }
+    for s in STAT_FILES {
+        if let Ok(text) = fs::read_to_string(s) {
+            f.kernel_stats.insert(s.to_string(), text);
+        }
+    }
+    Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn used_memory_leaves_out_the_page_cache() {
+        let m = parse_meminfo(
+            "MemTotal:  1000 kB\nMemFree:  500 kB\nBuffers:  10 kB\nCached:  200 kB\n\
+             SReclaimable:  40 kB\nSUnreclaim:  30 kB\n",
+        );
+        assert_eq!(m.used_kib, 250);
+        assert_eq!(m.slab_unreclaimable_kib, 30);
+    }
+}

@@ -1,0 +1,243 @@
+//! The guest side of a cell (`lab guest`, hidden; the guest's command):
+//! prepare, set up the policy, prove it, bench untraced, bench traced,
+//! footprint; one JSON report on stdout.
+use std::{
+    fs,
+    os::unix::process::CommandExt,
+    path::Path,
+    process::{Command, Stdio},
+    time::Instant,
+};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    access::{self, Outcome},
+    footprint::{self, Footprint},
+    proof::{self, ProofReport},
+    spec::{Matrix, Spec},
+};
+
+pub const PLAN_PATH: &str = "/lab/cell.json";
+pub const CONFIG_DIR: &str = "/lab/config";
+pub const WORKLOAD: &str = "/usr/libexec/lsmpmon-workload";
+pub const PUBLIC: &str = "/etc/lsmpmon-lab/public";
+pub const SECRET: &str = "/srv/lsmpmon-lab/secret";
+pub const WORK_DIR: &str = "/tmp/lsmpmon-bench";
+const LSMPMON: &str = "/bin/lsmpmon";
+
+/// What the host asks of the guest.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Plan {
+    pub config: String,
+    pub spec: Spec,
+    pub matrix: Matrix,
+    /// `bench` options after `--json --dir`: ops, samples, sample length.
+    pub bench_args: Vec<String>,
+    pub trace: bool,
+    /// For a baseline proof: the exact list /sys/kernel/security/lsm must show.
+    pub expected_lsms: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Report {
+    /// Each stage's guest (virtual) time.
+    pub stages: Vec<Stage>,
+    pub active_lsms: Vec<String>,
+    pub proof: Option<ProofReport>,
+    pub footprint: Option<Footprint>,
+    /// The confined, untraced benchmark (schema lsmpmon.bench/1).
+    pub bench: Option<serde_json::Value>,
+    /// `trace --per-lsm` around a second, identical benchmark run.
+    pub trace: Option<serde_json::Value>,
+    pub traced_bench: Option<serde_json::Value>,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Stage {
+    pub name: String,
+    pub guest_ms: f64,
+}
+
+/// `lab guest PLAN`: always prints a report; exits non-zero unless the cell
+/// was proved and measured.
+pub fn main(plan_path: &Path) -> Result<i32> {
+    let plan: Plan = serde_json::from_slice(&fs::read(plan_path)?)
+        .with_context(|| format!("reading {}", plan_path.display()))?;
+    let mut report = Report::default();
+    if let Err(e) = run(&plan, &mut report) {
+        report.error = Some(crate::error::one_line(&e));
+    }
+    println!("{}", serde_json::to_string(&report)?);
+    let ok = report.error.is_none() && report.proof.as_ref().is_some_and(|p| p.passed);
+    Ok(if ok { 0 } else { 1 })
+}
+
+fn stage<T>(report: &mut Report, name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    eprintln!("lab: stage {name}");
+    let t = Instant::now();
+    let r = f().with_context(|| name.to_string());
+    report.stages.push(Stage {
+        name: name.into(),
+        guest_ms: t.elapsed().as_secs_f64() * 1e3,
+    });
+    r
+}
+
+fn run(plan: &Plan, report: &mut Report) -> Result<()> {
+    stage(report, "prepare", prepare)?;
+    let before = stage(report, "access-unconfined", || access_as_workload(plan, false))?;
+    let mem_before = footprint::meminfo()?;
+    let marks = proof::Marks::take(&plan.spec.proof)?;
+    stage(report, "setup", || setup(&plan.spec))?;
+    report.active_lsms = crate::provenance::active_lsms();
+    let p = stage(report, "proof", || {
+        proof::prove(plan, &before, &marks, || access_as_workload(plan, true))
+    })?;
+    let passed = p.passed;
+    eprintln!("lab: proof {}: {}", if passed { "passed" } else { "FAILED" }, p.summary);
+    report.proof = Some(p);
+    if !passed {
+        return Ok(());
+    }
+    report.footprint = Some(footprint::collect(&plan.spec, mem_before)?);
+    let bench = stage(report, "bench", || bench(plan, None))?;
+    report.bench = Some(bench);
+    if plan.trace {
+        let (trace, traced) = stage(report, "trace", || traced_bench(plan))?;
+        report.trace = Some(trace);
+        report.traced_bench = Some(traced);
+    }
+    Ok(())
+}
+
+fn prepare() -> Result<()> {
+    for (path, text) in [(PUBLIC, "public\n"), (SECRET, "secret\n")] {
+        fs::create_dir_all(Path::new(path).parent().unwrap_or(Path::new("/")))?;
+        fs::write(path, text)?;
+    }
+    fs::create_dir_all(WORK_DIR)?;
+    fs::create_dir_all("/usr/libexec")?;
+    fs::copy(LSMPMON, WORKLOAD).context("copying the workload")?;
+    Ok(())
+}
+
+fn setup(spec: &Spec) -> Result<()> {
+    let Some(script) = &spec.setup else {
+        return Ok(());
+    };
+    let out = Command::new("/bin/sh")
+        .arg(script)
+        .current_dir(CONFIG_DIR)
+        .env("LAB_WORKLOAD", WORKLOAD)
+        .env("LAB_PUBLIC", PUBLIC)
+        .env("LAB_SECRET", SECRET)
+        .env("LAB_WORK_DIR", WORK_DIR)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running {script}"))?;
+    for line in String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .chain(String::from_utf8_lossy(&out.stderr).lines())
+    {
+        eprintln!("lab: setup: {line}");
+    }
+    if !out.status.success() {
+        bail!("{script} failed ({})", out.status);
+    }
+    Ok(())
+}
+
+/// The workload command, confined (through `lab confine`) or not.
+fn workload(plan: &Plan, confined: bool, args: &[&str]) -> Command {
+    let mut cmd = if confined {
+        let mut c = Command::new(LSMPMON);
+        c.args(["lab", "confine", PLAN_PATH, "--", WORKLOAD]);
+        c
+    } else {
+        Command::new(WORKLOAD)
+    };
+    cmd.args(args);
+    if confined && plan.spec.confine.landlock {
+        cmd.arg("--landlock");
+    }
+    cmd.stdin(Stdio::null());
+    cmd
+}
+
+fn access_as_workload(plan: &Plan, confined: bool) -> Result<Vec<Outcome>> {
+    let out = workload(plan, confined, &["lab", "access", PLAN_PATH])
+        .output()
+        .context("running the workload's access check")?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        bail!(
+            "the workload's access check failed ({}): {}",
+            out.status,
+            stderr.lines().last().unwrap_or("")
+        );
+    }
+    serde_json::from_slice(&out.stdout).context("reading the access check's result")
+}
+
+fn bench_args(plan: &Plan) -> Vec<&str> {
+    let mut v = vec!["bench", "--json", "--dir", WORK_DIR];
+    v.extend(plan.bench_args.iter().map(String::as_str));
+    v
+}
+
+fn bench(plan: &Plan, trace_out: Option<&str>) -> Result<serde_json::Value> {
+    let out_file = "/tmp/lsmpmon-lab-bench.json";
+    let mut cmd = match trace_out {
+        None => workload(plan, true, &bench_args(plan)),
+        Some(trace_json) => {
+            let inner = workload(plan, true, &bench_args(plan));
+            let mut c = Command::new(LSMPMON);
+            c.args(["trace", "--per-lsm", "--json", "-o", trace_json, "--"])
+                .arg(inner.get_program())
+                .args(inner.get_args());
+            c.stdin(Stdio::null());
+            c
+        }
+    };
+    let status = cmd
+        .stdout(fs::File::create(out_file)?)
+        .status()
+        .context("starting the benchmark")?;
+    if !status.success() {
+        bail!("the confined benchmark failed ({status})");
+    }
+    serde_json::from_slice(&fs::read(out_file)?).context("reading the benchmark's JSON")
+}
+
+fn traced_bench(plan: &Plan) -> Result<(serde_json::Value, serde_json::Value)> {
+    let trace_file = "/tmp/lsmpmon-lab-trace.json";
+    let bench = bench(plan, Some(trace_file))?;
+    let trace = serde_json::from_slice(&fs::read(trace_file)?).context("reading the trace")?;
+    Ok((trace, bench))
+}
+
+/// `lab confine PLAN -- PROGRAM ARGS`: apply the configuration's
+/// confinement to this process, then become PROGRAM.
+pub fn confine(plan_path: &Path, argv: &[String]) -> Result<i32> {
+    let plan: Plan = serde_json::from_slice(&fs::read(plan_path)?)?;
+    let c = &plan.spec.confine;
+    if let (Some(file), Some(value)) = (&c.attr_file, &c.attr_value) {
+        fs::write(file, value).with_context(|| format!("writing '{value}' to {file}"))?;
+    }
+    let (prog, args) = argv.split_first().context("lab confine: no command")?;
+    let err = Command::new(prog).args(args).exec();
+    Err(err).with_context(|| format!("executing {prog}"))
+}
+
+/// `lab access PLAN [--landlock]`: the rows, as the calling process sees them.
+pub fn access(plan_path: &Path, landlock: bool) -> Result<i32> {
+    let plan: Plan = serde_json::from_slice(&fs::read(plan_path)?)?;
+    if landlock {
+        crate::bench::landlock::enter(Path::new(WORK_DIR))?;
+    }
+    println!("{}", serde_json::to_string(&access::try_all(&plan.matrix))?);
+    Ok(0)
+}

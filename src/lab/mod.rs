@@ -1,0 +1,540 @@
+//! `lsmpmon lab`: every secure OS with a real, enforcing policy, kernel by
+//! kernel, in throwaway guests: boot, set up, prove, bench untraced, bench
+//! under `trace --per-lsm`, footprint; one result file per cell, the papers'
+//! Table 3 and Table 4 forms over them.
+mod access;
+mod cell;
+mod footprint;
+pub mod guest;
+mod plan;
+mod progress;
+mod proof;
+pub mod results;
+pub mod spec;
+pub mod tables;
+
+use std::{
+    path::{Path, PathBuf},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, Mutex,
+    },
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+
+use crate::error::{usage, EXIT_FAILURE, EXIT_OK};
+use crate::vm::{self, kernel, Machine};
+use cell::CellJob;
+use results::{CellResult, CellStatus, ResultsDir, RunOptions, CELL_SCHEMA};
+
+pub const DEFAULT_CONFIGS: &str = "none,selinux-mini,apparmor,tomoyo,landlock,ima,bpf-lsm";
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct LabCommand {
+    #[command(subcommand)]
+    pub sub: Option<LabSub>,
+    /// `lsmpmon lab [OPTIONS]` is `lab run --trace [OPTIONS]`: the main job.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum LabSub {
+    /// Run kernels × configurations × ops; each cell proves its policy first.
+    Run(RunArgs),
+    /// Repeat one cell from its result's own provenance (kernel, configuration, options).
+    Rerun(RerunArgs),
+    /// Print the tables of a results directory (cells from any machine).
+    Tables(TablesArgs),
+    /// (guest) run one cell: setup, proof, bench, trace.
+    #[command(hide = true)]
+    Guest { plan: PathBuf },
+    /// (guest) apply the configuration's confinement, then exec COMMAND.
+    #[command(hide = true)]
+    Confine {
+        plan: PathBuf,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// (guest, as the workload) try the access matrix, print the outcomes.
+    #[command(hide = true)]
+    Access {
+        plan: PathBuf,
+        #[arg(long)]
+        landlock: bool,
+    },
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Kernel series, comma-separated: 5.10, 6.1, 6.12 (the names `vm run` knows).
+    #[arg(long, default_value = "6.1", value_name = "LIST")]
+    pub kernels: String,
+    #[arg(long, default_value = "cloud")]
+    pub flavour: String,
+    /// Configurations (directories under configs/ or a --config-dir), comma-separated.
+    #[arg(long, default_value = DEFAULT_CONFIGS, value_name = "LIST")]
+    pub configs: String,
+    /// More configuration directories (searched first). Repeatable.
+    #[arg(long = "config-dir", value_name = "DIR")]
+    pub config_dirs: Vec<PathBuf>,
+    /// Benchmark operations and groups, as `bench --ops`.
+    #[arg(long, default_value = "paper")]
+    pub ops: String,
+    /// Samples per op (virtual time repeats within 0.2 %: a few suffice).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub samples: u32,
+    /// Minimum length of one sample, guest milliseconds.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub sample_ms: u32,
+    /// Also run the ops under `trace --per-lsm` (the Table 4 form).
+    #[arg(long)]
+    pub trace: bool,
+    /// Guests at once (default: the number of CPUs).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub jobs: Option<u32>,
+    /// Wall-clock seconds before a cell's guest is killed.
+    #[arg(long = "timeout", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(10..=86_400))]
+    pub timeout_s: u64,
+    /// Results directory (created; cells accumulate, newest per cell wins in tables).
+    #[arg(long, default_value = "lab-results")]
+    pub results: PathBuf,
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(256..=65_536))]
+    pub memory_mb: u32,
+    #[command(flatten)]
+    pub cache: vm::CacheDir,
+    /// Debian archive to fetch kernels from. Default: this machine's apt sources.
+    #[arg(long, env = "LSMPMON_MIRROR", value_name = "URL")]
+    pub mirror: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct RerunArgs {
+    /// A cell result (results/cells/*.json).
+    pub result: PathBuf,
+    /// Where to write the new cell (default: the directory the result is in).
+    #[arg(long)]
+    pub results: Option<PathBuf>,
+    #[arg(long = "config-dir", value_name = "DIR")]
+    pub config_dirs: Vec<PathBuf>,
+    /// Run even if the configuration or kernel package changed since (recorded).
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub cache: vm::CacheDir,
+    #[arg(long, env = "LSMPMON_MIRROR", value_name = "URL")]
+    pub mirror: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct TablesArgs {
+    /// Results directory.
+    #[arg(default_value = "lab-results")]
+    pub dir: PathBuf,
+    /// text, markdown or json.
+    #[arg(long, default_value = "text", value_parser = ["text", "markdown", "json"])]
+    pub format: String,
+}
+
+pub fn main(cmd: LabCommand) -> Result<i32> {
+    match cmd.sub {
+        None => {
+            let mut args = cmd.run;
+            args.trace = true;
+            run(&args)
+        }
+        Some(LabSub::Run(args)) => run(&args),
+        Some(LabSub::Rerun(args)) => rerun(&args),
+        Some(LabSub::Tables(args)) => show_tables(&args),
+        Some(LabSub::Guest { plan }) => guest::main(&plan),
+        Some(LabSub::Confine { plan, command }) => guest::confine(&plan, &command),
+        Some(LabSub::Access { plan, landlock }) => guest::access(&plan, landlock),
+    }
+}
+
+fn split_list(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|w| !w.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// What one matrix needs, checked before anything boots.
+struct Matrix {
+    kernels: Vec<String>,
+    configs: Vec<spec::Config>,
+    access: spec::Matrix,
+}
+
+fn resolve(args: &RunArgs) -> Result<Matrix> {
+    let kernels = split_list(&args.kernels);
+    if kernels.is_empty() {
+        return Err(usage("--kernels is empty"));
+    }
+    for k in &kernels {
+        if !kernel::known_series().contains(&k.as_str()) {
+            return Err(usage(format!(
+                "unknown kernel '{k}': use one of {}",
+                kernel::known_series().join(", ")
+            )));
+        }
+    }
+    let dirs = spec::search_path(&args.config_dirs);
+    for d in &args.config_dirs {
+        if !d.is_dir() {
+            return Err(usage(format!("--config-dir {}: not a directory", d.display())));
+        }
+    }
+    let names = split_list(&args.configs);
+    if names.is_empty() {
+        return Err(usage("--configs is empty"));
+    }
+    let configs = names
+        .iter()
+        .map(|n| spec::load(n, &dirs))
+        .collect::<Result<Vec<_>>>()?;
+    crate::bench::check_ops(&args.ops)?;
+    Ok(Matrix {
+        kernels,
+        configs,
+        access: spec::load_matrix(&dirs)?,
+    })
+}
+
+fn run(args: &RunArgs) -> Result<i32> {
+    let m = resolve(args)?;
+    let dir = ResultsDir::open(&args.results)?;
+    let cache = args.cache.path();
+    let cancel = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&cancel)).context("installing signal handlers")?;
+    }
+    let options = run_options(args);
+    let mut jobs = Vec::new();
+    let mut cells_done: Vec<CellResult> = Vec::new();
+    for series in &m.kernels {
+        let k = kernel::ensure(&cache, series, &args.flavour, args.mirror.as_deref())?;
+        let kconf = plan::KernelConfig::read(&k.config, &k.release)?;
+        for c in &m.configs {
+            let base = base_result(&k, c, &options);
+            if let Some(why) = kconf.not_applicable(c) {
+                let mut r = base;
+                r.status = CellStatus::NotApplicable;
+                r.reason = Some(why);
+                dir.write_cell(&r)?;
+                cells_done.push(r);
+                continue;
+            }
+            jobs.push((
+                CellJob {
+                    plan: guest::Plan {
+                        config: c.name.clone(),
+                        spec: c.spec.clone(),
+                        matrix: m.access.clone(),
+                        bench_args: bench_args(args),
+                        trace: args.trace,
+                        expected_lsms: kconf.expected_lsms(c.spec.lsm.as_deref()),
+                    },
+                    kernel: k.clone(),
+                    config: c.clone(),
+                    machine: machine(args),
+                },
+                base,
+            ));
+        }
+    }
+    let total = jobs.len() + cells_done.len();
+    let progress = progress::Progress::new(total, cells_done.len());
+    for r in &cells_done {
+        progress.finished(r);
+    }
+    let finished = run_jobs(jobs, args.jobs, &dir, &progress, &cancel)?;
+    cells_done.extend(finished);
+    progress.done();
+    dir.write_index()?;
+    report(&dir, &m.configs.iter().map(|c| c.name.clone()).collect::<Vec<_>>(), &m.kernels)?;
+    summarize(&cells_done, &dir, &cancel)
+}
+
+fn run_jobs(
+    jobs: Vec<(CellJob, CellResult)>,
+    n: Option<u32>,
+    dir: &ResultsDir,
+    progress: &progress::Progress,
+    cancel: &AtomicBool,
+) -> Result<Vec<CellResult>> {
+    let n = n
+        .map(|n| n as usize)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .min(jobs.len().max(1));
+    let queue = Mutex::new(jobs.into_iter());
+    let done = Mutex::new(Vec::new());
+    let write_err: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    std::thread::scope(|s| {
+        for _ in 0..n {
+            s.spawn(|| loop {
+                if cancel.load(Ordering::SeqCst) {
+                    break;
+                }
+                let next = queue.lock().unwrap_or_else(|p| p.into_inner()).next();
+                let Some((job, mut base)) = next else { break };
+                let log_dir = dir.log_dir(&base.id);
+                base.log_dir = log_dir.display().to_string();
+                let label = format!("{} {}", job.kernel.series, job.config.name);
+                let line = progress.start(&label);
+                let r = cell::run(&job, base, &log_dir, &|l| line.update(l), cancel);
+                progress.finished(&r);
+                if r.status == CellStatus::Interrupted {
+                    continue;
+                }
+                if let Err(e) = dir.write_cell(&r).and_then(|_| dir.write_index().map(|_| ())) {
+                    *write_err.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                }
+                done.lock().unwrap_or_else(|p| p.into_inner()).push(r);
+            });
+        }
+    });
+    if let Some(e) = write_err.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e.context("writing a cell result"));
+    }
+    Ok(done.into_inner().unwrap_or_else(|p| p.into_inner()))
+}
+
+fn summarize(cells: &[CellResult], dir: &ResultsDir, cancel: &AtomicBool) -> Result<i32> {
+    let bad: Vec<&CellResult> = cells
+        .iter()
+        .filter(|c| matches!(c.status, CellStatus::Failed | CellStatus::ProofFailed))
+        .collect();
+    for c in &bad {
+        eprintln!(
+            "lsmpmon: cell {} {}: {:?}: {} (log: {})",
+            c.kernel.series,
+            c.config.name,
+            c.status,
+            c.reason.as_deref().unwrap_or(""),
+            c.log_dir
+        );
+    }
+    eprintln!("lsmpmon: results in {}", dir.root.display());
+    if cancel.load(Ordering::SeqCst) {
+        return Err(crate::error::with_code(
+            EXIT_FAILURE,
+            format!(
+                "interrupted: {} finished cell(s) kept in {}",
+                cells.len(),
+                dir.root.display()
+            ),
+        ));
+    }
+    if !bad.is_empty() {
+        return Err(crate::error::with_code(
+            EXIT_FAILURE,
+            format!("{} of {} cell(s) failed (above)", bad.len(), cells.len()),
+        ));
+    }
+    Ok(EXIT_OK)
+}
+
+/// Prints the tables for this run's kernels and configurations; writes all
+/// of them (every cell in the directory) as Markdown and JSON.
+fn report(dir: &ResultsDir, order: &[String], kernels: &[String]) -> Result<()> {
+    let (cells, bad) = dir.cells()?;
+    for b in bad {
+        eprintln!("lsmpmon: skipping {b}");
+    }
+    // This run's cells, with the baseline's from the directory for the percentages.
+    let mut shown: Vec<String> = order.to_vec();
+    if !shown.iter().any(|c| c == tables::BASELINE) {
+        shown.insert(0, tables::BASELINE.to_string());
+    }
+    let mine: Vec<CellResult> = cells
+        .iter()
+        .filter(|c| kernels.contains(&c.kernel.series) && shown.contains(&c.config.name))
+        .cloned()
+        .collect();
+    print!("{}", tables::text(&tables::all(&mine, &shown)));
+    let mut all_order: Vec<String> = order.to_vec();
+    for c in &cells {
+        if !all_order.contains(&c.config.name) {
+            all_order.push(c.config.name.clone());
+        }
+    }
+    let all = tables::all(&cells, &all_order);
+    results::write_atomic(&dir.root.join("tables.md"), &tables::markdown(&all))?;
+    results::write_atomic(
+        &dir.root.join("tables.json"),
+        &(serde_json::to_string_pretty(&all)? + "\n"),
+    )?;
+    Ok(())
+}
+
+fn show_tables(args: &TablesArgs) -> Result<i32> {
+    let dir = args.dir.join("cells");
+    if !dir.is_dir() {
+        return Err(usage(format!(
+            "{} is not a lab results directory (no cells/)",
+            args.dir.display()
+        )));
+    }
+    let (cells, bad) = results::read_cells(&dir)?;
+    for b in bad {
+        eprintln!("lsmpmon: skipping {b}");
+    }
+    let mut order: Vec<String> = vec![tables::BASELINE.to_string()];
+    for c in &cells {
+        if !order.contains(&c.config.name) {
+            order.push(c.config.name.clone());
+        }
+    }
+    let t = tables::all(&cells, &order);
+    match args.format.as_str() {
+        "markdown" => print!("{}", tables::markdown(&t)),
+        "json" => println!("{}", serde_json::to_string_pretty(&t)?),
+        _ => print!("{}", tables::text(&t)),
+    }
+    Ok(EXIT_OK)
+}
+
+fn rerun(args: &RerunArgs) -> Result<i32> {
+    let text = std::fs::read_to_string(&args.result)
+        .map_err(|e| usage(format!("cannot read {}: {e}", args.result.display())))?;
+    let old: CellResult = serde_json::from_str(&text)
+        .map_err(|e| usage(format!("{} is not a lab cell result: {e}", args.result.display())))?;
+    if old.schema != CELL_SCHEMA {
+        return Err(usage(format!(
+            "{}: schema {} (this lsmpmon reads {CELL_SCHEMA})",
+            args.result.display(),
+            old.schema
+        )));
+    }
+    let results = match &args.results {
+        Some(r) => r.clone(),
+        None => results_root_of(&args.result)?,
+    };
+    let dirs = spec::search_path(&args.config_dirs);
+    let config = spec::load(&old.config.name, &dirs)?;
+    if config.hash != old.config.hash && !args.force {
+        return Err(usage(format!(
+            "configuration {} changed since the cell ran (hash {}… now {}…): use --force to run the current one",
+            old.config.name,
+            &old.config.hash[..12.min(old.config.hash.len())],
+            &config.hash[..12]
+        )));
+    }
+    let cache = args.cache.path();
+    let k = kernel::ensure(&cache, &old.kernel.series, &old.kernel.flavour, args.mirror.as_deref())?;
+    if k.deb_sha256 != old.kernel.deb_sha256 && !args.force {
+        return Err(usage(format!(
+            "kernel package changed since the cell ran ({} {} then, {} {} now): use --force",
+            old.kernel.package, old.kernel.package_version, k.package, k.package_version
+        )));
+    }
+    let o = &old.options;
+    let run_args = RunArgs {
+        kernels: old.kernel.series.clone(),
+        flavour: old.kernel.flavour.clone(),
+        configs: old.config.name.clone(),
+        config_dirs: args.config_dirs.clone(),
+        ops: o.ops.clone(),
+        samples: o.samples as u32,
+        sample_ms: o.sample_ms as u32,
+        trace: o.trace,
+        jobs: Some(1),
+        timeout_s: o.timeout_s,
+        results,
+        memory_mb: o.memory_mb,
+        cache: vm::CacheDir {
+            cache_dir: args.cache.cache_dir.clone(),
+        },
+        mirror: args.mirror.clone(),
+    };
+    run(&run_args)
+}
+
+/// `DIR/cells/X.json` -> DIR.
+fn results_root_of(cell: &Path) -> Result<PathBuf> {
+    let parent = cell.parent().unwrap_or(Path::new("."));
+    if parent.file_name().is_some_and(|n| n == "cells") {
+        return Ok(parent.parent().unwrap_or(Path::new(".")).to_path_buf());
+    }
+    Err(usage(format!(
+        "{} is not in a results directory's cells/: give --results DIR",
+        cell.display()
+    )))
+}
+
+fn bench_args(args: &RunArgs) -> Vec<String> {
+    vec![
+        "--ops".into(),
+        args.ops.clone(),
+        "--samples".into(),
+        args.samples.to_string(),
+        "--sample-ms".into(),
+        args.sample_ms.to_string(),
+    ]
+}
+
+fn machine(args: &RunArgs) -> Machine {
+    let mut m = Machine::deterministic(Duration::from_secs(args.timeout_s));
+    m.memory_mb = args.memory_mb;
+    m
+}
+
+fn run_options(args: &RunArgs) -> RunOptions {
+    let m = machine(args);
+    RunOptions {
+        ops: args.ops.clone(),
+        samples: args.samples as usize,
+        sample_ms: args.sample_ms as f64,
+        trace: args.trace,
+        memory_mb: m.memory_mb,
+        accel: "tcg".into(),
+        icount: m.icount,
+        rtc: m.rtc,
+        kaslr: m.kaslr,
+        timeout_s: args.timeout_s,
+    }
+}
+
+fn base_result(k: &kernel::Kernel, c: &spec::Config, options: &RunOptions) -> CellResult {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let host = crate::provenance::collect();
+    let safe_host: String = host
+        .hostname
+        .chars()
+        .map(|ch| if ch.is_ascii_alphanumeric() || ch == '-' { ch } else { '_' })
+        .collect();
+    let id = format!(
+        "{}-{}__{}__{}-{}-{}",
+        k.series,
+        k.flavour,
+        c.name,
+        now.as_millis(),
+        std::process::id(),
+        safe_host
+    );
+    CellResult {
+        schema: CELL_SCHEMA.into(),
+        id,
+        status: CellStatus::Failed,
+        reason: None,
+        kernel: cell::kernel_ref(k),
+        config: cell::config_ref(c),
+        options: options.clone(),
+        time: "virtual".into(),
+        lsmpmon_version: env!("CARGO_PKG_VERSION").into(),
+        hostname: host.hostname,
+        host_cpu: crate::bench::cpu_model(),
+        started_unix_s: now.as_secs(),
+        wall_s: 0.0,
+        stages: Vec::new(),
+        bytes_added: 0,
+        log_dir: String::new(),
+        guest: None,
+    }
+}

@@ -1,0 +1,281 @@
+//! Proof that a configuration is what it claims, in the guest, before
+//! anything is measured: a denial with the kernel's record of it, IMA's
+//! measurement list (and PCR 10), or the exact list of active LSMs.
+use std::{
+    fs::{self, OpenOptions},
+    io::Read,
+    os::unix::fs::OpenOptionsExt,
+};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    access::Outcome,
+    guest::{Plan, PUBLIC, WORKLOAD},
+    spec::{Proof, ProofKind},
+};
+
+const IMA_LIST: &str = "/sys/kernel/security/ima/ascii_runtime_measurements";
+const PCR10: &str = "/sys/class/tpm/tpm0/pcr-sha256/10";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProofReport {
+    pub kind: ProofKind,
+    pub passed: bool,
+    /// One line: what was shown, or why the proof failed.
+    pub summary: String,
+    /// The matrix before the policy (unconfined) and after (confined).
+    pub unconfined: Vec<Outcome>,
+    pub confined: Vec<Outcome>,
+    /// Rows the configuration says it cannot express (not judged).
+    pub not_expressed: Vec<String>,
+    /// deny: the kernel's record of a denial, as found.
+    pub record: Option<String>,
+    /// measure: the measurement-list lines naming the workload's files.
+    pub measurements: Vec<String>,
+    pub pcr10_before: Option<String>,
+    pub pcr10_after: Option<String>,
+    /// baseline: what securityfs lists, and what was expected.
+    pub active_lsms: Vec<String>,
+    pub expected_lsms: Vec<String>,
+}
+
+/// What the kernel had recorded before the confined check ran.
+pub struct Marks {
+    record_before: Vec<String>,
+    pcr10: Option<String>,
+}
+
+impl Marks {
+    pub fn take(p: &Proof) -> Result<Self> {
+        Ok(Self {
+            record_before: match &p.record {
+                Some(r) if p.kind == ProofKind::Deny => read_record(r)?,
+                _ => Vec::new(),
+            },
+            pcr10: p.tpm.then(|| read_trim(PCR10)).flatten(),
+        })
+    }
+}
+
+pub fn prove(
+    plan: &Plan,
+    unconfined: &[Outcome],
+    marks: &Marks,
+    confined_check: impl FnOnce() -> Result<Vec<Outcome>>,
+) -> Result<ProofReport> {
+    let spec = &plan.spec;
+    let mut r = ProofReport {
+        kind: spec.proof.kind,
+        passed: false,
+        summary: String::new(),
+        unconfined: unconfined.to_vec(),
+        confined: Vec::new(),
+        not_expressed: spec.cannot_express.clone(),
+        record: None,
+        measurements: Vec::new(),
+        pcr10_before: marks.pcr10.clone(),
+        pcr10_after: None,
+        active_lsms: crate::provenance::active_lsms(),
+        expected_lsms: plan.expected_lsms.clone(),
+    };
+    if let Some(o) = unconfined.iter().find(|o| !o.allowed()) {
+        r.summary = format!(
+            "row {} ({:?} {}) fails without any policy ({}): the guest is not as the matrix assumes",
+            o.row, o.op, o.path, o.result
+        );
+        return Ok(r);
+    }
+    r.confined = confined_check()?;
+    let verdict = match spec.proof.kind {
+        ProofKind::Deny => deny(&mut r, &spec.proof, marks),
+        ProofKind::Measure => measure(&mut r, spec.proof.tpm),
+        ProofKind::Baseline => baseline(&r),
+    };
+    match verdict {
+        Ok(s) => {
+            r.passed = true;
+            r.summary = s;
+        }
+        Err(why) => r.summary = why,
+    }
+    Ok(r)
+}
+
+fn deny(r: &mut ProofReport, p: &Proof, marks: &Marks) -> Result<String, String> {
+    let judged: Vec<&Outcome> = r
+        .confined
+        .iter()
+        .filter(|o| !r.not_expressed.contains(&o.row))
+        .collect();
+    if let Some(o) = judged.iter().find(|o| !o.as_expected()) {
+        return Err(format!(
+            "row {} ({:?} {}) expected {:?}, got {}",
+            o.row, o.op, o.path, o.expect, o.result
+        ));
+    }
+    let denied: Vec<&&Outcome> = judged.iter().filter(|o| o.denied()).collect();
+    let Some(first) = denied.first() else {
+        return Err("no row was denied: the policy does not confine the workload".into());
+    };
+    if let Some(why) = &p.no_record {
+        return Ok(format!(
+            "{} of {} rows as the matrix says ({} denied, e.g. {} {}: {}); no kernel record: {why}",
+            judged.len(),
+            r.confined.len(),
+            denied.len(),
+            first.row,
+            first.path,
+            first.result
+        ));
+    }
+    let record = p.record.as_deref().unwrap_or("kmsg");
+    let pattern = p.pattern.as_deref().unwrap_or("");
+    let after = read_record(record).map_err(|e| format!("reading {record}: {e}"))?;
+    let new = new_lines(&marks.record_before, &after);
+    let Some(line) = new.iter().find(|l| l.contains(pattern)) else {
+        return Err(format!(
+            "{} row(s) denied, but no new line containing '{pattern}' in {record}",
+            denied.len()
+        ));
+    };
+    r.record = Some(line.to_string());
+    Ok(format!(
+        "{} of {} rows as the matrix says ({} denied, e.g. {} {}: {}); {record}: {}",
+        judged.len(),
+        r.confined.len(),
+        denied.len(),
+        first.row,
+        first.path,
+        first.result,
+        clip(line, 160)
+    ))
+}
+
+fn measure(r: &mut ProofReport, tpm: bool) -> Result<String, String> {
+    if let Some(o) = r.confined.iter().find(|o| !o.allowed()) {
+        return Err(format!("row {} fails under a measure-only policy: {}", o.row, o.result));
+    }
+    let list = fs::read_to_string(IMA_LIST).map_err(|e| format!("reading {IMA_LIST}: {e}"))?;
+    for file in [PUBLIC, WORKLOAD] {
+        // "PCR template-hash template file-hash path [signature]"
+        match list.lines().find(|l| l.split_whitespace().nth(4) == Some(file)) {
+            Some(l) => r.measurements.push(l.to_string()),
+            None => return Err(format!("{file} is not in IMA's measurement list")),
+        }
+    }
+    let mut s = format!(
+        "{} and {} measured ({} entries in the list)",
+        PUBLIC,
+        WORKLOAD,
+        list.lines().count()
+    );
+    if tpm {
+        r.pcr10_after = read_trim(PCR10);
+        match (&r.pcr10_before, &r.pcr10_after) {
+            (Some(a), Some(b)) if a != b => s += &format!("; PCR 10 extended {}… -> {}…", clip(a, 12), clip(b, 12)),
+            (Some(_), Some(_)) => return Err("PCR 10 did not change".into()),
+            _ => return Err(format!("no TPM PCR 10 at {PCR10}")),
+        }
+    }
+    Ok(s)
+}
+
+fn baseline(r: &ProofReport) -> Result<String, String> {
+    if r.active_lsms != r.expected_lsms {
+        return Err(format!(
+            "active LSMs are {}, expected exactly {}",
+            r.active_lsms.join(","),
+            r.expected_lsms.join(",")
+        ));
+    }
+    Ok(format!("active LSMs exactly {}", r.active_lsms.join(",")))
+}
+
+fn clip(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+fn read_trim(path: &str) -> Option<String> {
+    fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+/// The kernel log (each record's text) or a file's lines.
+pub fn read_record(record: &str) -> Result<Vec<String>> {
+    if record != "kmsg" {
+        let mut f = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(record)
+            .with_context(|| format!("opening {record}"))?;
+        let mut text = String::new();
+        match f.read_to_string(&mut text) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e).with_context(|| format!("reading {record}")),
+        }
+        return Ok(text.lines().map(String::from).collect());
+    }
+    let mut f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open("/dev/kmsg")
+        .context("opening /dev/kmsg")?;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 8192];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                let rec = String::from_utf8_lossy(&buf[..n]);
+                // "prio,seq,ts,flags;text\n"
+                if let Some((_, text)) = rec.split_once(';') {
+                    out.push(text.lines().next().unwrap_or("").to_string());
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            // A record overwritten while we read: go on with the next.
+            Err(e) if e.raw_os_error() == Some(libc::EPIPE) => continue,
+            Err(e) => return Err(e).context("reading /dev/kmsg"),
+        }
+    }
+    Ok(out)
+}
+
+/// Lines of `after` beyond those already in `before` (as a multiset).
+pub fn new_lines<'a>(before: &[String], after: &'a [String]) -> Vec<&'a str> {
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for l in before {
+        *seen.entry(l).or_default() += 1;
+    }
+    after
+        .iter()
+        .filter(|l| match seen.get_mut(l.as_str()) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                false
+            }
+            _ => true,
+        })
+        .map(String::as_str)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_records_made_after_the_mark_count() {
+        let before = vec!["avc: denied a".to_string(), "x".to_string()];
+        let after = vec![
+            "avc: denied a".to_string(),
+            "x".to_string(),
+            "x".to_string(),
+            "avc: denied b".to_string(),
+        ];
+        assert_eq!(new_lines(&before, &after), vec!["x", "avc: denied b"]);
+        assert!(new_lines(&after, &before).is_empty());
+    }
+}

@@ -1,0 +1,223 @@
+//! Cell results and the results directory. A cell is one JSON file under
+//! `cells/`; the index is rebuilt from whatever files are there, so cells run
+//! on other machines merge by copying them in. Every write is atomic.
+use std::{
+    fs,
+    path::{Path, PathBuf},
+};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::{guest::Report, spec::ProofKind};
+
+pub const CELL_SCHEMA: &str = "lsmpmon.lab-cell/1";
+pub const INDEX_SCHEMA: &str = "lsmpmon.lab-index/1";
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CellStatus {
+    /// Proved, then measured.
+    Passed,
+    /// The configuration did not prove itself: nothing was measured.
+    ProofFailed,
+    /// The kernel cannot run the configuration (reason given).
+    NotApplicable,
+    /// Boot, setup, benchmark or guest failure (reason and log given).
+    Failed,
+    /// Stopped by Ctrl-C.
+    Interrupted,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KernelRef {
+    pub series: String,
+    pub flavour: String,
+    pub package: String,
+    pub package_version: String,
+    pub deb_sha256: String,
+    pub release: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConfigRef {
+    pub name: String,
+    pub description: String,
+    pub dir: String,
+    /// sha256 over the configuration directory (names and contents).
+    pub hash: String,
+    pub lsm: Option<String>,
+    pub append: String,
+    pub proof: ProofKind,
+    /// Whose own functions fill the Table 4 form.
+    pub measured_lsms: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunOptions {
+    pub ops: String,
+    pub samples: usize,
+    pub sample_ms: f64,
+    pub trace: bool,
+    pub memory_mb: u32,
+    pub accel: String,
+    pub icount: String,
+    pub rtc: String,
+    pub kaslr: bool,
+    pub timeout_s: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StageTime {
+    pub name: String,
+    pub wall_s: f64,
+    /// The guest's own (virtual) time for the stage, where it reported one.
+    pub guest_ms: Option<f64>,
+}
+
+impl StageTime {
+    pub fn wall(name: &str, wall_s: f64) -> Self {
+        Self {
+            name: name.into(),
+            wall_s,
+            guest_ms: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CellResult {
+    pub schema: String,
+    pub id: String,
+    pub status: CellStatus,
+    pub reason: Option<String>,
+    pub kernel: KernelRef,
+    pub config: ConfigRef,
+    pub options: RunOptions,
+    /// "virtual" (QEMU TCG -icount: 1 ns ≈ one guest instruction) or "real".
+    pub time: String,
+    pub lsmpmon_version: String,
+    pub hostname: String,
+    pub host_cpu: String,
+    pub started_unix_s: u64,
+    pub wall_s: f64,
+    pub stages: Vec<StageTime>,
+    /// Bytes the configuration adds to the guest (its files, programs, libraries).
+    pub bytes_added: u64,
+    /// The guest's console log and run files.
+    pub log_dir: String,
+    pub guest: Option<Report>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IndexEntry {
+    pub id: String,
+    pub file: String,
+    pub kernel: String,
+    pub config: String,
+    pub status: CellStatus,
+    pub reason: Option<String>,
+    pub hostname: String,
+    pub started_unix_s: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Index {
+    pub schema: String,
+    pub cells: Vec<IndexEntry>,
+}
+
+pub struct ResultsDir {
+    pub root: PathBuf,
+}
+
+impl ResultsDir {
+    pub fn open(root: &Path) -> Result<Self> {
+        fs::create_dir_all(root.join("cells")).map_err(|e| {
+            crate::error::usage(format!(
+                "cannot create results directory {}: {e}: choose another with --results",
+                root.display()
+            ))
+        })?;
+        Ok(Self {
+            root: root.to_path_buf(),
+        })
+    }
+
+    pub fn log_dir(&self, id: &str) -> PathBuf {
+        self.root.join("logs").join(id)
+    }
+
+    pub fn write_cell(&self, cell: &CellResult) -> Result<PathBuf> {
+        let path = self.root.join("cells").join(format!("{}.json", cell.id));
+        write_atomic(&path, &(serde_json::to_string_pretty(cell)? + "\n"))?;
+        Ok(path)
+    }
+
+    /// Every cell file in the directory (unreadable ones are reported, not fatal).
+    pub fn cells(&self) -> Result<(Vec<CellResult>, Vec<String>)> {
+        read_cells(&self.root.join("cells"))
+    }
+
+    pub fn write_index(&self) -> Result<Index> {
+        let (cells, _) = self.cells()?;
+        let index = Index {
+            schema: INDEX_SCHEMA.into(),
+            cells: cells
+                .iter()
+                .map(|c| IndexEntry {
+                    id: c.id.clone(),
+                    file: format!("cells/{}.json", c.id),
+                    kernel: c.kernel.series.clone(),
+                    config: c.config.name.clone(),
+                    status: c.status,
+                    reason: c.reason.clone(),
+                    hostname: c.hostname.clone(),
+                    started_unix_s: c.started_unix_s,
+                })
+                .collect(),
+        };
+        write_atomic(
+            &self.root.join("index.json"),
+            &(serde_json::to_string_pretty(&index)? + "\n"),
+        )?;
+        Ok(index)
+    }
+}
+
+pub fn read_cells(dir: &Path) -> Result<(Vec<CellResult>, Vec<String>)> {
+    let mut cells = Vec::new();
+    let mut bad = Vec::new();
+    let mut paths: Vec<PathBuf> = fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    paths.sort();
+    for p in paths {
+        match fs::read(&p)
+            .map_err(anyhow::Error::from)
+            .and_then(|b| Ok(serde_json::from_slice::<CellResult>(&b)?))
+        {
+            Ok(c) if c.schema == CELL_SCHEMA => cells.push(c),
+            Ok(c) => bad.push(format!("{}: schema {} (want {CELL_SCHEMA})", p.display(), c.schema)),
+            Err(e) => bad.push(format!("{}: {e}", p.display())),
+        }
+    }
+    cells.sort_by_key(|c| c.started_unix_s);
+    Ok((cells, bad))
+}
+
+/// Written to a temporary file in the same directory, then renamed.
+pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("out"),
+        std::process::id()
+    ));
+    fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
+    Ok(())
+}

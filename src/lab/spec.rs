@@ -1,0 +1,325 @@
+//! Lab configurations are data: `configs/<name>/spec.toml` (format in
+//! configs/README.md) and the access matrix every confining one enforces.
+use std::{
+    fs,
+    path::{Path, PathBuf},
+};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::usage;
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    pub description: String,
+    /// The kernel's `lsm=` parameter; None: the kernel's own list.
+    pub lsm: Option<String>,
+    #[serde(default)]
+    pub append: String,
+    /// Kernel config options that must be `y`.
+    #[serde(default)]
+    pub requires: Vec<String>,
+    #[serde(default)]
+    pub measured_lsms: Vec<String>,
+    #[serde(default)]
+    pub host_packages: Vec<String>,
+    #[serde(default)]
+    pub programs: Vec<PathBuf>,
+    pub host_build: Option<String>,
+    pub setup: Option<String>,
+    #[serde(default)]
+    pub policy_files: Vec<String>,
+    #[serde(default)]
+    pub cannot_express: Vec<String>,
+    #[serde(default)]
+    pub confine: Confine,
+    pub proof: Proof,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Confine {
+    pub attr_file: Option<String>,
+    pub attr_value: Option<String>,
+    #[serde(default)]
+    pub landlock: bool,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ProofKind {
+    Deny,
+    Measure,
+    Baseline,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Proof {
+    pub kind: ProofKind,
+    /// deny: "kmsg" or a file where the kernel records denials.
+    pub record: Option<String>,
+    /// deny: a line of `record` containing this proves the record.
+    pub pattern: Option<String>,
+    /// deny: why the module leaves no record of a denial (then errnos alone prove it).
+    pub no_record: Option<String>,
+    /// measure: a TPM (swtpm) is attached and PCR 10 must change.
+    #[serde(default)]
+    pub tpm: bool,
+}
+
+/// A configuration found on disk.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub name: String,
+    pub dir: PathBuf,
+    pub spec: Spec,
+    /// sha256 over the directory's files (names and contents), sorted.
+    pub hash: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Matrix {
+    pub row: Vec<Row>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Row {
+    pub name: String,
+    pub op: AccessOp,
+    pub path: String,
+    pub expect: Expect,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum AccessOp {
+    Read,
+    Write,
+    Create,
+    Exec,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Expect {
+    Allow,
+    Deny,
+}
+
+pub const MATRIX_FILE: &str = "access-matrix.toml";
+pub const SPEC_FILE: &str = "spec.toml";
+
+/// The configuration directories: `--config-dir`s first (they win on a name
+/// clash), then the `configs/` shipped with lsmpmon.
+pub fn search_path(extra: &[PathBuf]) -> Vec<PathBuf> {
+    let mut dirs = extra.to_vec();
+    dirs.push(shipped_dir());
+    dirs
+}
+
+/// `configs/` next to the source tree (LSMPMON_CONFIGS overrides).
+pub fn shipped_dir() -> PathBuf {
+    std::env::var_os("LSMPMON_CONFIGS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("configs"))
+}
+
+/// Every configuration name available, sorted.
+pub fn available(dirs: &[PathBuf]) -> Vec<String> {
+    let mut names: Vec<String> = dirs
+        .iter()
+        .flat_map(|d| fs::read_dir(d).into_iter().flatten().flatten())
+        .filter(|e| e.path().join(SPEC_FILE).is_file())
+        .filter_map(|e| e.file_name().to_str().map(String::from))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+pub fn load(name: &str, dirs: &[PathBuf]) -> Result<Config> {
+    if name.is_empty() || name.contains('/') || name.starts_with('.') {
+        return Err(usage(format!("bad configuration name '{name}'")));
+    }
+    let Some(dir) = dirs.iter().map(|d| d.join(name)).find(|d| d.join(SPEC_FILE).is_file())
+    else {
+        return Err(usage(format!(
+            "unknown configuration '{name}': use one of {} (or add a directory with --config-dir)",
+            available(dirs).join(", ")
+        )));
+    };
+    let spec = parse_spec(&dir.join(SPEC_FILE))?;
+    Ok(Config {
+        name: name.to_string(),
+        hash: hash_dir(&dir)?,
+        dir,
+        spec,
+    })
+}
+
+pub fn parse_spec(path: &Path) -> Result<Spec> {
+    let text = fs::read_to_string(path)
+        .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
+    let spec: Spec = toml::from_str(&text).map_err(|e| malformed(path, &e))?;
+    check_spec(&spec).map_err(|why| usage(format!("{}: {why}", path.display())))?;
+    Ok(spec)
+}
+
+/// toml's message names the field; it spans several lines with a caret.
+fn malformed(path: &Path, e: &toml::de::Error) -> anyhow::Error {
+    let line = e
+        .span()
+        .map(|s| {
+            let text = fs::read_to_string(path).unwrap_or_default();
+            format!(" (line {})", text[..s.start.min(text.len())].lines().count().max(1))
+        })
+        .unwrap_or_default();
+    usage(format!(
+        "{}{line}: {}",
+        path.display(),
+        e.message().replace('\n', " ")
+    ))
+}
+
+fn check_spec(spec: &Spec) -> std::result::Result<(), String> {
+    let p = &spec.proof;
+    let record = p.record.is_some() && p.pattern.is_some();
+    if p.kind == ProofKind::Deny && record == p.no_record.is_some() {
+        return Err(
+            "kind = \"deny\" needs fields proof.record and proof.pattern, or proof.no_record (why the module records nothing)"
+                .into(),
+        );
+    }
+    if p.kind == ProofKind::Deny && spec.confine == Confine::default() && spec.setup.is_none() {
+        return Err("a \"deny\" proof needs [confine] or a setup script that confines".into());
+    }
+    if p.tpm && p.kind != ProofKind::Measure {
+        return Err("field proof.tpm only applies to kind = \"measure\"".into());
+    }
+    if spec.confine.attr_file.is_some() != spec.confine.attr_value.is_some() {
+        return Err("fields confine.attr_file and confine.attr_value go together".into());
+    }
+    if let Some(lsm) = &spec.lsm {
+        if lsm.is_empty() || !lsm.chars().all(|c| c.is_ascii_alphanumeric() || c == ',' || c == '_')
+        {
+            return Err(format!("field lsm: '{lsm}' is not a comma-separated list of LSM names"));
+        }
+    }
+    for o in &spec.requires {
+        if !o.starts_with("CONFIG_") {
+            return Err(format!("field requires: '{o}' is not a CONFIG_ option"));
+        }
+    }
+    for p in &spec.programs {
+        if !p.is_absolute() {
+            return Err(format!("field programs: '{}' is not an absolute path", p.display()));
+        }
+    }
+    Ok(())
+}
+
+pub fn load_matrix(dirs: &[PathBuf]) -> Result<Matrix> {
+    let path = dirs
+        .iter()
+        .map(|d| d.join(MATRIX_FILE))
+        .find(|p| p.is_file())
+        .ok_or_else(|| usage(format!("no {MATRIX_FILE} in {}", shipped_dir().display())))?;
+    let text = fs::read_to_string(&path)?;
+    let m: Matrix = toml::from_str(&text).map_err(|e| malformed(&path, &e))?;
+    if !m.row.iter().any(|r| r.expect == Expect::Deny) {
+        return Err(usage(format!("{}: no row expects deny", path.display())));
+    }
+    Ok(m)
+}
+
+/// Names and contents of every file under `dir`, in sorted order.
+pub fn hash_dir(dir: &Path) -> Result<String> {
+    let mut files = Vec::new();
+    collect_files(dir, dir, &mut files)?;
+    files.sort();
+    let mut h = Sha256::new();
+    for rel in files {
+        let bytes = fs::read(dir.join(&rel)).with_context(|| format!("reading {rel}"))?;
+        h.update(rel.as_bytes());
+        h.update([0]);
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(&bytes);
+    }
+    Ok(format!("{:x}", h.finalize()))
+}
+
+pub fn collect_files(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<()> {
+    for e in fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let e = e?;
+        let ty = e.file_type()?;
+        if ty.is_dir() {
+            collect_files(root, &e.path(), out)?;
+        } else if ty.is_file() {
+            let rel = e.path().strip_prefix(root)?.to_string_lossy().into_owned();
+            out.push(rel);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, text: &str) -> PathBuf {
+        fs::create_dir_all(dir).unwrap();
+        let p = dir.join(SPEC_FILE);
+        fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn malformed_specs_name_file_and_field() {
+        let d = std::env::temp_dir().join(format!("lsmpmon-spec-{}", std::process::id()));
+        let p = write(&d, "description = \"x\"\nlsmm = \"selinux\"\n[proof]\nkind = \"baseline\"\n");
+        let msg = parse_spec(&p).unwrap_err().to_string();
+        assert!(msg.contains("spec.toml") && msg.contains("lsmm"), "{msg}");
+        assert!(!msg.contains('\n'));
+
+        write(&d, "description = \"x\"\n[proof]\nkind = \"deny\"\n");
+        let msg = parse_spec(&p).unwrap_err().to_string();
+        assert!(msg.contains("proof.record"), "{msg}");
+
+        write(&d, "description = \"x\"\n[proof]\nkind = \"maybe\"\n");
+        let msg = parse_spec(&p).unwrap_err().to_string();
+        assert!(msg.contains("maybe") && msg.contains("line 3"), "{msg}");
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn shipped_configs_and_matrix_parse() {
+        let dirs = search_path(&[]);
+        let names = available(&dirs);
+        assert!(names.contains(&"none".to_string()), "{names:?}");
+        for n in &names {
+            load(n, &dirs).unwrap_or_else(|e| panic!("{n}: {e}"));
+        }
+        let m = load_matrix(&dirs).unwrap();
+        assert!(m.row.iter().any(|r| r.expect == Expect::Allow));
+    }
+
+    #[test]
+    fn directory_hash_changes_with_content_and_names() {
+        let d = std::env::temp_dir().join(format!("lsmpmon-hash-{}", std::process::id()));
+        fs::create_dir_all(d.join("sub")).unwrap();
+        fs::write(d.join("sub/a"), "1").unwrap();
+        let h1 = hash_dir(&d).unwrap();
+        fs::write(d.join("sub/a"), "2").unwrap();
+        let h2 = hash_dir(&d).unwrap();
+        fs::rename(d.join("sub/a"), d.join("sub/b")).unwrap();
+        let h3 = hash_dir(&d).unwrap();
+        assert!(h1 != h2 && h2 != h3 && h1 != h3);
+        fs::remove_dir_all(&d).unwrap();
+    }
+}
