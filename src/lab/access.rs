@@ -142,7 +142,10 @@ mod tests {
         // ENOENT is not a denial: a deny row that fails for another reason fails.
         assert_eq!(out[1].result, "ENOENT");
         assert!(!out[1].denied() && !out[1].as_expected());
-        assert!(out[2].allowed() && !d.join("new").exists(), "created and removed");
+        assert!(
+            out[2].allowed() && !d.join("new").exists(),
+            "created and removed"
+        );
         assert!(!out[3].allowed(), "exit status 1 is not success");
         std::fs::remove_dir_all(&d).unwrap();
     }

@@ -37,7 +37,15 @@ pub fn run(
     let mut result = base;
     let started = Instant::now();
     let mut stages: Vec<StageTime> = Vec::new();
-    let outcome = boot(job, work, &mut result, &mut stages, started, progress, cancel);
+    let outcome = boot(
+        job,
+        work,
+        &mut result,
+        &mut stages,
+        started,
+        progress,
+        cancel,
+    );
     result.wall_s = started.elapsed().as_secs_f64();
     result.stages = stages;
     if let Err(e) = outcome {
@@ -106,7 +114,10 @@ fn boot(
         stages.push(StageTime::wall(&prev.0, at - prev.1));
         prev = (name, at);
     }
-    stages.push(StageTime::wall(&prev.0, started.elapsed().as_secs_f64() - prev.1));
+    stages.push(StageTime::wall(
+        &prev.0,
+        started.elapsed().as_secs_f64() - prev.1,
+    ));
     let code = code?;
     let stdout = fs::read(work.join("stdout")).unwrap_or_default();
     let report: guest::Report = serde_json::from_slice(&stdout).with_context(|| {
@@ -173,7 +184,10 @@ fn guest_files(job: &CellJob, work: &Path) -> Result<(Vec<Entry>, u64)> {
     }
     for prog in &spec.programs {
         for path in with_libraries(prog)? {
-            if !entries.iter().any(|e| Path::new("/").join(&e.guest) == path) {
+            if !entries
+                .iter()
+                .any(|e| Path::new("/").join(&e.guest) == path)
+            {
                 entries.push(Entry::host(path.clone(), &path.to_string_lossy(), 0o755));
             }
         }
@@ -225,7 +239,10 @@ fn with_libraries(prog: &Path) -> Result<Vec<PathBuf>> {
         )));
     }
     let mut out = vec![prog.to_path_buf()];
-    let ldd = Command::new("ldd").arg(prog).output().context("running ldd")?;
+    let ldd = Command::new("ldd")
+        .arg(prog)
+        .output()
+        .context("running ldd")?;
     for line in String::from_utf8_lossy(&ldd.stdout).lines() {
         // "libx.so.1 => /lib/.../libx.so.1 (0x…)" or "/lib64/ld-linux-x86-64.so.2 (0x…)"
         let path = match line.split_once("=>") {

@@ -88,7 +88,9 @@ fn stage<T>(report: &mut Report, name: &str, f: impl FnOnce() -> Result<T>) -> R
 
 fn run(plan: &Plan, report: &mut Report) -> Result<()> {
     stage(report, "prepare", prepare)?;
-    let before = stage(report, "access-unconfined", || access_as_workload(plan, false))?;
+    let before = stage(report, "access-unconfined", || {
+        access_as_workload(plan, false)
+    })?;
     let mem_before = footprint::meminfo()?;
     let marks = proof::Marks::take(&plan.spec.proof)?;
     stage(report, "setup", || setup(&plan.spec))?;
@@ -97,7 +99,11 @@ fn run(plan: &Plan, report: &mut Report) -> Result<()> {
         proof::prove(plan, &before, &marks, || access_as_workload(plan, true))
     })?;
     let passed = p.passed;
-    eprintln!("lab: proof {}: {}", if passed { "passed" } else { "FAILED" }, p.summary);
+    eprintln!(
+        "lab: proof {}: {}",
+        if passed { "passed" } else { "FAILED" },
+        p.summary
+    );
     report.proof = Some(p);
     if !passed {
         return Ok(());

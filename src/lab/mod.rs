@@ -187,7 +187,10 @@ fn resolve(args: &RunArgs) -> Result<Matrix> {
     let dirs = spec::search_path(&args.config_dirs);
     for d in &args.config_dirs {
         if !d.is_dir() {
-            return Err(usage(format!("--config-dir {}: not a directory", d.display())));
+            return Err(usage(format!(
+                "--config-dir {}: not a directory",
+                d.display()
+            )));
         }
     }
     let names = split_list(&args.configs);
@@ -212,7 +215,8 @@ fn run(args: &RunArgs) -> Result<i32> {
     let cache = args.cache.path();
     let cancel = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&cancel)).context("installing signal handlers")?;
+        signal_hook::flag::register(sig, Arc::clone(&cancel))
+            .context("installing signal handlers")?;
     }
     let options = run_options(args);
     let mut jobs = Vec::new();
@@ -257,7 +261,11 @@ fn run(args: &RunArgs) -> Result<i32> {
     cells_done.extend(finished);
     progress.done();
     dir.write_index()?;
-    report(&dir, &m.configs.iter().map(|c| c.name.clone()).collect::<Vec<_>>(), &m.kernels)?;
+    report(
+        &dir,
+        &m.configs.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
+        &m.kernels,
+    )?;
     summarize(&cells_done, &dir, &cancel)
 }
 
@@ -292,7 +300,10 @@ fn run_jobs(
                 if r.status == CellStatus::Interrupted {
                     continue;
                 }
-                if let Err(e) = dir.write_cell(&r).and_then(|_| dir.write_index().map(|_| ())) {
+                if let Err(e) = dir
+                    .write_cell(&r)
+                    .and_then(|_| dir.write_index().map(|_| ()))
+                {
                     *write_err.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
                 }
                 done.lock().unwrap_or_else(|p| p.into_inner()).push(r);
@@ -403,8 +414,12 @@ fn show_tables(args: &TablesArgs) -> Result<i32> {
 fn rerun(args: &RerunArgs) -> Result<i32> {
     let text = std::fs::read_to_string(&args.result)
         .map_err(|e| usage(format!("cannot read {}: {e}", args.result.display())))?;
-    let old: CellResult = serde_json::from_str(&text)
-        .map_err(|e| usage(format!("{} is not a lab cell result: {e}", args.result.display())))?;
+    let old: CellResult = serde_json::from_str(&text).map_err(|e| {
+        usage(format!(
+            "{} is not a lab cell result: {e}",
+            args.result.display()
+        ))
+    })?;
     if old.schema != CELL_SCHEMA {
         return Err(usage(format!(
             "{}: schema {} (this lsmpmon reads {CELL_SCHEMA})",
@@ -427,7 +442,12 @@ fn rerun(args: &RerunArgs) -> Result<i32> {
         )));
     }
     let cache = args.cache.path();
-    let k = kernel::ensure(&cache, &old.kernel.series, &old.kernel.flavour, args.mirror.as_deref())?;
+    let k = kernel::ensure(
+        &cache,
+        &old.kernel.series,
+        &old.kernel.flavour,
+        args.mirror.as_deref(),
+    )?;
     if k.deb_sha256 != old.kernel.deb_sha256 && !args.force {
         return Err(usage(format!(
             "kernel package changed since the cell ran ({} {} then, {} {} now): use --force",
@@ -502,12 +522,20 @@ fn run_options(args: &RunArgs) -> RunOptions {
 }
 
 fn base_result(k: &kernel::Kernel, c: &spec::Config, options: &RunOptions) -> CellResult {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
     let host = crate::provenance::collect();
     let safe_host: String = host
         .hostname
         .chars()
-        .map(|ch| if ch.is_ascii_alphanumeric() || ch == '-' { ch } else { '_' })
+        .map(|ch| {
+            if ch.is_ascii_alphanumeric() || ch == '-' {
+                ch
+            } else {
+                '_'
+            }
+        })
         .collect();
     let id = format!(
         "{}-{}__{}__{}-{}-{}",

@@ -135,7 +135,10 @@ mod tests {
             k.expected_lsms(None).join(","),
             "lockdown,capability,landlock,yama,apparmor,tomoyo,bpf"
         );
-        assert_eq!(k.expected_lsms(Some("capability")).join(","), "lockdown,capability");
+        assert_eq!(
+            k.expected_lsms(Some("capability")).join(","),
+            "lockdown,capability"
+        );
         let k612 = KernelConfig::parse(DEBIAN_6_1, "6.12.57+deb13-cloud-amd64");
         assert_eq!(
             k612.expected_lsms(Some("capability,apparmor")).join(","),
@@ -145,7 +148,10 @@ mod tests {
 
     #[test]
     fn requirements_decide_applicability() {
-        let k = KernelConfig::parse("CONFIG_SECURITY_SELINUX=y\n# CONFIG_SECURITY_LANDLOCK is not set\n", "5.10.0-1");
+        let k = KernelConfig::parse(
+            "CONFIG_SECURITY_SELINUX=y\n# CONFIG_SECURITY_LANDLOCK is not set\n",
+            "5.10.0-1",
+        );
         assert_eq!(k.version, (5, 10));
         assert!(k.enabled("CONFIG_SECURITY_SELINUX"));
         assert!(!k.enabled("CONFIG_SECURITY_LANDLOCK"));

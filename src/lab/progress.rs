@@ -61,7 +61,11 @@ impl Progress {
             CellStatus::NotApplicable => "not applicable".into(),
             s => format!("{s:?}"),
         };
-        let why = r.reason.as_deref().map(|w| format!(": {w}")).unwrap_or_default();
+        let why = r
+            .reason
+            .as_deref()
+            .map(|w| format!(": {w}"))
+            .unwrap_or_default();
         self.println(&format!(
             "lab: {} {}: {what}{why}",
             r.kernel.series, r.config.name

@@ -155,12 +155,18 @@ fn deny(r: &mut ProofReport, p: &Proof, marks: &Marks) -> Result<String, String>
 
 fn measure(r: &mut ProofReport, tpm: bool) -> Result<String, String> {
     if let Some(o) = r.confined.iter().find(|o| !o.allowed()) {
-        return Err(format!("row {} fails under a measure-only policy: {}", o.row, o.result));
+        return Err(format!(
+            "row {} fails under a measure-only policy: {}",
+            o.row, o.result
+        ));
     }
     let list = fs::read_to_string(IMA_LIST).map_err(|e| format!("reading {IMA_LIST}: {e}"))?;
     for file in [PUBLIC, WORKLOAD] {
         // "PCR template-hash template file-hash path [signature]"
-        match list.lines().find(|l| l.split_whitespace().nth(4) == Some(file)) {
+        match list
+            .lines()
+            .find(|l| l.split_whitespace().nth(4) == Some(file))
+        {
             Some(l) => r.measurements.push(l.to_string()),
             None => return Err(format!("{file} is not in IMA's measurement list")),
         }
@@ -174,7 +180,9 @@ fn measure(r: &mut ProofReport, tpm: bool) -> Result<String, String> {
     if tpm {
         r.pcr10_after = read_trim(PCR10);
         match (&r.pcr10_before, &r.pcr10_after) {
-            (Some(a), Some(b)) if a != b => s += &format!("; PCR 10 extended {}… -> {}…", clip(a, 12), clip(b, 12)),
+            (Some(a), Some(b)) if a != b => {
+                s += &format!("; PCR 10 extended {}… -> {}…", clip(a, 12), clip(b, 12))
+            }
             (Some(_), Some(_)) => return Err("PCR 10 did not change".into()),
             _ => return Err(format!("no TPM PCR 10 at {PCR10}")),
         }

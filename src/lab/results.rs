@@ -201,7 +201,11 @@ pub fn read_cells(dir: &Path) -> Result<(Vec<CellResult>, Vec<String>)> {
             .and_then(|b| Ok(serde_json::from_slice::<CellResult>(&b)?))
         {
             Ok(c) if c.schema == CELL_SCHEMA => cells.push(c),
-            Ok(c) => bad.push(format!("{}: schema {} (want {CELL_SCHEMA})", p.display(), c.schema)),
+            Ok(c) => bad.push(format!(
+                "{}: schema {} (want {CELL_SCHEMA})",
+                p.display(),
+                c.schema
+            )),
             Err(e) => bad.push(format!("{}: {e}", p.display())),
         }
     }

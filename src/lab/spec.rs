@@ -147,7 +147,10 @@ pub fn load(name: &str, dirs: &[PathBuf]) -> Result<Config> {
     if name.is_empty() || name.contains('/') || name.starts_with('.') {
         return Err(usage(format!("bad configuration name '{name}'")));
     }
-    let Some(dir) = dirs.iter().map(|d| d.join(name)).find(|d| d.join(SPEC_FILE).is_file())
+    let Some(dir) = dirs
+        .iter()
+        .map(|d| d.join(name))
+        .find(|d| d.join(SPEC_FILE).is_file())
     else {
         return Err(usage(format!(
             "unknown configuration '{name}': use one of {} (or add a directory with --config-dir)",
@@ -177,7 +180,10 @@ fn malformed(path: &Path, e: &toml::de::Error) -> anyhow::Error {
         .span()
         .map(|s| {
             let text = fs::read_to_string(path).unwrap_or_default();
-            format!(" (line {})", text[..s.start.min(text.len())].lines().count().max(1))
+            format!(
+                " (line {})",
+                text[..s.start.min(text.len())].lines().count().max(1)
+            )
         })
         .unwrap_or_default();
     usage(format!(
@@ -206,9 +212,14 @@ fn check_spec(spec: &Spec) -> std::result::Result<(), String> {
         return Err("fields confine.attr_file and confine.attr_value go together".into());
     }
     if let Some(lsm) = &spec.lsm {
-        if lsm.is_empty() || !lsm.chars().all(|c| c.is_ascii_alphanumeric() || c == ',' || c == '_')
+        if lsm.is_empty()
+            || !lsm
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == ',' || c == '_')
         {
-            return Err(format!("field lsm: '{lsm}' is not a comma-separated list of LSM names"));
+            return Err(format!(
+                "field lsm: '{lsm}' is not a comma-separated list of LSM names"
+            ));
         }
     }
     for o in &spec.requires {
@@ -218,7 +229,10 @@ fn check_spec(spec: &Spec) -> std::result::Result<(), String> {
     }
     for p in &spec.programs {
         if !p.is_absolute() {
-            return Err(format!("field programs: '{}' is not an absolute path", p.display()));
+            return Err(format!(
+                "field programs: '{}' is not an absolute path",
+                p.display()
+            ));
         }
     }
     Ok(())
@@ -282,7 +296,10 @@ mod tests {
     #[test]
     fn malformed_specs_name_file_and_field() {
         let d = std::env::temp_dir().join(format!("lsmpmon-spec-{}", std::process::id()));
-        let p = write(&d, "description = \"x\"\nlsmm = \"selinux\"\n[proof]\nkind = \"baseline\"\n");
+        let p = write(
+            &d,
+            "description = \"x\"\nlsmm = \"selinux\"\n[proof]\nkind = \"baseline\"\n",
+        );
         let msg = parse_spec(&p).unwrap_err().to_string();
         assert!(msg.contains("spec.toml") && msg.contains("lsmm"), "{msg}");
         assert!(!msg.contains('\n'));

@@ -57,7 +57,10 @@ pub fn latest(cells: &[CellResult]) -> BTreeMap<(String, String), &CellResult> {
     let mut out: BTreeMap<(String, String), &CellResult> = BTreeMap::new();
     for c in cells {
         let key = (c.kernel.series.clone(), c.config.name.clone());
-        if out.get(&key).is_none_or(|o| o.started_unix_s <= c.started_unix_s) {
+        if out
+            .get(&key)
+            .is_none_or(|o| o.started_unix_s <= c.started_unix_s)
+        {
             out.insert(key, c);
         }
     }
@@ -121,7 +124,9 @@ fn bench_medians(c: &CellResult) -> Vec<(String, String, f64)> {
 }
 
 fn table3(kernel: &str, cols: &[&CellResult]) -> Table {
-    let base = cols.iter().find(|c| c.config.name == BASELINE && c.status == CellStatus::Passed);
+    let base = cols
+        .iter()
+        .find(|c| c.config.name == BASELINE && c.status == CellStatus::Passed);
     let mut ops: Vec<(String, String)> = Vec::new();
     for c in cols {
         for (op, unit, _) in bench_medians(c) {
@@ -133,7 +138,9 @@ fn table3(kernel: &str, cols: &[&CellResult]) -> Table {
     let rows = ops
         .iter()
         .map(|(op, unit)| {
-            let base_v = base.and_then(|b| bench_medians(b).into_iter().find(|r| r.0 == *op)).map(|r| r.2);
+            let base_v = base
+                .and_then(|b| bench_medians(b).into_iter().find(|r| r.0 == *op))
+                .map(|r| r.2);
             let cells = cols
                 .iter()
                 .map(|c| {
@@ -149,12 +156,18 @@ fn table3(kernel: &str, cols: &[&CellResult]) -> Table {
                                     mark: None,
                                 }
                             }
-                            None => Cell::Missing { why: "not run".into() },
+                            None => Cell::Missing {
+                                why: "not run".into(),
+                            },
                         }
                     })
                 })
                 .collect();
-            let unit = if unit == "ns/op" { "µs" } else { unit.as_str() };
+            let unit = if unit == "ns/op" {
+                "µs"
+            } else {
+                unit.as_str()
+            };
             Row {
                 label: format!("{op} ({unit})"),
                 cells,
@@ -200,9 +213,10 @@ fn hook_cost(c: &CellResult, measured: &[String], hook: &str) -> Option<Cell> {
     if measured.is_empty() {
         // No module of its own: the hook itself (security_*), as in the paper's No_secure column.
         let h = t["hooks"].as_array()?.iter().find(|h| h["hook"] == hook)?;
-        let nested = t["per_lsm"]
-            .as_array()
-            .is_some_and(|p| p.iter().any(|r| r["hook"] == hook && r["count"].as_u64().unwrap_or(0) > 0));
+        let nested = t["per_lsm"].as_array().is_some_and(|p| {
+            p.iter()
+                .any(|r| r["hook"] == hook && r["count"].as_u64().unwrap_or(0) > 0)
+        });
         return timed(h, fl).map(|v| Cell::Value {
             value: v,
             pct: None,
@@ -219,7 +233,9 @@ fn hook_cost(c: &CellResult, measured: &[String], hook: &str) -> Option<Cell> {
     }
     let sum: f64 = rows.iter().filter_map(|r| timed(r, fl)).sum();
     if rows.iter().all(|r| r["count"].as_u64().unwrap_or(0) == 0) {
-        return Some(Cell::Missing { why: "not called".into() });
+        return Some(Cell::Missing {
+            why: "not called".into(),
+        });
     }
     Some(Cell::Value {
         value: sum,
@@ -270,7 +286,11 @@ fn table4(kernel: &str, cols: &[&CellResult]) -> Table {
                 .iter()
                 .map(|c| {
                     hook_cost(c, &measured(c), h).unwrap_or(Cell::Missing {
-                        why: if trace(c).is_none() { "no trace".into() } else { "not called".into() },
+                        why: if trace(c).is_none() {
+                            "no trace".into()
+                        } else {
+                            "not called".into()
+                        },
                     })
                 })
                 .collect(),
@@ -302,7 +322,11 @@ fn footprint(kernel: &str, cols: &[&CellResult]) -> Table {
             .iter()
             .map(|c| {
                 missing(c).unwrap_or_else(|| match f(c) {
-                    Some(v) => Cell::Value { value: v, pct: None, mark: None },
+                    Some(v) => Cell::Value {
+                        value: v,
+                        pct: None,
+                        mark: None,
+                    },
                     None => Cell::Missing { why: "–".into() },
                 })
             })
@@ -365,7 +389,14 @@ fn comfy(t: &Table, preset: &str) -> Comfy {
 pub fn text(tables: &[Table]) -> String {
     tables
         .iter()
-        .map(|t| format!("{}\n{}\n{}\n", t.title, comfy(t, presets::UTF8_FULL_CONDENSED), t.notes.join("\n")))
+        .map(|t| {
+            format!(
+                "{}\n{}\n{}\n",
+                t.title,
+                comfy(t, presets::UTF8_FULL_CONDENSED),
+                t.notes.join("\n")
+            )
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -378,7 +409,11 @@ pub fn markdown(tables: &[Table]) -> String {
                 "### {}\n\n{}\n\n{}\n",
                 t.title,
                 comfy(t, presets::ASCII_MARKDOWN),
-                t.notes.iter().map(|n| format!("- {n}")).collect::<Vec<_>>().join("\n")
+                t.notes
+                    .iter()
+                    .map(|n| format!("- {n}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
             )
         })
         .collect::<Vec<_>>()

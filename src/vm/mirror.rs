@@ -17,8 +17,8 @@ impl Mirrors {
     /// the Debian convention (override with LSMPMON_SECURITY_MIRROR).
     pub fn given(main: &str) -> Self {
         let main = main.trim_end_matches('/').to_string();
-        let security = std::env::var("LSMPMON_SECURITY_MIRROR")
-            .unwrap_or_else(|_| format!("{main}-security"));
+        let security =
+            std::env::var("LSMPMON_SECURITY_MIRROR").unwrap_or_else(|_| format!("{main}-security"));
         Self { main, security }
     }
 
@@ -74,7 +74,14 @@ impl Mirrors {
 }
 
 const DEBIAN_SUITES: &[&str] = &[
-    "bullseye", "bookworm", "trixie", "forky", "sid", "stable", "testing", "unstable",
+    "bullseye",
+    "bookworm",
+    "trixie",
+    "forky",
+    "sid",
+    "stable",
+    "testing",
+    "unstable",
     "oldstable",
 ];
 

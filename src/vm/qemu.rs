@@ -134,7 +134,8 @@ pub fn boot(b: &Boot) -> Result<i32> {
             }
         }
     };
-    let cancelled = || matches!(b.output, Output::Quiet { cancel, .. } if cancel.load(Ordering::SeqCst));
+    let cancelled =
+        || matches!(b.output, Output::Quiet { cancel, .. } if cancel.load(Ordering::SeqCst));
     let exited = loop {
         forward(&mut out, &mut err);
         if let Some(status) = child.try_wait()? {
@@ -152,7 +153,10 @@ pub fn boot(b: &Boot) -> Result<i32> {
     if exited.is_none() && cancelled() {
         return Err(with_code(
             crate::error::EXIT_FAILURE,
-            format!("guest stopped (interrupted); console log: {}", console.display()),
+            format!(
+                "guest stopped (interrupted); console log: {}",
+                console.display()
+            ),
         ));
     }
     if exited.is_none() {
