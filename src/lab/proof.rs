@@ -134,13 +134,17 @@ fn deny(r: &mut ProofReport, p: &Proof, marks: &Marks) -> Result<String, String>
     let pattern = p.pattern.as_deref().unwrap_or("");
     let after = read_record(record).map_err(|e| format!("reading {record}: {e}"))?;
     let new = new_lines(&marks.record_before, &after);
-    let Some(line) = new.iter().find(|l| l.contains(pattern)) else {
+    let Some(at) = new.iter().position(|l| l.contains(pattern)) else {
         return Err(format!(
             "{} row(s) denied, but no new line containing '{pattern}' in {record}",
             denied.len()
         ));
     };
-    r.record = Some(line.to_string());
+    // A file record (TOMOYO's audit log) spreads one denial over a header, the
+    // domain and the request: keep the three.
+    let lines = if record == "kmsg" { 1 } else { 3 };
+    let line = new[at..(at + lines).min(new.len())].join(" / ");
+    r.record = Some(line.clone());
     Ok(format!(
         "{} of {} rows as the matrix says ({} denied, e.g. {} {}: {}); {record}: {}",
         judged.len(),
@@ -149,7 +153,7 @@ fn deny(r: &mut ProofReport, p: &Proof, marks: &Marks) -> Result<String, String>
         first.row,
         first.path,
         first.result,
-        clip(line, 160)
+        clip(&line, 200)
     ))
 }
 
