@@ -215,7 +215,9 @@ fn run(args: &RunArgs) -> Result<i32> {
     let cache = args.cache.path();
     let cancel = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&cancel))
+        // A second signal exits at once (the guests die with lsmpmon).
+        signal_hook::flag::register_conditional_shutdown(sig, 1, Arc::clone(&cancel))
+            .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&cancel)))
             .context("installing signal handlers")?;
     }
     let options = run_options(args);
