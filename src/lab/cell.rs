@@ -97,7 +97,8 @@ fn boot(
             "guest".into(),
             guest::PLAN_PATH.into(),
         ],
-        lsmpmon_bin: std::env::current_exe().context("locating the lsmpmon binary")?,
+        // The running binary, even if a rebuild has replaced the file since.
+        lsmpmon_bin: PathBuf::from("/proc/self/exe"),
         machine: &job.machine,
         qemu_args: tpm.as_ref().map(Swtpm::qemu_args).unwrap_or_default(),
         run_dir: work,

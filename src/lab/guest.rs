@@ -244,18 +244,29 @@ fn access_as_workload(plan: &Plan, confined: bool) -> Result<Vec<Outcome>> {
     serde_json::from_slice(&out.stdout).context("reading the access check's result")
 }
 
-fn bench_args(plan: &Plan) -> Vec<&str> {
+/// The traced run feeds per-hook averages, not Table 3: one sample per op
+/// gives thousands of calls per hook at a fraction of the time.
+const TRACED_SAMPLES: &str = "1";
+
+fn bench_args(plan: &Plan, traced: bool) -> Vec<&str> {
     let mut v = vec!["bench", "--json", "--dir", WORK_DIR];
-    v.extend(plan.bench_args.iter().map(String::as_str));
+    let mut args = plan.bench_args.iter().map(String::as_str);
+    while let Some(a) = args.next() {
+        v.push(a);
+        if a == "--samples" {
+            let n = args.next().unwrap_or(TRACED_SAMPLES);
+            v.push(if traced { TRACED_SAMPLES } else { n });
+        }
+    }
     v
 }
 
 fn bench(plan: &Plan, trace_out: Option<&str>) -> Result<serde_json::Value> {
     let out_file = "/tmp/lsmpmon-lab-bench.json";
     let mut cmd = match trace_out {
-        None => workload(plan, true, &bench_args(plan)),
+        None => workload(plan, true, &bench_args(plan, false)),
         Some(trace_json) => {
-            let inner = workload(plan, true, &bench_args(plan));
+            let inner = workload(plan, true, &bench_args(plan, true));
             let mut c = Command::new(LSMPMON);
             c.args(["trace", "--per-lsm", "--json", "-o", trace_json, "--"])
                 .arg(inner.get_program())
