@@ -263,8 +263,9 @@ fn table4(kernel: &str, cols: &[&CellResult]) -> Table {
         let Some(t) = trace(c) else { continue };
         for r in t["per_lsm"].as_array().into_iter().flatten() {
             if m.iter().any(|l| r["lsm"] == l.as_str()) {
+                // Ranked by the time the module spent in the hook over the run.
                 if let (Some(h), Some(v)) = (r["hook"].as_str(), timed(r, floor(t))) {
-                    costs.push((h.to_string(), v));
+                    costs.push((h.to_string(), v * r["count"].as_f64().unwrap_or(0.0)));
                 }
             }
         }
@@ -302,7 +303,7 @@ fn table4(kernel: &str, cols: &[&CellResult]) -> Table {
         notes: vec![
             "Each module's own implementation of the hook (trace --per-lsm), summed over its functions; N/A: the module does not implement the hook.".into(),
             "h: no module of its own (none, ima): the security_* hook itself. h*: includes lsmpmon's probe on a nested module function (capability's), so it overstates.".into(),
-            format!("Hooks: the paper's Table 4 ({}), then the {TOP_HOOKS} most expensive.", PAPER_HOOKS.join(", ")),
+            format!("Hooks: the paper's Table 4 ({}), then the {TOP_HOOKS} where the modules spent most time (average × calls) during the benchmark.", PAPER_HOOKS.join(", ")),
         ],
         header: header(cols, "hook"),
         rows,
