@@ -140,9 +140,7 @@ fn deny(r: &mut ProofReport, p: &Proof, marks: &Marks) -> Result<String, String>
             denied.len()
         ));
     };
-    // A file record (TOMOYO's audit log) spreads one denial over a header, the
-    // domain and the request: keep the three.
-    let lines = if record == "kmsg" { 1 } else { 3 };
+    let lines = p.record_lines.max(1);
     let line = new[at..(at + lines).min(new.len())].join(" / ");
     r.record = Some(line.clone());
     Ok(format!(

@@ -64,11 +64,19 @@ pub struct Proof {
     pub record: Option<String>,
     /// deny: a line of `record` containing this proves the record.
     pub pattern: Option<String>,
+    /// deny: lines one record spans from the matching one (TOMOYO's audit log:
+    /// header, domain, request).
+    #[serde(default = "one")]
+    pub record_lines: usize,
     /// deny: why the module leaves no record of a denial (then errnos alone prove it).
     pub no_record: Option<String>,
     /// measure: a TPM (swtpm) is attached and PCR 10 must change.
     #[serde(default)]
     pub tpm: bool,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// A configuration found on disk.
