@@ -398,7 +398,8 @@ fn show_tables(args: &TablesArgs) -> Result<i32> {
     for b in bad {
         eprintln!("lsmpmon: skipping {b}");
     }
-    let mut order: Vec<String> = vec![tables::BASELINE.to_string()];
+    // The main job's order first, then any other configuration as found.
+    let mut order = split_list(DEFAULT_CONFIGS);
     for c in &cells {
         if !order.contains(&c.config.name) {
             order.push(c.config.name.clone());
