@@ -8,7 +8,8 @@ PACKAGES=(clang llvm libbpf-dev libelf-dev zlib1g-dev libzstd-dev linux-libc-dev
           pkg-config make bpftool qemu-system-x86 busybox-static
           debian-archive-keyring ca-certificates python3-jsonschema
           # the lab's secure OSes: their real tools go into the guests
-          checkpolicy policycoreutils apparmor tomoyo-tools swtpm swtpm-tools)
+          checkpolicy policycoreutils semodule-utils selinux-policy-default selinux-policy-dev
+          apparmor tomoyo-tools swtpm swtpm-tools)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

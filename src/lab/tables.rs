@@ -255,6 +255,23 @@ fn measured(c: &CellResult) -> Vec<String> {
     c.config.measured_lsms.clone()
 }
 
+/// The kprobe fallback (kernels before 5.17) has no floor to subtract: its
+/// figures carry the kprobe pair's own cost and are flagged.
+fn fallback(c: &CellResult) -> bool {
+    trace(c).is_some_and(|t| !t["probe"]["fallback"].is_null())
+}
+
+fn flag_fallback(c: &CellResult, cell: Cell) -> Cell {
+    match cell {
+        Cell::Value { value, pct, mark } if fallback(c) => Cell::Value {
+            value,
+            pct,
+            mark: Some(mark.map_or("k".into(), |m| format!("{m} k"))),
+        },
+        other => other,
+    }
+}
+
 fn table4(kernel: &str, cols: &[&CellResult]) -> Table {
     let mut hooks: Vec<String> = PAPER_HOOKS.iter().map(|s| s.to_string()).collect();
     let mut costs: Vec<(String, f64)> = Vec::new();
@@ -286,13 +303,14 @@ fn table4(kernel: &str, cols: &[&CellResult]) -> Table {
             cells: cols
                 .iter()
                 .map(|c| {
-                    hook_cost(c, &measured(c), h).unwrap_or(Cell::Missing {
+                    let cell = hook_cost(c, &measured(c), h).unwrap_or(Cell::Missing {
                         why: if trace(c).is_none() {
                             "no trace".into()
                         } else {
                             "not called".into()
                         },
-                    })
+                    });
+                    flag_fallback(c, cell)
                 })
                 .collect(),
         })
@@ -300,11 +318,11 @@ fn table4(kernel: &str, cols: &[&CellResult]) -> Table {
     Table {
         title: format!("Table 4 form: LSM hooks × configurations, kernel {kernel} (virtual ns per call, probe floor subtracted)"),
         kernel: kernel.into(),
-        notes: vec![
+        notes: [
             "Each module's own implementation of the hook (trace --per-lsm), summed over its functions; N/A: the module does not implement the hook.".into(),
             "h: no module of its own (none, ima): the security_* hook itself. h*: includes lsmpmon's probe on a nested module function (capability's), so it overstates.".into(),
             format!("Hooks: the paper's Table 4 ({}), then the {TOP_HOOKS} where the modules spent most time (average × calls) during the benchmark.", PAPER_HOOKS.join(", ")),
-        ],
+        ].into_iter().chain(cols.iter().any(|c| fallback(c)).then(|| "k: kprobe/kretprobe fallback (kernel before 5.17): no probe floor to subtract, the figure includes the kprobe pair's own cost; compare it within its kernel only.".to_string())).collect(),
         header: header(cols, "hook"),
         rows,
     }
