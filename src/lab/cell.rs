@@ -3,6 +3,7 @@
 //! the cell's result with its provenance.
 use std::{
     fs,
+    os::unix::{fs::DirBuilderExt, process::CommandExt},
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     sync::atomic::AtomicBool,
@@ -277,7 +278,10 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
 struct Swtpm {
     child: Child,
     socket: PathBuf,
+    sock_dir: PathBuf,
 }
+
+static TPM_SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 impl Swtpm {
     fn start(dir: &Path) -> Result<Self> {
@@ -288,8 +292,28 @@ impl Swtpm {
         }
         let _ = fs::remove_dir_all(dir);
         fs::create_dir_all(dir)?;
-        let socket = dir.join("swtpm.sock");
-        let child = Command::new("swtpm")
+        // A Unix socket path must fit in 108 bytes: a private short directory.
+        let sock_dir = std::env::temp_dir().join(format!(
+            "lsmpmon-tpm-{}-{}",
+            std::process::id(),
+            TPM_SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+        ));
+        let _ = fs::remove_dir_all(&sock_dir);
+        fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&sock_dir)
+            .with_context(|| format!("creating {}", sock_dir.display()))?;
+        let socket = sock_dir.join("swtpm.sock");
+        let mut cmd = Command::new("swtpm");
+        // swtpm dies with lsmpmon, whatever kills it.
+        // SAFETY: prctl is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = cmd
             .args(["socket", "--tpm2", "--tpmstate"])
             .arg(format!("dir={}", dir.display()))
             .arg("--ctrl")
@@ -300,14 +324,24 @@ impl Swtpm {
             .stderr(fs::File::create(dir.join("swtpm.log"))?)
             .spawn()
             .context("starting swtpm")?;
+        let mut tpm = Self {
+            child,
+            socket,
+            sock_dir,
+        };
         let t = Instant::now();
-        while !socket.exists() {
-            if t.elapsed() > Duration::from_secs(10) {
-                bail!("swtpm did not create {} within 10 s", socket.display());
+        while !tpm.socket.exists() {
+            if t.elapsed() > Duration::from_secs(10) || tpm.child.try_wait()?.is_some() {
+                let log = fs::read_to_string(dir.join("swtpm.log")).unwrap_or_default();
+                bail!(
+                    "swtpm did not start ({}): {}",
+                    tpm.socket.display(),
+                    log.lines().last().unwrap_or("no message")
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        Ok(Self { child, socket })
+        Ok(tpm)
     }
 
     fn qemu_args(&self) -> Vec<String> {
@@ -326,6 +360,7 @@ impl Drop for Swtpm {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = fs::remove_dir_all(&self.sock_dir);
     }
 }
 
