@@ -85,8 +85,8 @@ pub struct RunArgs {
     /// Benchmark operations and groups, as `bench --ops`.
     #[arg(long, default_value = "paper")]
     pub ops: String,
-    /// Samples per op (virtual time repeats within 0.2 %: a few suffice).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    /// Samples per op for the untraced run (the median is reported; bench's default).
+    #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub samples: u32,
     /// Minimum length of one sample, guest milliseconds.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
