@@ -77,6 +77,12 @@ fn boot(
     } else {
         None
     };
+    // The configuration's host build, libraries and TPM, before QEMU starts.
+    stages.push(StageTime::wall(
+        "host-build",
+        started.elapsed().as_secs_f64(),
+    ));
+    let started = Instant::now();
     let stage_log = std::sync::Mutex::new(Vec::<(String, f64)>::new());
     let track = |line: &str| {
         if let Some(name) = line.strip_prefix("lab: stage ") {

@@ -23,7 +23,7 @@ use std::{
 };
 
 use anyhow::{Context, Result};
-use clap::{Args, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 use crate::error::{usage, EXIT_FAILURE, EXIT_OK};
 use crate::vm::{self, kernel, Machine};
@@ -156,12 +156,15 @@ pub fn main(cmd: LabCommand) -> Result<i32> {
     }
 }
 
+/// Comma-separated names, in order, each once.
 fn split_list(s: &str) -> Vec<String> {
-    s.split(',')
-        .map(str::trim)
-        .filter(|w| !w.is_empty())
-        .map(String::from)
-        .collect()
+    let mut out: Vec<String> = Vec::new();
+    for w in s.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        if !out.iter().any(|o| o == w) {
+            out.push(w.to_string());
+        }
+    }
+    out
 }
 
 /// What one matrix needs, checked before anything boots.
@@ -205,7 +208,7 @@ fn resolve(args: &RunArgs) -> Result<Matrix> {
     Ok(Matrix {
         kernels,
         configs,
-        access: spec::load_matrix(&dirs)?,
+        access: spec::load_matrix()?,
     })
 }
 
@@ -227,7 +230,7 @@ fn run(args: &RunArgs) -> Result<i32> {
         let k = kernel::ensure(&cache, series, &args.flavour, args.mirror.as_deref())?;
         let kconf = plan::KernelConfig::read(&k.config, &k.release)?;
         for c in &m.configs {
-            let base = base_result(&k, c, &options);
+            let base = base_result(&k, c, &options, jobs.len() + cells_done.len());
             if let Some(why) = kconf.not_applicable(c) {
                 let mut r = base;
                 r.status = CellStatus::NotApplicable;
@@ -259,7 +262,7 @@ fn run(args: &RunArgs) -> Result<i32> {
     for r in &cells_done {
         progress.finished(r);
     }
-    let finished = run_jobs(jobs, args.jobs, &dir, &progress, &cancel)?;
+    let (finished, write_err) = run_jobs(jobs, args.jobs, &dir, &progress, &cancel);
     cells_done.extend(finished);
     progress.done();
     dir.write_index()?;
@@ -268,6 +271,9 @@ fn run(args: &RunArgs) -> Result<i32> {
         &m.configs.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
         &m.kernels,
     )?;
+    if let Some(e) = write_err {
+        return Err(e.context("writing a cell result (the others are kept)"));
+    }
     summarize(&cells_done, &dir, &cancel)
 }
 
@@ -277,7 +283,7 @@ fn run_jobs(
     dir: &ResultsDir,
     progress: &progress::Progress,
     cancel: &AtomicBool,
-) -> Result<Vec<CellResult>> {
+) -> (Vec<CellResult>, Option<anyhow::Error>) {
     let n = n
         .map(|n| n as usize)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -291,7 +297,7 @@ fn run_jobs(
                 if cancel.load(Ordering::SeqCst) {
                     break;
                 }
-                let next = queue.lock().unwrap_or_else(|p| p.into_inner()).next();
+                let next = lock(&queue).next();
                 let Some((job, mut base)) = next else { break };
                 let log_dir = dir.log_dir(&base.id);
                 base.log_dir = log_dir.display().to_string();
@@ -302,20 +308,33 @@ fn run_jobs(
                 if r.status == CellStatus::Interrupted {
                     continue;
                 }
+                // One writer at a time: the index is rebuilt from every cell.
+                let mut done = lock(&done);
                 if let Err(e) = dir
                     .write_cell(&r)
                     .and_then(|_| dir.write_index().map(|_| ()))
                 {
-                    *write_err.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    eprintln!(
+                        "lsmpmon: cell {}: cannot write its result: {}",
+                        r.id,
+                        crate::error::one_line(&e)
+                    );
+                    *lock(&write_err) = Some(e);
                 }
-                done.lock().unwrap_or_else(|p| p.into_inner()).push(r);
+                done.push(r);
             });
         }
     });
-    if let Some(e) = write_err.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        return Err(e.context("writing a cell result"));
-    }
-    Ok(done.into_inner().unwrap_or_else(|p| p.into_inner()))
+    (
+        done.into_inner().unwrap_or_else(|p| p.into_inner()),
+        write_err.into_inner().unwrap_or_else(|p| p.into_inner()),
+    )
+}
+
+/// A poisoned lock still guards valid data here (a panicking cell thread
+/// cannot leave a half-pushed Vec).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn summarize(cells: &[CellResult], dir: &ResultsDir, cancel: &AtomicBool) -> Result<i32> {
@@ -440,7 +459,7 @@ fn rerun(args: &RerunArgs) -> Result<i32> {
         return Err(usage(format!(
             "configuration {} changed since the cell ran (hash {}… now {}…): use --force to run the current one",
             old.config.name,
-            &old.config.hash[..12.min(old.config.hash.len())],
+            old.config.hash.chars().take(12).collect::<String>(),
             &config.hash[..12]
         )));
     }
@@ -457,26 +476,55 @@ fn rerun(args: &RerunArgs) -> Result<i32> {
             old.kernel.package, old.kernel.package_version, k.package, k.package_version
         )));
     }
+    // The recorded options go through the same parser as the command line:
+    // a hand-edited result gets the same checks (ranges, names).
     let o = &old.options;
-    let run_args = RunArgs {
-        kernels: old.kernel.series.clone(),
-        flavour: old.kernel.flavour.clone(),
-        configs: old.config.name.clone(),
-        config_dirs: args.config_dirs.clone(),
-        ops: o.ops.clone(),
-        samples: o.samples as u32,
-        sample_ms: o.sample_ms as u32,
-        trace: o.trace,
-        jobs: Some(1),
-        timeout_s: o.timeout_s,
-        results,
-        memory_mb: o.memory_mb,
-        cache: vm::CacheDir {
-            cache_dir: args.cache.cache_dir.clone(),
-        },
-        mirror: args.mirror.clone(),
-    };
+    let mut argv: Vec<String> = [
+        "rerun",
+        "--kernels",
+        &old.kernel.series,
+        "--flavour",
+        &old.kernel.flavour,
+        "--configs",
+        &old.config.name,
+        "--ops",
+        &o.ops,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for (flag, value) in [
+        ("--samples", o.samples.to_string()),
+        ("--sample-ms", o.sample_ms.to_string()),
+        ("--timeout", o.timeout_s.to_string()),
+        ("--memory-mb", o.memory_mb.to_string()),
+        ("--jobs", "1".to_string()),
+    ] {
+        argv.extend([flag.to_string(), value]);
+    }
+    if o.trace {
+        argv.push("--trace".into());
+    }
+    let mut run_args = RerunOptions::try_parse_from(&argv)
+        .map_err(|e| {
+            usage(format!(
+                "{}: recorded options are not valid: {}",
+                args.result.display(),
+                e.to_string().lines().next().unwrap_or("")
+            ))
+        })?
+        .run;
+    run_args.config_dirs = args.config_dirs.clone();
+    run_args.results = results;
+    run_args.cache = args.cache.clone();
+    run_args.mirror = args.mirror.clone();
     run(&run_args)
+}
+
+#[derive(clap::Parser)]
+struct RerunOptions {
+    #[command(flatten)]
+    run: RunArgs,
 }
 
 /// `DIR/cells/X.json` -> DIR.
@@ -524,7 +572,13 @@ fn run_options(args: &RunArgs) -> RunOptions {
     }
 }
 
-fn base_result(k: &kernel::Kernel, c: &spec::Config, options: &RunOptions) -> CellResult {
+/// `seq`: the cell's place in this run, so that ids never collide.
+fn base_result(
+    k: &kernel::Kernel,
+    c: &spec::Config,
+    options: &RunOptions,
+    seq: usize,
+) -> CellResult {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
@@ -541,7 +595,7 @@ fn base_result(k: &kernel::Kernel, c: &spec::Config, options: &RunOptions) -> Ce
         })
         .collect();
     let id = format!(
-        "{}-{}__{}__{}-{}-{}",
+        "{}-{}__{}__{}-{}-{seq}-{}",
         k.series,
         k.flavour,
         c.name,

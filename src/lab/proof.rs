@@ -16,6 +16,8 @@ use super::{
     spec::{Proof, ProofKind},
 };
 
+/// The workload's command name: the first 15 bytes of its file name.
+const WORKLOAD_COMM: &str = "lsmpmon-workloa";
 const IMA_LIST: &str = "/sys/kernel/security/ima/ascii_runtime_measurements";
 const PCR10: &str = "/sys/class/tpm/tpm0/pcr-sha256/10";
 
@@ -59,10 +61,12 @@ impl Marks {
     }
 }
 
+/// Judges the configuration: `unconfined` is the matrix tried before any
+/// policy; `confined_check` tries it again as the confined workload, and only
+/// what the kernel records from then on counts.
 pub fn prove(
     plan: &Plan,
     unconfined: &[Outcome],
-    marks: &Marks,
     confined_check: impl FnOnce() -> Result<Vec<Outcome>>,
 ) -> Result<ProofReport> {
     let spec = &plan.spec;
@@ -75,7 +79,7 @@ pub fn prove(
         not_expressed: spec.cannot_express.clone(),
         record: None,
         measurements: Vec::new(),
-        pcr10_before: marks.pcr10.clone(),
+        pcr10_before: None,
         pcr10_after: None,
         active_lsms: crate::provenance::active_lsms(),
         expected_lsms: plan.expected_lsms.clone(),
@@ -87,9 +91,11 @@ pub fn prove(
         );
         return Ok(r);
     }
+    let marks = Marks::take(&spec.proof)?;
+    r.pcr10_before = marks.pcr10.clone();
     r.confined = confined_check()?;
     let verdict = match spec.proof.kind {
-        ProofKind::Deny => deny(&mut r, &spec.proof, marks),
+        ProofKind::Deny => deny(&mut r, &spec.proof, &marks),
         ProofKind::Measure => measure(&mut r, spec.proof.tpm),
         ProofKind::Baseline => baseline(&r),
     };
@@ -134,14 +140,22 @@ fn deny(r: &mut ProofReport, p: &Proof, marks: &Marks) -> Result<String, String>
     let pattern = p.pattern.as_deref().unwrap_or("");
     let after = read_record(record).map_err(|e| format!("reading {record}: {e}"))?;
     let new = new_lines(&marks.record_before, &after);
-    let Some(at) = new.iter().position(|l| l.contains(pattern)) else {
+    // The record must be of this check: it names the workload (its command
+    // name) or a path the check was denied.
+    let lines = p.record_lines.max(1);
+    let ours = |text: &str| {
+        text.contains(WORKLOAD_COMM) || denied.iter().any(|o| text.contains(o.path.as_str()))
+    };
+    let line = (0..new.len())
+        .filter(|&i| new[i].contains(pattern))
+        .map(|i| new[i..(i + lines).min(new.len())].join(" / "))
+        .find(|text| ours(text));
+    let Some(line) = line else {
         return Err(format!(
-            "{} row(s) denied, but no new line containing '{pattern}' in {record}",
+            "{} row(s) denied, but no new line containing '{pattern}' and naming the workload in {record}",
             denied.len()
         ));
     };
-    let lines = p.record_lines.max(1);
-    let line = new[at..(at + lines).min(new.len())].join(" / ");
     r.record = Some(line.clone());
     Ok(format!(
         "{} of {} rows as the matrix says ({} denied, e.g. {} {}: {}); {record}: {}",

@@ -6,6 +6,13 @@ use std::{
     path::{Path, PathBuf},
 };
 
+use std::{
+    fs::OpenOptions,
+    io::{Read, Write},
+    os::unix::fs::{MetadataExt, OpenOptionsExt},
+    sync::atomic::{AtomicUsize, Ordering},
+};
+
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
@@ -139,6 +146,19 @@ impl ResultsDir {
                 root.display()
             ))
         })?;
+        // lsmpmon writes here as root: a directory someone else controls could
+        // redirect those writes.
+        // SAFETY: plain query.
+        let euid = unsafe { libc::geteuid() };
+        for d in [root.to_path_buf(), root.join("cells")] {
+            let m = fs::symlink_metadata(&d)?;
+            if !m.is_dir() || m.uid() != euid || m.mode() & 0o022 != 0 {
+                return Err(crate::error::usage(format!(
+                    "results directory {} is not a directory owned by you and writable only by you: choose another with --results",
+                    d.display()
+                )));
+            }
+        }
         Ok(Self {
             root: root.to_path_buf(),
         })
@@ -191,15 +211,13 @@ pub fn read_cells(dir: &Path) -> Result<(Vec<CellResult>, Vec<String>)> {
     let mut paths: Vec<PathBuf> = fs::read_dir(dir)
         .with_context(|| format!("reading {}", dir.display()))?
         .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     paths.sort();
     for p in paths {
-        match fs::read(&p)
-            .map_err(anyhow::Error::from)
-            .and_then(|b| Ok(serde_json::from_slice::<CellResult>(&b)?))
-        {
+        match read_capped(&p).and_then(|b| Ok(serde_json::from_slice::<CellResult>(&b)?)) {
             Ok(c) if c.schema == CELL_SCHEMA => cells.push(c),
             Ok(c) => bad.push(format!(
                 "{}: schema {} (want {CELL_SCHEMA})",
@@ -213,15 +231,39 @@ pub fn read_cells(dir: &Path) -> Result<(Vec<CellResult>, Vec<String>)> {
     Ok((cells, bad))
 }
 
+/// A cell file, refused beyond 256 MiB (a full trace is a few MiB).
+fn read_capped(p: &Path) -> Result<Vec<u8>> {
+    const MAX: u64 = 256 << 20;
+    let mut buf = Vec::new();
+    fs::File::open(p)?.take(MAX + 1).read_to_end(&mut buf)?;
+    if buf.len() as u64 > MAX {
+        anyhow::bail!("larger than 256 MiB");
+    }
+    Ok(buf)
+}
+
 /// Written to a temporary file in the same directory, then renamed.
 pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
+    static SEQ: AtomicUsize = AtomicUsize::new(0);
     let dir = path.parent().unwrap_or(Path::new("."));
+    // Unique per process and call (threads write at once); never follows a
+    // planted link, never reuses a file.
     let tmp = dir.join(format!(
-        ".{}.{}.tmp",
+        ".{}.{}-{}.tmp",
         path.file_name().and_then(|n| n.to_str()).unwrap_or("out"),
-        std::process::id()
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::SeqCst)
     ));
-    fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o644)
+        .open(&tmp)
+        .with_context(|| format!("creating {}", tmp.display()))?;
+    f.write_all(text.as_bytes())
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    drop(f);
     fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
     Ok(())
 }

@@ -246,13 +246,12 @@ fn check_spec(spec: &Spec) -> std::result::Result<(), String> {
     Ok(())
 }
 
-pub fn load_matrix(dirs: &[PathBuf]) -> Result<Matrix> {
-    let path = dirs
-        .iter()
-        .map(|d| d.join(MATRIX_FILE))
-        .find(|p| p.is_file())
-        .ok_or_else(|| usage(format!("no {MATRIX_FILE} in {}", shipped_dir().display())))?;
-    let text = fs::read_to_string(&path)?;
+/// The one access matrix, lsmpmon's own: a `--config-dir` cannot replace it
+/// (that would weaken every configuration's proof).
+pub fn load_matrix() -> Result<Matrix> {
+    let path = shipped_dir().join(MATRIX_FILE);
+    let text = fs::read_to_string(&path)
+        .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
     let m: Matrix = toml::from_str(&text).map_err(|e| malformed(&path, &e))?;
     if !m.row.iter().any(|r| r.expect == Expect::Deny) {
         return Err(usage(format!("{}: no row expects deny", path.display())));
@@ -330,7 +329,7 @@ mod tests {
         for n in &names {
             load(n, &dirs).unwrap_or_else(|e| panic!("{n}: {e}"));
         }
-        let m = load_matrix(&dirs).unwrap();
+        let m = load_matrix().unwrap();
         assert!(m.row.iter().any(|r| r.expect == Expect::Allow));
     }
 

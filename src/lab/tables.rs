@@ -52,11 +52,30 @@ pub enum Cell {
     Missing { why: String },
 }
 
+/// The kernel as tables name it: its series, and its flavour unless "cloud".
+pub fn kernel_label(c: &CellResult) -> String {
+    if c.kernel.flavour == "cloud" {
+        c.kernel.series.clone()
+    } else {
+        format!("{} ({})", c.kernel.series, c.kernel.flavour)
+    }
+}
+
+/// A percentage over the baseline only means something for the same kernel
+/// package and the same measurement options.
+fn comparable(base: &CellResult, c: &CellResult) -> bool {
+    let (a, b) = (&base.options, &c.options);
+    base.kernel.deb_sha256 == c.kernel.deb_sha256
+        && a.samples == b.samples
+        && a.sample_ms == b.sample_ms
+        && base.time == c.time
+}
+
 /// The newest cell per (kernel, configuration).
 pub fn latest(cells: &[CellResult]) -> BTreeMap<(String, String), &CellResult> {
     let mut out: BTreeMap<(String, String), &CellResult> = BTreeMap::new();
     for c in cells {
-        let key = (c.kernel.series.clone(), c.config.name.clone());
+        let key = (kernel_label(c), c.config.name.clone());
         if out
             .get(&key)
             .is_none_or(|o| o.started_unix_s <= c.started_unix_s)
@@ -152,6 +171,7 @@ fn table3(kernel: &str, cols: &[&CellResult]) -> Table {
                                     value: shown,
                                     pct: base_v
                                         .filter(|_| c.config.name != BASELINE)
+                                        .filter(|_| base.is_some_and(|b| comparable(b, c)))
                                         .map(|b| (v / b - 1.0) * 100.0),
                                     mark: None,
                                 }
@@ -178,7 +198,7 @@ fn table3(kernel: &str, cols: &[&CellResult]) -> Table {
         title: format!("Table 3 form: operations × configurations, kernel {kernel}"),
         kernel: kernel.into(),
         notes: vec![
-            format!("{} time (QEMU TCG -icount: 1 ns ≈ one guest instruction); median of each op; untraced; (x %) over `{BASELINE}` on the same kernel; positive = slower, except MB/s rows where positive = faster.", time_mode(cols)),
+            format!("{} time (QEMU TCG -icount: 1 ns ≈ one guest instruction); median of each op; untraced; (x %) over `{BASELINE}` on the same kernel package with the same samples (no % where they differ); positive = slower, except MB/s rows where positive = faster.", time_mode(cols)),
         ],
         header: header(cols, "operation"),
         rows,
@@ -375,7 +395,7 @@ fn fmt_cell(c: &Cell) -> String {
     match c {
         Cell::Missing { why } => why.clone(),
         Cell::Value { value, pct, mark } => {
-            let v = if value.abs() >= 1000.0 {
+            let v = if value.abs() >= 1000.0 || value.fract() == 0.0 {
                 format!("{value:.0}")
             } else if value.abs() >= 10.0 {
                 format!("{value:.1}")

@@ -82,7 +82,7 @@ pub fn ensure(cache: &Path, series: &str, flavour: &str, mirror: Option<&str>) -
         dir.display()
     );
     let mirrors = match mirror {
-        Some(m) => super::mirror::Mirrors::given(m),
+        Some(m) => super::mirror::Mirrors::given(m)?,
         None => super::mirror::Mirrors::from_system()?,
     };
     let apt = PrivateApt::new(cache, known.suite, &mirrors)?;

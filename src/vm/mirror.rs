@@ -15,15 +15,19 @@ pub struct Mirrors {
 impl Mirrors {
     /// A mirror the user named; its security archive is `<mirror>-security`,
     /// the Debian convention (override with LSMPMON_SECURITY_MIRROR).
-    pub fn given(main: &str) -> Self {
-        let main = main.trim_end_matches('/').to_string();
-        let security =
-            std::env::var("LSMPMON_SECURITY_MIRROR").unwrap_or_else(|_| format!("{main}-security"));
-        Self { main, security }
+    pub fn given(main: &str) -> Result<Self> {
+        let main = checked_url(main)?.trim_end_matches('/').to_string();
+        let security = match std::env::var("LSMPMON_SECURITY_MIRROR") {
+            Ok(s) => checked_url(&s)?.to_string(),
+            Err(_) => format!("{main}-security"),
+        };
+        Ok(Self { main, security })
     }
 
     pub fn from_system() -> Result<Self> {
-        let mut entries = Vec::new();
+        // sources.list first: it is the system's own; sources.list.d often adds others.
+        let mut entries =
+            parse_one_line(&fs::read_to_string("/etc/apt/sources.list").unwrap_or_default());
         let dir = Path::new("/etc/apt/sources.list.d");
         let mut files: Vec<_> = fs::read_dir(dir)
             .into_iter()
@@ -40,9 +44,6 @@ impl Mirrors {
                 _ => {}
             }
         }
-        entries.extend(parse_one_line(
-            &fs::read_to_string("/etc/apt/sources.list").unwrap_or_default(),
-        ));
         Self::choose(&entries).ok_or_else(|| {
             usage(
                 "no Debian archive found in this machine's apt sources: \
@@ -55,8 +56,9 @@ impl Mirrors {
     /// a `-security` suite (default: the main one with `-security`).
     fn choose(entries: &[(String, String)]) -> Option<Self> {
         let is_debian = |suite: &str| {
-            let base = suite.split('-').next().unwrap_or("");
+            let (base, rest) = suite.split_once('-').unwrap_or((suite, ""));
             DEBIAN_SUITES.contains(&base)
+                && ["", "updates", "security", "backports", "proposed-updates"].contains(&rest)
         };
         let main = entries
             .iter()
@@ -85,6 +87,24 @@ const DEBIAN_SUITES: &[&str] = &[
     "oldstable",
 ];
 
+/// A URL that can go into a sources.list line as it is: no spaces, no
+/// control characters (a newline could add a line of its own).
+fn checked_url(url: &str) -> Result<&str> {
+    let ok = ["http://", "https://", "file:/"]
+        .iter()
+        .any(|p| url.starts_with(p))
+        && !url
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == '[' || c == ']');
+    if !ok {
+        return Err(usage(format!(
+            "mirror '{}' is not an http(s):// or file:/ URL without spaces",
+            url.escape_debug()
+        )));
+    }
+    Ok(url)
+}
+
 /// (URI, suite) pairs of `Types: deb` stanzas.
 fn parse_deb822(text: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -105,6 +125,9 @@ fn parse_deb822(text: &str) -> Vec<(String, String)> {
         let (Some(uris), Some(suites)) = (field("URIs:"), field("Suites:")) else {
             continue;
         };
+        if !field("Components:").is_some_and(|c| c.split_whitespace().any(|c| c == "main")) {
+            continue;
+        }
         for uri in uris.split_whitespace() {
             for suite in suites.split_whitespace() {
                 out.push((uri.to_string(), suite.to_string()));
@@ -125,7 +148,10 @@ fn parse_one_line(text: &str) -> Vec<(String, String)> {
                 None => rest,
             };
             let mut words = rest.split_whitespace();
-            Some((words.next()?.to_string(), words.next()?.to_string()))
+            let (uri, suite) = (words.next()?, words.next()?);
+            words
+                .any(|c| c == "main")
+                .then(|| (uri.to_string(), suite.to_string()))
         })
         .collect()
 }
@@ -151,6 +177,19 @@ mod tests {
         let m = Mirrors::choose(&parse_one_line(l)).unwrap();
         assert_eq!(m.main, "http://m2.example/debian");
         assert_eq!(m.security, "http://m2.example/debian-security");
+    }
+
+    #[test]
+    fn third_party_suites_and_hostile_urls_are_refused() {
+        let l = "deb http://pg.example/apt bookworm-pgdg main\n\
+                 deb https://docker.example/linux/debian bookworm stable\n\
+                 deb http://m.example/debian bookworm main contrib\n";
+        let m = Mirrors::choose(&parse_one_line(l)).unwrap();
+        assert_eq!(m.main, "http://m.example/debian");
+        let hostile = "http://m.example/debian bookworm main\ndeb [trusted=yes] http://x";
+        assert!(Mirrors::given(hostile).is_err());
+        assert!(Mirrors::given("ftp.example/debian").is_err());
+        assert!(Mirrors::given("https://m.example/debian/").is_ok());
     }
 
     #[test]
