@@ -163,10 +163,6 @@ fn every_configuration_proves_itself_and_reruns_repeat() {
         FIXTURES,
         "--ops",
         "null,stat,open_close",
-        "--samples",
-        "3",
-        "--sample-ms",
-        "2",
         "--results",
         res.to_str().unwrap(),
     ]);
@@ -227,7 +223,7 @@ fn every_configuration_proves_itself_and_reruns_repeat() {
         "{md}"
     );
 
-    // The same cell again, from its own provenance: within 0.5 %.
+    // The same cell again, from its own provenance (default samples): within 0.5 %.
     for name in ["none", "selinux-mini", "tomoyo"] {
         let before = cell(&all, name).clone();
         let file = res
