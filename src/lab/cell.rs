@@ -3,7 +3,7 @@
 //! the cell's result with its provenance.
 use std::{
     fs,
-    os::unix::{fs::DirBuilderExt, process::CommandExt},
+    os::unix::fs::DirBuilderExt,
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     sync::atomic::AtomicBool,
@@ -311,14 +311,7 @@ impl Swtpm {
             .with_context(|| format!("creating {}", sock_dir.display()))?;
         let socket = sock_dir.join("swtpm.sock");
         let mut cmd = Command::new("swtpm");
-        // swtpm dies with lsmpmon, whatever kills it.
-        // SAFETY: prctl is async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
+        crate::vm::qemu::dies_with_parent(&mut cmd);
         let child = cmd
             .args(["socket", "--tpm2", "--tpmstate"])
             .arg(format!("dir={}", dir.display()))

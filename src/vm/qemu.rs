@@ -107,14 +107,7 @@ pub fn boot(b: &Boot) -> Result<i32> {
     cmd.stdin(Stdio::null())
         .stdout(qemu_log.try_clone()?)
         .stderr(qemu_log);
-    // QEMU dies with lsmpmon, whatever kills it.
-    // SAFETY: prctl is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
+    dies_with_parent(&mut cmd);
     let mut child = cmd.spawn().context("starting qemu-system-x86_64")?;
 
     let start = Instant::now();
@@ -187,6 +180,18 @@ pub fn boot(b: &Boot) -> Result<i32> {
                 format!("{why}; console log: {}", console.display()),
             ))
         }
+    }
+}
+
+/// The child is killed when the thread that started it ends, whatever ends
+/// it (a signal, a panic, SIGKILL): no QEMU or swtpm outlives lsmpmon.
+pub fn dies_with_parent(cmd: &mut Command) {
+    // SAFETY: prctl is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
     }
 }
 
