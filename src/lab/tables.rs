@@ -341,7 +341,7 @@ fn table4(kernel: &str, cols: &[&CellResult]) -> Table {
         notes: [
             "Each module's own implementation of the hook (trace --per-lsm), summed over its functions; N/A: the module does not implement the hook.".into(),
             "h: no module of its own (none, ima): the security_* hook itself. h*: includes lsmpmon's probe on a nested module function (capability's), so it overstates.".into(),
-            format!("Hooks: the paper's Table 4 ({}), then the {TOP_HOOKS} where the modules spent most time (average × calls) during the benchmark.", PAPER_HOOKS.join(", ")),
+            format!("Hooks: Table 4 of “Evaluation of Performance of Secure OS Using Performance Evaluation Mechanism of LSM-based LSMPMON” ({}), then the {TOP_HOOKS} where the modules spent most time (average × calls) during the benchmark.", PAPER_HOOKS.join(", ")),
         ].into_iter().chain(cols.iter().any(|c| fallback(c)).then(|| "k: kprobe/kretprobe fallback (kernel before 5.17): no probe floor to subtract, the figure includes the kprobe pair's own cost; compare it within its kernel only.".to_string())).collect(),
         header: header(cols, "hook"),
         rows,
