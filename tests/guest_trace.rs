@@ -251,6 +251,36 @@ fn trace_6_12_per_lsm() {
     per_lsm_maps_modules("6.12");
 }
 
+/// On 6.12 TOMOYO's one function implements two hooks (file_ioctl and
+/// file_ioctl_compat): it gets one probe, reported under both. Two probes on
+/// one function saw each other's frames and put every call in cs_count.
+#[test]
+fn trace_6_12_per_lsm_shared_function_one_probe() {
+    let script = "lsmpmon trace --json --per-lsm --hooks 'file_ioctl,file_ioctl_compat' \
+        --comm stty -- sh -c 'for i in $(seq 20); do stty -F /dev/null 2>/dev/null; done; true'";
+    let r = json(&guest_stdout("6.12", script));
+    let rows: Vec<&serde_json::Value> = r["per_lsm"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["function"] == "tomoyo_file_ioctl")
+        .collect();
+    let mut hooks: Vec<&str> = rows.iter().map(|x| x["hook"].as_str().unwrap()).collect();
+    hooks.sort();
+    assert_eq!(hooks, ["file_ioctl", "file_ioctl_compat"], "{rows:?}");
+    assert_eq!(
+        rows[0]["calls"], rows[1]["calls"],
+        "one probe, the same figures"
+    );
+    let ioctl = hook(&r, "file_ioctl");
+    let n = ioctl["calls"].as_u64().unwrap();
+    assert!(n >= 20, "{ioctl}");
+    for row in rows.iter().chain([&ioctl]) {
+        assert_eq!(row["cs_count"], 0, "no call lost to cs_count: {row}");
+    }
+    assert_eq!(rows[0]["calls"].as_u64().unwrap(), n);
+}
+
 /// --interval prints NDJSON snapshots that only grow; --syscall-time adds each
 /// syscall's own time and the share of it spent in LSM hooks.
 #[test]

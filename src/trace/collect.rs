@@ -206,6 +206,7 @@ mod tests {
             returns_int: true,
             args: 2,
             lsm: None,
+            also: Vec::new(),
         };
         let s = lsmpmon_hook_stats {
             count: 4,

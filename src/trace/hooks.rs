@@ -35,6 +35,10 @@ pub struct Hook {
     /// Set for one LSM's own implementation of the hook (`--per-lsm`).
     #[serde(skip)]
     pub lsm: Option<String>,
+    /// Other hooks the same LSM function implements (TOMOYO's `file_ioctl`
+    /// and `file_ioctl_compat`): one probe, reported under each.
+    #[serde(skip)]
+    pub also: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -90,6 +94,7 @@ pub fn discover(btf: &KernelBtf) -> Result<Discovery> {
             returns_int: f.ret == ArgType::Int,
             args: f.params.len(),
             lsm: None,
+            also: Vec::new(),
         });
     }
     if hooks.is_empty() {
@@ -157,6 +162,14 @@ pub fn lsm_targets(btf: &KernelBtf, hooks: &[Hook]) -> Result<(Vec<Hook>, Vec<Ex
             });
             continue;
         }
+        // Two probe pairs on one function would see each other's frames.
+        if let Some(t) = targets
+            .iter_mut()
+            .find(|t: &&mut Hook| t.function == function)
+        {
+            t.also.push(i.hook);
+            continue;
+        }
         targets.push(Hook {
             name: i.hook,
             function,
@@ -165,6 +178,7 @@ pub fn lsm_targets(btf: &KernelBtf, hooks: &[Hook]) -> Result<(Vec<Hook>, Vec<Ex
             returns_int: f.ret == ArgType::Int,
             args: f.params.len(),
             lsm: Some(i.lsm),
+            also: Vec::new(),
         });
     }
     Ok((targets, unmapped))
@@ -224,6 +238,7 @@ mod tests {
             returns_int: true,
             args: 1,
             lsm: None,
+            also: Vec::new(),
         }
     }
 

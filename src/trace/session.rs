@@ -98,10 +98,20 @@ impl Session<'_> {
             let r = collect::hook_result(h, &stats[i], subtract, !self.options.lean);
             match &h.lsm {
                 None => hooks.push(r),
-                Some(lsm) => per_lsm.push(crate::results::LsmHookResult {
-                    lsm: lsm.clone(),
-                    stats: r,
-                }),
+                Some(lsm) => {
+                    for other in &h.also {
+                        let mut shared = r.clone();
+                        shared.hook = other.clone();
+                        per_lsm.push(crate::results::LsmHookResult {
+                            lsm: lsm.clone(),
+                            stats: shared,
+                        });
+                    }
+                    per_lsm.push(crate::results::LsmHookResult {
+                        lsm: lsm.clone(),
+                        stats: r,
+                    });
+                }
             }
         }
         let mut cells: BTreeMap<(u32, u32), lsmpmon_syscall_cell> = BTreeMap::new();
