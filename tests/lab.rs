@@ -225,8 +225,8 @@ fn every_configuration_proves_itself_and_reruns_repeat() {
 
     // The same cell again, from its own provenance (default samples): within
     // 0.5 % for stat. open_close is held to 2 %: across boots it has moved by
-    // up to 1.1 % (path lookups walk dentry hash chains whose layout depends on
-    // the kernel's randomized slab placement, seeded from the host's RDRAND).
+    // up to 1.1 %; probably kernel randomization (slab freelists, hence dentry
+    // hash chains, seeded from TCG's RDRAND, i.e. the host), not yet proved.
     for name in ["none", "selinux-mini", "tomoyo"] {
         let before = cell(&all, name).clone();
         let file = res
