@@ -90,9 +90,12 @@ const DEBIAN_SUITES: &[&str] = &[
 /// A URL that can go into a sources.list line as it is: no spaces, no
 /// control characters (a newline could add a line of its own).
 fn checked_url(url: &str) -> Result<&str> {
-    let ok = ["http://", "https://", "file:/"]
-        .iter()
-        .any(|p| url.starts_with(p))
+    let scheme_ok = match url.split_once(':') {
+        Some(("http" | "https", rest)) => rest.starts_with("//"),
+        Some(("file", rest)) => rest.starts_with('/'),
+        _ => false,
+    };
+    let ok = scheme_ok
         && !url
             .chars()
             .any(|c| c.is_whitespace() || c.is_control() || c == '[' || c == ']');
@@ -160,43 +163,43 @@ fn parse_one_line(text: &str) -> Vec<(String, String)> {
 mod tests {
     use super::*;
 
-    // Host names here are placeholders of the reserved .example domain.
+    // file: archives: no host names in the repository.
     #[test]
     fn deb822_and_one_line_sources_give_main_and_security() {
-        let d = "Types: deb\nURIs: http://m.example/debian\nSuites: bookworm bookworm-updates\n\
-                 Components: main\n\nTypes: deb\nURIs: http://s.example/debian-security\n\
+        let d = "Types: deb\nURIs: file:/srv/m/debian\nSuites: bookworm bookworm-updates\n\
+                 Components: main\n\nTypes: deb\nURIs: file:/srv/s/debian-security\n\
                  Suites: bookworm-security\nComponents: main\n\nTypes: deb\n\
-                 URIs: https://other.example/apt\nSuites: nodistro\n";
+                 URIs: file:/srv/other/apt\nSuites: nodistro\n";
         let m = Mirrors::choose(&parse_deb822(d)).unwrap();
-        assert_eq!(m.main, "http://m.example/debian");
-        assert_eq!(m.security, "http://s.example/debian-security");
+        assert_eq!(m.main, "file:/srv/m/debian");
+        assert_eq!(m.security, "file:/srv/s/debian-security");
 
-        let l = "# deb http://old.example/debian buster main\n\
-                 deb https://cloud.example/apt cloud-sdk-bookworm main\n\
-                 deb [arch=amd64 signed-by=/k.gpg] http://m2.example/debian/ bookworm main\n";
+        let l = "# deb file:/srv/old/debian buster main\n\
+                 deb file:/srv/cloud/apt cloud-sdk-bookworm main\n\
+                 deb [arch=amd64 signed-by=/k.gpg] file:/srv/m2/debian/ bookworm main\n";
         let m = Mirrors::choose(&parse_one_line(l)).unwrap();
-        assert_eq!(m.main, "http://m2.example/debian");
-        assert_eq!(m.security, "http://m2.example/debian-security");
+        assert_eq!(m.main, "file:/srv/m2/debian");
+        assert_eq!(m.security, "file:/srv/m2/debian-security");
     }
 
     #[test]
     fn third_party_suites_and_hostile_urls_are_refused() {
-        let l = "deb http://pg.example/apt bookworm-pgdg main\n\
-                 deb https://docker.example/linux/debian bookworm stable\n\
-                 deb http://m.example/debian bookworm main contrib\n";
+        let l = "deb file:/srv/pg/apt bookworm-pgdg main\n\
+                 deb file:/srv/docker/debian bookworm stable\n\
+                 deb file:/srv/m/debian bookworm main contrib\n";
         let m = Mirrors::choose(&parse_one_line(l)).unwrap();
-        assert_eq!(m.main, "http://m.example/debian");
-        let hostile = "http://m.example/debian bookworm main\ndeb [trusted=yes] http://x";
+        assert_eq!(m.main, "file:/srv/m/debian");
+        let hostile = "file:/srv/m/debian bookworm main\ndeb [trusted=yes] file:/x";
         assert!(Mirrors::given(hostile).is_err());
-        assert!(Mirrors::given("ftp.example/debian").is_err());
-        assert!(Mirrors::given("https://m.example/debian/").is_ok());
+        assert!(Mirrors::given("ftp:/srv/debian").is_err());
+        assert!(Mirrors::given("file:/srv/m/debian/").is_ok());
     }
 
     #[test]
     fn no_debian_suite_means_no_mirror() {
-        let d = "Types: deb\nURIs: https://deb.example/node\nSuites: nodistro\n";
+        let d = "Types: deb\nURIs: file:/srv/node\nSuites: nodistro\n";
         assert_eq!(Mirrors::choose(&parse_deb822(d)), None);
-        let disabled = "Types: deb\nEnabled: no\nURIs: http://m.example/debian\nSuites: bookworm\n";
+        let disabled = "Types: deb\nEnabled: no\nURIs: file:/srv/m/debian\nSuites: bookworm\n";
         assert_eq!(Mirrors::choose(&parse_deb822(disabled)), None);
     }
 }
