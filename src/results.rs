@@ -67,6 +67,9 @@ pub struct ProbeInfo {
     /// What an empty kernel function measures through the same probe pair.
     pub floor_ns: Option<f64>,
     pub floor_samples: u64,
+    /// What one probe pair adds to the call around it; taken out of a call's
+    /// time once per probe pair that ran inside it (`nested_probes`).
+    pub pair_cost_ns: Option<f64>,
     pub hooks_found: usize,
     pub hooks_attached: usize,
     pub attach_ms: f64,
@@ -83,6 +86,9 @@ pub struct ProbeInfo {
     pub unmapped: Vec<Excluded>,
     /// Probe runs the kernel skipped (recursion), all hooks together.
     pub recursion_misses: u64,
+    /// Traced functions that already had other tracing programs attached
+    /// (--allow-other-probes), whose cost is in the figures; empty if none.
+    pub other_probes: Vec<String>,
 }
 
 pub use crate::trace::hooks::Excluded;
@@ -103,12 +109,22 @@ pub struct HookResult {
     pub sum_ns: u64,
     pub p50_ns: Option<u64>,
     pub p99_ns: Option<u64>,
-    /// Int-returning hooks only: calls that returned 0 / non-zero.
+    /// Hooks whose return is an access decision: calls that returned 0 /
+    /// -EACCES or -EPERM.
     pub allow: Option<u64>,
     pub deny: Option<u64>,
-    /// Calls not measured: the CPU's hook stack was full, or the kernel
-    /// skipped the probe (recursion misses).
+    /// Int-returning hooks: calls that returned another negative value / a
+    /// positive one.
+    pub error: Option<u64>,
+    pub value: Option<u64>,
+    /// Why this int hook's return is not an access decision (no allow/deny).
+    pub not_a_decision: Option<String>,
+    /// Calls not measured: the CPU's hook stack was full, the kernel skipped
+    /// the probe (recursion misses), or an impossible delta.
     pub dropped: u64,
+    /// lsmpmon probe pairs that ran inside the timed calls; their calibrated
+    /// cost (`probe.pair_cost_ns`) is already taken out of the timings.
+    pub nested_probes: u64,
     /// log2 buckets of the timed calls: [low_ns, high_ns) and count.
     pub hist: Vec<Bucket>,
 }

@@ -355,6 +355,40 @@ pub fn detach_all(pairs: Vec<Pair>, mode: DetachMode) -> f64 {
     start.elapsed().as_secs_f64() * 1e3
 }
 
+/// What `ps` shows for the release child, instead of the trace's command line.
+const RELEASE_NAME: &[u8] = b"lsmpmon: releasing probes\0";
+
+/// Names the release child (comm and command line). Raw syscalls only. The
+/// kernel reads a command line from anonymous memory only, hence the page.
+fn name_release_child() {
+    // SAFETY: an anonymous page of our own, then prctl on it; failures leave the old name.
+    unsafe {
+        libc::prctl(libc::PR_SET_NAME, c"lsmpmon-release".as_ptr());
+        let page = libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if page == libc::MAP_FAILED {
+            return;
+        }
+        std::ptr::copy_nonoverlapping(RELEASE_NAME.as_ptr(), page as *mut u8, RELEASE_NAME.len());
+        let start = page as libc::c_ulong;
+        let end = start + RELEASE_NAME.len() as libc::c_ulong;
+        // The kernel wants start <= end after each call: whichever order works.
+        for (opt, addr) in [
+            (libc::PR_SET_MM_ARG_END, end),
+            (libc::PR_SET_MM_ARG_START, start),
+            (libc::PR_SET_MM_ARG_END, end),
+        ] {
+            libc::prctl(libc::PR_SET_MM, opt, addr, 0, 0);
+        }
+    }
+}
+
 /// Forks a child that closes `links` one by one and exits. Returns false if
 /// the fork failed (the caller then detaches in the foreground).
 fn release_in_child(links: &[OwnedFd]) -> bool {
@@ -366,6 +400,8 @@ fn release_in_child(links: &[OwnedFd]) -> bool {
             -1 => false,
             0 => {
                 libc::setsid();
+                super::guard::mark_release();
+                name_release_child();
                 let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
                 for std_fd in 0..3 {
                     libc::dup2(null, std_fd);

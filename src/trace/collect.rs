@@ -30,7 +30,10 @@ pub fn add_stats(acc: &mut lsmpmon_hook_stats, v: &lsmpmon_hook_stats) {
     acc.max_ns = acc.max_ns.max(v.max_ns);
     acc.cs_count += v.cs_count;
     acc.deny += v.deny;
+    acc.error += v.error;
+    acc.value += v.value;
     acc.dropped += v.dropped;
+    acc.nested += v.nested;
     for (a, b) in acc.hist.iter_mut().zip(v.hist.iter()) {
         *a += b;
     }
@@ -67,6 +70,10 @@ pub fn hook_result(
     } else {
         0.0
     };
+    let calls = s.count + s.cs_count;
+    let returns = full && hook.returns_int;
+    let decision = returns && hook.not_a_decision.is_none();
+    let allowed = calls.saturating_sub(s.deny + s.error + s.value);
     let hist = s
         .hist
         .iter()
@@ -81,7 +88,7 @@ pub fn hook_result(
     HookResult {
         hook: hook.name.clone(),
         function: hook.function.clone(),
-        calls: s.count + s.cs_count,
+        calls,
         count: s.count,
         cs_count: s.cs_count,
         min_ns: sub(s.min_ns),
@@ -94,9 +101,13 @@ pub fn hook_result(
         sum_ns: (s.sum_ns as f64 - floor * s.count as f64).max(0.0).round() as u64,
         p50_ns: quantile(&s.hist, 0.50).map(sub),
         p99_ns: quantile(&s.hist, 0.99).map(sub),
-        allow: (full && hook.returns_int).then_some((s.count + s.cs_count).saturating_sub(s.deny)),
-        deny: (full && hook.returns_int).then_some(s.deny),
+        allow: decision.then_some(allowed),
+        deny: decision.then_some(s.deny),
+        error: returns.then_some(s.error),
+        value: returns.then_some(s.value),
+        not_a_decision: hook.not_a_decision.filter(|_| returns).map(String::from),
         dropped: s.dropped,
+        nested_probes: s.nested,
         hist,
     }
 }
@@ -204,6 +215,7 @@ mod tests {
             btf_id: 0,
             object: None,
             returns_int: true,
+            not_a_decision: None,
             args: 2,
             lsm: None,
             also: Vec::new(),

@@ -29,6 +29,9 @@ pub struct Hook {
     pub object: Option<(u32, u8)>,
     #[serde(skip)]
     pub returns_int: bool,
+    /// Why the return is not an access decision (no allow/deny), if so.
+    #[serde(skip)]
+    pub not_a_decision: Option<&'static str>,
     /// The function's number of arguments.
     #[serde(skip)]
     pub args: usize,
@@ -92,6 +95,7 @@ pub fn discover(btf: &KernelBtf) -> Result<Discovery> {
             btf_id: f.btf_id,
             object: object_arg(&f.params),
             returns_int: f.ret == ArgType::Int,
+            not_a_decision: super::returns::not_a_decision(name),
             args: f.params.len(),
             lsm: None,
             also: Vec::new(),
@@ -171,6 +175,7 @@ pub fn lsm_targets(btf: &KernelBtf, hooks: &[Hook]) -> Result<(Vec<Hook>, Vec<Ex
             continue;
         }
         targets.push(Hook {
+            not_a_decision: super::returns::not_a_decision(&i.hook),
             name: i.hook,
             function,
             btf_id: f.btf_id,
@@ -236,6 +241,7 @@ mod tests {
             btf_id: 1,
             object: None,
             returns_int: true,
+            not_a_decision: None,
             args: 1,
             lsm: None,
             also: Vec::new(),

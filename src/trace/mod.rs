@@ -3,12 +3,16 @@
 pub mod arrays;
 pub mod attach;
 pub mod btf;
+mod calibrate;
 pub mod collect;
+mod command;
 mod cpu_stats;
 pub mod ctl;
+mod guard;
 pub mod hooks;
 pub mod lsm_tables;
 pub mod report;
+pub mod returns;
 mod session;
 
 mod bpf {
@@ -22,8 +26,6 @@ use std::{
     os::fd::AsFd,
     os::fd::AsRawFd,
     path::PathBuf,
-    process::{Child, Command, Stdio},
-    sync::atomic::{AtomicBool, Ordering},
     time::{Duration, Instant},
 };
 
@@ -35,16 +37,11 @@ use libbpf_rs::MapCore;
 use crate::error::usage;
 use crate::intf::{lsmpmon_hook_meta, lsmpmon_limits as lim};
 use crate::results::{ProbeInfo, TraceOptions, TraceResult};
-use attach::{HookConsts, Kind, Pair, ProbeOptions, Template};
+use attach::{HookConsts, Kind, ProbeOptions, Template};
 use bpf::*;
 use cpu_stats::CpuStats;
 use report::{SortKey, View};
 use session::Session;
-
-/// The empty kernel function the probe floor is measured on (net/bpf/test_run.c):
-/// BPF_PROG_TEST_RUN of a tracing program calls it once per run.
-const CALIBRATION_FUNCTION: &str = "bpf_fentry_test1";
-const CALIBRATION_RUNS: u32 = 2000;
 
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -131,15 +128,14 @@ pub struct TraceArgs {
     /// Also time each syscall (sys_enter to sys_exit) to give the share spent in LSM hooks.
     #[arg(long)]
     pub syscall_time: bool,
+    /// Trace even if other tracing programs (another trace, another tool's
+    /// BPF programs, kprobes, ftrace) sit on the functions to time; they
+    /// inflate the figures, and the result records them.
+    #[arg(long)]
+    pub allow_other_probes: bool,
     /// Command to run while tracing (system-wide unless filtered; lsmpmon excludes itself).
     #[arg(last = true)]
     pub command: Vec<String>,
-}
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
 }
 
 pub fn main(cmd: TraceCommand) -> Result<i32> {
@@ -168,7 +164,7 @@ fn discover(args: &TraceArgs) -> Result<(hooks::Discovery, btf::KernelBtf)> {
         |n| {
             all || n.starts_with("security_")
                 || n.starts_with("bpf_lsm_")
-                || n == CALIBRATION_FUNCTION
+                || n == calibrate::FUNCTION
         },
         if all { lsm_tables::STRUCTS } else { &[] },
     )?;
@@ -315,12 +311,11 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
         unmapped = skipped;
     }
 
-    // SAFETY: signal handlers only store to an atomic.
-    unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-    }
+    command::catch_signals();
     raise_nofile(hooks.len() as u64 * 4 + 256);
+    let mut functions: Vec<String> = hooks.iter().map(|h| h.function.clone()).collect();
+    functions.push(calibrate::FUNCTION.into());
+    let guard = guard::acquire(&functions, args.allow_other_probes, &command::stopped)?;
 
     let kprobe = needs_kprobe_fallback();
     if kprobe {
@@ -389,6 +384,9 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
         open.progs.hook_kentry.set_autoload(false);
         open.progs.hook_kexit.set_autoload(false);
     }
+    open.progs
+        .test_run_driver
+        .set_autoload(kbtf.funcs.contains_key(calibrate::FUNCTION));
     open.progs.sys_enter.set_autoload(args.syscall_time);
     open.progs.sys_exit.set_autoload(args.syscall_time);
     let skel = open
@@ -464,17 +462,20 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
             failed.first().map(|f| f.reason.as_str()).unwrap_or("?")
         );
     }
-    let calibration = kbtf
-        .funcs
-        .get(CALIBRATION_FUNCTION)
-        .filter(|_| !kprobe)
-        .and_then(|f| {
-            let consts = HookConsts {
-                calibration: true,
-                ..HookConsts::new(hooks.len() as u32, f.params.len(), true, options)
-            };
-            attach::attach_pair(&entry, &exit, consts, f.btf_id, CALIBRATION_FUNCTION).ok()
-        });
+    let (calibration, pair_cost_ns) = match kbtf.funcs.get(calibrate::FUNCTION) {
+        Some(f) => calibrate::run(
+            skel.progs.test_run_driver.as_fd(),
+            args.comm.as_deref(),
+            || {
+                let consts = HookConsts {
+                    calibration: true,
+                    ..HookConsts::new(hooks.len() as u32, f.params.len(), true, options)
+                };
+                attach::attach_pair(&entry, &exit, consts, f.btf_id, calibrate::FUNCTION).ok()
+            },
+        ),
+        None => (None, None),
+    };
     let mut skel = skel;
     skel.links.on_switch = Some(switch_link);
     if args.syscall_time {
@@ -506,10 +507,11 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
             .into(),
             fallback: kprobe.then(|| {
                 "kernel lacks bpf_get_func_ret() (5.17): kprobe/kretprobe fallback, \
-                 costlier probes, no probe floor"
+                 costlier probes"
                     .to_string()
             }),
             floor_ns: None,
+            pair_cost_ns,
             floor_samples: 0,
             hooks_found: hooks.len(),
             hooks_attached: pairs.len(),
@@ -525,6 +527,7 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
             },
             unmapped,
             recursion_misses: 0,
+            other_probes: guard.other_probes.clone(),
         },
         hooks,
         pairs,
@@ -547,11 +550,9 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
         elapsed: Duration::ZERO,
     };
 
+    session.set_nested_cost(pair_cost_ns);
     // The ready gate: nothing is recorded until every hook is attached.
     session.set_enabled(true);
-    if let Some(c) = &session.calibration {
-        calibrate(c);
-    }
     let server = ctl::Server::start().ok();
     let status = watch(&mut session, args, server.as_ref())?;
     session.set_enabled(false);
@@ -599,66 +600,30 @@ fn needs_kprobe_fallback() -> bool {
     version < (5, 17)
 }
 
-/// Calls the calibration function through BPF_PROG_TEST_RUN: each run is one
-/// probed call of an empty kernel function, timed by the same probe pair.
-fn calibrate(pair: &Pair) {
-    for _ in 0..CALIBRATION_RUNS {
-        let mut opts = libbpf_sys::bpf_test_run_opts {
-            sz: std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _,
-            ..Default::default()
-        };
-        // SAFETY: valid prog fd and opts.
-        let err = unsafe { libbpf_sys::bpf_prog_test_run_opts(pair.entry.as_raw_fd(), &mut opts) };
-        if err != 0 {
-            break;
-        }
-    }
-}
-
-fn spawn(args: &TraceArgs) -> Result<Option<Child>> {
-    let Some((program, rest)) = args.command.split_first() else {
-        return Ok(None);
-    };
-    let mut cmd = Command::new(program);
-    cmd.args(rest);
-    if args.json && args.output.is_none() {
-        // stdout carries the JSON result alone.
-        cmd.stdout(Stdio::from(std::io::stderr().as_fd().try_clone_to_owned()?));
-    }
-    cmd.spawn()
-        .map(Some)
-        .map_err(|e| usage(format!("cannot run {program}: {e}")))
-}
-
 /// Runs until COMMAND exits, --duration passes or a signal arrives; serves
 /// `trace ctl` and --interval meanwhile. Returns COMMAND's exit status.
 fn watch(s: &mut Session, args: &TraceArgs, server: Option<&ctl::Server>) -> Result<Option<i32>> {
-    let mut child = spawn(args)?;
+    let mut child = command::Traced::spawn(&args.command, args.json && args.output.is_none())?;
     let start = Instant::now();
     let mut next_print = args.interval.map(|i| start + Duration::from_secs_f64(i));
     if child.is_none() && args.duration.is_none() {
         eprintln!("lsmpmon: tracing; Ctrl-C to stop");
     }
     loop {
-        if let Some(c) = child.as_mut() {
-            if let Some(st) = c.try_wait()? {
-                use std::os::unix::process::ExitStatusExt;
-                return Ok(Some(
-                    st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0)),
-                ));
+        // A signal goes on to COMMAND, whose exit then ends the trace.
+        match child.as_mut() {
+            Some(c) => {
+                if let Some(status) = c.poll()? {
+                    return Ok(Some(status));
+                }
             }
-        }
-        if STOP.load(Ordering::SeqCst) {
-            if let Some(c) = child.as_mut() {
-                let _ = c.wait();
-            }
-            return Ok(None);
+            None if command::stopped() => return Ok(None),
+            None => {}
         }
         if let Some(d) = args.duration {
             if start.elapsed() >= Duration::from_secs_f64(d) {
                 if let Some(c) = child.as_mut() {
-                    let _ = c.kill();
-                    let _ = c.wait();
+                    c.kill();
                 }
                 return Ok(None);
             }

@@ -17,6 +17,15 @@ pub enum SortKey {
     Name,
 }
 
+/// -EACCES/-EPERM returns; "n/a" where the return is not a decision, "-" for void hooks.
+fn deny_cell(h: &HookResult) -> String {
+    match (h.deny, &h.not_a_decision) {
+        (Some(d), _) => d.to_string(),
+        (None, Some(_)) => "n/a".into(),
+        (None, None) => "-".into(),
+    }
+}
+
 pub fn sort_hooks(hooks: &mut [&HookResult], key: SortKey) {
     hooks.sort_by(|a, b| match key {
         SortKey::Sum => b.sum_ns.cmp(&a.sum_ns),
@@ -56,9 +65,18 @@ pub fn text(r: &TraceResult, view: &View) -> String {
         Some(f) => format!("{f:.0} {unit}, not subtracted (--subtract-floor)"),
         None => "not measured".into(),
     };
+    let nested: u64 = r.hooks.iter().map(|h| h.nested_probes).sum::<u64>()
+        + r.per_lsm.iter().map(|l| l.stats.nested_probes).sum::<u64>();
+    let pair = match p.pair_cost_ns {
+        Some(c) => format!("pair cost {c:.0} {unit}, taken out {nested} times (nested probes)"),
+        None if nested > 0 => {
+            format!("pair cost not measured: {nested} nested probe pairs are in the figures")
+        }
+        None => "pair cost not measured".into(),
+    };
     let _ = writeln!(
         out,
-        "probe: {}, floor {floor}; attach {:.0} ms",
+        "probe: {}, floor {floor}; {pair}; attach {:.0} ms",
         p.method, p.attach_ms
     );
     if !p.failed.is_empty() {
@@ -94,8 +112,20 @@ pub fn text(r: &TraceResult, view: &View) -> String {
             h.ave_ns,
             h.count,
             h.cs_count,
-            h.deny.map(|d| d.to_string()).unwrap_or_else(|| "-".into()),
+            deny_cell(h),
             h.dropped
+        );
+    }
+    let values: Vec<&str> = hooks[..shown]
+        .iter()
+        .filter(|h| h.not_a_decision.is_some())
+        .map(|h| h.hook.as_str())
+        .collect();
+    if !values.is_empty() {
+        let _ = writeln!(
+            out,
+            "deny n/a: the return is not an access decision ({}; see --json not_a_decision)",
+            values.join(", ")
         );
     }
     if shown < hooks.len() {

@@ -43,6 +43,15 @@ impl Session<'_> {
         }
     }
 
+    /// Tells the probes what a nested probe pair costs (0: nothing is taken out).
+    pub fn set_nested_cost(&mut self, pair_cost_ns: Option<f64>) {
+        if let Some(bss) = self.skel.maps.bss_data.as_deref_mut() {
+            let ns = pair_cost_ns.unwrap_or(0.0).round() as u64;
+            // SAFETY: as in set_enabled().
+            unsafe { std::ptr::write_volatile(&mut bss.nested_cost_ns, ns) };
+        }
+    }
+
     fn elapsed_ns(&self) -> u64 {
         let running = self.enabled_at.map(|t| t.elapsed()).unwrap_or_default();
         (self.elapsed + running).as_nanos() as u64

@@ -8,7 +8,9 @@
  *   workload open_close N PATH    N open(PATH) + close
  *   workload create N DIR         create DIR/f0 .. f(N-1), empty
  *   workload prctl N PATH         N prctl(PR_GET_DUMPABLE) (PATH unused): no
- *        LSM handles it, so security_task_prctl returns -ENOSYS (a "deny")
+ *        LSM handles it, so security_task_prctl returns -ENOSYS (not a denial)
+ *   workload landlock_open N PATH N open(PATH), each denied (EACCES) by a
+ *        Landlock ruleset that handles reading files and allows none
  *   workload fanotify_slow N PATH DELAY_MS
  *        a child opens PATH N times while this process, a fanotify
  *        FAN_OPEN_PERM listener, answers each after DELAY_MS: every open
@@ -20,8 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/landlock.h>
 #include <sys/prctl.h>
 #include <sys/fanotify.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -91,10 +95,35 @@ static int fanotify_slow(long n, const char *path, long delay_ms)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
+/*
+ * Opens `path` n times inside a Landlock ruleset that handles reading files
+ * and allows nothing: each open is denied by security_file_open (-EACCES).
+ */
+static int landlock_open(long n, const char *path)
+{
+	struct landlock_ruleset_attr attr = { .handled_access_fs = LANDLOCK_ACCESS_FS_READ_FILE };
+	int ruleset = syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0);
+
+	if (ruleset < 0)
+		die("landlock_create_ruleset");
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		die("no_new_privs");
+	if (syscall(SYS_landlock_restrict_self, ruleset, 0) < 0)
+		die("landlock_restrict_self");
+	for (long i = 0; i < n; i++) {
+		int fd = open(path, O_RDONLY);
+		if (fd >= 0 || errno != EACCES) {
+			fprintf(stderr, "workload: open %s was not denied with EACCES\n", path);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: workload stat|open_close|create|prctl|fanotify_slow N PATH [DELAY_MS]\n");
+		fprintf(stderr, "usage: workload stat|open_close|create|prctl|landlock_open|fanotify_slow N PATH [DELAY_MS]\n");
 		return 2;
 	}
 	const char *op = argv[1];
@@ -131,6 +160,8 @@ int main(int argc, char **argv)
 		for (long i = 0; i < n; i++)
 			if (prctl(PR_GET_DUMPABLE) < 0)
 				die("prctl");
+	} else if (!strcmp(op, "landlock_open")) {
+		return landlock_open(n, path);
 	} else if (!strcmp(op, "fanotify_slow") && argc >= 5) {
 		return fanotify_slow(n, path, atol(argv[4]));
 	} else {

@@ -21,9 +21,13 @@ enum lsmpmon_limits {
 	LSMPMON_HIST_BUCKETS = 64, /* log2 of a u64: a mask keeps the index provably in range */
 	/*
 	 * Frames on each CPU's stack of hooks in progress (nesting, interrupts):
-	 * 15, so that lsmpmon_cpu.used (in bytes) fits a u8.
+	 * 10, so that lsmpmon_cpu.used (in bytes) fits a u8.
 	 */
-	LSMPMON_MAX_DEPTH = 15,
+	LSMPMON_MAX_DEPTH = 10,
+	/* Frames an exit looks through for its own (those above it lost their exit). */
+	LSMPMON_EXIT_SEARCH = 4,
+	/* Tasks switched out inside a traced hook at one time (lsmpmon_pending). */
+	LSMPMON_MAX_PENDING_TASKS = 16384,
 	LSMPMON_OBJ_NAME_LEN = 32,
 	LSMPMON_COMM_LEN = 16,
 };
@@ -66,11 +70,23 @@ struct lsmpmon_hook_meta {
 	__u8 pad;
 };
 
-/* A hook call in progress on one CPU (see struct lsmpmon_cpu). */
+/*
+ * A hook call in progress on one CPU (see struct lsmpmon_cpu). An exit takes
+ * the frame of its own call only: same hook, same call key (the address of
+ * the trampoline's argument block, which a call's fentry and fexit share).
+ * A frame whose exit never ran (the kernel skipped it) is discarded by the
+ * next exit below it; a call whose entry was skipped finds no frame.
+ */
 struct lsmpmon_frame {
 	__u64 start_ns;
-	__u32 hook;
-	__u32 gen; /* the CPU's switch generation when the call began */
+	__u64 key;  /* 0 while the frame is being built */
+	__u16 hook;
+	/*
+	 * Probe pairs of lsmpmon's that ran inside this call (nested hooks,
+	 * per-LSM functions, interrupts): their cost is taken out of its time.
+	 */
+	__u16 nested;
+	__u32 pad;
 };
 
 /*
@@ -98,9 +114,8 @@ struct lsmpmon_cpu {
 	 */
 	__u8 used;
 	__u8 pad[3];
-	__u32 gen;     /* bumped at every context switch on this CPU */
 	__u32 subject; /* enum lsmpmon_subject of the task running here */
-	__u32 pad2;
+	__u64 pad2[2];
 	struct lsmpmon_frame frames[LSMPMON_MAX_DEPTH];
 };
 
@@ -111,8 +126,16 @@ struct lsmpmon_hook_stats {
 	__u64 min_ns;	/* starts at U64_MAX (set by user space) */
 	__u64 max_ns;
 	__u64 cs_count; /* calls during which the task was switched out (or migrated) */
-	__u64 deny;	/* int hooks: returned non-zero (allowed = calls - deny) */
-	__u64 dropped;	/* entry seen but the CPU's stack of frames was full */
+	/* Int hooks' returns other than 0: */
+	__u64 deny;	/* -EACCES or -EPERM */
+	__u64 error;	/* another negative value */
+	__u64 value;	/* a positive value (a length, a boolean, ...) */
+	/*
+	 * Calls not measured: the CPU's stack of frames was full, or a delta
+	 * that cannot be (the clock went back).
+	 */
+	__u64 dropped;
+	__u64 nested;	/* nested probe pairs whose cost was taken out of sum_ns */
 	/*
 	 * Timed calls in syscall slot pend_slot not yet added to syscall_cells:
 	 * most calls of a hook on a CPU are in the syscall of its previous call,
@@ -123,6 +146,15 @@ struct lsmpmon_hook_stats {
 	__u64 pend_count;
 	__u64 pend_sum_ns;
 	__u64 hist[LSMPMON_HIST_BUCKETS]; /* log2(ns) of timed calls */
+};
+
+/*
+ * Per task switched out inside traced hooks: those calls' hooks, outermost
+ * first. The task leaves them innermost first; each is then a cs_count.
+ */
+struct lsmpmon_pending {
+	__u32 calls;
+	__u16 hook[LSMPMON_MAX_DEPTH];
 };
 
 /*

@@ -6,12 +6,13 @@
  * mix samples up), checked for a context switch (LSMPMON's cs_count) and
  * attributed to the syscall the task is in.
  *
- * Context switches are seen by a sched_switch program that bumps the CPU's
- * generation: a frame whose generation is no longer the CPU's belongs to a
- * call during which its task was switched out. No task field is read on the
- * hot path to decide it (each is a guarded load), and the task's verdict
- * (lsmpmon itself, filtered out, kernel thread) is worked out once per
- * switch. Every instruction counts: in the guest's virtual time one is 1 ns.
+ * Context switches are seen by a sched_switch program: it empties the CPU's
+ * stack of frames and notes, per task, how many traced calls it left open;
+ * their exits are then counted in cs_count, and an exit with neither a frame
+ * nor an open call (its entry came before tracing was enabled) in nothing.
+ * No task field is read on the hot path, and the task's verdict (lsmpmon
+ * itself, filtered out, kernel thread) is worked out once per switch. Every
+ * instruction counts: in the guest's virtual time one is 1 ns.
  */
 #include <stdbool.h>
 #include <linux/bpf.h>
@@ -38,6 +39,12 @@ const volatile char filter_object[LSMPMON_OBJ_NAME_LEN] = {};
 
 /* 0 until every hook is attached (the ready gate); then toggled by `trace ctl`. */
 __u32 enabled = 0;
+/*
+ * What one probe pair adds to the call around it, measured by user space
+ * (trace/calibrate.rs) before tracing starts: taken out of a call's time once
+ * per probe pair that ran inside it.
+ */
+__u64 nested_cost_ns = 0;
 
 /* Only for --syscall-time: when the task entered its current syscall. */
 struct task_ctx {
@@ -72,6 +79,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct lsmpmon_hook_meta);
 } hook_meta SEC(".maps");
+
+/* Thread id -> traced calls it was switched out in and has not yet left. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LSMPMON_MAX_PENDING_TASKS);
+	__type(key, __u32);
+	__type(value, struct lsmpmon_pending);
+} pending SEC(".maps");
 
 /* hook * LSMPMON_SYSCALL_SLOTS + slot; resized to n * LSMPMON_SYSCALL_SLOTS. */
 struct {
@@ -232,6 +247,20 @@ static __always_inline bool task_filters_ok(void)
 	return true;
 }
 
+/* Every task filter evaluated, as for a task that passes them all. */
+static __always_inline void all_task_filters(void)
+{
+	bool ok = true;
+
+	if (filter_uid_on)
+		ok &= (__u32)bpf_get_current_uid_gid() == filter_uid;
+	if (filter_cgroup_id)
+		ok &= bpf_get_current_cgroup_id() == filter_cgroup_id;
+	if (filter_comm_on)
+		ok &= comm_matches();
+	asm volatile("" : : "r"(ok));
+}
+
 static __always_inline __u64 func_arg(void *ctx, __u32 n, bool kp)
 {
 	struct pt_regs *regs = ctx;
@@ -289,9 +318,18 @@ static __always_inline bool filters_ok(void *ctx, bool kp)
 /* Is this call of hook `id` one to record? */
 static __always_inline bool call_ok(void *ctx, struct lsmpmon_cpu *c, bool kp)
 {
-	/* The calibration hook is driven by lsmpmon itself. */
-	if (PATCHED(LSMPMON_PATCH_CALIBRATION))
-		return subject_of(c, kp) == LSMPMON_SUBJ_SELF;
+	/*
+	 * The calibration hook is driven by lsmpmon itself, and does the same
+	 * work as a call that passes the task filters (lsmpmon takes the --comm
+	 * name while it calibrates): the pair cost it measures is a real probe's.
+	 */
+	if (PATCHED(LSMPMON_PATCH_CALIBRATION)) {
+		if (subject_of(c, kp) != LSMPMON_SUBJ_SELF)
+			return false;
+		if (filters_on)
+			all_task_filters();
+		return true;
+	}
 	if (!traced_task(c, kp))
 		return false;
 	return !filters_on || filters_ok(ctx, kp);
@@ -323,6 +361,10 @@ static __always_inline __u32 syscall_slot(struct task_struct *t, bool kp)
 _Static_assert(__builtin_offsetof(struct lsmpmon_cpu, frames) == FRAME_SIZE,
 	       "the header is one frame long");
 _Static_assert(STACK_SIZE < 256, "lsmpmon_cpu.used fits a u8");
+_Static_assert(__builtin_offsetof(struct lsmpmon_frame, hook) % 4 == 0 &&
+		       __builtin_offsetof(struct lsmpmon_frame, nested) ==
+			       __builtin_offsetof(struct lsmpmon_frame, hook) + 2,
+	       "hook and nested are one aligned u32 (little-endian: hook low)");
 
 /* The top frame when `used` bytes are in use (used > 0). */
 static __always_inline struct lsmpmon_frame *top_frame(struct lsmpmon_cpu *c, __u32 used)
@@ -330,34 +372,48 @@ static __always_inline struct lsmpmon_frame *top_frame(struct lsmpmon_cpu *c, __
 	return (void *)c + used;
 }
 
+/*
+ * Ties a call's exit to its entry. fentry and fexit of one call get the same
+ * context (the trampoline's argument block on the caller's stack), unique
+ * among the calls in progress on a CPU. The kprobe fallback runs under the
+ * kernel's per-CPU bpf_prog_active, so an interrupt skips both probes of a
+ * call or neither: the thread id suffices there.
+ */
+static __always_inline __u64 call_key(void *ctx, bool kp)
+{
+	/* Never 0, the mark of a frame being built (the idle task's id is 0). */
+	if (kp)
+		return bpf_get_current_pid_tgid() | (1ULL << 63);
+	/* The pointer itself: the verifier allows no arithmetic on it. */
+	return (__u64)ctx;
+}
+
 static __always_inline int on_entry(void *ctx, bool kp)
 {
 	struct lsmpmon_cpu *c;
 	struct lsmpmon_frame *f;
-	__u32 used, gen;
+	__u32 used;
 
-	if (!enabled)
+	/* The calibration probe runs before tracing is enabled. */
+	if (!enabled && !PATCHED(LSMPMON_PATCH_CALIBRATION))
 		return 0;
 	c = this_cpu();
 	if (!c || !call_ok(ctx, c, kp))
 		return 0;
-	gen = c->gen;
 	used = c->used;
-	/*
-	 * Frames of an older generation were left by tasks switched out inside a
-	 * hook; all frames below the top are as old as it or older.
-	 */
-	if (used && top_frame(c, used)->gen != gen)
-		used = 0;
 	if (used >= STACK_SIZE) {
 		stats_of(c)->dropped++;
 		return 0;
 	}
-	/* Depth first: a hook in an interrupt from here on pushes above this frame. */
-	c->used = used + FRAME_SIZE;
+	/*
+	 * Unmarked, then claimed: an interrupt from here on pushes above this
+	 * frame, and no exit takes it before it is complete.
+	 */
 	f = top_frame(c, used + FRAME_SIZE);
-	f->hook = HOOK_ID();
-	f->gen = gen;
+	f->key = 0;
+	c->used = used + FRAME_SIZE;
+	*(__u32 *)&f->hook = HOOK_ID(); /* hook, and nested = 0 */
+	f->key = call_key(ctx, kp);
 	/* Last, so that the probe's own bookkeeping stays out of the sample. */
 	f->start_ns = bpf_ktime_get_ns();
 	return 0;
@@ -372,18 +428,18 @@ static __always_inline int on_entry(void *ctx, bool kp)
 	})
 
 /*
- * An int hook returned non-zero (a denial). The return value's place among
- * the fexit context words is a patched constant: the verifier keeps one case.
+ * An int hook's return value (0 for void hooks). Its place among the fexit
+ * context words is a patched constant: the verifier keeps one case.
  */
-static __always_inline bool returned_nonzero(void *ctx, bool kp)
+static __always_inline int return_value(void *ctx, bool kp)
 {
 	__u32 slot = PATCHED(LSMPMON_PATCH_RET_SLOT);
 	__u64 ret;
 
 	if (!slot)
-		return false;
+		return 0;
 	if (kp)
-		return (int)PT_REGS_RC_CORE((struct pt_regs *)ctx) != 0;
+		return (int)PT_REGS_RC_CORE((struct pt_regs *)ctx);
 	/* One load per case, at a constant offset: the verifier allows no other. */
 	switch (slot) {
 	case 1: ret = CTX_WORD(ctx, 0); break;
@@ -393,9 +449,27 @@ static __always_inline bool returned_nonzero(void *ctx, bool kp)
 	case 5: ret = CTX_WORD(ctx, 32); break;
 	case 6: ret = CTX_WORD(ctx, 40); break;
 	case 7: ret = CTX_WORD(ctx, 48); break;
-	default: return false;
+	default: return 0;
 	}
-	return (int)ret != 0;
+	return (int)ret;
+}
+
+#define EPERM 1
+#define EACCES 13
+
+/* Denied (-EACCES, -EPERM), another error, or a value: 0 (allowed) costs one test. */
+static __always_inline void count_return(void *ctx, struct lsmpmon_hook_stats *s, bool kp)
+{
+	int ret = return_value(ctx, kp);
+
+	if (!ret)
+		return;
+	if (ret == -EACCES || ret == -EPERM)
+		s->deny++;
+	else if (ret < 0)
+		s->error++;
+	else
+		s->value++;
 }
 
 static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmpmon_hook_stats *s,
@@ -415,8 +489,7 @@ static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmp
 		s->count++;
 		return;
 	}
-	if (returned_nonzero(ctx, kp))
-		s->deny++;
+	count_return(ctx, s, kp);
 	bucket = log2_u64(delta_ns);
 	/* Keep clang from folding the mask away: the verifier needs it. */
 	asm volatile("" : "+r"(bucket));
@@ -449,43 +522,98 @@ static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmp
 	}
 }
 
+/*
+ * Pops frame `f` (at `used` bytes) of a call that ends at `now_ns` and
+ * records the call's time, less the probe pairs that ran inside it; the
+ * frame below, if any, is told it contained this pair and those.
+ */
+static __always_inline void finish(void *ctx, struct lsmpmon_cpu *c, struct lsmpmon_frame *f,
+				   __u32 used, __u64 now_ns, bool kp)
+{
+	struct lsmpmon_hook_stats *s = stats_of(c);
+	__u64 delta_ns = now_ns - f->start_ns, probes_ns;
+	__u32 nested = f->nested, below = used - FRAME_SIZE;
+
+	c->used = below;
+	if ((__s64)delta_ns < 0) {
+		s->dropped++; /* no call takes negative time */
+		return;
+	}
+	if (nested) {
+		probes_ns = nested * nested_cost_ns;
+		delta_ns = delta_ns > probes_ns ? delta_ns - probes_ns : 0;
+		s->nested += nested;
+	}
+	if (below) {
+		asm volatile("%0 &= 0xff" : "+r"(below)); /* as in on_exit() */
+		top_frame(c, below)->nested += nested + 1;
+	}
+	record(ctx, c, s, delta_ns, used == FRAME_SIZE, kp);
+}
+
+/*
+ * A traced call that ends without a frame: if its task was switched out
+ * inside it, it is a cs_count; otherwise its entry was never recorded (it
+ * began before tracing was enabled, was filtered out or did not fit) and it
+ * is not counted at all.
+ */
+static __always_inline void finish_unframed(void *ctx, struct lsmpmon_cpu *c, bool kp)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct lsmpmon_hook_stats *s;
+	struct lsmpmon_pending *p;
+	__u32 top;
+
+	p = bpf_map_lookup_elem(&pending, &tid);
+	if (!p)
+		return;
+	/* One unsigned test: calls == 0 wraps around. */
+	top = p->calls - 1;
+	if (top >= LSMPMON_MAX_DEPTH || p->hook[top] != HOOK_ID())
+		return;
+	p->calls = top;
+	if (!top)
+		bpf_map_delete_elem(&pending, &tid);
+	s = stats_of(c);
+	s->cs_count++;
+	if (!PATCHED(LSMPMON_PATCH_LEAN))
+		count_return(ctx, s, kp);
+}
+
 static __always_inline int on_exit(void *ctx, bool kp)
 {
 	__u64 now = bpf_ktime_get_ns();
-	struct lsmpmon_hook_stats *s;
+	__u64 key = call_key(ctx, kp);
 	struct lsmpmon_frame *f;
 	struct lsmpmon_cpu *c;
 	__u32 used;
 
-	/* No test of `enabled` here: calls that began while enabled are recorded. */
+	/* No test of `enabled` here: calls that began while enabled are counted. */
 	c = this_cpu();
 	if (!c)
 		return 0;
 	used = c->used;
-	if (used) {
-		f = top_frame(c, used);
-		if (f->gen != c->gen) {
-			/* Switched out since: this call (if ours) goes to cs_count. */
-			c->used = 0;
-		} else if (f->hook == HOOK_ID()) {
-			c->used = used - FRAME_SIZE;
-			record(ctx, c, stats_of(c), now - f->start_ns, used == FRAME_SIZE, kp);
-			return 0;
-		} else if (used >= STACK_SIZE) {
-			return 0; /* its entry was counted as dropped */
-		}
-	}
 	/*
-	 * No frame of ours on top: either this call's entry was not recorded
-	 * (filtered) or the task was switched out inside the hook and its frame
-	 * was discarded or left on another CPU.
+	 * Our frame is on top, unless calls above it lost their exit (the kernel
+	 * skips a probe that would recurse): those frames are discarded.
 	 */
-	if (!enabled || !call_ok(ctx, c, kp))
+#pragma unroll
+	for (int i = 0; i < LSMPMON_EXIT_SEARCH; i++) {
+		if (used < FRAME_SIZE)
+			break;
+		/* A bound the verifier sees: clang would fold a cast. */
+		asm volatile("%0 &= 0xff" : "+r"(used));
+		f = top_frame(c, used);
+		if (f->key == key && f->hook == HOOK_ID()) {
+			finish(ctx, c, f, used, now, kp);
+			return 0;
+		}
+		used -= FRAME_SIZE;
+	}
+	/* Only traced tasks have open calls (and lsmpmon's own are not kept). */
+	if (PATCHED(LSMPMON_PATCH_CALIBRATION) || !traced_task(c, kp))
 		return 0;
-	s = stats_of(c);
-	s->cs_count++;
-	if (!PATCHED(LSMPMON_PATCH_LEAN) && returned_nonzero(ctx, kp))
-		s->deny++;
+	finish_unframed(ctx, c, kp);
 	return 0;
 }
 
@@ -501,6 +629,17 @@ int BPF_PROG(hook_exit)
 	return on_exit(ctx, false);
 }
 
+/*
+ * Never attached: user space runs it with BPF_PROG_TEST_RUN, which makes the
+ * kernel call bpf_fentry_test1() and friends, the empty functions lsmpmon
+ * calibrates its probes on (trace/calibrate.rs). It loads on 5.10 too.
+ */
+SEC("fentry/bpf_fentry_test1")
+int BPF_PROG(test_run_driver)
+{
+	return 0;
+}
+
 /* The fallback for kernels without bpf_get_func_ret() (< 5.17): same logic. */
 SEC("kprobe/security_file_permission")
 int hook_kentry(struct pt_regs *ctx)
@@ -514,15 +653,51 @@ int hook_kexit(struct pt_regs *ctx)
 	return on_exit(ctx, true);
 }
 
-/* A new task on this CPU: older frames are stale, the verdict is unknown. */
+/*
+ * The task leaving this CPU takes its open calls with it: their hooks are
+ * noted against its thread id (after any it left open before) and the CPU's
+ * stack is emptied for the next task.
+ */
+static __always_inline void note_pending(struct lsmpmon_cpu *c, __u32 used)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct lsmpmon_pending fresh = {}, *p;
+	__u32 n;
+
+	p = bpf_map_lookup_elem(&pending, &tid);
+	if (!p) {
+		bpf_map_update_elem(&pending, &tid, &fresh, BPF_NOEXIST);
+		p = bpf_map_lookup_elem(&pending, &tid);
+		if (!p)
+			return;
+	}
+	n = p->calls;
+	for (__u32 i = 0; i < LSMPMON_MAX_DEPTH; i++) {
+		if ((i + 1) * FRAME_SIZE > used)
+			break;
+		/* Tested after the barrier, in the register that indexes. */
+		asm volatile("" : "+r"(n));
+		if (n >= LSMPMON_MAX_DEPTH)
+			break;
+		p->hook[n] = c->frames[i].hook;
+		n++;
+	}
+	p->calls = n;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch)
 {
 	struct lsmpmon_cpu *c = this_cpu();
+	__u32 used;
 
-	if (c) {
-		c->gen++;
-		c->subject = LSMPMON_SUBJ_UNKNOWN;
+	if (!c)
+		return 0;
+	c->subject = LSMPMON_SUBJ_UNKNOWN;
+	used = c->used;
+	if (used) {
+		c->used = 0;
+		note_pending(c, used);
 	}
 	return 0;
 }

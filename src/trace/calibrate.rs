@@ -1,0 +1,101 @@
+//! What lsmpmon's probes cost, measured on the running kernel before tracing
+//! starts, on an empty kernel function lsmpmon can call at will
+//! (`bpf_fentry_test1`, called once per BPF_PROG_TEST_RUN of a tracing
+//! program):
+//!
+//! - the **floor**: what the probe pair measures around that empty function
+//!   (the probe's own share of every timing, `--subtract-floor`);
+//! - the **pair cost**: what the probe pair adds to the call *around* it, from
+//!   the time of the test runs with the pair attached and without. A hook that
+//!   calls other traced functions (a per-LSM implementation, a nested hook)
+//!   contains their whole probe pairs; the probes count them and take this
+//!   cost out once per pair (`nested_probes`).
+use std::{
+    os::fd::{AsRawFd, BorrowedFd},
+    time::{Duration, Instant},
+};
+
+use super::attach::Pair;
+
+/// The empty kernel function both are measured on (net/bpf/test_run.c).
+pub const FUNCTION: &str = "bpf_fentry_test1";
+/// Test runs are timed in blocks; the fastest block counts (the others met
+/// interrupts or another task).
+const BLOCKS: u32 = 5;
+const RUNS_PER_BLOCK: u32 = 400;
+
+/// Runs the kernel's tracing test run once: one call of [`FUNCTION`].
+fn test_run(driver: BorrowedFd) -> bool {
+    let mut opts = libbpf_sys::bpf_test_run_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _,
+        ..Default::default()
+    };
+    // SAFETY: a valid program fd and options.
+    unsafe { libbpf_sys::bpf_prog_test_run_opts(driver.as_raw_fd(), &mut opts) == 0 }
+}
+
+/// The time of one test run, the fastest block's average; None if the kernel
+/// refuses test runs.
+fn time_test_run(driver: BorrowedFd) -> Option<Duration> {
+    let mut best: Option<Duration> = None;
+    for _ in 0..BLOCKS {
+        let start = Instant::now();
+        for _ in 0..RUNS_PER_BLOCK {
+            if !test_run(driver) {
+                return None;
+            }
+        }
+        let per_run = start.elapsed() / RUNS_PER_BLOCK;
+        best = Some(best.map_or(per_run, |b| b.min(per_run)));
+    }
+    best
+}
+
+/// The calibration probe pair, attached by `attach`, and the pair cost in ns
+/// (None if test runs do not work here). The pair records the floor while
+/// the runs are timed: the caller reads it from the pair's statistics.
+/// With `comm` (--comm), lsmpmon calibrates under that name, so that the
+/// probe's name check costs what it costs for a traced task.
+pub fn run(
+    driver: BorrowedFd,
+    comm: Option<&str>,
+    attach: impl FnOnce() -> Option<Pair>,
+) -> (Option<Pair>, Option<f64>) {
+    let _name = comm.map(TaskName::set);
+    let without = time_test_run(driver);
+    let Some(pair) = attach() else {
+        return (None, None);
+    };
+    let with = time_test_run(driver);
+    let cost = match (without, with) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a).as_secs_f64() * 1e9),
+        _ => None,
+    };
+    (Some(pair), cost)
+}
+
+/// The calling thread's name (comm), restored on drop.
+struct TaskName([u8; 16]);
+
+impl TaskName {
+    fn set(name: &str) -> Self {
+        let mut old = [0u8; 16];
+        let mut new = [0u8; 16];
+        for (n, b) in new.iter_mut().zip(name.bytes().take(15)) {
+            *n = b;
+        }
+        // SAFETY: 16-byte buffers, as PR_GET_NAME/PR_SET_NAME require.
+        unsafe {
+            libc::prctl(libc::PR_GET_NAME, old.as_mut_ptr());
+            libc::prctl(libc::PR_SET_NAME, new.as_ptr());
+        }
+        Self(old)
+    }
+}
+
+impl Drop for TaskName {
+    fn drop(&mut self) {
+        // SAFETY: as in set().
+        unsafe { libc::prctl(libc::PR_SET_NAME, self.0.as_ptr()) };
+    }
+}
