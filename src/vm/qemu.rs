@@ -9,6 +9,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -32,8 +33,9 @@ pub enum Accel {
 }
 
 pub struct Boot<'a> {
-    pub vmlinuz: &'a Path,
-    pub initramfs: &'a Path,
+    /// The kernel image and the initramfs, as files QEMU inherits.
+    pub vmlinuz: &'a fs::File,
+    pub initramfs: &'a fs::File,
     pub cmdline: String,
     pub machine: &'a super::Machine,
     /// More QEMU arguments (a TPM, say).
@@ -70,6 +72,7 @@ pub fn boot(b: &Boot) -> Result<i32> {
         b.run_dir.join("status"),
     ];
     let m = b.machine;
+    let mut cmd_fds = Vec::new();
     let mut cmd = Command::new(qemu);
     match m.accel {
         Accel::Tcg => {
@@ -95,9 +98,9 @@ pub fn boot(b: &Boot) -> Result<i32> {
             "none",
         ])
         .arg("-kernel")
-        .arg(b.vmlinuz)
+        .arg(handed_on(&mut cmd_fds, b.vmlinuz))
         .arg("-initrd")
-        .arg(b.initramfs)
+        .arg(handed_on(&mut cmd_fds, b.initramfs))
         .args(["-append", &b.cmdline]);
     for f in &files {
         cmd.arg("-serial").arg(format!("file:{}", f.display()));
@@ -107,6 +110,7 @@ pub fn boot(b: &Boot) -> Result<i32> {
     cmd.stdin(Stdio::null())
         .stdout(qemu_log.try_clone()?)
         .stderr(qemu_log);
+    inherit(&mut cmd, cmd_fds);
     dies_with_parent(&mut cmd);
     let mut child = cmd.spawn().context("starting qemu-system-x86_64")?;
 
@@ -180,6 +184,28 @@ pub fn boot(b: &Boot) -> Result<i32> {
                 format!("{why}; console log: {}", console.display()),
             ))
         }
+    }
+}
+
+/// The path under which the child finds `file` (inherited, see `inherit`).
+fn handed_on(fds: &mut Vec<RawFd>, file: &fs::File) -> String {
+    fds.push(file.as_raw_fd());
+    format!("/proc/self/fd/{}", file.as_raw_fd())
+}
+
+/// The child keeps `fds` open across exec (they are close-on-exec here, so
+/// no other child started meanwhile gets them).
+fn inherit(cmd: &mut Command, fds: Vec<RawFd>) {
+    // SAFETY: fcntl is async-signal-safe; the fds stay open until spawn returns.
+    unsafe {
+        cmd.pre_exec(move || {
+            for &fd in &fds {
+                if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
     }
 }
 
