@@ -11,6 +11,7 @@ pub mod qemu;
 use std::{
     fs,
     path::{Path, PathBuf},
+    sync::{atomic::AtomicBool, Arc},
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
@@ -175,6 +176,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         kaslr: args.kaslr,
         timeout: Duration::from_secs(args.timeout),
     };
+    let stop = stop_on_signals()?;
     let run_dir = new_run_dir(&cache)?;
     launch(&Launch {
         kernel: &kernel,
@@ -186,8 +188,23 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         machine: &machine,
         qemu_args: Vec::new(),
         run_dir: &run_dir,
-        output: qemu::Output::Terminal,
+        output: qemu::Output::Terminal { cancel: &stop },
     })
+}
+
+/// SIGINT and SIGTERM stop the guest: QEMU is killed, one line printed, exit 1
+/// (README). A second one ends lsmpmon at once (QEMU dies with it).
+fn stop_on_signals() -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(
+            sig,
+            crate::error::EXIT_FAILURE,
+            Arc::clone(&stop),
+        )?;
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    Ok(stop)
 }
 
 /// Boots the guest and runs `argv` in it; returns its exit status.

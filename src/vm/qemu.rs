@@ -46,8 +46,9 @@ pub struct Boot<'a> {
 
 /// Where COMMAND's output goes while the guest runs.
 pub enum Output<'a> {
-    /// Copied to lsmpmon's stdout and stderr as it arrives (`vm run`).
-    Terminal,
+    /// Copied to lsmpmon's stdout and stderr as it arrives; the guest is
+    /// stopped when `cancel` is set (`vm run`, on SIGINT/SIGTERM).
+    Terminal { cancel: &'a AtomicBool },
     /// Kept in the run directory's `stdout` file; each stderr line goes to
     /// `progress`; the guest is stopped when `cancel` is set (the lab).
     Quiet {
@@ -72,6 +73,9 @@ pub fn boot(b: &Boot) -> Result<i32> {
         b.run_dir.join("status"),
     ];
     let m = b.machine;
+    let cancelled = || match b.output {
+        Output::Terminal { cancel } | Output::Quiet { cancel, .. } => cancel.load(Ordering::SeqCst),
+    };
     let mut cmd_fds = Vec::new();
     let mut cmd = Command::new(qemu);
     match m.accel {
@@ -112,6 +116,11 @@ pub fn boot(b: &Boot) -> Result<i32> {
         .stderr(qemu_log);
     inherit(&mut cmd, cmd_fds);
     dies_with_parent(&mut cmd);
+    // Its own process group: a terminal's Ctrl-C goes to lsmpmon, which stops it.
+    cmd.process_group(0);
+    if cancelled() {
+        return Err(interrupted(&console));
+    }
     let mut child = cmd.spawn().context("starting qemu-system-x86_64")?;
 
     let start = Instant::now();
@@ -119,7 +128,7 @@ pub fn boot(b: &Boot) -> Result<i32> {
     let mut err = Tail::new(&files[2]);
     let mut pending = Vec::new();
     let mut forward = |out: &mut Tail, err: &mut Tail| match b.output {
-        Output::Terminal => {
+        Output::Terminal { .. } => {
             out.copy_to(&mut std::io::stdout());
             err.copy_to(&mut std::io::stderr());
         }
@@ -131,30 +140,22 @@ pub fn boot(b: &Boot) -> Result<i32> {
             }
         }
     };
-    let cancelled =
-        || matches!(b.output, Output::Quiet { cancel, .. } if cancel.load(Ordering::SeqCst));
     let exited = loop {
         forward(&mut out, &mut err);
-        if let Some(status) = child.try_wait()? {
-            break Some(status);
-        }
         if start.elapsed() > m.timeout || cancelled() {
             let _ = child.kill();
             let _ = child.wait();
             break None;
+        }
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
         }
         thread::sleep(Duration::from_millis(50));
     };
     forward(&mut out, &mut err);
 
     if exited.is_none() && cancelled() {
-        return Err(with_code(
-            crate::error::EXIT_FAILURE,
-            format!(
-                "guest stopped (interrupted); console log: {}",
-                console.display()
-            ),
-        ));
+        return Err(interrupted(&console));
     }
     if exited.is_none() {
         return Err(with_code(
@@ -187,6 +188,16 @@ pub fn boot(b: &Boot) -> Result<i32> {
     }
 }
 
+fn interrupted(console: &Path) -> anyhow::Error {
+    with_code(
+        crate::error::EXIT_FAILURE,
+        format!(
+            "guest stopped (interrupted); console log: {}",
+            console.display()
+        ),
+    )
+}
+
 /// The path under which the child finds `file` (inherited, see `inherit`).
 fn handed_on(fds: &mut Vec<RawFd>, file: &fs::File) -> String {
     fds.push(file.as_raw_fd());
@@ -212,10 +223,18 @@ fn inherit(cmd: &mut Command, fds: Vec<RawFd>) {
 /// The child is killed when the thread that started it ends, whatever ends
 /// it (a signal, a panic, SIGKILL): no QEMU or swtpm outlives lsmpmon.
 pub fn dies_with_parent(cmd: &mut Command) {
-    // SAFETY: prctl is async-signal-safe.
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: prctl and getppid are async-signal-safe.
     unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Had the parent died between fork and prctl, no signal would come:
+            // the child now belongs to another process.
+            if libc::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
             Ok(())
         });
     }
