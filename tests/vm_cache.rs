@@ -1,6 +1,6 @@
 //! lsmpmon runs as root against the user's cache: what it boots must be what
 //! it fetched, from inside the cache, and it never writes through a symlink.
-//! Every test fails before booting anything (no guest, no network).
+//! Every test but the last fails before booting anything (no guest, no network).
 mod common;
 #[path = "common/vmcache.rs"]
 mod vmcache;
@@ -86,4 +86,64 @@ fn symlinks_planted_in_the_cache_are_not_followed() {
     fs::rename(&manifest, victim.join("kernel.json")).unwrap();
     symlink(victim.join("kernel.json"), &manifest).unwrap();
     refused(&vm_run(&cache), &cache, &["kernel.json", "symlink"]);
+}
+
+/// `vm run` that stops right after the kernel is in the cache: the lsmpmon
+/// binary to put in the guest does not exist, and that is read only then.
+fn fetch_only(cache: &Path) -> std::process::Child {
+    Command::new(LSMPMON)
+        .args(["vm", "run", "--kernel", "6.1"])
+        .args(["--lsmpmon-bin", "/nonexistent/lsmpmon", "--", "true"])
+        .env("LSMPMON_CACHE", cache)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Two runs on a cold cache (as the guest tests start them): one fetches,
+/// the other waits and uses its kernel, which then boots. Uses the network
+/// (this machine's apt sources), ~20 s, and one guest.
+#[test]
+fn two_cold_fetches_make_one_entry_that_boots() {
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache-cold");
+    let _ = fs::remove_dir_all(&cache);
+    let runs = [fetch_only(&cache), fetch_only(&cache)];
+    let errs: Vec<String> = runs
+        .into_iter()
+        .map(|c| String::from_utf8_lossy(&c.wait_with_output().unwrap().stderr).into_owned())
+        .collect();
+    let all = errs.concat();
+    let count = |what: &str| all.lines().filter(|l| l.contains(what)).count();
+    assert_eq!(count("lsmpmon: fetching Debian 6.1"), 1, "{all}");
+    assert_eq!(
+        count("waiting for another lsmpmon fetching into"),
+        1,
+        "{all}"
+    );
+    // Both got past the fetch, to reading the missing binary.
+    assert_eq!(count("reading /nonexistent/lsmpmon"), 2, "{all}");
+    let entry = cache.join("kernels/6.1-cloud");
+    let names: Vec<String> = fs::read_dir(&entry)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 2, "kernel.json and root only: {names:?}");
+    let m: serde_json::Value =
+        serde_json::from_slice(&fs::read(entry.join("kernel.json")).unwrap()).unwrap();
+    let image = Path::new(m["vmlinuz"].as_str().unwrap());
+    assert_eq!(
+        vmcache::sha256(image),
+        m["vmlinuz_sha256"].as_str().unwrap()
+    );
+    let out = Command::new(LSMPMON)
+        .args(["vm", "run", "--kernel", "6.1", "--", "uname", "-r"])
+        .env("LSMPMON_CACHE", &cache)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        m["release"].as_str().unwrap()
+    );
 }
