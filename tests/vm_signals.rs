@@ -42,29 +42,33 @@ fn stat(pid: i32) -> Option<(i32, char, String)> {
     Some((f.next()?.parse().ok()?, state, comm))
 }
 
-fn qemu_child_of(parent: i32) -> Option<i32> {
+fn child_of(parent: i32, name: &str) -> Option<i32> {
     fs::read_dir("/proc")
         .ok()?
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .find(|&pid| {
             stat(pid).is_some_and(|(ppid, st, comm)| {
-                ppid == parent && st != 'Z' && comm.starts_with("qemu-system")
+                ppid == parent && st != 'Z' && comm.starts_with(name)
             })
         })
 }
 
-/// The QEMU `vm run` started, once it has been running for a moment.
-fn wait_for_qemu(lsmpmon: &Child) -> i32 {
+/// The child process `name` of `lsmpmon`, once it has run for `settle`.
+fn wait_for_child(lsmpmon: &Child, name: &str, settle: Duration) -> i32 {
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
-        if let Some(q) = qemu_child_of(lsmpmon.id() as i32) {
-            thread::sleep(Duration::from_secs(1));
+        if let Some(q) = child_of(lsmpmon.id() as i32, name) {
+            thread::sleep(settle);
             return q;
         }
-        thread::sleep(Duration::from_millis(100));
+        thread::sleep(Duration::from_millis(20));
     }
-    panic!("no QEMU started by vm run within 60 s");
+    panic!("no {name} started by vm run within 60 s");
+}
+
+fn wait_for_qemu(lsmpmon: &Child) -> i32 {
+    wait_for_child(lsmpmon, "qemu-system", Duration::from_secs(1))
 }
 
 fn gone_within(pid: i32, limit: Duration) -> bool {
@@ -135,4 +139,35 @@ fn sigkill_takes_qemu_with_it() {
         "QEMU {qemu} survived"
     );
     only_logs_left(&cache);
+}
+
+/// Before the guest starts (here: fetching into a cold cache) a signal ends
+/// lsmpmon at once, with one line, exit 1, and apt-get goes with it.
+/// Uses this machine's apt sources for the second or so before the signal.
+#[test]
+fn sigterm_during_the_kernel_fetch_ends_lsmpmon_and_apt() {
+    let _one = GUEST.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache-sigterm-fetch");
+    let _ = fs::remove_dir_all(&cache);
+    let child = start_guest(&cache);
+    let apt = wait_for_child(&child, "apt-get", Duration::from_millis(200));
+    let sent = Instant::now();
+    kill(child.id(), libc::SIGTERM);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        sent.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert!(
+        gone_within(apt, Duration::from_secs(3)),
+        "apt-get {apt} survived"
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let line = common::one_error_line(&out);
+    assert!(
+        line.contains("interrupted before the guest started"),
+        "{line}"
+    );
+    assert!(vmcache::run_dirs(&cache).is_empty());
 }

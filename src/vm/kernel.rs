@@ -376,6 +376,7 @@ pub fn sha256_file(path: &Path) -> Result<String> {
 }
 
 fn run(cmd: &mut Command) -> Result<()> {
+    super::qemu::dies_with_parent(cmd);
     // A tool's chatter goes to stderr: stdout carries only results.
     let status = cmd
         .stdout(std::io::stderr())
@@ -388,6 +389,7 @@ fn run(cmd: &mut Command) -> Result<()> {
 }
 
 fn output(cmd: &mut Command) -> Result<String> {
+    super::qemu::dies_with_parent(cmd);
     let out = cmd
         .output()
         .with_context(|| format!("running {:?}", cmd.get_program()))?;

@@ -3,6 +3,7 @@
 pub mod cache;
 pub mod guest;
 pub mod initramfs;
+pub mod interrupt;
 pub mod kernel;
 pub mod lock;
 pub mod mirror;
@@ -11,7 +12,6 @@ pub mod qemu;
 use std::{
     fs,
     path::{Path, PathBuf},
-    sync::{atomic::AtomicBool, Arc},
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
@@ -157,6 +157,7 @@ pub struct Launch<'a> {
 }
 
 pub fn run(args: &RunArgs) -> Result<i32> {
+    let interrupt = interrupt::exit_now()?;
     let cache = args.cache.path();
     let extra = args
         .copies
@@ -176,7 +177,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         kaslr: args.kaslr,
         timeout: Duration::from_secs(args.timeout),
     };
-    let stop = stop_on_signals()?;
+    let stop = interrupt.into_stop_flag()?;
     let run_dir = new_run_dir(&cache)?;
     launch(&Launch {
         kernel: &kernel,
@@ -190,21 +191,6 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         run_dir: &run_dir,
         output: qemu::Output::Terminal { cancel: &stop },
     })
-}
-
-/// SIGINT and SIGTERM stop the guest: QEMU is killed, one line printed, exit 1
-/// (README). A second one ends lsmpmon at once (QEMU dies with it).
-fn stop_on_signals() -> Result<Arc<AtomicBool>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(
-            sig,
-            crate::error::EXIT_FAILURE,
-            Arc::clone(&stop),
-        )?;
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
-    }
-    Ok(stop)
 }
 
 /// Boots the guest and runs `argv` in it; returns its exit status.
