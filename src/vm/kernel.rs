@@ -129,12 +129,17 @@ fn load(dir: &Path) -> Result<Option<Kernel>> {
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(not_followed(&manifest)),
         Err(e) => return Err(e).with_context(|| format!("reading {}", manifest.display())),
     };
-    let Ok(mut k) = serde_json::from_slice::<Kernel>(&bytes) else {
+    // Unreadable, or written before the sha256s were recorded: fetched again.
+    let Some(mut k) = serde_json::from_slice::<Kernel>(&bytes)
+        .ok()
+        .filter(|k| !k.vmlinuz_sha256.is_empty() && !k.config_sha256.is_empty())
+    else {
         return Ok(None);
     };
     k.vmlinuz = inside(dir, &k.vmlinuz)?;
     k.config = inside(dir, &k.config)?;
-    if k.vmlinuz_sha256.is_empty() || fs::symlink_metadata(&k.vmlinuz).is_err() {
+    let missing = |p: &Path| fs::symlink_metadata(p).is_err();
+    if missing(&k.vmlinuz) || missing(&k.config) {
         return Ok(None);
     }
     check_sha256(&k.vmlinuz, &k.vmlinuz_sha256)?;
@@ -171,17 +176,21 @@ fn fetch(
     kernel.series = s.name.into();
     kernel.flavour = flavour.into();
     kernel.package = package;
+    move_in(&staging, dir, &mut kernel)?;
+    Ok(kernel)
+}
+
+/// Replaces the entry's `root` with the one unpacked in `staging`.
+fn move_in(staging: &Path, dir: &Path, kernel: &mut Kernel) -> Result<()> {
     let root = dir.join("root");
     let _ = fs::remove_dir_all(&root);
-    fs::rename(staging.join("root"), &root)?;
-    let _ = fs::remove_dir_all(&staging);
-    kernel.vmlinuz = root
-        .join("boot")
-        .join(kernel.vmlinuz.file_name().unwrap_or_default());
-    kernel.config = root
-        .join("boot")
-        .join(kernel.config.file_name().unwrap_or_default());
-    Ok(kernel)
+    fs::rename(staging.join("root"), &root)
+        .with_context(|| format!("moving the kernel into {}", root.display()))?;
+    let _ = fs::remove_dir_all(staging);
+    let boot = root.join("boot");
+    kernel.vmlinuz = boot.join(kernel.vmlinuz.file_name().unwrap_or_default());
+    kernel.config = boot.join(kernel.config.file_name().unwrap_or_default());
+    Ok(())
 }
 
 /// Newest first; a mirror may lack the newest file, so older ones are tried too.
@@ -451,6 +460,22 @@ mod tests {
         // The entry is complete for a later run, which fetches nothing.
         let later = ensure_entry(&cache, &dir, |_| panic!("fetched again")).unwrap();
         assert_eq!(later.vmlinuz_sha256, got[0].vmlinuz_sha256);
+        fs::remove_dir_all(&cache).unwrap();
+    }
+
+    #[test]
+    fn entries_without_recorded_sha256_are_fetched_again() {
+        let cache = std::env::temp_dir().join(format!("lsmpmon-legacy-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&cache);
+        let dir = real_dir(&cache, Path::new("kernels/6.1-cloud")).unwrap();
+        let calls = AtomicUsize::new(0);
+        let mut old = fake_fetch(&dir, &calls).unwrap();
+        old.vmlinuz_sha256.clear();
+        old.config_sha256.clear();
+        fs::write(dir.join(MANIFEST), serde_json::to_vec(&old).unwrap()).unwrap();
+        let k = ensure_entry(&cache, &dir, |d| fake_fetch(d, &calls)).unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 2, "the old entry was trusted");
+        check_sha256(&k.vmlinuz, &k.vmlinuz_sha256).unwrap();
         fs::remove_dir_all(&cache).unwrap();
     }
 

@@ -314,7 +314,11 @@ fn cache(args: &CacheArgs) -> Result<i32> {
         println!("  {sub:<8} {:>10}", human_bytes(dir_size(&p)));
         if sub == "kernels" {
             for k in fs::read_dir(&p).into_iter().flatten().flatten() {
-                println!("    {}", k.file_name().to_string_lossy());
+                let name = k.file_name().to_string_lossy().into_owned();
+                // Not the fetch lock.
+                if !name.starts_with('.') {
+                    println!("    {name}");
+                }
             }
         }
     }
