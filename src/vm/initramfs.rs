@@ -130,7 +130,7 @@ impl Entry {
 /// Writes the guest's initramfs: busybox, `lsmpmon_bin` as /bin/lsmpmon, /init,
 /// the run description and the `extra` files (parent directories made as needed).
 pub fn build(
-    out: &Path,
+    out: &mut dyn Write,
     busybox: &Path,
     lsmpmon_bin: &Path,
     extra: &[Entry],
@@ -177,9 +177,8 @@ pub fn build(
             Source::Bytes(b) => cpio.file(&e.guest, e.mode, b),
         }
     }
-    let mut f = fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
-    f.write_all(&cpio.finish())?;
-    Ok(())
+    out.write_all(&cpio.finish())
+        .context("writing the initramfs")
 }
 
 #[cfg(test)]

@@ -10,6 +10,10 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::cache::{
+    check_sha256, inside, not_followed, read_no_follow, real_dir, refuse_links_under, write_atomic,
+};
+use super::lock::FetchLock;
 use crate::error::usage;
 
 const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
@@ -45,8 +49,15 @@ pub struct Kernel {
     pub deb_sha256: String,
     /// `uname -r` of the kernel, from the image's file name.
     pub release: String,
+    /// Inside the cache entry (relative to it, or absolute under it).
     pub vmlinuz: PathBuf,
     pub config: PathBuf,
+    /// sha256 of the image and the config as fetched, checked before each use
+    /// (empty in entries written before lsmpmon recorded them: fetched again).
+    #[serde(default)]
+    pub vmlinuz_sha256: String,
+    #[serde(default)]
+    pub config_sha256: String,
 }
 
 pub fn known_series() -> Vec<&'static str> {
@@ -57,6 +68,16 @@ pub fn known_series() -> Vec<&'static str> {
 /// `mirror`: the Debian archive to fetch from (`--mirror`); default: the
 /// machine's own apt sources.
 pub fn ensure(cache: &Path, series: &str, flavour: &str, mirror: Option<&str>) -> Result<Kernel> {
+    let known = find_series(series, flavour)?;
+    let cache = std::path::absolute(cache)?;
+    let entry = Path::new("kernels").join(format!("{series}-{flavour}"));
+    let dir = real_dir(&cache, &entry)?;
+    ensure_entry(&cache, &dir, |dir| {
+        fetch(&cache, known, flavour, dir, mirror)
+    })
+}
+
+fn find_series(series: &str, flavour: &str) -> Result<&'static Series> {
     let known = SERIES.iter().find(|s| s.name == series).ok_or_else(|| {
         usage(format!(
             "unknown kernel '{series}': use one of {}",
@@ -68,29 +89,113 @@ pub fn ensure(cache: &Path, series: &str, flavour: &str, mirror: Option<&str>) -
             "unknown kernel flavour '{flavour}': use cloud or amd64"
         )));
     }
-    let dir = cache.join("kernels").join(format!("{series}-{flavour}"));
-    let manifest = dir.join("kernel.json");
-    if let Ok(text) = fs::read_to_string(&manifest) {
-        if let Ok(k) = serde_json::from_str::<Kernel>(&text) {
-            if k.vmlinuz.exists() {
-                return Ok(k);
-            }
-        }
+    Ok(known)
+}
+
+/// The intact entry in `dir`, or `fetch`'s, one fetch into the cache at a time:
+/// whoever waited uses what the first one fetched.
+fn ensure_entry(
+    cache: &Path,
+    dir: &Path,
+    fetch: impl FnOnce(&Path) -> Result<Kernel>,
+) -> Result<Kernel> {
+    if let Some(k) = load(dir)? {
+        return Ok(k);
     }
+    let kernels = cache.join("kernels");
+    let _lock = FetchLock::acquire(&kernels.join(".fetch.lock"), || {
+        eprintln!(
+            "lsmpmon: waiting for another lsmpmon fetching into {}",
+            kernels.display()
+        )
+    })?;
+    if let Some(k) = load(dir)? {
+        return Ok(k);
+    }
+    let kernel = fetch(dir)?;
+    write_atomic(&dir.join(MANIFEST), &serde_json::to_vec_pretty(&kernel)?)?;
+    Ok(kernel)
+}
+
+const MANIFEST: &str = "kernel.json";
+
+/// The entry's kernel if its manifest is complete; an error if the entry was
+/// tampered with (paths leading out, contents changed, symlinks).
+fn load(dir: &Path) -> Result<Option<Kernel>> {
+    let manifest = dir.join(MANIFEST);
+    let bytes = match read_no_follow(&manifest) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(not_followed(&manifest)),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", manifest.display())),
+    };
+    // Unreadable, or written before the sha256s were recorded: fetched again.
+    let Some(mut k) = serde_json::from_slice::<Kernel>(&bytes)
+        .ok()
+        .filter(|k| !k.vmlinuz_sha256.is_empty() && !k.config_sha256.is_empty())
+    else {
+        return Ok(None);
+    };
+    k.vmlinuz = inside(dir, &k.vmlinuz)?;
+    k.config = inside(dir, &k.config)?;
+    let missing = |p: &Path| fs::symlink_metadata(p).is_err();
+    if missing(&k.vmlinuz) || missing(&k.config) {
+        return Ok(None);
+    }
+    check_sha256(&k.vmlinuz, &k.vmlinuz_sha256)?;
+    check_sha256(&k.config, &k.config_sha256)?;
+    Ok(Some(k))
+}
+
+/// Fetches the newest kernel package of the series into `dir` (under the lock).
+fn fetch(
+    cache: &Path,
+    s: &Series,
+    flavour: &str,
+    dir: &Path,
+    mirror: Option<&str>,
+) -> Result<Kernel> {
     eprintln!(
-        "lsmpmon: fetching Debian {series} {flavour} kernel into {}",
+        "lsmpmon: fetching Debian {} {flavour} kernel into {}",
+        s.name,
         dir.display()
     );
     let mirrors = match mirror {
         Some(m) => super::mirror::Mirrors::given(m)?,
         None => super::mirror::Mirrors::from_system()?,
     };
-    let apt = PrivateApt::new(cache, known.suite, &mirrors)?;
+    let apt = PrivateApt::new(cache, s.suite, &mirrors)?;
     apt.update()?;
+    // Downloaded and unpacked in a directory of our own, then moved in.
+    let staging = dir.join(".fetch");
+    let _ = fs::remove_dir_all(&staging);
+    fs::create_dir(&staging).with_context(|| format!("creating {}", staging.display()))?;
+    let (package, deb) = download_newest(&apt, flavour, &staging)
+        .with_context(|| format!("fetching the {} kernel", s.name))?;
+    let mut kernel = unpack(&deb, &staging.join("root"))?;
+    kernel.series = s.name.into();
+    kernel.flavour = flavour.into();
+    kernel.package = package;
+    move_in(&staging, dir, &mut kernel)?;
+    Ok(kernel)
+}
+
+/// Replaces the entry's `root` with the one unpacked in `staging`.
+fn move_in(staging: &Path, dir: &Path, kernel: &mut Kernel) -> Result<()> {
+    let root = dir.join("root");
+    let _ = fs::remove_dir_all(&root);
+    fs::rename(staging.join("root"), &root)
+        .with_context(|| format!("moving the kernel into {}", root.display()))?;
+    let _ = fs::remove_dir_all(staging);
+    let boot = root.join("boot");
+    kernel.vmlinuz = boot.join(kernel.vmlinuz.file_name().unwrap_or_default());
+    kernel.config = boot.join(kernel.config.file_name().unwrap_or_default());
+    Ok(())
+}
+
+/// Newest first; a mirror may lack the newest file, so older ones are tried too.
+fn download_newest(apt: &PrivateApt, flavour: &str, dir: &Path) -> Result<(String, PathBuf)> {
     let meta = format!("linux-image-{flavour}-amd64");
-    fs::create_dir_all(&dir)?;
-    // Newest first; a mirror may lack the newest file, so older ones are tried too.
-    let mut fetched = None;
     let mut last_err = None;
     for image in apt.image_dependencies(&meta)? {
         let unsigned = format!("{image}-unsigned");
@@ -99,57 +204,52 @@ pub fn ensure(cache: &Path, series: &str, flavour: &str, mirror: Option<&str>) -
         } else {
             image
         };
-        match apt.download(&package, &dir) {
-            Ok(deb) => {
-                fetched = Some((package, deb));
-                break;
-            }
+        match apt.download(&package, dir) {
+            Ok(deb) => return Ok((package, deb)),
             Err(e) => {
                 eprintln!("lsmpmon: {package} could not be fetched, trying an older one");
                 last_err = Some(e);
             }
         }
     }
-    let Some((package, deb)) = fetched else {
-        return Err(last_err.unwrap_or_else(|| anyhow::anyhow!("no kernel image for {meta}")))
-            .with_context(|| format!("fetching the {series} kernel"));
-    };
-    let deb_sha256 = sha256_file(&deb)?;
-    let root = dir.join("root");
-    let _ = fs::remove_dir_all(&root);
-    run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&root))?;
-    let boot = root.join("boot");
-    let vmlinuz = find_prefixed(&boot, "vmlinuz-")?;
+    Err(last_err.unwrap_or_else(|| anyhow::anyhow!("no kernel image for {meta}")))
+}
+
+/// Unpacks `deb` into `root`, keeping only what a guest needs (the image and
+/// its config), and describes it (series, flavour and package left empty).
+fn unpack(deb: &Path, root: &Path) -> Result<Kernel> {
+    let deb_sha256 = sha256_file(deb)?;
+    run(Command::new("dpkg-deb").arg("-x").arg(deb).arg(root))?;
+    for sub in ["lib", "usr"] {
+        let _ = fs::remove_dir_all(root.join(sub));
+    }
+    refuse_links_under(root)?;
+    let vmlinuz = find_prefixed(&root.join("boot"), "vmlinuz-")?;
     let release = vmlinuz
         .file_name()
         .and_then(|n| n.to_str())
         .and_then(|n| n.strip_prefix("vmlinuz-"))
         .unwrap_or_default()
         .to_string();
-    let config = boot.join(format!("config-{release}"));
+    let config = root.join("boot").join(format!("config-{release}"));
     let package_version = deb
         .file_name()
         .and_then(|n| n.to_str())
         .and_then(|n| n.split('_').nth(1))
         .unwrap_or_default()
         .replace("%3a", ":");
-    // Keep only what a guest needs: the image and its config.
-    for sub in ["lib", "usr"] {
-        let _ = fs::remove_dir_all(root.join(sub));
-    }
-    let kernel = Kernel {
-        series: series.into(),
-        flavour: flavour.into(),
-        package,
+    Ok(Kernel {
+        series: String::new(),
+        flavour: String::new(),
+        package: String::new(),
         package_version,
         deb_sha256,
         release,
+        vmlinuz_sha256: sha256_file(&vmlinuz)?,
+        config_sha256: sha256_file(&config)?,
         vmlinuz,
         config,
-    };
-    fs::write(&manifest, serde_json::to_string_pretty(&kernel)?)?;
-    let _ = fs::remove_file(&deb);
-    Ok(kernel)
+    })
 }
 
 struct PrivateApt {
@@ -163,17 +263,19 @@ impl PrivateApt {
                 "{KEYRING} is missing: apt-get install debian-archive-keyring"
             )));
         }
-        let root = cache.join("apt").join(suite);
+        let root = real_dir(cache, &Path::new("apt").join(suite))?;
         for d in ["lists/partial", "archives/partial"] {
-            fs::create_dir_all(root.join(d))?;
+            real_dir(&root, Path::new(d))?;
         }
+        // apt writes its lists and caches there and would follow a link.
+        refuse_links_under(&root)?;
         let (main, security) = (&mirrors.main, &mirrors.security);
         let sources = format!(
             "deb [signed-by={KEYRING}] {main} {suite} main\n\
              deb [signed-by={KEYRING}] {main} {suite}-updates main\n\
              deb [signed-by={KEYRING}] {security} {suite}-security main\n"
         );
-        fs::write(root.join("sources.list"), sources)?;
+        write_atomic(&root.join("sources.list"), sources.as_bytes())?;
         Ok(Self { root })
     }
 
@@ -283,6 +385,7 @@ pub fn sha256_file(path: &Path) -> Result<String> {
 }
 
 fn run(cmd: &mut Command) -> Result<()> {
+    super::qemu::dies_with_parent(cmd);
     // A tool's chatter goes to stderr: stdout carries only results.
     let status = cmd
         .stdout(std::io::stderr())
@@ -295,6 +398,7 @@ fn run(cmd: &mut Command) -> Result<()> {
 }
 
 fn output(cmd: &mut Command) -> Result<String> {
+    super::qemu::dies_with_parent(cmd);
     let out = cmd
         .output()
         .with_context(|| format!("running {:?}", cmd.get_program()))?;
@@ -311,6 +415,69 @@ fn output(cmd: &mut Command) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Stands in for a network fetch: slow, and it writes the entry's files.
+    fn fake_fetch(dir: &Path, calls: &AtomicUsize) -> Result<Kernel> {
+        calls.fetch_add(1, Ordering::SeqCst);
+        let boot = real_dir(dir, Path::new("root/boot"))?;
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        let image = format!("image fetched by call {}", calls.load(Ordering::SeqCst));
+        fs::write(boot.join("vmlinuz-6.1.0-0-cloud-amd64"), &image)?;
+        fs::write(boot.join("config-6.1.0-0-cloud-amd64"), "CONFIG_X=y")?;
+        Ok(Kernel {
+            series: "6.1".into(),
+            flavour: "cloud".into(),
+            package: "p".into(),
+            package_version: "1".into(),
+            deb_sha256: "d".into(),
+            release: "6.1.0-0-cloud-amd64".into(),
+            vmlinuz: boot.join("vmlinuz-6.1.0-0-cloud-amd64"),
+            config: boot.join("config-6.1.0-0-cloud-amd64"),
+            vmlinuz_sha256: super::super::cache::sha256_hex(image.as_bytes()),
+            config_sha256: super::super::cache::sha256_hex(b"CONFIG_X=y"),
+        })
+    }
+
+    #[test]
+    fn concurrent_fetches_into_a_cold_cache_make_one_entry() {
+        let cache = std::env::temp_dir().join(format!("lsmpmon-fetch-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&cache);
+        let dir = real_dir(&cache, Path::new("kernels/6.1-cloud")).unwrap();
+        let calls = AtomicUsize::new(0);
+        let got: Vec<Kernel> = std::thread::scope(|s| {
+            let both: Vec<_> = (0..2)
+                .map(|_| s.spawn(|| ensure_entry(&cache, &dir, |d| fake_fetch(d, &calls))))
+                .collect();
+            both.into_iter()
+                .map(|h| h.join().unwrap().unwrap())
+                .collect()
+        });
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "fetched twice");
+        assert_eq!(got[0].vmlinuz, got[1].vmlinuz);
+        assert_eq!(got[0].vmlinuz_sha256, got[1].vmlinuz_sha256);
+        check_sha256(&got[1].vmlinuz, &got[1].vmlinuz_sha256).unwrap();
+        // The entry is complete for a later run, which fetches nothing.
+        let later = ensure_entry(&cache, &dir, |_| panic!("fetched again")).unwrap();
+        assert_eq!(later.vmlinuz_sha256, got[0].vmlinuz_sha256);
+        fs::remove_dir_all(&cache).unwrap();
+    }
+
+    #[test]
+    fn entries_without_recorded_sha256_are_fetched_again() {
+        let cache = std::env::temp_dir().join(format!("lsmpmon-legacy-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&cache);
+        let dir = real_dir(&cache, Path::new("kernels/6.1-cloud")).unwrap();
+        let calls = AtomicUsize::new(0);
+        let mut old = fake_fetch(&dir, &calls).unwrap();
+        old.vmlinuz_sha256.clear();
+        old.config_sha256.clear();
+        fs::write(dir.join(MANIFEST), serde_json::to_vec(&old).unwrap()).unwrap();
+        let k = ensure_entry(&cache, &dir, |d| fake_fetch(d, &calls)).unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 2, "the old entry was trusted");
+        check_sha256(&k.vmlinuz, &k.vmlinuz_sha256).unwrap();
+        fs::remove_dir_all(&cache).unwrap();
+    }
 
     #[test]
     fn kernel_versions_order_numerically() {

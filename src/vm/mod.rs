@@ -1,8 +1,11 @@
 //! `lsmpmon vm`: run a command under a real Debian kernel, with the LSMs you
 //! choose, in a throwaway QEMU guest. Reused by the lab.
+pub mod cache;
 pub mod guest;
 pub mod initramfs;
+pub mod interrupt;
 pub mod kernel;
+pub mod lock;
 pub mod mirror;
 pub mod qemu;
 
@@ -154,6 +157,7 @@ pub struct Launch<'a> {
 }
 
 pub fn run(args: &RunArgs) -> Result<i32> {
+    let interrupt = interrupt::exit_now()?;
     let cache = args.cache.path();
     let extra = args
         .copies
@@ -173,6 +177,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         kaslr: args.kaslr,
         timeout: Duration::from_secs(args.timeout),
     };
+    let stop = interrupt.into_stop_flag()?;
     let run_dir = new_run_dir(&cache)?;
     launch(&Launch {
         kernel: &kernel,
@@ -184,7 +189,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         machine: &machine,
         qemu_args: Vec::new(),
         run_dir: &run_dir,
-        output: qemu::Output::Terminal,
+        output: qemu::Output::Terminal { cancel: &stop },
     })
 }
 
@@ -199,28 +204,26 @@ pub fn launch(l: &Launch) -> Result<i32> {
     let spec = guest::RunSpec {
         argv: l.argv.clone(),
     };
-    let initramfs = l.run_dir.join("initramfs.cpio");
-    let built = initramfs::build(
-        &initramfs,
+    // Both in memory: QEMU reads what was built and checked, and nothing is
+    // left on disk however lsmpmon ends.
+    let initramfs = cache::memfd("lsmpmon-initramfs")?;
+    initramfs::build(
+        &mut &initramfs,
         busybox,
         &l.lsmpmon_bin,
         &l.extra,
         &serde_json::to_vec(&spec)?,
-    );
-    let code = built.and_then(|()| {
-        qemu::boot(&qemu::Boot {
-            vmlinuz: &l.kernel.vmlinuz,
-            initramfs: &initramfs,
-            cmdline: cmdline(l),
-            machine: l.machine,
-            extra_args: &l.qemu_args,
-            run_dir: l.run_dir,
-            output: &l.output,
-        })
-    });
-    // The initramfs is large and rebuilt each time; logs are kept.
-    let _ = fs::remove_file(&initramfs);
-    code
+    )?;
+    let vmlinuz = cache::verified_copy(&l.kernel.vmlinuz, &l.kernel.vmlinuz_sha256)?;
+    qemu::boot(&qemu::Boot {
+        vmlinuz: &vmlinuz,
+        initramfs: &initramfs,
+        cmdline: cmdline(l),
+        machine: l.machine,
+        extra_args: &l.qemu_args,
+        run_dir: l.run_dir,
+        output: &l.output,
+    })
 }
 
 fn cmdline(l: &Launch) -> String {
@@ -272,7 +275,8 @@ fn parse_copy(spec: &str) -> Result<(PathBuf, String)> {
 const RUNS_KEPT: usize = 50;
 
 pub fn new_run_dir(cache: &Path) -> Result<PathBuf> {
-    let mut old: Vec<PathBuf> = fs::read_dir(cache.join("runs"))
+    let runs = cache::real_dir(cache, Path::new("runs"))?;
+    let mut old: Vec<PathBuf> = fs::read_dir(&runs)
         .into_iter()
         .flatten()
         .flatten()
@@ -286,10 +290,9 @@ pub fn new_run_dir(cache: &Path) -> Result<PathBuf> {
         }
     }
     let stamp = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis();
-    let dir = cache
-        .join("runs")
-        .join(format!("{stamp}-{}", std::process::id()));
-    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let dir = runs.join(format!("{stamp}-{}", std::process::id()));
+    // Made now, by us: nothing planted there beforehand is written through.
+    fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
     Ok(dir)
 }
 
@@ -311,7 +314,11 @@ fn cache(args: &CacheArgs) -> Result<i32> {
         println!("  {sub:<8} {:>10}", human_bytes(dir_size(&p)));
         if sub == "kernels" {
             for k in fs::read_dir(&p).into_iter().flatten().flatten() {
-                println!("    {}", k.file_name().to_string_lossy());
+                let name = k.file_name().to_string_lossy().into_owned();
+                // Not the fetch lock.
+                if !name.starts_with('.') {
+                    println!("    {name}");
+                }
             }
         }
     }

@@ -9,6 +9,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -32,8 +33,9 @@ pub enum Accel {
 }
 
 pub struct Boot<'a> {
-    pub vmlinuz: &'a Path,
-    pub initramfs: &'a Path,
+    /// The kernel image and the initramfs, as files QEMU inherits.
+    pub vmlinuz: &'a fs::File,
+    pub initramfs: &'a fs::File,
     pub cmdline: String,
     pub machine: &'a super::Machine,
     /// More QEMU arguments (a TPM, say).
@@ -44,8 +46,9 @@ pub struct Boot<'a> {
 
 /// Where COMMAND's output goes while the guest runs.
 pub enum Output<'a> {
-    /// Copied to lsmpmon's stdout and stderr as it arrives (`vm run`).
-    Terminal,
+    /// Copied to lsmpmon's stdout and stderr as it arrives; the guest is
+    /// stopped when `cancel` is set (`vm run`, on SIGINT/SIGTERM).
+    Terminal { cancel: &'a AtomicBool },
     /// Kept in the run directory's `stdout` file; each stderr line goes to
     /// `progress`; the guest is stopped when `cancel` is set (the lab).
     Quiet {
@@ -70,6 +73,10 @@ pub fn boot(b: &Boot) -> Result<i32> {
         b.run_dir.join("status"),
     ];
     let m = b.machine;
+    let cancelled = || match b.output {
+        Output::Terminal { cancel } | Output::Quiet { cancel, .. } => cancel.load(Ordering::SeqCst),
+    };
+    let mut cmd_fds = Vec::new();
     let mut cmd = Command::new(qemu);
     match m.accel {
         Accel::Tcg => {
@@ -95,9 +102,9 @@ pub fn boot(b: &Boot) -> Result<i32> {
             "none",
         ])
         .arg("-kernel")
-        .arg(b.vmlinuz)
+        .arg(handed_on(&mut cmd_fds, b.vmlinuz))
         .arg("-initrd")
-        .arg(b.initramfs)
+        .arg(handed_on(&mut cmd_fds, b.initramfs))
         .args(["-append", &b.cmdline]);
     for f in &files {
         cmd.arg("-serial").arg(format!("file:{}", f.display()));
@@ -107,7 +114,13 @@ pub fn boot(b: &Boot) -> Result<i32> {
     cmd.stdin(Stdio::null())
         .stdout(qemu_log.try_clone()?)
         .stderr(qemu_log);
+    inherit(&mut cmd, cmd_fds);
     dies_with_parent(&mut cmd);
+    // Its own process group: a terminal's Ctrl-C goes to lsmpmon, which stops it.
+    cmd.process_group(0);
+    if cancelled() {
+        return Err(interrupted(&console));
+    }
     let mut child = cmd.spawn().context("starting qemu-system-x86_64")?;
 
     let start = Instant::now();
@@ -115,7 +128,7 @@ pub fn boot(b: &Boot) -> Result<i32> {
     let mut err = Tail::new(&files[2]);
     let mut pending = Vec::new();
     let mut forward = |out: &mut Tail, err: &mut Tail| match b.output {
-        Output::Terminal => {
+        Output::Terminal { .. } => {
             out.copy_to(&mut std::io::stdout());
             err.copy_to(&mut std::io::stderr());
         }
@@ -127,30 +140,22 @@ pub fn boot(b: &Boot) -> Result<i32> {
             }
         }
     };
-    let cancelled =
-        || matches!(b.output, Output::Quiet { cancel, .. } if cancel.load(Ordering::SeqCst));
     let exited = loop {
         forward(&mut out, &mut err);
-        if let Some(status) = child.try_wait()? {
-            break Some(status);
-        }
         if start.elapsed() > m.timeout || cancelled() {
             let _ = child.kill();
             let _ = child.wait();
             break None;
+        }
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
         }
         thread::sleep(Duration::from_millis(50));
     };
     forward(&mut out, &mut err);
 
     if exited.is_none() && cancelled() {
-        return Err(with_code(
-            crate::error::EXIT_FAILURE,
-            format!(
-                "guest stopped (interrupted); console log: {}",
-                console.display()
-            ),
-        ));
+        return Err(interrupted(&console));
     }
     if exited.is_none() {
         return Err(with_code(
@@ -183,13 +188,53 @@ pub fn boot(b: &Boot) -> Result<i32> {
     }
 }
 
+fn interrupted(console: &Path) -> anyhow::Error {
+    with_code(
+        crate::error::EXIT_FAILURE,
+        format!(
+            "guest stopped (interrupted); console log: {}",
+            console.display()
+        ),
+    )
+}
+
+/// The path under which the child finds `file` (inherited, see `inherit`).
+fn handed_on(fds: &mut Vec<RawFd>, file: &fs::File) -> String {
+    fds.push(file.as_raw_fd());
+    format!("/proc/self/fd/{}", file.as_raw_fd())
+}
+
+/// The child keeps `fds` open across exec (they are close-on-exec here, so
+/// no other child started meanwhile gets them).
+fn inherit(cmd: &mut Command, fds: Vec<RawFd>) {
+    // SAFETY: fcntl is async-signal-safe; the fds stay open until spawn returns.
+    unsafe {
+        cmd.pre_exec(move || {
+            for &fd in &fds {
+                if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
 /// The child is killed when the thread that started it ends, whatever ends
 /// it (a signal, a panic, SIGKILL): no QEMU or swtpm outlives lsmpmon.
 pub fn dies_with_parent(cmd: &mut Command) {
-    // SAFETY: prctl is async-signal-safe.
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: prctl and getppid are async-signal-safe.
     unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Had the parent died between fork and prctl, no signal would come:
+            // the child now belongs to another process.
+            if libc::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
             Ok(())
         });
     }

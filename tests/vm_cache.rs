@@ -1,0 +1,149 @@
+//! lsmpmon runs as root against the user's cache: what it boots must be what
+//! it fetched, from inside the cache, and it never writes through a symlink.
+//! Every test but the last fails before booting anything (no guest, no network).
+mod common;
+#[path = "common/vmcache.rs"]
+mod vmcache;
+
+use std::{
+    fs,
+    os::unix::fs::symlink,
+    path::Path,
+    process::{Command, Output},
+};
+
+use common::{one_error_line, LSMPMON};
+
+/// `vm run -- true` with `cache`; an unreachable mirror, so nothing is fetched.
+fn vm_run(cache: &Path) -> Output {
+    Command::new(LSMPMON)
+        .args(["vm", "run", "--kernel", "6.1", "--timeout", "60"])
+        .args(["--mirror", "file:/nonexistent/lsmpmon-test"])
+        .env("LSMPMON_CACHE", cache)
+        .args(["--", "true"])
+        .output()
+        .unwrap()
+}
+
+fn refused(out: &Output, cache: &Path, words: &[&str]) {
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let line = one_error_line(out);
+    for w in words {
+        assert!(line.contains(w), "'{w}' not in: {line}");
+    }
+    assert!(vmcache::run_dirs(cache).is_empty(), "a guest was started");
+}
+
+#[test]
+fn a_tampered_kernel_image_is_not_booted() {
+    let cache = vmcache::with_kernel("6.1", "cache-tampered");
+    let image = vmcache::image(&cache, "6.1");
+    let mut bytes = fs::read(&image).unwrap();
+    bytes[4096] ^= 0xff;
+    fs::write(&image, bytes).unwrap();
+    let name = image.file_name().unwrap().to_string_lossy().into_owned();
+    refused(
+        &vm_run(&cache),
+        &cache,
+        &[&name, "sha256", "vm cache --clean"],
+    );
+}
+
+#[test]
+fn a_manifest_path_outside_the_cache_is_refused() {
+    let cache = vmcache::with_kernel("6.1", "cache-outside");
+    // The very image, with its recorded sha256, but outside the cache.
+    let outside = cache.with_file_name("cache-outside-image");
+    fs::copy(vmcache::image(&cache, "6.1"), &outside).unwrap();
+    let manifest = cache.join("kernels/6.1-cloud/kernel.json");
+    let original: serde_json::Value =
+        serde_json::from_slice(&fs::read(&manifest).unwrap()).unwrap();
+    let escapes = [
+        outside.display().to_string(),
+        "root/../../../../cache-outside-image".to_string(),
+    ];
+    for path in escapes {
+        let mut m = original.clone();
+        m["vmlinuz"] = path.clone().into();
+        fs::write(&manifest, serde_json::to_vec(&m).unwrap()).unwrap();
+        refused(&vm_run(&cache), &cache, &[&path, "outside"]);
+    }
+}
+
+#[test]
+fn symlinks_planted_in_the_cache_are_not_followed() {
+    let cache = vmcache::with_kernel("6.1", "cache-symlink");
+    let victim = cache.with_file_name("cache-symlink-victim");
+    let _ = fs::remove_dir_all(&victim);
+    fs::create_dir(&victim).unwrap();
+    // Guest logs would be written through `runs`.
+    symlink(&victim, cache.join("runs")).unwrap();
+    refused(&vm_run(&cache), &cache, &["runs", "symlink"]);
+    assert_eq!(fs::read_dir(&victim).unwrap().count(), 0, "written through");
+    fs::remove_file(cache.join("runs")).unwrap();
+    // A manifest that is a link to one elsewhere is not read.
+    let manifest = cache.join("kernels/6.1-cloud/kernel.json");
+    fs::rename(&manifest, victim.join("kernel.json")).unwrap();
+    symlink(victim.join("kernel.json"), &manifest).unwrap();
+    refused(&vm_run(&cache), &cache, &["kernel.json", "symlink"]);
+}
+
+/// `vm run` that stops right after the kernel is in the cache: the lsmpmon
+/// binary to put in the guest does not exist, and that is read only then.
+fn fetch_only(cache: &Path) -> std::process::Child {
+    Command::new(LSMPMON)
+        .args(["vm", "run", "--kernel", "6.1"])
+        .args(["--lsmpmon-bin", "/nonexistent/lsmpmon", "--", "true"])
+        .env("LSMPMON_CACHE", cache)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Two runs on a cold cache (as the guest tests start them): one fetches,
+/// the other waits and uses its kernel, which then boots. Uses the network
+/// (this machine's apt sources), ~20 s, and one guest.
+#[test]
+fn two_cold_fetches_make_one_entry_that_boots() {
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache-cold");
+    let _ = fs::remove_dir_all(&cache);
+    let runs = [fetch_only(&cache), fetch_only(&cache)];
+    let errs: Vec<String> = runs
+        .into_iter()
+        .map(|c| String::from_utf8_lossy(&c.wait_with_output().unwrap().stderr).into_owned())
+        .collect();
+    let all = errs.concat();
+    let count = |what: &str| all.lines().filter(|l| l.contains(what)).count();
+    assert_eq!(count("lsmpmon: fetching Debian 6.1"), 1, "{all}");
+    assert_eq!(
+        count("waiting for another lsmpmon fetching into"),
+        1,
+        "{all}"
+    );
+    // Both got past the fetch, to reading the missing binary.
+    assert_eq!(count("reading /nonexistent/lsmpmon"), 2, "{all}");
+    let entry = cache.join("kernels/6.1-cloud");
+    let names: Vec<String> = fs::read_dir(&entry)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 2, "kernel.json and root only: {names:?}");
+    let m: serde_json::Value =
+        serde_json::from_slice(&fs::read(entry.join("kernel.json")).unwrap()).unwrap();
+    let image = Path::new(m["vmlinuz"].as_str().unwrap());
+    assert_eq!(
+        vmcache::sha256(image),
+        m["vmlinuz_sha256"].as_str().unwrap()
+    );
+    let out = Command::new(LSMPMON)
+        .args(["vm", "run", "--kernel", "6.1", "--", "uname", "-r"])
+        .env("LSMPMON_CACHE", &cache)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        m["release"].as_str().unwrap()
+    );
+}
