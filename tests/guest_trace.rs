@@ -125,6 +125,16 @@ echo "F $(cat /tmp/final.json | tr -d '\n')"
     assert_eq!(calls(&a, "file_open"), 4);
     assert_eq!(calls(&b, "inode_getattr"), 10, "disabled: nothing recorded");
     assert_eq!(calls(&c, "inode_getattr"), 3, "reset, then 3 more");
+    // A reset keeps the probe floor and gives averages of the new calls only.
+    assert_eq!(c["probe"]["floor_ns"], a["probe"]["floor_ns"]);
+    assert!(c["probe"]["floor_ns"].as_f64().is_some());
+    let g = hook(&c, "inode_getattr");
+    let (min, ave, max) = (
+        g["min_ns"].as_f64().unwrap(),
+        g["ave_ns"].as_f64().unwrap(),
+        g["max_ns"].as_f64().unwrap(),
+    );
+    assert!(min > 0.0 && min <= ave && ave <= max, "{g}");
     assert_eq!(calls(&f, "inode_getattr"), 3);
     assert_eq!(f["options"]["object"], "target");
     validate("trace.schema.json", &serde_json::to_string(&f).unwrap());
@@ -481,4 +491,18 @@ echo "SLEEP $(pidof sleep | wc -w)"
         "alone {ave_a:.0}, with another trace {ave_c:.0}"
     );
     assert_eq!(line("SLEEP"), "0", "SIGTERM reached the traced command");
+}
+
+/// A fully preemptible kernel could run another task in the middle of a
+/// probe: trace refuses it with one line (exit 2) instead of mixing calls.
+#[test]
+fn trace_6_1_refuses_preempt_full() {
+    let out = guest(
+        "6.1",
+        &["--append", "preempt=full"],
+        "lsmpmon trace --duration 1",
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let line = one_error_line(&out);
+    assert!(line.contains("preemption model 'full'"), "{line}");
 }

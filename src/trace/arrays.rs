@@ -1,4 +1,4 @@
-//! Reading and clearing BPF array maps in batches (one syscall per few
+//! Reading BPF array maps in batches (one syscall per few
 //! thousand entries instead of one per entry).
 use std::os::fd::RawFd;
 
@@ -60,35 +60,6 @@ pub fn for_each<T: Copy>(fd: RawFd, n_keys: u32, mut f: impl FnMut(u32, &T)) -> 
         if done || count == 0 {
             break;
         }
-    }
-    Ok(())
-}
-
-/// Sets the values of the first `n_keys` keys to zero.
-pub fn clear<T>(fd: RawFd, n_keys: u32) -> Result<()> {
-    let stride = std::mem::size_of::<T>();
-    let mut start = 0u32;
-    while start < n_keys {
-        let mut count = BATCH.min(n_keys - start);
-        let keys: Vec<u32> = (start..start + count).collect();
-        let values = vec![0u8; count as usize * stride];
-        // SAFETY: buffers sized for `count` entries.
-        let err = unsafe {
-            libbpf_sys::bpf_map_update_batch(
-                fd,
-                keys.as_ptr() as *const _,
-                values.as_ptr() as *const _,
-                &mut count,
-                std::ptr::null(),
-            )
-        };
-        if err != 0 {
-            bail!(
-                "clearing BPF map: {}",
-                std::io::Error::from_raw_os_error(-err)
-            );
-        }
-        start += count.max(1);
     }
     Ok(())
 }

@@ -39,6 +39,23 @@ pub fn add_stats(acc: &mut lsmpmon_hook_stats, v: &lsmpmon_hook_stats) {
     }
 }
 
+/// `acc` less the counters of `old`, an earlier reading of the same row
+/// (min and max are not counters: they stay).
+pub fn sub_stats(acc: &mut lsmpmon_hook_stats, old: &lsmpmon_hook_stats) {
+    let sub = |a: &mut u64, b: u64| *a -= b.min(*a);
+    sub(&mut acc.count, old.count);
+    sub(&mut acc.sum_ns, old.sum_ns);
+    sub(&mut acc.cs_count, old.cs_count);
+    sub(&mut acc.deny, old.deny);
+    sub(&mut acc.error, old.error);
+    sub(&mut acc.value, old.value);
+    sub(&mut acc.dropped, old.dropped);
+    sub(&mut acc.nested, old.nested);
+    for (a, b) in acc.hist.iter_mut().zip(old.hist.iter()) {
+        sub(a, *b);
+    }
+}
+
 /// Upper bound of the log2 bucket holding quantile `q` of the timed calls.
 pub fn quantile(hist: &[u64], q: f64) -> Option<u64> {
     let total: u64 = hist.iter().sum();

@@ -133,6 +133,21 @@ impl CpuStats {
         }
     }
 
+    /// Restarts every row's min and max (`trace ctl reset`; the counters are
+    /// never cleared, see session::Baseline).
+    pub fn restart_extremes(&self) {
+        for cpu in 0..self.cpus {
+            for row in 0..self.rows {
+                let r = self.row(cpu, row);
+                // SAFETY: as in sum(); two aligned u64 stores.
+                unsafe {
+                    std::ptr::write_volatile(std::ptr::addr_of_mut!((*r).min_ns), u64::MAX);
+                    std::ptr::write_volatile(std::ptr::addr_of_mut!((*r).max_ns), 0);
+                }
+            }
+        }
+    }
+
     /// Zeroes the statistics, leaving the CPUs' stacks of calls in progress alone.
     pub fn clear(&self) {
         for cpu in 0..self.cpus {

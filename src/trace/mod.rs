@@ -11,6 +11,7 @@ pub mod ctl;
 mod guard;
 pub mod hooks;
 pub mod lsm_tables;
+mod preempt;
 pub mod report;
 pub mod returns;
 mod session;
@@ -283,6 +284,7 @@ fn render(r: &TraceResult, args: &TraceArgs, compact: bool) -> Result<String> {
 
 pub fn run(args: &TraceArgs) -> Result<i32> {
     check_root()?;
+    preempt::check()?;
     let (discovery, kbtf) = discover(args)?;
     if args.list_hooks {
         list_hooks(&discovery);
@@ -548,7 +550,9 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
         provenance: crate::provenance::collect(),
         enabled_at: None,
         elapsed: Duration::ZERO,
+        baseline: Default::default(),
     };
+    session.measure_floor();
 
     session.set_nested_cost(pair_cost_ns);
     // The ready gate: nothing is recorded until every hook is attached.

@@ -11,8 +11,34 @@ use anyhow::Result;
 use super::attach::Pair;
 use super::bpf::LsmpmonSkel;
 use super::{arrays, attach, collect, cpu_stats::CpuStats, hooks::Hook};
-use crate::intf::{lsmpmon_limits as lim, lsmpmon_syscall_cell, lsmpmon_syscall_time};
+use crate::intf::{
+    lsmpmon_hook_stats, lsmpmon_limits as lim, lsmpmon_syscall_cell, lsmpmon_syscall_time,
+};
 use crate::results::{ProbeInfo, TraceOptions, TraceResult, TRACE_SCHEMA};
+
+/// The counters at the last `trace ctl reset`: later snapshots subtract them.
+/// Nothing is zeroed under the probes' feet (a probe adding to a sum while
+/// user space clears it would bring the old sum back), and the probe floor,
+/// measured before tracing starts, survives.
+#[derive(Default)]
+pub struct Baseline {
+    stats: Vec<lsmpmon_hook_stats>,
+    cells: Cells,
+    times: Times,
+    misses: Vec<u64>,
+}
+
+type Cells = BTreeMap<(u32, u32), lsmpmon_syscall_cell>;
+type Times = BTreeMap<u32, lsmpmon_syscall_time>;
+
+/// Every counter as the probes left it (monotonic, never cleared).
+struct Raw {
+    stats: Vec<lsmpmon_hook_stats>,
+    cells: Cells,
+    times: Times,
+    /// Recursion misses per attached pair.
+    misses: Vec<u64>,
+}
 
 pub struct Session<'obj> {
     pub skel: LsmpmonSkel<'obj>,
@@ -25,6 +51,7 @@ pub struct Session<'obj> {
     pub provenance: crate::results::Provenance,
     pub enabled_at: Option<Instant>,
     pub elapsed: Duration,
+    pub baseline: Baseline,
 }
 
 impl Session<'_> {
@@ -61,17 +88,18 @@ impl Session<'_> {
         self.hooks.len() as u32 * lim::LSMPMON_SYSCALL_SLOTS
     }
 
+    /// Starts the statistics afresh: the counters so far become the
+    /// baseline; min and max restart (a probe racing this may keep one
+    /// older extreme).
     pub fn reset(&mut self) -> Result<()> {
-        let maps = &self.skel.maps;
-        self.stats.clear();
-        arrays::clear::<lsmpmon_syscall_cell>(
-            maps.syscall_cells.as_fd().as_raw_fd(),
-            self.n_cells(),
-        )?;
-        arrays::clear::<lsmpmon_syscall_time>(
-            maps.syscall_time.as_fd().as_raw_fd(),
-            lim::LSMPMON_SYSCALL_SLOTS,
-        )?;
+        let raw = self.raw()?;
+        self.baseline = Baseline {
+            stats: raw.stats,
+            cells: raw.cells,
+            times: raw.times,
+            misses: raw.misses,
+        };
+        self.stats.restart_extremes();
         self.elapsed = Duration::ZERO;
         if self.enabled_at.is_some() {
             self.enabled_at = Some(Instant::now());
@@ -79,23 +107,105 @@ impl Session<'_> {
         Ok(())
     }
 
-    /// Everything measured so far, as a result.
-    pub fn snapshot(&mut self) -> Result<TraceResult> {
-        // Per hook, and last the calibration probe.
-        let mut stats = self.stats.sum();
-        // A probe the kernel skipped (recursion) is a dropped call of its hook.
-        let mut misses_total = 0;
-        for p in &self.pairs {
-            let misses = attach::recursion_misses(&p.entry) + attach::recursion_misses(&p.exit);
-            stats[p.hook_id as usize].dropped += misses;
-            misses_total += misses;
-        }
-        self.probe.recursion_misses = misses_total;
-        let calib = &stats[self.hooks.len()];
+    /// The probe floor, from the calibration probe's runs before tracing
+    /// started (it records nothing after).
+    pub fn measure_floor(&mut self) {
+        let calib = &self.stats.sum()[self.hooks.len()];
         if self.calibration.is_some() && calib.count > 0 {
             self.probe.floor_ns = Some(calib.sum_ns as f64 / calib.count as f64);
             self.probe.floor_samples = calib.count;
         }
+    }
+
+    fn raw(&self) -> Result<Raw> {
+        let stats = self.stats.sum();
+        let misses = self
+            .pairs
+            .iter()
+            .map(|p| attach::recursion_misses(&p.entry) + attach::recursion_misses(&p.exit))
+            .collect();
+        let mut cells = Cells::new();
+        let mut add_cell = |hook: u32, slot: u32, count: u64, sum_ns: u64| {
+            let c = cells.entry((hook, slot)).or_default();
+            c.count += count;
+            c.sum_ns += sum_ns;
+        };
+        arrays::for_each::<lsmpmon_syscall_cell>(
+            self.skel.maps.syscall_cells.as_fd().as_raw_fd(),
+            self.n_cells(),
+            |k, v| {
+                if v.count > 0 {
+                    add_cell(
+                        k / lim::LSMPMON_SYSCALL_SLOTS,
+                        k % lim::LSMPMON_SYSCALL_SLOTS,
+                        v.count,
+                        v.sum_ns,
+                    );
+                }
+            },
+        )?;
+        self.stats.pending(&mut add_cell);
+        let mut times = Times::new();
+        if self.options.syscall_time {
+            arrays::for_each::<lsmpmon_syscall_time>(
+                self.skel.maps.syscall_time.as_fd().as_raw_fd(),
+                lim::LSMPMON_SYSCALL_SLOTS,
+                |k, v| {
+                    let e = times.entry(k).or_default();
+                    e.sum_ns += v.sum_ns;
+                    e.count += v.count;
+                    e.hook_ns += v.hook_ns;
+                },
+            )?;
+        }
+        Ok(Raw {
+            stats,
+            cells,
+            times,
+            misses,
+        })
+    }
+
+    /// The counters since the last reset.
+    fn since_reset(&self) -> Result<Raw> {
+        let mut raw = self.raw()?;
+        let b = &self.baseline;
+        for (s, old) in raw.stats.iter_mut().zip(&b.stats) {
+            collect::sub_stats(s, old);
+        }
+        for (key, old) in &b.cells {
+            if let Some(c) = raw.cells.get_mut(key) {
+                c.count -= old.count.min(c.count);
+                c.sum_ns -= old.sum_ns.min(c.sum_ns);
+            }
+        }
+        raw.cells.retain(|_, c| c.count > 0);
+        for (key, old) in &b.times {
+            if let Some(t) = raw.times.get_mut(key) {
+                t.count -= old.count.min(t.count);
+                t.sum_ns -= old.sum_ns.min(t.sum_ns);
+                t.hook_ns -= old.hook_ns.min(t.hook_ns);
+            }
+        }
+        for (m, old) in raw.misses.iter_mut().zip(&b.misses) {
+            *m -= (*old).min(*m);
+        }
+        Ok(raw)
+    }
+
+    /// Everything measured so far (since the last reset), as a result.
+    pub fn snapshot(&mut self) -> Result<TraceResult> {
+        let Raw {
+            mut stats,
+            cells,
+            times,
+            misses,
+        } = self.since_reset()?;
+        // A probe the kernel skipped (recursion) is a dropped call of its hook.
+        for (p, m) in self.pairs.iter().zip(&misses) {
+            stats[p.hook_id as usize].dropped += m;
+        }
+        self.probe.recursion_misses = misses.iter().sum();
         let subtract = self
             .options
             .subtract_floor
@@ -123,43 +233,7 @@ impl Session<'_> {
                 }
             }
         }
-        let mut cells: BTreeMap<(u32, u32), lsmpmon_syscall_cell> = BTreeMap::new();
-        let mut add_cell = |hook: u32, slot: u32, count: u64, sum_ns: u64| {
-            let c = cells.entry((hook, slot)).or_default();
-            c.count += count;
-            c.sum_ns += sum_ns;
-        };
-        arrays::for_each::<lsmpmon_syscall_cell>(
-            self.skel.maps.syscall_cells.as_fd().as_raw_fd(),
-            self.n_cells(),
-            |k, v| {
-                if v.count > 0 {
-                    add_cell(
-                        k / lim::LSMPMON_SYSCALL_SLOTS,
-                        k % lim::LSMPMON_SYSCALL_SLOTS,
-                        v.count,
-                        v.sum_ns,
-                    );
-                }
-            },
-        )?;
-        self.stats.pending(&mut add_cell);
-        let times = if self.options.syscall_time {
-            let mut t: BTreeMap<u32, lsmpmon_syscall_time> = BTreeMap::new();
-            arrays::for_each::<lsmpmon_syscall_time>(
-                self.skel.maps.syscall_time.as_fd().as_raw_fd(),
-                lim::LSMPMON_SYSCALL_SLOTS,
-                |k, v| {
-                    let e = t.entry(k).or_default();
-                    e.sum_ns += v.sum_ns;
-                    e.count += v.count;
-                    e.hook_ns += v.hook_ns;
-                },
-            )?;
-            Some(t)
-        } else {
-            None
-        };
+        let times = self.options.syscall_time.then_some(times);
         Ok(TraceResult {
             schema: TRACE_SCHEMA,
             provenance: self.provenance.clone(),
