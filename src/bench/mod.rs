@@ -25,29 +25,29 @@ pub const SCHEMA: &str = "lsmpmon.bench/1";
 pub struct BenchArgs {
     /// Operations and groups: syscall, files, ipc, proc, bw, lmbench (all), paper
     /// (seed 000 Table 3 / seed 004 Tables 1-2), or op names, comma-separated.
-    #[arg(long, default_value = "paper")]
+    #[arg(long, default_value = "paper", value_parser = crate::parse::list)]
     pub ops: String,
     /// Work directory for file operations, created fresh and removed after.
     /// Keep it identical across compared runs: path depth changes LSM costs.
     #[arg(long, default_value = "/tmp/lsmpmon-bench")]
     pub dir: PathBuf,
     /// Samples per operation (the median is reported).
-    #[arg(long, default_value_t = 11)]
+    #[arg(long, default_value_t = 11, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000))]
     pub samples: usize,
     /// Minimum duration of one sample; iterations grow until it is reached.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, value_parser = crate::parse::sample_ms)]
     pub sample_ms: f64,
     /// Pin the benchmark to this CPU.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::parse::cpu)]
     pub cpu: Option<usize>,
     /// Bytes mapped by the mmap op.
-    #[arg(long, default_value_t = 64 * 1024)]
+    #[arg(long, default_value_t = 64 * 1024, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1 << 30))]
     pub mmap_bytes: usize,
     /// Map executable in the mmap op (what IMA's MMAP_CHECK measures).
     #[arg(long)]
     pub prot_exec: bool,
-    /// Descriptors watched by select_file and select_tcp.
-    #[arg(long, default_value_t = 100)]
+    /// Descriptors watched by select_file and select_tcp (at most 1000: select() stops at 1024).
+    #[arg(long, default_value_t = 100, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000))]
     pub select_fds: usize,
     /// Run inside a Landlock ruleset (allowing the work directory and what the ops need).
     #[arg(long)]

@@ -41,15 +41,16 @@ pub struct RunArgs {
     #[arg(long, default_value = "cloud")]
     pub flavour: String,
     /// LSMs to activate, in order (the kernel's lsm= parameter). Default: the kernel's own.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::parse::list)]
     pub lsm: Option<String>,
     /// Extra kernel command-line parameters.
     #[arg(long, default_value = "")]
     pub append: String,
     /// Wall-clock seconds before the guest is killed.
-    #[arg(long, default_value_t = 900)]
+    #[arg(long, default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..=604_800))]
     pub timeout: u64,
-    #[arg(long, default_value_t = 1024)]
+    /// Guest memory; the guest does not boot with less than MIN_MEMORY_MB.
+    #[arg(long, default_value_t = 1024, value_parser = memory_mb)]
     pub memory_mb: u32,
     /// tcg: deterministic virtual time (default). kvm only where it works.
     #[arg(long, value_enum, default_value = "tcg")]
@@ -107,6 +108,26 @@ pub struct CacheArgs {
     pub clean: bool,
     #[arg(long, requires = "clean")]
     pub all: bool,
+}
+
+/// The least memory a guest boots with (and runs `true`): found by booting
+/// 6.1, 6.12 and 5.10 with less and less (BENCHMARKS.md); below it the kernel
+/// panics early and `vm run` would report a crash.
+pub const MIN_MEMORY_MB: u32 = 256;
+/// QEMU's `-m` above this is refused before booting.
+pub const MAX_MEMORY_MB: u32 = 65_536;
+
+/// `--memory-mb`: enough for the guest to boot, at most MAX_MEMORY_MB.
+pub fn memory_mb(s: &str) -> Result<u32, String> {
+    let mb: u32 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of MiB"))?;
+    if !(MIN_MEMORY_MB..=MAX_MEMORY_MB).contains(&mb) {
+        return Err(format!(
+            "the guest needs {MIN_MEMORY_MB} to {MAX_MEMORY_MB} MiB (it does not boot with less)"
+        ));
+    }
+    Ok(mb)
 }
 
 pub fn main(cmd: VmCommand) -> Result<i32> {

@@ -124,7 +124,7 @@ pub fn select(spec: &str) -> Result<Vec<OpDef>> {
         }
     }
     if out.is_empty() {
-        bail!("no operation selected");
+        return Err(crate::error::usage("no operation selected"));
     }
     Ok(out)
 }
