@@ -6,6 +6,7 @@ mod lab;
 mod parse;
 mod provenance;
 mod results;
+mod secure_fs;
 mod trace;
 mod vm;
 

@@ -553,7 +553,12 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     session.set_nested_cost(pair_cost_ns);
     // The ready gate: nothing is recorded until every hook is attached.
     session.set_enabled(true);
-    let server = ctl::Server::start().ok();
+    let server = ctl::Server::start()
+        .map_err(|e| {
+            let why = crate::error::one_line(&e);
+            eprintln!("lsmpmon: warning: no trace ctl for this trace: {why}");
+        })
+        .ok();
     let status = watch(&mut session, args, server.as_ref())?;
     session.set_enabled(false);
 
