@@ -3,7 +3,7 @@
 use std::{
     fs,
     os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt},
-    path::Path,
+    path::{Path, PathBuf},
 };
 
 use anyhow::Result;
@@ -61,11 +61,35 @@ pub fn check_private(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Resolves `dir` and checks every directory below `/` down to it: owned by
+/// root or us, and writable by others only with the sticky bit (as /tmp).
+/// Below such a path nobody else can rename or replace what we create. `/`
+/// itself is not looked at: a confined workload may not stat it (the lab's
+/// SELinux reference policy), and with `/` in other hands nothing is safe.
+pub fn trusted_path(dir: &Path) -> Result<PathBuf> {
+    let real =
+        fs::canonicalize(dir).map_err(|e| usage(format!("cannot use {}: {e}", dir.display())))?;
+    for d in real.ancestors().filter(|d| d.parent().is_some()) {
+        let m = fs::metadata(d).map_err(|e| usage(format!("{}: {e}", d.display())))?;
+        let open_to_others = m.mode() & 0o022 != 0 && m.mode() & 0o1000 == 0;
+        if !m.is_dir() || !trusted_owner(m.uid()) || open_to_others {
+            return Err(usage(format!(
+                "{} (uid {}, mode {:o}) could be changed by another user: choose a directory \
+                 of yours or root's that only its owner can write",
+                d.display(),
+                m.uid(),
+                m.mode() & 0o7777
+            )));
+        }
+    }
+    Ok(real)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn scratch(name: &str) -> std::path::PathBuf {
+    fn scratch(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("lsmpmon-sfs-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&d);
         d
@@ -83,5 +107,17 @@ mod tests {
         std::os::unix::fs::symlink("/", &d).unwrap();
         assert!(private_dir(&d).is_err(), "a symlink is refused");
         fs::remove_file(&d).unwrap();
+    }
+
+    #[test]
+    fn trusted_path_refuses_a_directory_others_can_write() {
+        let d = scratch("trust");
+        fs::create_dir(&d).unwrap();
+        assert_eq!(trusted_path(&d).unwrap(), fs::canonicalize(&d).unwrap());
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(trusted_path(&d).is_err());
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o1777)).unwrap();
+        assert!(trusted_path(&d).is_ok(), "sticky, as /tmp");
+        fs::remove_dir(&d).unwrap();
     }
 }

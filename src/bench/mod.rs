@@ -5,6 +5,7 @@ pub mod landlock;
 mod ops;
 mod runner;
 mod stats;
+mod workdir;
 
 use std::{
     path::{Path, PathBuf},
@@ -27,8 +28,10 @@ pub struct BenchArgs {
     /// (seed 000 Table 3 / seed 004 Tables 1-2), or op names, comma-separated.
     #[arg(long, default_value = "paper", value_parser = crate::parse::list)]
     pub ops: String,
-    /// Work directory for file operations, created fresh and removed after.
-    /// Keep it identical across compared runs: path depth changes LSM costs.
+    /// Where file operations run: each op gets a fresh private directory
+    /// DIR/<op>.XXXXXX, removed after; DIR is left as it was (made 0700 and
+    /// removed if missing). Refused if another user could change it. Keep it
+    /// identical across compared runs: path depth changes LSM costs.
     #[arg(long, default_value = "/tmp/lsmpmon-bench")]
     pub dir: PathBuf,
     /// Samples per operation (the median is reported).
@@ -154,84 +157,63 @@ pub fn check_ops(spec: &str) -> Result<()> {
     ops::select(spec).map(|_| ())
 }
 
-/// Removes the work directory on every exit path, Ctrl-C included.
-struct WorkDir(PathBuf);
-
-impl WorkDir {
-    fn create(dir: &Path) -> Result<Self> {
-        if dir.exists() {
-            let empty = std::fs::read_dir(dir)
-                .map(|mut d| d.next().is_none())
-                .unwrap_or(false);
-            if !empty {
-                return Err(usage(format!(
-                    "work directory {} exists and is not empty: remove it or choose another --dir",
-                    dir.display()
-                )));
-            }
-        }
-        std::fs::create_dir_all(dir).map_err(|e| {
-            usage(format!(
-                "cannot create work directory {}: {e}: choose another with --dir",
-                dir.display()
-            ))
-        })?;
-        let probe = dir.join(".lsmpmon-write-test");
-        std::fs::write(&probe, b"").map_err(|e| {
-            usage(format!(
-                "work directory {} is not writable: {e}",
-                dir.display()
-            ))
-        })?;
-        std::fs::remove_file(probe)?;
-        Ok(Self(dir.to_path_buf()))
-    }
+fn read_baseline(path: &Path) -> Result<serde_json::Value> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| usage(format!("cannot read baseline {}: {e}", path.display())))?;
+    serde_json::from_str(&text).map_err(|e| {
+        usage(format!(
+            "baseline {} is not valid JSON: {e}",
+            path.display()
+        ))
+    })
 }
 
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-pub fn main(args: BenchArgs) -> Result<i32> {
-    let selected = ops::select(&args.ops)?;
-    if args.samples == 0 || args.sample_ms <= 0.0 {
-        return Err(usage("--samples and --sample-ms must be positive"));
-    }
-    let baseline = match &args.compare {
-        Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| usage(format!("cannot read baseline {}: {e}", p.display())))?;
-            Some(
-                serde_json::from_str::<serde_json::Value>(&text).map_err(|e| {
-                    usage(format!("baseline {} is not valid JSON: {e}", p.display()))
-                })?,
-            )
-        }
-        None => None,
-    };
-    let work = WorkDir::create(&args.dir)?;
+/// The SIGINT/SIGTERM handlers: the runs stop at the next check and the
+/// work directory is removed on the way out.
+fn catch_signals() {
     // SAFETY: the handler only stores to an atomic.
     unsafe {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
     }
-    if let Some(cpu) = args.cpu {
-        // SAFETY: cpu_set_t manipulation for this thread.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                return Err(usage(format!(
-                    "cannot pin to CPU {cpu}: {}",
-                    std::io::Error::last_os_error()
-                )));
-            }
+}
+
+fn pin(cpu: usize) -> Result<()> {
+    // SAFETY: cpu_set_t manipulation for this thread; cpu < CPU_SETSIZE (checked by the parser).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(usage(format!(
+                "cannot pin to CPU {cpu}: {}",
+                std::io::Error::last_os_error()
+            )));
         }
     }
+    Ok(())
+}
+
+pub fn main(args: BenchArgs) -> Result<i32> {
+    let selected = ops::select(&args.ops)?;
+    let provenance = provenance();
+    // The baseline is checked before anything runs: a refusal costs nothing.
+    let baseline = match &args.compare {
+        Some(p) => {
+            let base = read_baseline(p)?;
+            let names: Vec<&str> = selected.iter().map(|d| d.name).collect();
+            let forced = compare::check_comparable(&base, &provenance, args.force)?;
+            compare::check_ops(&base, &names)?;
+            Some((base, forced))
+        }
+        None => None,
+    };
+    catch_signals();
+    let mut work = workdir::WorkDir::open(&args.dir)?;
+    if let Some(cpu) = args.cpu {
+        pin(cpu)?;
+    }
     let landlock = if args.landlock {
-        let info = landlock::enter(&work.0)?;
+        let info = landlock::enter(work.root())?;
         eprintln!("bench: Landlock ABI {} enforcing: {}", info.abi, info.proof);
         Some(info)
     } else {
@@ -244,7 +226,7 @@ pub fn main(args: BenchArgs) -> Result<i32> {
     };
     let mut result = BenchResult {
         schema: SCHEMA,
-        provenance: provenance(),
+        provenance,
         options: BenchOptions {
             ops: args.ops.clone(),
             dir: args.dir.display().to_string(),
@@ -267,10 +249,8 @@ pub fn main(args: BenchArgs) -> Result<i32> {
         if STOP.load(Ordering::SeqCst) {
             break;
         }
-        let op_dir = work.0.join(def.name);
-        std::fs::create_dir_all(&op_dir)?;
         let ctx = ops::Ctx {
-            dir: op_dir,
+            dir: work.op_dir(def.name)?,
             mmap_bytes: args.mmap_bytes,
             prot_exec: args.prot_exec,
             select_fds: args.select_fds,
@@ -334,10 +314,9 @@ pub fn main(args: BenchArgs) -> Result<i32> {
         table(&result)
     };
     print!("{out}");
-    if let Some(base) = &baseline {
-        let forced = compare::check_comparable(base, &result, args.force)?;
+    if let Some((base, forced)) = &baseline {
         let rows = compare::rows(base, &result)?;
-        let text = compare::render(&rows, &forced);
+        let text = compare::render(&rows, forced);
         if args.json {
             eprint!("{text}");
         } else {
