@@ -1,6 +1,8 @@
 //! Every user-facing failure: one line saying what and what to do, and the
 //! documented exit code (README: 2 usage/environment, 124 guest timeout).
 mod common;
+#[path = "common/vmcache.rs"]
+mod vmcache;
 use common::{one_error_line, LSMPMON};
 use std::process::{Command, Output};
 
@@ -80,6 +82,22 @@ fn guest_timeout_keeps_the_console_log() {
         std::path::Path::new(path).exists(),
         "console log {path} kept"
     );
+}
+
+/// A `--copy` that cannot be read fails before QEMU starts: no run directory
+/// is left (nothing boots; a private cache holds the kernel).
+#[test]
+fn bad_copy_leaves_no_run_directory() {
+    let cache = vmcache::with_kernel("6.1", "bad-copy");
+    let out = Command::new(LSMPMON)
+        .args(["vm", "run", "--copy", "/proc/self/mem", "--", "true"])
+        .env("LSMPMON_CACHE", &cache)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(one_error_line(&out).contains("/proc/self/mem"));
+    assert_eq!(vmcache::run_dirs(&cache), Vec::<std::path::PathBuf>::new());
+    std::fs::remove_dir_all(&cache).unwrap();
 }
 
 #[test]

@@ -103,8 +103,7 @@ pub struct RunArgs {
     /// Results directory (created; cells accumulate, newest per cell wins in tables).
     #[arg(long, default_value = "lab-results")]
     pub results: PathBuf,
-    /// Guest memory (as `vm run --memory-mb`).
-    #[arg(long, default_value_t = 1024, value_parser = vm::memory_mb)]
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(256..=65_536))]
     pub memory_mb: u32,
     #[command(flatten)]
     pub cache: vm::CacheDir,

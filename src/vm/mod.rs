@@ -49,7 +49,7 @@ pub struct RunArgs {
     /// Wall-clock seconds before the guest is killed.
     #[arg(long, default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..=604_800))]
     pub timeout: u64,
-    /// Guest memory; the guest does not boot with less than MIN_MEMORY_MB.
+    /// Guest memory, MiB (at least 96: a guest does not boot with much less).
     #[arg(long, default_value_t = 1024, value_parser = memory_mb)]
     pub memory_mb: u32,
     /// tcg: deterministic virtual time (default). kvm only where it works.
@@ -110,10 +110,12 @@ pub struct CacheArgs {
     pub all: bool,
 }
 
-/// The least memory a guest boots with (and runs `true`): found by booting
-/// 6.1, 6.12 and 5.10 with less and less (BENCHMARKS.md); below it the kernel
-/// panics early and `vm run` would report a crash.
-pub const MIN_MEMORY_MB: u32 = 256;
+/// The least memory `vm run` accepts. Booting `vm run --kernel K --memory-mb N
+/// -- true` (an 8 MiB initramfs): 80 MiB boots 5.10, 6.1 and 6.12 (twice each);
+/// 6.1 and 6.12 fail at 76 and 72, 5.10 at 64 ("Initramfs unpacking failed",
+/// then a panic). 16 MiB on top leave room for the initramfs to grow (`--copy`,
+/// a bigger binary); below this a guest would end as a crash (124).
+pub const MIN_MEMORY_MB: u32 = 96;
 /// QEMU's `-m` above this is refused before booting.
 pub const MAX_MEMORY_MB: u32 = 65_536;
 
@@ -199,7 +201,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         timeout: Duration::from_secs(args.timeout),
     };
     let stop = interrupt.into_stop_flag()?;
-    let run_dir = new_run_dir(&cache)?;
+    let run_dir = RunDir(new_run_dir(&cache)?);
     launch(&Launch {
         kernel: &kernel,
         lsm: args.lsm.as_deref(),
@@ -209,9 +211,20 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         lsmpmon_bin: bin,
         machine: &machine,
         qemu_args: Vec::new(),
-        run_dir: &run_dir,
+        run_dir: &run_dir.0,
         output: qemu::Output::Terminal { cancel: &stop },
     })
+}
+
+/// A `vm run` directory, removed when nothing was logged in it (the run
+/// failed before QEMU started: a `--copy` that cannot be read, say).
+struct RunDir(PathBuf);
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        // Only an empty directory is removed: logs are kept.
+        let _ = fs::remove_dir(&self.0);
+    }
 }
 
 /// Boots the guest and runs `argv` in it; returns its exit status.
