@@ -173,6 +173,16 @@ fn compare_refuses_other_machines_before_running() {
     assert!(
         String::from_utf8_lossy(&forced.stdout).contains("WARNING: baseline measured elsewhere")
     );
+    // Not a bench result at all: refused before running.
+    let mut other = b.clone();
+    other["schema"] = "lsmpmon.trace/1".into();
+    let other_path = format!("{dir}-schema.json");
+    std::fs::write(&other_path, serde_json::to_string(&other).unwrap()).unwrap();
+    let wrong = bench(&["--ops", "null", "--dir", &dir, "--compare", &other_path]);
+    assert_eq!(wrong.status.code(), Some(2));
+    assert!(one_error_line(&wrong).contains("not an lsmpmon bench result"));
+    assert!(!String::from_utf8_lossy(&wrong.stderr).contains("bench: calibrating"));
+    std::fs::remove_file(&other_path).unwrap();
     // No op in common: nothing to compare, refused before running.
     let none = bench(&[
         "--ops",
