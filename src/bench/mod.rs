@@ -193,57 +193,47 @@ fn pin(cpu: usize) -> Result<()> {
     Ok(())
 }
 
-pub fn main(args: BenchArgs) -> Result<i32> {
-    let selected = ops::select(&args.ops)?;
-    let provenance = provenance();
-    // The baseline is checked before anything runs: a refusal costs nothing.
-    let baseline = match &args.compare {
-        Some(p) => {
-            let base = read_baseline(p)?;
-            let names: Vec<&str> = selected.iter().map(|d| d.name).collect();
-            let forced = compare::check_comparable(&base, &provenance, args.force)?;
-            compare::check_ops(&base, &names)?;
-            Some((base, forced))
-        }
-        None => None,
+/// The baseline and its mismatches (`--force`), checked before anything runs.
+fn check_baseline(
+    args: &BenchArgs,
+    selected: &[ops::OpDef],
+    provenance: &BenchProvenance,
+) -> Result<Option<(serde_json::Value, Vec<String>)>> {
+    let Some(path) = &args.compare else {
+        return Ok(None);
     };
-    catch_signals();
-    let mut work = workdir::WorkDir::open(&args.dir)?;
-    if let Some(cpu) = args.cpu {
-        pin(cpu)?;
+    let base = read_baseline(path)?;
+    let forced = compare::check_comparable(&base, provenance, args.force)?;
+    let names: Vec<&str> = selected.iter().map(|d| d.name).collect();
+    compare::check_ops(&base, &names)?;
+    Ok(Some((base, forced)))
+}
+
+fn options(args: &BenchArgs) -> BenchOptions {
+    BenchOptions {
+        ops: args.ops.clone(),
+        dir: args.dir.display().to_string(),
+        samples: args.samples,
+        sample_ms: args.sample_ms,
+        cpu: args.cpu,
+        mmap_bytes: args.mmap_bytes,
+        prot_exec: args.prot_exec,
+        select_fds: args.select_fds,
+        landlock: args.landlock,
     }
-    let landlock = if args.landlock {
-        let info = landlock::enter(work.root())?;
-        eprintln!("bench: Landlock ABI {} enforcing: {}", info.abi, info.proof);
-        Some(info)
-    } else {
-        None
-    };
-    let started = Instant::now();
-    let clock_ns = runner::clock_overhead_ns();
+}
+
+/// Calibrates each op in its own fresh directory; failures are recorded.
+fn prepare_all<'a>(
+    selected: &'a [ops::OpDef],
+    work: &mut workdir::WorkDir,
+    args: &BenchArgs,
+    clock_ns: f64,
+    failed: &mut Vec<&'a str>,
+) -> Result<Vec<runner::Prepared<'a>>> {
     let method = runner::Method {
         sample: Duration::from_secs_f64(args.sample_ms / 1e3),
     };
-    let mut result = BenchResult {
-        schema: SCHEMA,
-        provenance,
-        options: BenchOptions {
-            ops: args.ops.clone(),
-            dir: args.dir.display().to_string(),
-            samples: args.samples,
-            sample_ms: args.sample_ms,
-            cpu: args.cpu,
-            mmap_bytes: args.mmap_bytes,
-            prot_exec: args.prot_exec,
-            select_fds: args.select_fds,
-            landlock: args.landlock,
-        },
-        clock_overhead_ns: clock_ns,
-        landlock,
-        results: Vec::new(),
-        wall_s: 0.0,
-    };
-    let mut failed = Vec::new();
     let mut prepared = Vec::new();
     for (i, def) in selected.iter().enumerate() {
         if STOP.load(Ordering::SeqCst) {
@@ -269,15 +259,22 @@ pub fn main(args: BenchArgs) -> Result<i32> {
             }
         }
     }
-    for round in 0..args.samples {
+    Ok(prepared)
+}
+
+/// Round-robin samples of every prepared op; a failing op is dropped.
+fn sample_rounds<'a>(
+    prepared: &mut Vec<runner::Prepared<'a>>,
+    samples: usize,
+    clock_ns: f64,
+    failed: &mut Vec<&'a str>,
+) {
+    for round in 0..samples {
         if STOP.load(Ordering::SeqCst) {
-            eprintln!(
-                "bench: interrupted after {round} of {} sample rounds",
-                args.samples
-            );
-            break;
+            eprintln!("bench: interrupted after {round} of {samples} sample rounds");
+            return;
         }
-        eprintln!("bench: sample round {}/{}", round + 1, args.samples);
+        eprintln!("bench: sample round {}/{samples}", round + 1);
         let mut i = 0;
         while i < prepared.len() {
             match prepared[i].sample(clock_ns) {
@@ -294,29 +291,23 @@ pub fn main(args: BenchArgs) -> Result<i32> {
             }
         }
     }
-    for p in prepared.into_iter().filter(|p| p.sampled()) {
-        let r = p.result()?;
-        eprintln!(
-            "bench: {:<15} {:>12.2} {} (spread {:.1} %)",
-            r.op,
-            r.summary.median,
-            serde_json::to_value(r.unit)?.as_str().unwrap_or(""),
-            r.summary.spread_pct
-        );
-        result.results.push(r);
-    }
-    result.wall_s = started.elapsed().as_secs_f64();
-    drop(work);
+}
 
+/// Prints the result (and the comparison); the exit status says what failed.
+fn report(
+    args: &BenchArgs,
+    result: &BenchResult,
+    baseline: Option<&(serde_json::Value, Vec<String>)>,
+    failed: &[&str],
+) -> Result<i32> {
     let out = if args.json {
-        serde_json::to_string_pretty(&result)? + "\n"
+        serde_json::to_string_pretty(result)? + "\n"
     } else {
-        table(&result)
+        table(result)
     };
     print!("{out}");
-    if let Some((base, forced)) = &baseline {
-        let rows = compare::rows(base, &result)?;
-        let text = compare::render(&rows, forced);
+    if let Some((base, forced)) = baseline {
+        let text = compare::render(&compare::rows(base, result)?, forced);
         if args.json {
             eprint!("{text}");
         } else {
@@ -335,6 +326,53 @@ pub fn main(args: BenchArgs) -> Result<i32> {
         return Err(anyhow::anyhow!("interrupted (partial results printed)"));
     }
     Ok(0)
+}
+
+pub fn main(args: BenchArgs) -> Result<i32> {
+    let selected = ops::select(&args.ops)?;
+    let provenance = provenance();
+    let baseline = check_baseline(&args, &selected, &provenance)?;
+    catch_signals();
+    let mut work = workdir::WorkDir::open(&args.dir)?;
+    if let Some(cpu) = args.cpu {
+        pin(cpu)?;
+    }
+    let landlock = if args.landlock {
+        let info = landlock::enter(work.root())?;
+        eprintln!("bench: Landlock ABI {} enforcing: {}", info.abi, info.proof);
+        Some(info)
+    } else {
+        None
+    };
+    let started = Instant::now();
+    let clock_ns = runner::clock_overhead_ns();
+    let mut failed = Vec::new();
+    let mut prepared = prepare_all(&selected, &mut work, &args, clock_ns, &mut failed)?;
+    sample_rounds(&mut prepared, args.samples, clock_ns, &mut failed);
+    let mut results = Vec::new();
+    for p in prepared.into_iter().filter(|p| p.sampled()) {
+        let r = p.result()?;
+        eprintln!(
+            "bench: {:<15} {:>12.2} {} (spread {:.1} %)",
+            r.op,
+            r.summary.median,
+            serde_json::to_value(r.unit)?.as_str().unwrap_or(""),
+            r.summary.spread_pct
+        );
+        results.push(r);
+    }
+    let wall_s = started.elapsed().as_secs_f64();
+    drop(work);
+    let result = BenchResult {
+        schema: SCHEMA,
+        provenance,
+        options: options(&args),
+        clock_overhead_ns: clock_ns,
+        landlock,
+        results,
+        wall_s,
+    };
+    report(&args, &result, baseline.as_ref(), &failed)
 }
 
 fn table(r: &BenchResult) -> String {
