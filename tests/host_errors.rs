@@ -132,119 +132,84 @@ const HOSTILE: &[&str] = &[
     "99999999999999999999999999",
 ];
 
-/// Each option of each subcommand (`--help`), with the arguments that keep a
-/// run that accepts the value short and off any guest.
-fn option_cases() -> Vec<(Vec<&'static str>, &'static str)> {
-    let mut cases = Vec::new();
-    let mut add = |base: &[&'static str], opts: &[&'static str]| {
-        for o in opts {
-            cases.push((base.to_vec(), *o));
-        }
-    };
-    add(
-        &["trace", "--duration=0.2"],
-        &[
-            "--hooks",
-            "--comm",
-            "--pid",
-            "--uid",
-            "--cgroup",
-            "--object",
-            "--interval",
-            "--output",
-            "--sort",
-            "--top",
-            "--detach",
-        ],
-    );
-    add(&["trace", "--hooks=inode_create"], &["--duration"]);
-    add(&["trace", "ctl", "dump"], &["--pid"]);
-    add(
-        &["bench"],
-        &[
-            "--ops",
-            "--dir",
-            "--samples",
-            "--sample-ms",
-            "--cpu",
-            "--mmap-bytes",
-            "--select-fds",
-            "--compare",
-        ],
-    );
-    add(
-        &["vm", "run"],
-        &[
-            "--kernel",
-            "--flavour",
-            "--lsm",
-            "--append",
-            "--timeout",
-            "--memory-mb",
-            "--accel",
-            "--icount",
-            "--rtc",
-            "--copy",
-            "--lsmpmon-bin",
-            "--cache-dir",
-            "--mirror",
-        ],
-    );
-    add(&["vm", "cache"], &["--cache-dir"]);
-    add(
-        &["lab", "run"],
-        &[
-            "--kernels",
-            "--flavour",
-            "--configs",
-            "--config-dir",
-            "--ops",
-            "--samples",
-            "--sample-ms",
-            "--jobs",
-            "--timeout",
-            "--results",
-            "--memory-mb",
-            "--cache-dir",
-            "--mirror",
-        ],
-    );
-    add(
-        &["lab", "rerun", "/nonexistent/cell.json"],
-        &["--results", "--config-dir"],
-    );
-    add(&["lab", "tables", "/nonexistent"], &["--format"]);
-    cases
-}
+/// A subcommand, the arguments it needs, and (option, value) pairs that keep it quiet.
+type Subcommand = (
+    &'static [&'static str],
+    &'static [&'static str],
+    &'static [(&'static str, &'static str)],
+);
 
-/// What keeps an accepted value from doing real work: a short bench, an
-/// unknown kernel (refused before anything boots), a results directory here.
-fn quiet_defaults(base: &[&str], opt: &str) -> Vec<String> {
-    let defaults: &[(&str, &str, &str)] = &[
-        ("bench", "--ops", "null"),
-        ("bench", "--samples", "1"),
-        ("bench", "--sample-ms", "1"),
-        ("run", "--kernel", "9.9"),
-        ("run", "--kernels", "9.9"),
-        ("run", "--results", "lab-results"),
-    ];
-    defaults
-        .iter()
-        .filter(|(cmd, o, _)| base.contains(cmd) && *o != opt)
-        .filter(|(_, o, _)| base != ["vm", "run"] || *o != "--kernels")
-        .filter(|(_, o, _)| base != ["lab", "run"] || *o != "--kernel")
-        .filter(|(_, o, _)| base != ["vm", "run"] || *o != "--results")
-        .map(|(_, o, v)| format!("{o}={v}"))
+/// Every subcommand, with the arguments it needs besides options, and what
+/// keeps a run that accepts a value short and off any guest: a short bench,
+/// an unknown kernel (refused before anything boots), results in the cwd.
+const SUBCOMMANDS: &[Subcommand] = &[
+    (&["trace"], &[], &[("--duration", "0.2")]),
+    (&["trace", "ctl"], &["dump"], &[]),
+    (
+        &["bench"],
+        &[],
+        &[("--ops", "null"), ("--samples", "1"), ("--sample-ms", "1")],
+    ),
+    (&["vm", "run"], &[], &[("--kernel", "9.9")]),
+    (&["vm", "cache"], &[], &[]),
+    (&["lab"], &[], &[("--kernels", "9.9"), ("--results", "r")]),
+    (
+        &["lab", "run"],
+        &[],
+        &[("--kernels", "9.9"), ("--results", "r")],
+    ),
+    (&["lab", "rerun"], &["/nonexistent/cell.json"], &[]),
+    (&["lab", "tables"], &["/nonexistent"], &[]),
+];
+
+/// The options of `sub` that take a value, read from its `--help`.
+fn value_options(sub: &[&str]) -> Vec<String> {
+    let help = run(&[sub, &["--help"]].concat());
+    assert!(help.status.success(), "{sub:?} --help");
+    String::from_utf8_lossy(&help.stdout)
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim_start();
+            let l = l
+                .split_once(", ")
+                .filter(|(s, _)| s.len() == 2)
+                .map_or(l, |(_, r)| r);
+            let (opt, rest) = l.strip_prefix("--")?.split_once(' ')?;
+            rest.starts_with('<').then(|| format!("--{opt}"))
+        })
         .collect()
 }
 
-fn hostile_run(base: &[&str], opt: &str, value: &str, cwd: &std::path::Path) -> Output {
+/// (subcommand and its arguments, quiet defaults, option) for every option.
+fn option_cases() -> Vec<(Vec<String>, String)> {
+    let mut cases = Vec::new();
+    for (sub, positional, quiet) in SUBCOMMANDS {
+        let opts = value_options(sub);
+        assert!(!opts.is_empty(), "{sub:?}: no options found in --help");
+        for opt in opts {
+            let mut args: Vec<String> = sub
+                .iter()
+                .chain(*positional)
+                .map(|s| s.to_string())
+                .collect();
+            args.extend(
+                quiet
+                    .iter()
+                    .filter(|(o, _)| *o != opt)
+                    .map(|(o, v)| format!("{o}={v}")),
+            );
+            cases.push((args, opt));
+        }
+    }
+    cases
+}
+
+fn hostile_run(args: &[String], opt: &str, value: &str, cwd: &std::path::Path) -> Output {
     let mut cmd = Command::new(LSMPMON);
-    cmd.args(base)
-        .args(quiet_defaults(base, opt))
+    cmd.args(args)
         .arg(format!("{opt}={value}"))
         .current_dir(cwd);
-    if base == ["vm", "run"] {
+    if args.starts_with(&["vm".to_string(), "run".to_string()]) {
         cmd.args(["--", "true"]);
     }
     cmd.output().unwrap()
@@ -258,9 +223,25 @@ fn hostile_values_never_panic() {
         .join(format!("hostile-{}", std::process::id()));
     std::fs::create_dir_all(&cwd).unwrap();
     let mut bad = Vec::new();
-    for (base, opt) in option_cases() {
+    let cases = option_cases();
+    assert!(cases.len() >= 50, "{} options found", cases.len());
+    for (sub, opt) in [
+        ("trace", "--interval"),
+        ("trace", "--output"),
+        ("ctl", "--pid"),
+        ("bench", "--sample-ms"),
+        ("run", "--memory-mb"),
+        ("cache", "--cache-dir"),
+        ("tables", "--format"),
+    ] {
+        let found = cases
+            .iter()
+            .any(|(a, o)| a.iter().any(|w| w == sub) && o == opt);
+        assert!(found, "{sub} {opt} not read from --help");
+    }
+    for (base, opt) in cases {
         for value in HOSTILE {
-            let out = hostile_run(&base, opt, value, &cwd);
+            let out = hostile_run(&base, &opt, value, &cwd);
             let stderr = String::from_utf8_lossy(&out.stderr);
             let code = out.status.code();
             // A run that succeeds may report progress; a failure is brief.
