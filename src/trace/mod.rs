@@ -78,7 +78,7 @@ pub struct TraceArgs {
     /// Subject filter: only tasks with this command name (LSMPMON's `s foo`).
     #[arg(long, value_parser = crate::parse::comm)]
     pub comm: Option<String>,
-    /// Subject filter: only this process (thread group id).
+    /// Subject filter: only this process (thread group id; it must exist).
     #[arg(long, value_parser = crate::parse::live_pid)]
     pub pid: Option<u32>,
     /// Subject filter: only this user id.
@@ -106,7 +106,7 @@ pub struct TraceArgs {
     #[arg(long, value_enum, default_value = "sum")]
     pub sort: SortKey,
     /// Show only the first N rows of each table.
-    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
     pub top: Option<usize>,
     /// Print a log2 latency histogram per hook.
     #[arg(long)]
