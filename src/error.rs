@@ -59,9 +59,31 @@ pub fn one_line(err: &anyhow::Error) -> String {
         .join(": ")
 }
 
+/// clap's multi-line usage error as one line: its first line without the
+/// "error: " prefix, then where to look.
+pub fn clap_line(rendered: &str) -> String {
+    let first = rendered
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("bad usage");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    format!("{}; see --help", first.trim_end_matches('.'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clap_errors_become_one_line() {
+        let rendered = "error: invalid value 'nan' for '--interval <INTERVAL>': not finite\n\n\
+                        Usage: lsmpmon trace [OPTIONS]\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            clap_line(rendered),
+            "invalid value 'nan' for '--interval <INTERVAL>': not finite; see --help"
+        );
+    }
     use anyhow::Context;
 
     #[test]

@@ -3,12 +3,14 @@ mod bench;
 mod error;
 mod intf;
 mod lab;
+mod parse;
 mod provenance;
 mod results;
+mod secure_fs;
 mod trace;
 mod vm;
 
-use clap::{Parser, Subcommand};
+use clap::{error::ErrorKind, Parser, Subcommand};
 
 #[derive(Parser, Debug)]
 #[command(name = "lsmpmon", version, about)]
@@ -31,7 +33,7 @@ enum Command {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().unwrap_or_else(|e| usage_error(e));
     // libbpf's own chatter would bury lsmpmon's one-line errors.
     if std::env::var_os("LSMPMON_LIBBPF_LOG").is_none() {
         libbpf_rs::set_print(None);
@@ -49,4 +51,20 @@ fn main() {
             std::process::exit(error::exit_code(&err));
         }
     }
+}
+
+/// Help and version as clap prints them (exit 0); every usage error as one
+/// line, `lsmpmon: error: <what clap says first>; see --help`, exit 2.
+fn usage_error(e: clap::Error) -> ! {
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        e.exit();
+    }
+    let line = match e.kind() {
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
+            "a subcommand is needed; see --help".to_string()
+        }
+        _ => error::clap_line(&e.to_string()),
+    };
+    eprintln!("lsmpmon: error: {line}");
+    std::process::exit(error::EXIT_USAGE);
 }

@@ -71,17 +71,41 @@ fn every_op_runs_with_proof_and_sane_figures() {
     );
 }
 
+/// The comparison row of `op`: (baseline, now, overhead %, within noise).
+fn compare_row(text: &str, op: &str) -> (f64, f64, f64, bool) {
+    let line = text
+        .lines()
+        .rfind(|l| l.starts_with(&format!("{op} ")) && l.contains('%'))
+        .unwrap_or_else(|| panic!("no {op} row (the comparison comes after the table): {text}"));
+    let nums: Vec<f64> = line
+        .split(|c: char| c.is_whitespace() || c == '(' || c == ')' || c == '%')
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let [base, now, pct] = nums[..] else {
+        panic!("cannot read {line}")
+    };
+    (base, now, pct, line.contains("~noise"))
+}
+
 #[test]
-fn compare_prints_overheads_and_refuses_other_machines() {
+fn compare_shows_the_planted_change() {
     let dir = tmpdir("cmp");
     let base = quick("null,stat", &["--json", "--dir", &dir]);
     assert!(base.status.success());
     let base_path = format!("{dir}.json");
-    // A baseline whose medians are known: twice the real ones -> about -50 %.
+    // Planted: null's baseline 10x slower than measured (about -90 % now),
+    // stat's 10x faster (about +900 %): far outside any noise of a rerun.
     let mut b = json(&String::from_utf8(base.stdout).unwrap());
+    let mut planted = std::collections::HashMap::new();
     for o in b["results"].as_array_mut().unwrap() {
         let m = o["median"].as_f64().unwrap();
-        o["median"] = (m * 2.0).into();
+        let v = if o["op"] == "null" {
+            m * 10.0
+        } else {
+            m / 10.0
+        };
+        planted.insert(o["op"].as_str().unwrap().to_string(), v);
+        o["median"] = v.into();
         o["spread_pct"] = 0.0.into();
     }
     std::fs::write(&base_path, serde_json::to_string(&b).unwrap()).unwrap();
@@ -92,25 +116,32 @@ fn compare_prints_overheads_and_refuses_other_machines() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let line = text
-        .lines()
-        .rfind(|l| l.starts_with("null ") && l.contains('%'))
-        .expect("null row (the comparison comes after the table)");
-    // "null  ns/op  BASE  NOW (PCT %)": PCT must be (NOW - BASE) / BASE.
-    let nums: Vec<f64> = line
-        .split(|c: char| c.is_whitespace() || c == '(' || c == ')' || c == '%')
-        .filter_map(|w| w.parse().ok())
-        .collect();
-    let [base_v, now_v, pct] = nums[..] else {
-        panic!("cannot read {line}")
-    };
-    let expected = (now_v - base_v) / base_v * 100.0;
+    let (base_v, _, pct, noise) = compare_row(&text, "null");
     assert!(
-        (pct - expected).abs() < 0.1,
-        "{line}: expected {expected:.1}"
+        (base_v - planted["null"]).abs() < 0.01,
+        "baseline column is the planted value"
     );
+    assert!(
+        (-97.0..=-75.0).contains(&pct) && !noise,
+        "null: {pct} % (planted about -90 %)"
+    );
+    let (base_v, _, pct, noise) = compare_row(&text, "stat");
+    assert!((base_v - planted["stat"]).abs() < 0.01);
+    assert!(
+        (300.0..=3000.0).contains(&pct) && !noise,
+        "stat: {pct} % (planted about +900 %)"
+    );
+    std::fs::remove_file(&base_path).unwrap();
+}
 
-    // Another kernel: refused with exit 2, accepted and flagged with --force.
+#[test]
+fn compare_refuses_other_machines_before_running() {
+    let dir = tmpdir("cmp-other");
+    let base = quick("null", &["--json", "--dir", &dir]);
+    assert!(base.status.success());
+    let base_path = format!("{dir}.json");
+    let mut b = json(&String::from_utf8(base.stdout).unwrap());
+    // Another kernel: refused with exit 2 before anything runs, flagged with --force.
     b["provenance"]["kernel_release"] = "0.0.0-other".into();
     std::fs::write(&base_path, serde_json::to_string(&b).unwrap()).unwrap();
     let against_base = [
@@ -127,12 +158,48 @@ fn compare_prints_overheads_and_refuses_other_machines() {
     ];
     let refused = bench(&against_base);
     assert_eq!(refused.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("kernel_release"));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        one_error_line(&refused).contains("kernel_release"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("bench: calibrating"),
+        "refused before running: {stderr}"
+    );
+    assert!(refused.stdout.is_empty());
     let forced = bench(&[&against_base[..], &["--force"]].concat());
     assert!(forced.status.success());
     assert!(
         String::from_utf8_lossy(&forced.stdout).contains("WARNING: baseline measured elsewhere")
     );
+    // Not a bench result at all: refused before running.
+    let mut other = b.clone();
+    other["schema"] = "lsmpmon.trace/1".into();
+    let other_path = format!("{dir}-schema.json");
+    std::fs::write(&other_path, serde_json::to_string(&other).unwrap()).unwrap();
+    let wrong = bench(&["--ops", "null", "--dir", &dir, "--compare", &other_path]);
+    assert_eq!(wrong.status.code(), Some(2));
+    assert!(one_error_line(&wrong).contains("not an lsmpmon bench result"));
+    assert!(!String::from_utf8_lossy(&wrong.stderr).contains("bench: calibrating"));
+    std::fs::remove_file(&other_path).unwrap();
+    // No op in common: nothing to compare, refused before running.
+    let none = bench(&[
+        "--ops",
+        "stat",
+        "--samples",
+        "1",
+        "--sample-ms",
+        "1",
+        "--dir",
+        &dir,
+        "--compare",
+        &base_path,
+        "--force",
+    ]);
+    assert_eq!(none.status.code(), Some(2));
+    assert!(one_error_line(&none).contains("none of the selected ops"));
+    assert!(!String::from_utf8_lossy(&none.stderr).contains("bench: calibrating"));
     std::fs::remove_file(&base_path).unwrap();
 }
 
@@ -219,4 +286,187 @@ fn paper_ops_in_a_6_1_guest() {
     assert!(median(&r, "open_close") >= median(&r, "stat"));
     assert!(median(&r, "stat") >= median(&r, "null"));
     assert!(median(&r, "tcp") >= median(&r, "pipe"));
+}
+
+/// What is in `dir`, sorted (names only).
+fn listing(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// A fresh directory of ours for a test, empty.
+fn fresh(name: &str) -> std::path::PathBuf {
+    let d = std::path::PathBuf::from(tmpdir(name));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A file only root may change, and a symlink to it planted where bench
+/// used to write `rw_256`'s file.
+fn plant(dir: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let target = dir.with_extension("target");
+    std::fs::write(&target, b"precious").unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::create_dir_all(dir.join("rw_256")).unwrap();
+    std::os::unix::fs::symlink(&target, dir.join("rw_256/rw256")).unwrap();
+    target
+}
+
+#[test]
+fn planted_symlinks_are_never_written_through() {
+    let dir = fresh("plant");
+    let target = plant(&dir);
+    let ops = [
+        "--ops",
+        "null,rw_256,stat",
+        "--samples",
+        "2",
+        "--sample-ms",
+        "1",
+        "--dir",
+    ];
+    let out = bench(&[&ops[..], &[dir.to_str().unwrap()]].concat());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&target).unwrap(), b"precious");
+    assert_eq!(
+        listing(&dir),
+        ["rw_256"],
+        "the user's directory is left as it was"
+    );
+    assert!(dir.join("rw_256/rw256").is_symlink());
+    // The reproduced attack: another user's directory (or, not being root,
+    // one anybody may write) is refused before anything is written.
+    let foreign = fresh("foreign");
+    let target = plant(&foreign);
+    open_to_another_user(&foreign);
+    let out = bench(&[&ops[..], &[foreign.to_str().unwrap()]].concat());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_error_line(&out).contains("could be changed by another user"));
+    assert_eq!(std::fs::read(&target).unwrap(), b"precious");
+    assert_eq!(listing(&foreign), ["rw_256"], "not deleted either");
+    for d in [&dir, &foreign] {
+        std::fs::remove_dir_all(d).unwrap();
+        std::fs::remove_file(d.with_extension("target")).unwrap();
+    }
+}
+
+/// Gives `dir` to uid 65534 (as root), or makes it writable by anybody.
+fn open_to_another_user(dir: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: plain query.
+    if unsafe { libc::geteuid() } == 0 {
+        std::os::unix::fs::chown(dir, Some(65534), Some(65534)).unwrap();
+    } else {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+}
+
+#[test]
+fn a_named_directory_and_a_symlink_to_it_survive_with_their_contents() {
+    let dir = fresh("named");
+    std::fs::write(dir.join("keep"), b"mine").unwrap();
+    let link = dir.with_extension("link");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&dir, &link).unwrap();
+    for d in [&dir, &link] {
+        let out = quick("null,stat,create_0k,rw_1k", &["--dir", d.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            listing(&dir),
+            ["keep"],
+            "nothing left behind, nothing removed"
+        );
+        assert_eq!(std::fs::read(dir.join("keep")).unwrap(), b"mine");
+    }
+    assert_eq!(
+        std::fs::read_link(&link).unwrap(),
+        dir,
+        "the symlink is kept"
+    );
+    std::fs::remove_file(&link).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// select_file running out of descriptors (EMFILE) fails the op and leaves nothing.
+#[test]
+fn a_failed_op_leaves_no_files() {
+    let dir = fresh("emfile");
+    let out = Command::new("sh")
+        .args(["-c", "ulimit -n 128 && exec \"$0\" \"$@\"", LSMPMON])
+        .args([
+            "bench",
+            "--ops",
+            "select_file",
+            "--select-fds",
+            "1000",
+            "--samples",
+            "1",
+        ])
+        .args(["--sample-ms", "1", "--dir", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("select_file FAILED"));
+    assert_eq!(listing(&dir), Vec::<String>::new(), "files left behind");
+    // The next run starts.
+    let again = quick("null", &["--dir", dir.to_str().unwrap()]);
+    assert!(again.status.success());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// SIGINT and SIGTERM: bench stops, exits 1 and removes what it created.
+#[test]
+fn a_signal_leaves_no_files() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let dir = fresh(&format!("sig{sig}"));
+        let mut child = Command::new(LSMPMON)
+            .args([
+                "bench",
+                "--ops",
+                "create_0k,stat",
+                "--samples",
+                "10000",
+                "--sample-ms",
+            ])
+            .args(["20", "--dir", dir.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while listing(&dir).len() < 2 {
+            assert!(started.elapsed().as_secs() < 30, "bench never started");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(1), "signal {sig}");
+        assert_eq!(
+            listing(&dir),
+            Vec::<String>::new(),
+            "signal {sig}: files left"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

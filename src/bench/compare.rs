@@ -4,7 +4,7 @@
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use super::BenchResult;
+use super::{BenchProvenance, BenchResult};
 use crate::error::usage;
 
 pub struct Row {
@@ -17,9 +17,9 @@ pub struct Row {
     pub within_noise: bool,
 }
 
-/// Refuses a baseline that was not measured like `cur`; returns the
-/// mismatches when `force` lets it through.
-pub fn check_comparable(base: &Value, cur: &BenchResult, force: bool) -> Result<Vec<String>> {
+/// Refuses a baseline that was not measured where `cur` is (checked before
+/// anything runs); returns the mismatches when `force` lets it through.
+pub fn check_comparable(base: &Value, cur: &BenchProvenance, force: bool) -> Result<Vec<String>> {
     if base["schema"] != super::SCHEMA {
         return Err(usage(format!(
             "baseline is not an lsmpmon bench result (schema {}, expected {})",
@@ -30,11 +30,11 @@ pub fn check_comparable(base: &Value, cur: &BenchResult, force: bool) -> Result<
     let p = &base["provenance"];
     let mut diffs = Vec::new();
     for (field, now) in [
-        ("kernel_release", &cur.provenance.base.kernel_release),
-        ("environment", &cur.provenance.base.environment),
-        ("time", &cur.provenance.base.time),
-        ("hostname", &cur.provenance.base.hostname),
-        ("cpu_model", &cur.provenance.cpu_model),
+        ("kernel_release", &cur.base.kernel_release),
+        ("environment", &cur.base.environment),
+        ("time", &cur.base.time),
+        ("hostname", &cur.base.hostname),
+        ("cpu_model", &cur.cpu_model),
     ] {
         if p[field].as_str() != Some(now.as_str()) {
             diffs.push(format!("{field}: baseline {} vs now {now}", p[field]));
@@ -47,6 +47,25 @@ pub fn check_comparable(base: &Value, cur: &BenchResult, force: bool) -> Result<
         )));
     }
     Ok(diffs)
+}
+
+/// Refuses a baseline that has none of the selected ops (or no results).
+pub fn check_ops(base: &Value, selected: &[&str]) -> Result<()> {
+    let ops: Vec<&str> = base["results"]
+        .as_array()
+        .map(|r| r.iter().filter_map(|o| o["op"].as_str()).collect())
+        .unwrap_or_default();
+    if !selected.iter().any(|s| ops.contains(s)) {
+        return Err(usage(format!(
+            "the baseline has none of the selected ops (it has: {}): nothing to compare",
+            if ops.is_empty() {
+                "none".to_string()
+            } else {
+                ops.join(" ")
+            }
+        )));
+    }
+    Ok(())
 }
 
 /// One row per op present in both results.

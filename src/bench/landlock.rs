@@ -152,7 +152,13 @@ pub fn enter(work_dir: &Path) -> Result<LandlockInfo> {
         .join(format!("lsmpmon-landlock-probe-{}", std::process::id()));
     let c = CString::new(outside.to_string_lossy().as_bytes())?;
     // SAFETY: valid path.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_CREAT | libc::O_WRONLY, 0o600) };
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_WRONLY,
+            0o600,
+        )
+    };
     if fd >= 0 {
         // SAFETY: our fd.
         unsafe { libc::close(fd) };

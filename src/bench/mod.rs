@@ -5,6 +5,7 @@ pub mod landlock;
 mod ops;
 mod runner;
 mod stats;
+mod workdir;
 
 use std::{
     path::{Path, PathBuf},
@@ -25,29 +26,31 @@ pub const SCHEMA: &str = "lsmpmon.bench/1";
 pub struct BenchArgs {
     /// Operations and groups: syscall, files, ipc, proc, bw, lmbench (all), paper
     /// (seed 000 Table 3 / seed 004 Tables 1-2), or op names, comma-separated.
-    #[arg(long, default_value = "paper")]
+    #[arg(long, default_value = "paper", value_parser = crate::parse::list)]
     pub ops: String,
-    /// Work directory for file operations, created fresh and removed after.
-    /// Keep it identical across compared runs: path depth changes LSM costs.
+    /// Where file operations run: each op gets a fresh private directory
+    /// DIR/<op>.XXXXXX, removed after; DIR is left as it was (made 0700 and
+    /// removed if missing). Refused if another user could change it. Keep it
+    /// identical across compared runs: path depth changes LSM costs.
     #[arg(long, default_value = "/tmp/lsmpmon-bench")]
     pub dir: PathBuf,
     /// Samples per operation (the median is reported).
-    #[arg(long, default_value_t = 11)]
+    #[arg(long, default_value_t = 11, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000))]
     pub samples: usize,
     /// Minimum duration of one sample; iterations grow until it is reached.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, value_parser = crate::parse::sample_ms)]
     pub sample_ms: f64,
     /// Pin the benchmark to this CPU.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::parse::cpu)]
     pub cpu: Option<usize>,
     /// Bytes mapped by the mmap op.
-    #[arg(long, default_value_t = 64 * 1024)]
+    #[arg(long, default_value_t = 64 * 1024, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1 << 30))]
     pub mmap_bytes: usize,
     /// Map executable in the mmap op (what IMA's MMAP_CHECK measures).
     #[arg(long)]
     pub prot_exec: bool,
-    /// Descriptors watched by select_file and select_tcp.
-    #[arg(long, default_value_t = 100)]
+    /// Descriptors watched by select_file and select_tcp (at most 1000: select() stops at 1024).
+    #[arg(long, default_value_t = 100, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000))]
     pub select_fds: usize,
     /// Run inside a Landlock ruleset (allowing the work directory and what the ops need).
     #[arg(long)]
@@ -154,123 +157,90 @@ pub fn check_ops(spec: &str) -> Result<()> {
     ops::select(spec).map(|_| ())
 }
 
-/// Removes the work directory on every exit path, Ctrl-C included.
-struct WorkDir(PathBuf);
-
-impl WorkDir {
-    fn create(dir: &Path) -> Result<Self> {
-        if dir.exists() {
-            let empty = std::fs::read_dir(dir)
-                .map(|mut d| d.next().is_none())
-                .unwrap_or(false);
-            if !empty {
-                return Err(usage(format!(
-                    "work directory {} exists and is not empty: remove it or choose another --dir",
-                    dir.display()
-                )));
-            }
-        }
-        std::fs::create_dir_all(dir).map_err(|e| {
-            usage(format!(
-                "cannot create work directory {}: {e}: choose another with --dir",
-                dir.display()
-            ))
-        })?;
-        let probe = dir.join(".lsmpmon-write-test");
-        std::fs::write(&probe, b"").map_err(|e| {
-            usage(format!(
-                "work directory {} is not writable: {e}",
-                dir.display()
-            ))
-        })?;
-        std::fs::remove_file(probe)?;
-        Ok(Self(dir.to_path_buf()))
-    }
+fn read_baseline(path: &Path) -> Result<serde_json::Value> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| usage(format!("cannot read baseline {}: {e}", path.display())))?;
+    serde_json::from_str(&text).map_err(|e| {
+        usage(format!(
+            "baseline {} is not valid JSON: {e}",
+            path.display()
+        ))
+    })
 }
 
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-pub fn main(args: BenchArgs) -> Result<i32> {
-    let selected = ops::select(&args.ops)?;
-    if args.samples == 0 || args.sample_ms <= 0.0 {
-        return Err(usage("--samples and --sample-ms must be positive"));
-    }
-    let baseline = match &args.compare {
-        Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| usage(format!("cannot read baseline {}: {e}", p.display())))?;
-            Some(
-                serde_json::from_str::<serde_json::Value>(&text).map_err(|e| {
-                    usage(format!("baseline {} is not valid JSON: {e}", p.display()))
-                })?,
-            )
-        }
-        None => None,
-    };
-    let work = WorkDir::create(&args.dir)?;
+/// The SIGINT/SIGTERM handlers: the runs stop at the next check and the
+/// work directory is removed on the way out.
+fn catch_signals() {
     // SAFETY: the handler only stores to an atomic.
     unsafe {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
     }
-    if let Some(cpu) = args.cpu {
-        // SAFETY: cpu_set_t manipulation for this thread.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                return Err(usage(format!(
-                    "cannot pin to CPU {cpu}: {}",
-                    std::io::Error::last_os_error()
-                )));
-            }
+}
+
+fn pin(cpu: usize) -> Result<()> {
+    // SAFETY: cpu_set_t manipulation for this thread; cpu < CPU_SETSIZE (checked by the parser).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(usage(format!(
+                "cannot pin to CPU {cpu}: {}",
+                std::io::Error::last_os_error()
+            )));
         }
     }
-    let landlock = if args.landlock {
-        let info = landlock::enter(&work.0)?;
-        eprintln!("bench: Landlock ABI {} enforcing: {}", info.abi, info.proof);
-        Some(info)
-    } else {
-        None
+    Ok(())
+}
+
+/// The baseline and its mismatches (`--force`), checked before anything runs.
+fn check_baseline(
+    args: &BenchArgs,
+    selected: &[ops::OpDef],
+    provenance: &BenchProvenance,
+) -> Result<Option<(serde_json::Value, Vec<String>)>> {
+    let Some(path) = &args.compare else {
+        return Ok(None);
     };
-    let started = Instant::now();
-    let clock_ns = runner::clock_overhead_ns();
+    let base = read_baseline(path)?;
+    let forced = compare::check_comparable(&base, provenance, args.force)?;
+    let names: Vec<&str> = selected.iter().map(|d| d.name).collect();
+    compare::check_ops(&base, &names)?;
+    Ok(Some((base, forced)))
+}
+
+fn options(args: &BenchArgs) -> BenchOptions {
+    BenchOptions {
+        ops: args.ops.clone(),
+        dir: args.dir.display().to_string(),
+        samples: args.samples,
+        sample_ms: args.sample_ms,
+        cpu: args.cpu,
+        mmap_bytes: args.mmap_bytes,
+        prot_exec: args.prot_exec,
+        select_fds: args.select_fds,
+        landlock: args.landlock,
+    }
+}
+
+/// Calibrates each op in its own fresh directory; failures are recorded.
+fn prepare_all<'a>(
+    selected: &'a [ops::OpDef],
+    work: &mut workdir::WorkDir,
+    args: &BenchArgs,
+    clock_ns: f64,
+    failed: &mut Vec<&'a str>,
+) -> Result<Vec<runner::Prepared<'a>>> {
     let method = runner::Method {
         sample: Duration::from_secs_f64(args.sample_ms / 1e3),
     };
-    let mut result = BenchResult {
-        schema: SCHEMA,
-        provenance: provenance(),
-        options: BenchOptions {
-            ops: args.ops.clone(),
-            dir: args.dir.display().to_string(),
-            samples: args.samples,
-            sample_ms: args.sample_ms,
-            cpu: args.cpu,
-            mmap_bytes: args.mmap_bytes,
-            prot_exec: args.prot_exec,
-            select_fds: args.select_fds,
-            landlock: args.landlock,
-        },
-        clock_overhead_ns: clock_ns,
-        landlock,
-        results: Vec::new(),
-        wall_s: 0.0,
-    };
-    let mut failed = Vec::new();
     let mut prepared = Vec::new();
     for (i, def) in selected.iter().enumerate() {
         if STOP.load(Ordering::SeqCst) {
             break;
         }
-        let op_dir = work.0.join(def.name);
-        std::fs::create_dir_all(&op_dir)?;
         let ctx = ops::Ctx {
-            dir: op_dir,
+            dir: work.op_dir(def.name)?,
             mmap_bytes: args.mmap_bytes,
             prot_exec: args.prot_exec,
             select_fds: args.select_fds,
@@ -289,15 +259,22 @@ pub fn main(args: BenchArgs) -> Result<i32> {
             }
         }
     }
-    for round in 0..args.samples {
+    Ok(prepared)
+}
+
+/// Round-robin samples of every prepared op; a failing op is dropped.
+fn sample_rounds<'a>(
+    prepared: &mut Vec<runner::Prepared<'a>>,
+    samples: usize,
+    clock_ns: f64,
+    failed: &mut Vec<&'a str>,
+) {
+    for round in 0..samples {
         if STOP.load(Ordering::SeqCst) {
-            eprintln!(
-                "bench: interrupted after {round} of {} sample rounds",
-                args.samples
-            );
-            break;
+            eprintln!("bench: interrupted after {round} of {samples} sample rounds");
+            return;
         }
-        eprintln!("bench: sample round {}/{}", round + 1, args.samples);
+        eprintln!("bench: sample round {}/{samples}", round + 1);
         let mut i = 0;
         while i < prepared.len() {
             match prepared[i].sample(clock_ns) {
@@ -314,30 +291,23 @@ pub fn main(args: BenchArgs) -> Result<i32> {
             }
         }
     }
-    for p in prepared.into_iter().filter(|p| p.sampled()) {
-        let r = p.result()?;
-        eprintln!(
-            "bench: {:<15} {:>12.2} {} (spread {:.1} %)",
-            r.op,
-            r.summary.median,
-            serde_json::to_value(r.unit)?.as_str().unwrap_or(""),
-            r.summary.spread_pct
-        );
-        result.results.push(r);
-    }
-    result.wall_s = started.elapsed().as_secs_f64();
-    drop(work);
+}
 
+/// Prints the result (and the comparison); the exit status says what failed.
+fn report(
+    args: &BenchArgs,
+    result: &BenchResult,
+    baseline: Option<&(serde_json::Value, Vec<String>)>,
+    failed: &[&str],
+) -> Result<i32> {
     let out = if args.json {
-        serde_json::to_string_pretty(&result)? + "\n"
+        serde_json::to_string_pretty(result)? + "\n"
     } else {
-        table(&result)
+        table(result)
     };
     print!("{out}");
-    if let Some(base) = &baseline {
-        let forced = compare::check_comparable(base, &result, args.force)?;
-        let rows = compare::rows(base, &result)?;
-        let text = compare::render(&rows, &forced);
+    if let Some((base, forced)) = baseline {
+        let text = compare::render(&compare::rows(base, result)?, forced);
         if args.json {
             eprint!("{text}");
         } else {
@@ -356,6 +326,53 @@ pub fn main(args: BenchArgs) -> Result<i32> {
         return Err(anyhow::anyhow!("interrupted (partial results printed)"));
     }
     Ok(0)
+}
+
+pub fn main(args: BenchArgs) -> Result<i32> {
+    let selected = ops::select(&args.ops)?;
+    let provenance = provenance();
+    let baseline = check_baseline(&args, &selected, &provenance)?;
+    catch_signals();
+    let mut work = workdir::WorkDir::open(&args.dir)?;
+    if let Some(cpu) = args.cpu {
+        pin(cpu)?;
+    }
+    let landlock = if args.landlock {
+        let info = landlock::enter(work.root())?;
+        eprintln!("bench: Landlock ABI {} enforcing: {}", info.abi, info.proof);
+        Some(info)
+    } else {
+        None
+    };
+    let started = Instant::now();
+    let clock_ns = runner::clock_overhead_ns();
+    let mut failed = Vec::new();
+    let mut prepared = prepare_all(&selected, &mut work, &args, clock_ns, &mut failed)?;
+    sample_rounds(&mut prepared, args.samples, clock_ns, &mut failed);
+    let mut results = Vec::new();
+    for p in prepared.into_iter().filter(|p| p.sampled()) {
+        let r = p.result()?;
+        eprintln!(
+            "bench: {:<15} {:>12.2} {} (spread {:.1} %)",
+            r.op,
+            r.summary.median,
+            serde_json::to_value(r.unit)?.as_str().unwrap_or(""),
+            r.summary.spread_pct
+        );
+        results.push(r);
+    }
+    let wall_s = started.elapsed().as_secs_f64();
+    drop(work);
+    let result = BenchResult {
+        schema: SCHEMA,
+        provenance,
+        options: options(&args),
+        clock_overhead_ns: clock_ns,
+        landlock,
+        results,
+        wall_s,
+    };
+    report(&args, &result, baseline.as_ref(), &failed)
 }
 
 fn table(r: &BenchResult) -> String {

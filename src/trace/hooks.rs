@@ -209,6 +209,11 @@ pub fn select(hooks: Vec<Hook>, globs: &str) -> Result<Vec<Hook>> {
         .filter(|g| !g.is_empty())
         .map(|g| glob::Pattern::new(g).map_err(|e| usage(format!("bad hook pattern '{g}': {e}"))))
         .collect::<Result<Vec<_>>>()?;
+    if patterns.is_empty() {
+        return Err(usage(
+            "--hooks names no hook: see lsmpmon trace --list-hooks",
+        ));
+    }
     for p in &patterns {
         if !hooks
             .iter()

@@ -71,31 +71,31 @@ pub enum TraceSub {
 #[derive(Args, Debug, Clone)]
 pub struct TraceArgs {
     /// Hooks to trace: comma-separated globs on the hook (inode_*) or function (security_*) name.
-    #[arg(long, default_value = "*")]
+    #[arg(long, default_value = "*", value_parser = crate::parse::list)]
     pub hooks: String,
     /// List the hooks this kernel has (and those excluded, with why) and exit.
     #[arg(long)]
     pub list_hooks: bool,
     /// Subject filter: only tasks with this command name (LSMPMON's `s foo`).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::parse::comm)]
     pub comm: Option<String>,
-    /// Subject filter: only this process (thread group id).
-    #[arg(long)]
+    /// Subject filter: only this process (thread group id; it must exist).
+    #[arg(long, value_parser = crate::parse::live_pid)]
     pub pid: Option<u32>,
     /// Subject filter: only this user id.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::parse::uid)]
     pub uid: Option<u32>,
     /// Subject filter: only tasks in this cgroup (v2 path, absolute or under /sys/fs/cgroup).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::parse::cgroup)]
     pub cgroup: Option<String>,
     /// Object filter: only calls on a file/dentry/path with this base name (LSMPMON's `o bar`).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::parse::object)]
     pub object: Option<String>,
     /// Stop after this many seconds (default: when COMMAND exits, or on Ctrl-C).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::parse::seconds)]
     pub duration: Option<f64>,
     /// Print the statistics every this many seconds (NDJSON with --json).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::parse::seconds)]
     pub interval: Option<f64>,
     /// Machine-readable output (schema/trace.schema.json). COMMAND's stdout then goes to stderr.
     #[arg(long)]
@@ -107,7 +107,7 @@ pub struct TraceArgs {
     #[arg(long, value_enum, default_value = "sum")]
     pub sort: SortKey,
     /// Show only the first N rows of each table.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
     pub top: Option<usize>,
     /// Print a log2 latency histogram per hook.
     #[arg(long)]
@@ -557,7 +557,12 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     session.set_nested_cost(pair_cost_ns);
     // The ready gate: nothing is recorded until every hook is attached.
     session.set_enabled(true);
-    let server = ctl::Server::start().ok();
+    let server = ctl::Server::start()
+        .map_err(|e| {
+            let why = crate::error::one_line(&e);
+            eprintln!("lsmpmon: warning: no trace ctl for this trace: {why}");
+        })
+        .ok();
     let status = watch(&mut session, args, server.as_ref())?;
     session.set_enabled(false);
 

@@ -41,15 +41,16 @@ pub struct RunArgs {
     #[arg(long, default_value = "cloud")]
     pub flavour: String,
     /// LSMs to activate, in order (the kernel's lsm= parameter). Default: the kernel's own.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::parse::list)]
     pub lsm: Option<String>,
     /// Extra kernel command-line parameters.
     #[arg(long, default_value = "")]
     pub append: String,
     /// Wall-clock seconds before the guest is killed.
-    #[arg(long, default_value_t = 900)]
+    #[arg(long, default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..=604_800))]
     pub timeout: u64,
-    #[arg(long, default_value_t = 1024)]
+    /// Guest memory, MiB (at least 96: a guest does not boot with much less).
+    #[arg(long, default_value_t = 1024, value_parser = memory_mb)]
     pub memory_mb: u32,
     /// tcg: deterministic virtual time (default). kvm only where it works.
     #[arg(long, value_enum, default_value = "tcg")]
@@ -107,6 +108,28 @@ pub struct CacheArgs {
     pub clean: bool,
     #[arg(long, requires = "clean")]
     pub all: bool,
+}
+
+/// The least memory `vm run` accepts. Booting `vm run --kernel K --memory-mb N
+/// -- true` (an 8 MiB initramfs): 80 MiB boots 5.10, 6.1 and 6.12 (twice each);
+/// 6.1 and 6.12 fail at 76 and 72, 5.10 at 64 ("Initramfs unpacking failed",
+/// then a panic). 16 MiB on top leave room for the initramfs to grow (`--copy`,
+/// a bigger binary); below this a guest would end as a crash (124).
+pub const MIN_MEMORY_MB: u32 = 96;
+/// QEMU's `-m` above this is refused before booting.
+pub const MAX_MEMORY_MB: u32 = 65_536;
+
+/// `--memory-mb`: enough for the guest to boot, at most MAX_MEMORY_MB.
+pub fn memory_mb(s: &str) -> Result<u32, String> {
+    let mb: u32 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of MiB"))?;
+    if !(MIN_MEMORY_MB..=MAX_MEMORY_MB).contains(&mb) {
+        return Err(format!(
+            "the guest needs {MIN_MEMORY_MB} to {MAX_MEMORY_MB} MiB (it does not boot with less)"
+        ));
+    }
+    Ok(mb)
 }
 
 pub fn main(cmd: VmCommand) -> Result<i32> {
@@ -178,7 +201,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         timeout: Duration::from_secs(args.timeout),
     };
     let stop = interrupt.into_stop_flag()?;
-    let run_dir = new_run_dir(&cache)?;
+    let run_dir = RunDir(new_run_dir(&cache)?);
     launch(&Launch {
         kernel: &kernel,
         lsm: args.lsm.as_deref(),
@@ -188,9 +211,20 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         lsmpmon_bin: bin,
         machine: &machine,
         qemu_args: Vec::new(),
-        run_dir: &run_dir,
+        run_dir: &run_dir.0,
         output: qemu::Output::Terminal { cancel: &stop },
     })
+}
+
+/// A `vm run` directory, removed when nothing was logged in it (the run
+/// failed before QEMU started: a `--copy` that cannot be read, say).
+struct RunDir(PathBuf);
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        // Only an empty directory is removed: logs are kept.
+        let _ = fs::remove_dir(&self.0);
+    }
 }
 
 /// Boots the guest and runs `argv` in it; returns its exit status.

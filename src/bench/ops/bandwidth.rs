@@ -143,13 +143,8 @@ struct Reread {
 impl Reread {
     fn new(c: &Ctx, mmap: bool) -> Result<Self> {
         let path = c.dir.join("reread");
-        std::fs::write(&path, vec![1u8; BUF])?;
-        let p = std::ffi::CString::new(path.to_string_lossy().as_bytes())?;
-        // SAFETY: valid path; mapping our own file.
-        let fd = check(
-            unsafe { libc::open(p.as_ptr(), libc::O_RDONLY) } as i64,
-            "open",
-        )? as i32;
+        super::write_new(&path, &vec![1u8; BUF])?;
+        let fd = super::open_nofollow(&path, libc::O_RDONLY)?;
         let map = if mmap {
             let m = unsafe {
                 libc::mmap(

@@ -4,7 +4,7 @@ use std::{ffi::CString, path::PathBuf};
 
 use anyhow::{bail, Result};
 
-use super::{check, group, Bench, Ctx, OpDef, Unit, Work};
+use super::{check, group, open_nofollow, write_new, Bench, Ctx, OpDef, Unit, Work};
 
 pub fn ops() -> Vec<OpDef> {
     group(
@@ -49,7 +49,7 @@ impl Fs {
                 unsafe {
                     libc::open(
                         n.as_ptr(),
-                        libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY,
+                        libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_WRONLY,
                         0o644,
                     )
                 } as i64,
@@ -122,13 +122,8 @@ const RW_FILE_BYTES: usize = 1 << 20;
 impl FileRw {
     fn new(c: &Ctx, buf: usize) -> Result<Self> {
         let path = c.dir.join(format!("rw{buf}"));
-        std::fs::write(&path, vec![0x33u8; RW_FILE_BYTES])?;
-        let p = CString::new(path.to_string_lossy().as_bytes())?;
-        // SAFETY: valid path.
-        let fd = check(
-            unsafe { libc::open(p.as_ptr(), libc::O_RDWR) } as i64,
-            "open",
-        )? as i32;
+        write_new(&path, &vec![0x33u8; RW_FILE_BYTES])?;
+        let fd = open_nofollow(&path, libc::O_RDWR)?;
         Ok(Self {
             fd,
             buf: vec![0u8; buf],

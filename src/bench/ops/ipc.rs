@@ -189,15 +189,18 @@ struct Select {
 
 impl Select {
     fn files(c: &Ctx) -> Result<Self> {
+        // Kept as files: an error half-way (EMFILE) closes those made so far.
         let mut fds = Vec::new();
+        let mut keep: Vec<Box<dyn std::any::Any>> = Vec::new();
         for i in 0..c.select_fds {
-            let f = std::fs::File::create(c.dir.join(format!("sel{i}")))?;
-            fds.push(std::os::fd::IntoRawFd::into_raw_fd(f));
+            let f = super::create_new(&c.dir.join(format!("sel{i}")))?;
+            fds.push(f.as_raw_fd());
+            keep.push(Box::new(f));
         }
         Ok(Self {
             fds,
             write: true,
-            _keep: Vec::new(),
+            _keep: keep,
         })
     }
 
@@ -255,16 +258,5 @@ impl Bench for Select {
             ops: iters,
             bytes: 0,
         })
-    }
-}
-
-impl Drop for Select {
-    fn drop(&mut self) {
-        if self.write {
-            for fd in &self.fds {
-                // SAFETY: fds we own.
-                unsafe { libc::close(*fd) };
-            }
-        }
     }
 }

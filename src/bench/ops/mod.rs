@@ -6,9 +6,13 @@ mod ipc;
 mod process;
 mod syscall;
 
-use std::path::PathBuf;
+use std::{
+    ffi::CString,
+    os::unix::ffi::OsStrExt,
+    path::{Path, PathBuf},
+};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -29,7 +33,7 @@ pub struct Work {
 /// Settings shared by every operation.
 #[derive(Debug, Clone)]
 pub struct Ctx {
-    /// A fresh directory for file operations, at the path the user chose.
+    /// The op's own fresh private directory, `<--dir>/<op>.XXXXXX`.
     pub dir: PathBuf,
     pub mmap_bytes: usize,
     pub prot_exec: bool,
@@ -124,9 +128,38 @@ pub fn select(spec: &str) -> Result<Vec<OpDef>> {
         }
     }
     if out.is_empty() {
-        bail!("no operation selected");
+        return Err(crate::error::usage("no operation selected"));
     }
     Ok(out)
+}
+
+/// Creates `path` as a new file, mode 0600: never over an existing file or
+/// through a symlink (O_EXCL | O_NOFOLLOW).
+pub fn create_new(path: &Path) -> Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))
+}
+
+/// A new file holding `data` (see `create_new`).
+pub fn write_new(path: &Path, data: &[u8]) -> Result<()> {
+    use std::io::Write;
+    create_new(path)?
+        .write_all(data)
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// Opens an existing file without following a symlink; returns the fd.
+pub fn open_nofollow(path: &Path, flags: i32) -> Result<i32> {
+    let p = CString::new(path.as_os_str().as_bytes())?;
+    // SAFETY: valid path; the caller owns the fd.
+    let fd = unsafe { libc::open(p.as_ptr(), flags | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
+    Ok(check(fd as i64, "open")? as i32)
 }
 
 /// A libc return value as a Result: negative means errno.

@@ -33,13 +33,8 @@ const PAGE: usize = 4096;
 fn data_file(c: &Ctx, name: &str, bytes: usize) -> Result<(i32, PathBuf)> {
     let path = c.dir.join(name);
     let data: Vec<u8> = (0..bytes).map(|i| (i % 251) as u8).collect();
-    std::fs::write(&path, data)?;
-    let p = CString::new(path.to_string_lossy().as_bytes())?;
-    // SAFETY: valid path.
-    let fd = check(
-        unsafe { libc::open(p.as_ptr(), libc::O_RDONLY) } as i64,
-        "open",
-    )? as i32;
+    super::write_new(&path, &data)?;
+    let fd = super::open_nofollow(&path, libc::O_RDONLY)?;
     Ok((fd, path))
 }
 

@@ -94,7 +94,7 @@ impl Drop for Rw {
 /// A file in the work directory: path depth matters to path-based LSMs.
 fn work_file(c: &Ctx) -> Result<CString> {
     let p = c.dir.join("file");
-    std::fs::write(&p, b"lsmpmon")?;
+    super::write_new(&p, b"lsmpmon")?;
     Ok(CString::new(p.to_string_lossy().as_bytes())?)
 }
 

@@ -1,0 +1,137 @@
+//! Where bench writes: `--dir` names a directory (made 0700 if missing) in
+//! which each op gets a fresh private directory `<op>.XXXXXX` (mkdtemp, mode
+//! 0700). Only what bench created is removed, on every exit path: error,
+//! panic, Ctrl-C or SIGTERM (the caller turns those into a normal return).
+//! Files sit at `<dir>/<op>.XXXXXX/<file>`, the depth they had before
+//! (`<dir>/<op>/<file>`): path depth changes what path-based LSMs cost.
+use std::{
+    ffi::CString,
+    fs,
+    os::unix::ffi::{OsStrExt, OsStringExt},
+    os::unix::fs::DirBuilderExt,
+    path::{Path, PathBuf},
+};
+
+use anyhow::Result;
+
+use crate::error::usage;
+use crate::secure_fs::trusted_path;
+
+pub struct WorkDir {
+    /// The user's --dir, resolved (symlinks followed once, at the start).
+    root: PathBuf,
+    /// Bench made --dir itself: removed at the end if empty.
+    made_root: bool,
+    /// The private directories bench made, removed with what is in them.
+    made: Vec<PathBuf>,
+}
+
+impl WorkDir {
+    /// Uses `dir` (or creates it, 0700) after checking that nobody but root
+    /// or us could rename or replace anything below it.
+    pub fn open(dir: &Path) -> Result<Self> {
+        let made_root = match fs::DirBuilder::new().mode(0o700).create(dir) {
+            Ok(()) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => false,
+            Err(e) => {
+                return Err(usage(format!(
+                    "cannot create work directory {}: {e}: choose another with --dir",
+                    dir.display()
+                )))
+            }
+        };
+        let root = trusted_path(dir);
+        if made_root && root.is_err() {
+            let _ = fs::remove_dir(dir);
+        }
+        Ok(Self {
+            root: root?,
+            made_root,
+            made: Vec::new(),
+        })
+    }
+
+    /// The directory the user named, resolved.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// A new private directory `<root>/<name>.XXXXXX` for one op.
+    pub fn op_dir(&mut self, name: &str) -> Result<PathBuf> {
+        let template = self.root.join(format!("{name}.XXXXXX"));
+        let mut bytes = CString::new(template.as_os_str().as_bytes())?.into_bytes_with_nul();
+        // SAFETY: a writable, NUL-terminated template ending in XXXXXX.
+        let made = unsafe { libc::mkdtemp(bytes.as_mut_ptr().cast()) };
+        if made.is_null() {
+            return Err(usage(format!(
+                "cannot create a directory in work directory {}: {}",
+                self.root.display(),
+                std::io::Error::last_os_error()
+            )));
+        }
+        bytes.pop();
+        let path = PathBuf::from(std::ffi::OsString::from_vec(bytes));
+        self.made.push(path.clone());
+        Ok(path)
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        for d in &self.made {
+            let _ = fs::remove_dir_all(d);
+        }
+        if self.made_root {
+            // Only if empty: another bench may have made its directories there.
+            let _ = fs::remove_dir(&self.root);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("lsmpmon-wd-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn op_dirs_are_private_unique_and_only_they_are_removed() {
+        let root = scratch("keep");
+        fs::create_dir(&root).unwrap();
+        fs::write(root.join("mine"), b"x").unwrap();
+        let mut w = WorkDir::open(&root).unwrap();
+        let (a, b) = (w.op_dir("stat").unwrap(), w.op_dir("stat").unwrap());
+        assert_ne!(a, b);
+        assert_eq!(a.parent().unwrap(), fs::canonicalize(&root).unwrap());
+        assert_eq!(fs::metadata(&a).unwrap().mode() & 0o7777, 0o700);
+        fs::write(a.join("file"), b"y").unwrap();
+        drop(w);
+        assert!(!a.exists() && !b.exists());
+        assert_eq!(fs::read(root.join("mine")).unwrap(), b"x");
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_missing_dir_is_made_and_removed() {
+        let root = scratch("made");
+        let mut w = WorkDir::open(&root).unwrap();
+        assert_eq!(fs::metadata(&root).unwrap().mode() & 0o7777, 0o700);
+        w.op_dir("null").unwrap();
+        drop(w);
+        assert!(!root.exists());
+    }
+
+    #[test]
+    fn a_dir_others_can_write_is_refused() {
+        let root = scratch("open");
+        fs::create_dir(&root).unwrap();
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(WorkDir::open(&root).is_err());
+        fs::remove_dir(&root).unwrap();
+    }
+}

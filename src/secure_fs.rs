@@ -1,0 +1,123 @@
+//! Directories lsmpmon writes in as root: made private, or accepted only if
+//! nobody else could swap what is in them.
+use std::{
+    fs,
+    os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt},
+    path::{Path, PathBuf},
+};
+
+use anyhow::Result;
+
+use crate::error::usage;
+
+/// The effective user id.
+pub fn euid() -> u32 {
+    // SAFETY: plain query.
+    unsafe { libc::geteuid() }
+}
+
+/// Owned by root or by us.
+fn trusted_owner(uid: u32) -> bool {
+    uid == 0 || uid == euid()
+}
+
+/// Creates `dir` with mode 0700 (whatever the umask), or accepts an existing
+/// one only if it is a real directory owned by root or us that neither group
+/// nor others can write.
+pub fn private_dir(dir: &Path) -> Result<()> {
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+            .map_err(|e| usage(format!("cannot set {} to mode 0700: {e}", dir.display())))?,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(usage(format!("cannot create {}: {e}", dir.display()))),
+    }
+    check_private(dir)
+}
+
+/// The checks of `private_dir` on an existing directory.
+pub fn check_private(dir: &Path) -> Result<()> {
+    let m = fs::symlink_metadata(dir)
+        .map_err(|e| usage(format!("cannot use {}: {e}", dir.display())))?;
+    if !m.is_dir() {
+        return Err(usage(format!(
+            "{} is not a directory (a symlink?): refusing it",
+            dir.display()
+        )));
+    }
+    if !trusted_owner(m.uid()) {
+        return Err(usage(format!(
+            "{} belongs to uid {}, not root or you: refusing it (remove it)",
+            dir.display(),
+            m.uid()
+        )));
+    }
+    if m.mode() & 0o022 != 0 {
+        return Err(usage(format!(
+            "{} is writable by group or others (mode {:o}): refusing it",
+            dir.display(),
+            m.mode() & 0o7777
+        )));
+    }
+    Ok(())
+}
+
+/// Resolves `dir` and checks every directory below `/` down to it: owned by
+/// root or us, and writable by others only with the sticky bit (as /tmp).
+/// Below such a path nobody else can rename or replace what we create. `/`
+/// itself is not looked at: a confined workload may not stat it (the lab's
+/// SELinux reference policy), and with `/` in other hands nothing is safe.
+pub fn trusted_path(dir: &Path) -> Result<PathBuf> {
+    let real =
+        fs::canonicalize(dir).map_err(|e| usage(format!("cannot use {}: {e}", dir.display())))?;
+    for d in real.ancestors().filter(|d| d.parent().is_some()) {
+        let m = fs::metadata(d).map_err(|e| usage(format!("{}: {e}", d.display())))?;
+        let open_to_others = m.mode() & 0o022 != 0 && m.mode() & 0o1000 == 0;
+        if !m.is_dir() || !trusted_owner(m.uid()) || open_to_others {
+            return Err(usage(format!(
+                "{} (uid {}, mode {:o}) could be changed by another user: choose a directory \
+                 of yours or root's that only its owner can write",
+                d.display(),
+                m.uid(),
+                m.mode() & 0o7777
+            )));
+        }
+    }
+    Ok(real)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("lsmpmon-sfs-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn private_dir_is_0700_and_open_ones_are_refused() {
+        let d = scratch("priv");
+        private_dir(&d).unwrap();
+        assert_eq!(fs::metadata(&d).unwrap().mode() & 0o7777, 0o700);
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o777)).unwrap();
+        let err = private_dir(&d).unwrap_err().to_string();
+        assert!(err.contains("writable by group or others"), "{err}");
+        fs::remove_dir(&d).unwrap();
+        std::os::unix::fs::symlink("/", &d).unwrap();
+        assert!(private_dir(&d).is_err(), "a symlink is refused");
+        fs::remove_file(&d).unwrap();
+    }
+
+    #[test]
+    fn trusted_path_refuses_a_directory_others_can_write() {
+        let d = scratch("trust");
+        fs::create_dir(&d).unwrap();
+        assert_eq!(trusted_path(&d).unwrap(), fs::canonicalize(&d).unwrap());
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(trusted_path(&d).is_err());
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o1777)).unwrap();
+        assert!(trusted_path(&d).is_ok(), "sticky, as /tmp");
+        fs::remove_dir(&d).unwrap();
+    }
+}
