@@ -85,6 +85,21 @@ pub fn trusted_path(dir: &Path) -> Result<PathBuf> {
     Ok(real)
 }
 
+/// Writes `bytes` to `path`, created 0644 or truncated, never through a
+/// symlink (a root lsmpmon writing into /tmp must not be pointed at /etc).
+pub fn write_no_follow(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?
+        .write_all(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,5 +134,22 @@ mod tests {
         fs::set_permissions(&d, fs::Permissions::from_mode(0o1777)).unwrap();
         assert!(trusted_path(&d).is_ok(), "sticky, as /tmp");
         fs::remove_dir(&d).unwrap();
+    }
+
+    #[test]
+    fn output_never_written_through_a_symlink() {
+        let d = scratch("nofollow");
+        fs::create_dir_all(&d).unwrap();
+        let target = d.join("target");
+        fs::write(&target, "keep").unwrap();
+        let link = d.join("out.json");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(write_no_follow(&link, b"result").is_err());
+        assert_eq!(fs::read_to_string(&target).unwrap(), "keep");
+        let plain = d.join("plain.json");
+        write_no_follow(&plain, b"longer result").unwrap();
+        write_no_follow(&plain, b"short").unwrap();
+        assert_eq!(fs::read_to_string(&plain).unwrap(), "short");
+        fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -578,9 +578,8 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     );
     let text = render(&result, args, args.interval.is_some())?;
     match &args.output {
-        Some(path) => {
-            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?
-        }
+        Some(path) => crate::secure_fs::write_no_follow(path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?,
         None => {
             let mut out = std::io::stdout().lock();
             out.write_all(text.as_bytes())?;
