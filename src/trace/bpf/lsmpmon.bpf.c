@@ -604,7 +604,11 @@ static __always_inline int on_exit(void *ctx, bool kp)
 		/* A bound the verifier sees: clang would fold a cast. */
 		asm volatile("%0 &= 0xff" : "+r"(used));
 		f = top_frame(c, used);
-		if (f->key == key && f->hook == HOOK_ID()) {
+		/*
+		 * fentry: two calls in progress on a CPU never share a context, so
+		 * the key alone names the call; kprobes also need the hook.
+		 */
+		if (f->key == key && (!kp || f->hook == HOOK_ID())) {
 			finish(ctx, c, f, used, now, kp);
 			return 0;
 		}
