@@ -6,12 +6,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use std::{
-    fs::OpenOptions,
-    io::{Read, Write},
-    os::unix::fs::{MetadataExt, OpenOptionsExt},
-    sync::atomic::{AtomicUsize, Ordering},
-};
+use std::{io::Read, os::unix::fs::MetadataExt};
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -244,26 +239,5 @@ fn read_capped(p: &Path) -> Result<Vec<u8>> {
 
 /// Written to a temporary file in the same directory, then renamed.
 pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    static SEQ: AtomicUsize = AtomicUsize::new(0);
-    let dir = path.parent().unwrap_or(Path::new("."));
-    // Unique per process and call (threads write at once); never follows a
-    // planted link, never reuses a file.
-    let tmp = dir.join(format!(
-        ".{}.{}-{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("out"),
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::SeqCst)
-    ));
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .mode(0o644)
-        .open(&tmp)
-        .with_context(|| format!("creating {}", tmp.display()))?;
-    f.write_all(text.as_bytes())
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    drop(f);
-    fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
-    Ok(())
+    crate::secure_fs::write_atomic(path, text.as_bytes())
 }

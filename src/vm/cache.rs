@@ -102,23 +102,7 @@ pub fn read_no_follow(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// Replaces `path` with `bytes` through a new file renamed over it: a symlink
-/// planted at `path` is replaced, never followed.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let name = path.file_name().context("no file name")?.to_string_lossy();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let _ = fs::remove_file(&tmp);
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .mode(0o644)
-        .open(&tmp)
-        .with_context(|| format!("creating {}", tmp.display()))?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
-}
+pub use crate::secure_fs::write_atomic;
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
     format!("{:x}", Sha256::digest(bytes))
