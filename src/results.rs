@@ -138,7 +138,8 @@ pub struct Bucket {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SyscallResult {
-    /// Syscall name, or "(none)" for hook calls outside any syscall.
+    /// Syscall name; "(none)" for hook calls of a task outside any syscall,
+    /// "(softirq)" / "(irq)" for calls from an interrupt handler.
     pub syscall: String,
     pub nr: Option<u32>,
     /// Sum over the hooks below (nested hooks counted in both).

@@ -379,6 +379,41 @@ fn trace_6_1_interval_and_syscall_time() {
     assert!(share > 0.0 && share < 1.0, "share {share}");
 }
 
+/// A TCP connection request is handled in a softirq (the loopback packet's
+/// receive): its hooks belong to no task, go to "(softirq)" and not to the
+/// connect() that was interrupted, and no task filter lets them through.
+#[test]
+fn trace_6_1_softirq_hooks_have_no_task() {
+    let script = r#"
+B="lsmpmon bench --ops tcp_connect --samples 3 --sample-ms 2"
+lsmpmon trace --json --hooks 'inet_conn_request,socket_connect' -o /tmp/a.json -- $B > /dev/null 2>&1
+echo "A $(tr -d '
+' < /tmp/a.json)"
+lsmpmon trace --json --hooks 'inet_conn_request,socket_connect' --comm lsmpmon -o /tmp/b.json   -- $B > /dev/null 2>&1
+echo "B $(tr -d '
+' < /tmp/b.json)"
+"#;
+    let text = guest_stdout("6.1", script);
+    let a = tagged(&text, "A");
+    let connects = calls(&a, "socket_connect");
+    assert!(connects >= 10, "{a}");
+    assert_eq!(
+        syscall_hook_count(&a, "connect", "socket_connect"),
+        connects
+    );
+    // Every connect is one request, all of them answered in a softirq.
+    assert_eq!(calls(&a, "inet_conn_request"), connects, "{a}");
+    assert_eq!(
+        syscall_hook_count(&a, "(softirq)", "inet_conn_request"),
+        connects,
+        "{a}"
+    );
+    assert_eq!(syscall_hook_count(&a, "connect", "inet_conn_request"), 0);
+    let b = tagged(&text, "B");
+    assert!(calls(&b, "socket_connect") >= 10, "{b}");
+    assert_eq!(calls(&b, "inet_conn_request"), 0, "{b}");
+}
+
 /// --pid and --cgroup keep only their subject: a second workload running at
 /// the same time, outside the filter, is not counted.
 #[test]

@@ -66,21 +66,33 @@ pub struct Prepared<'a> {
     bytes: u64,
 }
 
+const MAX_ITERS: u64 = 1 << 30;
+
 /// Sets the op up, grows its iteration count until a sample lasts long
 /// enough, and runs one warm-up sample.
 pub fn prepare<'a>(def: &'a OpDef, ctx: &Ctx, m: &Method, clock_ns: f64) -> Result<Prepared<'a>> {
     let mut bench = (def.make)(ctx).with_context(|| format!("setting up {}", def.name))?;
     let target = m.sample.as_nanos() as f64;
+    let grow = |iters: u64, el: f64| {
+        let scale = (target / el * 1.2).clamp(2.0, 16.0);
+        ((iters as f64) * scale).ceil() as u64
+    };
     let mut iters = 1u64;
     loop {
         let (el, _) = timed(bench.as_mut(), iters, clock_ns)?;
-        if el >= target || iters >= 1 << 30 {
+        if el < target && iters < MAX_ITERS {
+            iters = grow(iters, el);
+            continue;
+        }
+        // The warm-up sample must confirm the count: one slow first run (a
+        // cold cache, a first connection) is not the op's cost, and would
+        // leave samples far shorter than --sample-ms.
+        let (again, _) = timed(bench.as_mut(), iters, clock_ns)?;
+        if again >= target / 2.0 || iters >= MAX_ITERS {
             break;
         }
-        let scale = (target / el * 1.2).clamp(2.0, 16.0);
-        iters = ((iters as f64) * scale).ceil() as u64;
+        iters = grow(iters, again);
     }
-    timed(bench.as_mut(), iters, clock_ns)?;
     Ok(Prepared {
         def,
         bench,

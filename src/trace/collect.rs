@@ -3,14 +3,20 @@
 use std::collections::BTreeMap;
 
 use super::hooks::Hook;
-use crate::intf::{lsmpmon_hook_stats, lsmpmon_syscall_cell, lsmpmon_syscall_time};
+use crate::intf::{
+    lsmpmon_hook_stats, lsmpmon_limits as lim, lsmpmon_syscall_cell, lsmpmon_syscall_time,
+};
 use crate::results::{Bucket, HookResult, SyscallHook, SyscallResult};
 
 include!(concat!(env!("OUT_DIR"), "/syscall_names.rs"));
 
+/// The name of a per-syscall slot, and its syscall number if it is one.
 pub fn syscall_name(slot: u32) -> (String, Option<u32>) {
-    if slot == 0 {
-        return ("(none)".into(), None);
+    match slot {
+        0 => return ("(none)".into(), None),
+        lim::LSMPMON_SLOT_IRQ => return ("(irq)".into(), None),
+        lim::LSMPMON_SLOT_SOFTIRQ => return ("(softirq)".into(), None),
+        _ => {}
     }
     let nr = slot - 1;
     let name = SYSCALL_NAMES
@@ -19,6 +25,19 @@ pub fn syscall_name(slot: u32) -> (String, Option<u32>) {
         .map(|(_, s)| s.to_string())
         .unwrap_or_else(|| format!("syscall_{nr}"));
     (name, Some(nr))
+}
+
+/// The per-syscall cell a probe's `pend_slot` goes to (as `cell_slot()` in
+/// the BPF program): a syscall's, "(none)" beyond the table, or an interrupt's.
+pub fn cell_slot(pend_slot: u32) -> u32 {
+    const IRQ: u32 = lim::LSMPMON_SLOT_IRQ_MARK | lim::LSMPMON_SLOT_IRQ;
+    const SOFTIRQ: u32 = lim::LSMPMON_SLOT_IRQ_MARK | lim::LSMPMON_SLOT_SOFTIRQ;
+    match pend_slot {
+        s if s < lim::LSMPMON_SLOT_IRQ => s,
+        IRQ => lim::LSMPMON_SLOT_IRQ,
+        SOFTIRQ => lim::LSMPMON_SLOT_SOFTIRQ,
+        _ => 0,
+    }
 }
 
 pub fn add_stats(acc: &mut lsmpmon_hook_stats, v: &lsmpmon_hook_stats) {
@@ -257,5 +276,28 @@ mod tests {
     fn syscall_slots_map_to_names() {
         assert_eq!(syscall_name(0).0, "(none)");
         assert_eq!(syscall_name(4), ("close".to_string(), Some(3)));
+        assert_eq!(
+            syscall_name(lim::LSMPMON_SLOT_SOFTIRQ),
+            ("(softirq)".into(), None)
+        );
+        assert_eq!(syscall_name(lim::LSMPMON_SLOT_IRQ), ("(irq)".into(), None));
+    }
+
+    #[test]
+    fn pending_slots_go_to_their_cells() {
+        // open(2) is syscall 2, slot 3; a syscall number past the table is "(none)".
+        assert_eq!(cell_slot(3), 3);
+        assert_eq!(cell_slot(lim::LSMPMON_SLOT_IRQ), 0);
+        assert_eq!(cell_slot(0x4000_0001), 0);
+        let marked = |s| lim::LSMPMON_SLOT_IRQ_MARK | s;
+        assert_eq!(
+            cell_slot(marked(lim::LSMPMON_SLOT_IRQ)),
+            lim::LSMPMON_SLOT_IRQ
+        );
+        assert_eq!(
+            cell_slot(marked(lim::LSMPMON_SLOT_SOFTIRQ)),
+            lim::LSMPMON_SLOT_SOFTIRQ
+        );
+        assert_eq!(cell_slot(marked(3)), 0);
     }
 }

@@ -7,7 +7,7 @@ use std::os::fd::RawFd;
 
 use anyhow::{bail, Result};
 
-use crate::intf::{lsmpmon_cpu, lsmpmon_hook_stats, lsmpmon_limits as lim};
+use crate::intf::{lsmpmon_cpu, lsmpmon_hook_stats};
 
 /// The map's value size for `rows` statistics rows (hooks + calibration).
 pub fn value_size(rows: u32) -> u32 {
@@ -121,12 +121,7 @@ impl CpuStats {
                 // SAFETY: as in sum().
                 let v = unsafe { std::ptr::read_volatile(self.row(cpu, row)) };
                 if v.pend_count > 0 {
-                    // The probes store any syscall number; the cells stop at the last slot.
-                    let slot = if v.pend_slot < lim::LSMPMON_SYSCALL_SLOTS {
-                        v.pend_slot
-                    } else {
-                        0
-                    };
+                    let slot = super::collect::cell_slot(v.pend_slot);
                     f(row as u32, slot, v.pend_count, v.pend_sum_ns);
                 }
             }

@@ -401,12 +401,18 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
         stat_rows,
         args.lean,
     )?;
-    // Before any hook: the probes tell a switched-out call by the CPU's switch generation.
-    let switch_link = skel
-        .progs
-        .on_switch
-        .attach()
-        .map_err(|e| refused("attaching the sched_switch probe", &e))?;
+    // Before any hook: context switches and interrupt handlers change what a call belongs to.
+    let attach_context = |prog: &libbpf_rs::ProgramMut, what: &str| {
+        prog.attach()
+            .map_err(|e| refused(&format!("attaching the {what} tracepoint probe"), &e))
+    };
+    let context_links = [
+        attach_context(&skel.progs.on_switch, "sched_switch")?,
+        attach_context(&skel.progs.on_softirq_entry, "softirq_entry")?,
+        attach_context(&skel.progs.on_softirq_exit, "softirq_exit")?,
+        attach_context(&skel.progs.on_irq_entry, "irq_handler_entry")?,
+        attach_context(&skel.progs.on_irq_exit, "irq_handler_exit")?,
+    ];
 
     let (entry, exit) = if kprobe {
         (
@@ -479,7 +485,12 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
         None => (None, None),
     };
     let mut skel = skel;
-    skel.links.on_switch = Some(switch_link);
+    let [switch, softirq_entry, softirq_exit, irq_entry, irq_exit] = context_links;
+    skel.links.on_switch = Some(switch);
+    skel.links.on_softirq_entry = Some(softirq_entry);
+    skel.links.on_softirq_exit = Some(softirq_exit);
+    skel.links.on_irq_entry = Some(irq_entry);
+    skel.links.on_irq_exit = Some(irq_exit);
     if args.syscall_time {
         let l1 = skel.progs.sys_enter.attach()?;
         let l2 = skel.progs.sys_exit.attach()?;

@@ -16,8 +16,18 @@ enum lsmpmon_limits {
 	 * probe. Statistics are kept per CPU at [cpu * (n + 1) + id].
 	 */
 	LSMPMON_MAX_HOOKS = 1024,
-	/* Syscall slot 0 is "(none)": not in a syscall; slot n+1 is syscall n. */
+	/*
+	 * Syscall slot 0 is "(none)": not in a syscall; slot n+1 is syscall n.
+	 * The last two are calls in interrupt context, which belong to no task.
+	 */
 	LSMPMON_SYSCALL_SLOTS = 512,
+	LSMPMON_SLOT_IRQ = LSMPMON_SYSCALL_SLOTS - 2,	  /* "(irq)": a hardirq handler */
+	LSMPMON_SLOT_SOFTIRQ = LSMPMON_SYSCALL_SLOTS - 1, /* "(softirq)" */
+	/*
+	 * Marks an interrupt slot in lsmpmon_hook_stats.pend_slot, where any
+	 * syscall number (+ 1) can also be: bit 31, which no x86_64 syscall has.
+	 */
+	LSMPMON_SLOT_IRQ_MARK = 0x80000000,
 	LSMPMON_HIST_BUCKETS = 64, /* log2 of a u64: a mask keeps the index provably in range */
 	/*
 	 * Frames on each CPU's stack of hooks in progress (nesting, interrupts):
@@ -97,8 +107,14 @@ enum lsmpmon_subject {
 	LSMPMON_SUBJ_UNKNOWN = 0,
 	LSMPMON_SUBJ_USER = 1,	  /* traced, a user task */
 	LSMPMON_SUBJ_KTHREAD = 2, /* traced, a kernel thread or io_uring worker (never in a syscall) */
-	LSMPMON_SUBJ_SELF = 3,	  /* lsmpmon itself: only the calibration probe */
-	LSMPMON_SUBJ_OUT = 4,	  /* excluded by --pid */
+	/*
+	 * In an interrupt handler on this CPU (set and undone by the irq and
+	 * softirq tracepoints): no task's call, no syscall's.
+	 */
+	LSMPMON_SUBJ_IRQ = 3,
+	LSMPMON_SUBJ_SOFTIRQ = 4,
+	LSMPMON_SUBJ_SELF = 5, /* lsmpmon itself: only the calibration probe */
+	LSMPMON_SUBJ_OUT = 6,  /* excluded by a task filter (--pid; in interrupts, any) */
 };
 
 /*
@@ -114,8 +130,11 @@ struct lsmpmon_cpu {
 	 */
 	__u8 used;
 	__u8 pad[3];
-	__u32 subject; /* enum lsmpmon_subject of the task running here */
-	__u64 pad2[2];
+	__u32 subject; /* enum lsmpmon_subject of what runs here */
+	/* subject before the current softirq / hardirq handler began */
+	__u32 subject_before_softirq;
+	__u32 subject_before_irq;
+	__u64 pad2;
 	struct lsmpmon_frame frames[LSMPMON_MAX_DEPTH];
 };
 

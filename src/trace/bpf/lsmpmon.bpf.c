@@ -229,10 +229,20 @@ static __always_inline __u32 subject_of(struct lsmpmon_cpu *c, bool kp)
 	return v;
 }
 
-/* The running task is one to trace: not lsmpmon, not filtered out by --pid. */
+/* Any filter on the task (interrupt handlers run for no task: none passes them). */
+#define TASK_FILTERS_ON (filter_tgid || filter_uid_on || filter_cgroup_id || filter_comm_on)
+
+/*
+ * What runs here is one to trace: not lsmpmon, not filtered out by --pid,
+ * and with a task filter, not an interrupt handler.
+ */
 static __always_inline bool traced_task(struct lsmpmon_cpu *c, bool kp)
 {
-	return subject_of(c, kp) < LSMPMON_SUBJ_SELF;
+	__u32 v = subject_of(c, kp);
+
+	if (TASK_FILTERS_ON)
+		return v < LSMPMON_SUBJ_IRQ;
+	return v < LSMPMON_SUBJ_SELF;
 }
 
 /* Properties a task can change without a switch: checked on every call. */
@@ -472,12 +482,27 @@ static __always_inline void count_return(void *ctx, struct lsmpmon_hook_stats *s
 		s->value++;
 }
 
+/*
+ * The per-syscall cell of a pend_slot: syscall slots as they are (any beyond
+ * the table in "(none)"), interrupt slots without their mark.
+ */
+static __always_inline __u32 cell_slot(__u32 pend_slot)
+{
+	if (pend_slot < LSMPMON_SLOT_IRQ)
+		return pend_slot;
+	if (pend_slot == (LSMPMON_SLOT_IRQ_MARK | LSMPMON_SLOT_IRQ))
+		return LSMPMON_SLOT_IRQ;
+	if (pend_slot == (LSMPMON_SLOT_IRQ_MARK | LSMPMON_SLOT_SOFTIRQ))
+		return LSMPMON_SLOT_SOFTIRQ;
+	return 0;
+}
+
 static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmpmon_hook_stats *s,
 				   __u64 delta_ns, bool outermost, bool kp)
 {
 	struct lsmpmon_syscall_cell *cell;
 	struct lsmpmon_syscall_time *st;
-	__u32 slot = 0, idx;
+	__u32 slot = 0, idx, subject;
 	__u64 bucket;
 
 	s->sum_ns += delta_ns;
@@ -495,13 +520,15 @@ static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmp
 	asm volatile("" : "+r"(bucket));
 	s->hist[bucket & (LSMPMON_HIST_BUCKETS - 1)]++;
 
-	if (c->subject == LSMPMON_SUBJ_USER)
+	subject = c->subject;
+	if (subject == LSMPMON_SUBJ_USER)
 		slot = syscall_slot(current_task(kp), kp);
+	else if (subject == LSMPMON_SUBJ_SOFTIRQ)
+		slot = LSMPMON_SLOT_IRQ_MARK | LSMPMON_SLOT_SOFTIRQ;
+	else if (subject == LSMPMON_SUBJ_IRQ)
+		slot = LSMPMON_SLOT_IRQ_MARK | LSMPMON_SLOT_IRQ;
 	if (slot != s->pend_slot) {
-		idx = s->pend_slot;
-		if (idx >= LSMPMON_SYSCALL_SLOTS)
-			idx = 0;
-		idx += HOOK_ID() * LSMPMON_SYSCALL_SLOTS;
+		idx = cell_slot(s->pend_slot) + HOOK_ID() * LSMPMON_SYSCALL_SLOTS;
 		cell = bpf_map_lookup_elem(&syscall_cells, &idx);
 		if (cell && s->pend_count) {
 			__sync_fetch_and_add(&cell->sum_ns, s->pend_sum_ns);
@@ -513,7 +540,8 @@ static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmp
 	}
 	s->pend_sum_ns += delta_ns;
 	s->pend_count++;
-	if (PATCHED(LSMPMON_PATCH_SYSCALL_TIME) && outermost) {
+	/* A call in an interrupt handler is no syscall's time. */
+	if (PATCHED(LSMPMON_PATCH_SYSCALL_TIME) && outermost && !(slot & LSMPMON_SLOT_IRQ_MARK)) {
 		if (slot >= LSMPMON_SYSCALL_SLOTS)
 			slot = 0;
 		st = bpf_map_lookup_elem(&syscall_time, &slot);
@@ -702,6 +730,60 @@ int BPF_PROG(on_switch)
 	if (used) {
 		c->used = 0;
 		note_pending(c, used);
+	}
+	return 0;
+}
+
+/*
+ * Hooks called from an interrupt handler belong to no task: while one runs,
+ * the CPU's subject says so (the interrupted task's verdict is put back
+ * after). Hardirq handlers do not nest; one can interrupt a softirq.
+ */
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(on_softirq_entry)
+{
+	struct lsmpmon_cpu *c = this_cpu();
+
+	if (c) {
+		c->subject_before_softirq = c->subject;
+		c->subject = LSMPMON_SUBJ_SOFTIRQ;
+	}
+	return 0;
+}
+
+/* Put back, or UNKNOWN (worked out again) if the entry came before attaching. */
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(on_softirq_exit)
+{
+	struct lsmpmon_cpu *c = this_cpu();
+
+	if (c) {
+		c->subject = c->subject_before_softirq;
+		c->subject_before_softirq = LSMPMON_SUBJ_UNKNOWN;
+	}
+	return 0;
+}
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(on_irq_entry)
+{
+	struct lsmpmon_cpu *c = this_cpu();
+
+	if (c) {
+		c->subject_before_irq = c->subject;
+		c->subject = LSMPMON_SUBJ_IRQ;
+	}
+	return 0;
+}
+
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(on_irq_exit)
+{
+	struct lsmpmon_cpu *c = this_cpu();
+
+	if (c) {
+		c->subject = c->subject_before_irq;
+		c->subject_before_irq = LSMPMON_SUBJ_UNKNOWN;
 	}
 	return 0;
 }
