@@ -1,4 +1,4 @@
-//! `--compare BASE.json`: each op as seed 000 Table 3 prints it,
+//! `--compare BASE.json`: each op as the LSMPMON paper's Table 3 prints it,
 //! `value (+x %)`, with changes inside the noise marked, and a baseline from
 //! another kernel, mode or machine refused (or, with --force, flagged).
 use anyhow::{Context, Result};

@@ -25,7 +25,7 @@ pub const SCHEMA: &str = "lsmpmon.bench/1";
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Operations and groups: syscall, files, ipc, proc, bw, lmbench (all), paper
-    /// (seed 000 Table 3 / seed 004 Tables 1-2), or op names, comma-separated.
+    /// (the LSMPMON paper's Table 3 / the embedded-SELinux paper's Tables 1-2), or op names, comma-separated.
     #[arg(long, default_value = "paper", value_parser = crate::parse::list)]
     pub ops: String,
     /// Where file operations run: each op gets a fresh private directory

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::results::{CellResult, CellStatus};
 
-/// The hooks of seed 000 Table 4 (dentry_open is file_open today).
+/// The hooks of the LSMPMON paper's Table 4 (dentry_open is file_open today).
 pub const PAPER_HOOKS: &[&str] = &[
     "path_mknod",
     "path_unlink",

@@ -177,7 +177,7 @@ pub fn text(r: &TraceResult, view: &View) -> String {
     out
 }
 
-/// Seed 000 Table 4: one column per LSM, its own average per hook; N/A where
+/// The LSMPMON paper's Table 4: one column per LSM, its own average per hook; N/A where
 /// the LSM has no implementation of the hook.
 fn per_lsm(out: &mut String, r: &TraceResult, hooks: &[&HookResult], unit: &str) {
     let mut lsms: Vec<&str> = Vec::new();

@@ -1,4 +1,4 @@
-//! LMbench bandwidths (seed 002): pipe, AF_UNIX, TCP, file reread, mmap
+//! LMbench bandwidths (“Performance Analysis with LSM and SELinux”): pipe, AF_UNIX, TCP, file reread, mmap
 //! reread, bcopy, memory read and write. One op moves CHUNK bytes (the IPC
 //! ones) or the whole buffer; the unit is MB/s (10^6 bytes per second).
 use std::{

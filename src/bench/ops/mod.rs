@@ -82,7 +82,7 @@ pub fn all() -> Vec<OpDef> {
     v
 }
 
-/// seed 000 Table 3 and seed 004 Tables 1 and 2.
+/// the LSMPMON paper's Table 3 and the embedded-SELinux paper's Tables 1 and 2.
 pub const PAPER: &[&str] = &[
     "null",
     "read",

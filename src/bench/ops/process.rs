@@ -1,5 +1,5 @@
 //! Memory mapping and processes: LMbench lat_mmap, lat_pagefault, lat_proc
-//! (fork/exit, fork/exec, fork/sh), lat_ctx, and seed 003's sched_yield
+//! (fork/exit, fork/exec, fork/sh), lat_ctx, and the pseudo-multi-process paper's sched_yield
 //! ping-pong between two processes vs. two threads of one address space.
 use std::{ffi::CString, path::PathBuf};
 
@@ -323,7 +323,7 @@ impl Bench for CtxRing {
 }
 
 /// Two tasks on one CPU hand a turn back and forth, calling sched_yield until
-/// it is theirs (seed 003): processes sharing one page, or two threads of one
+/// it is theirs (the pseudo-multi-process paper): processes sharing one page, or two threads of one
 /// address space. One op = one hand-over, which needs a context switch.
 struct Yield {
     threads: bool,
