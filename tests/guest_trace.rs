@@ -305,6 +305,54 @@ fn per_lsm_maps_modules(series: &str) {
     );
 }
 
+/// A probe the kernel skips (it does on recursion) costs only its own call:
+/// AppArmor's file_open loses its exit (its frames are left above the
+/// hook's), then its entry (exits with no frame). The hook that contains it
+/// still counts every call, with a sane time, and nothing is dropped.
+#[test]
+fn trace_6_1_skipped_probes_cost_only_their_call() {
+    let script = r#"
+: > /tmp/x
+T="lsmpmon trace --json --per-lsm --hooks file_open --comm workload"
+LSMPMON_TEST_SKIP_PROBE=exit:apparmor_file_open $T -o /tmp/a.json -- workload open_close 30 /tmp/x
+echo "A $(tr -d '
+' < /tmp/a.json)"
+LSMPMON_TEST_SKIP_PROBE=entry:apparmor_file_open $T -o /tmp/b.json -- workload open_close 30 /tmp/x
+echo "B $(tr -d '
+' < /tmp/b.json)"
+"#;
+    let text = guest_stdout("6.1", script);
+    for tag in ["A", "B"] {
+        let r = tagged(&text, tag);
+        let h = hook(&r, "file_open");
+        assert_eq!(
+            (
+                h["count"].as_u64(),
+                h["cs_count"].as_u64(),
+                h["dropped"].as_u64()
+            ),
+            (Some(30), Some(0), Some(0)),
+            "{tag}: {h}"
+        );
+        // A stale frame's start taken for the hook's would be ~0 or wrap to ~1.8e19.
+        let max = h["max_ns"].as_u64().unwrap();
+        assert!((500..100_000).contains(&max), "{tag}: max {max}");
+        let module = |f: &str| {
+            r["per_lsm"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x["function"] == f)
+                .unwrap_or_else(|| panic!("{f} missing"))
+                .clone()
+        };
+        // The unbroken module is exact; the broken one counts nothing.
+        assert_eq!(module("tomoyo_file_open")["calls"], 30, "{tag}");
+        assert_eq!(module("apparmor_file_open")["calls"], 0, "{tag}");
+        assert_eq!(module("apparmor_file_open")["dropped"], 0, "{tag}");
+    }
+}
+
 #[test]
 fn trace_6_1_per_lsm() {
     per_lsm_maps_modules("6.1");

@@ -273,8 +273,20 @@ pub struct Pair {
     pub hook_id: u32,
     pub entry: OwnedFd,
     pub exit: OwnedFd,
-    entry_link: OwnedFd,
-    exit_link: OwnedFd,
+    /// None only where LSMPMON_TEST_SKIP_PROBE left a side unattached.
+    entry_link: Option<OwnedFd>,
+    exit_link: Option<OwnedFd>,
+}
+
+/// Fault injection for the tests: `LSMPMON_TEST_SKIP_PROBE=entry:FUNC,exit:FUNC`
+/// leaves that probe of FUNC unattached, as if the kernel skipped it on every
+/// call (it does so on recursion), to prove a lost entry or exit costs no
+/// figure but that call's.
+fn skipped_by_test(side: &str, function: &str) -> bool {
+    std::env::var("LSMPMON_TEST_SKIP_PROBE").is_ok_and(|v| {
+        v.split(',')
+            .any(|item| item.split_once(':') == Some((side, function)))
+    })
 }
 
 pub fn attach_pair(
@@ -286,8 +298,15 @@ pub fn attach_pair(
 ) -> Result<Pair, String> {
     let entry_prog = entry.load(consts, btf_id)?;
     let exit_prog = exit.load(consts, btf_id)?;
-    let entry_link = entry.attach(&entry_prog, function)?;
-    let exit_link = exit.attach(&exit_prog, function)?;
+    let attach = |t: &Template, prog: &OwnedFd, side: &str| {
+        if skipped_by_test(side, function) {
+            eprintln!("lsmpmon: test: {side} probe of {function} left unattached");
+            return Ok(None);
+        }
+        t.attach(prog, function).map(Some)
+    };
+    let entry_link = attach(entry, &entry_prog, "entry")?;
+    let exit_link = attach(exit, &exit_prog, "exit")?;
     Ok(Pair {
         hook_id: consts.hook_id,
         entry: entry_prog,
@@ -330,8 +349,8 @@ pub fn detach_all(pairs: Vec<Pair>, mode: DetachMode) -> f64 {
     let mut links = Vec::with_capacity(pairs.len() * 2);
     let mut progs = Vec::with_capacity(pairs.len() * 2);
     for p in pairs {
-        links.push(p.entry_link);
-        links.push(p.exit_link);
+        links.extend(p.entry_link);
+        links.extend(p.exit_link);
         progs.push(p.entry);
         progs.push(p.exit);
     }
