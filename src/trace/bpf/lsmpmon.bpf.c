@@ -193,10 +193,17 @@ static __always_inline struct lsmpmon_cpu *this_cpu(void)
 	return bpf_map_lookup_elem(&cpus, &cpu);
 }
 
-/* The hook's statistics on this CPU, at a patched constant offset. */
+/*
+ * The hook's statistics on this CPU, at a patched constant offset. A 32-bit
+ * move zero-extends it for the pointer add (one instruction; clang would
+ * shift left and right).
+ */
 static __always_inline struct lsmpmon_hook_stats *stats_of(struct lsmpmon_cpu *c)
 {
-	return (void *)c + PATCHED(LSMPMON_PATCH_STATS_OFF);
+	__u32 off = PATCHED(LSMPMON_PATCH_STATS_OFF);
+
+	asm volatile("%0 = %1" : "=w"(off) : "w"(off));
+	return (void *)c + off;
 }
 
 /*
@@ -229,20 +236,13 @@ static __always_inline __u32 subject_of(struct lsmpmon_cpu *c, bool kp)
 	return v;
 }
 
-/* Any filter on the task (interrupt handlers run for no task: none passes them). */
-#define TASK_FILTERS_ON (filter_tgid || filter_uid_on || filter_cgroup_id || filter_comm_on)
-
 /*
- * What runs here is one to trace: not lsmpmon, not filtered out by --pid,
- * and with a task filter, not an interrupt handler.
+ * What runs here is one to trace: not lsmpmon, not filtered out by --pid (nor,
+ * in an interrupt handler, by any task filter: see on_softirq_entry).
  */
 static __always_inline bool traced_task(struct lsmpmon_cpu *c, bool kp)
 {
-	__u32 v = subject_of(c, kp);
-
-	if (TASK_FILTERS_ON)
-		return v < LSMPMON_SUBJ_IRQ;
-	return v < LSMPMON_SUBJ_SELF;
+	return subject_of(c, kp) < LSMPMON_SUBJ_SELF;
 }
 
 /* Properties a task can change without a switch: checked on every call. */
@@ -377,7 +377,7 @@ _Static_assert(__builtin_offsetof(struct lsmpmon_frame, hook) % 4 == 0 &&
 	       "hook and nested are one aligned u32 (little-endian: hook low)");
 
 /* The top frame when `used` bytes are in use (used > 0). */
-static __always_inline struct lsmpmon_frame *top_frame(struct lsmpmon_cpu *c, __u32 used)
+static __always_inline struct lsmpmon_frame *top_frame(struct lsmpmon_cpu *c, __u64 used)
 {
 	return (void *)c + used;
 }
@@ -402,7 +402,7 @@ static __always_inline int on_entry(void *ctx, bool kp)
 {
 	struct lsmpmon_cpu *c;
 	struct lsmpmon_frame *f;
-	__u32 used;
+	__u64 used; /* 64 bits: no zero-extension before the pointer add */
 
 	/* The calibration probe runs before tracing is enabled. */
 	if (!enabled && !PATCHED(LSMPMON_PATCH_CALIBRATION))
@@ -521,7 +521,8 @@ static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmp
 	s->hist[bucket & (LSMPMON_HIST_BUCKETS - 1)]++;
 
 	subject = c->subject;
-	if (subject == LSMPMON_SUBJ_USER)
+	/* The usual case first: clang would test the rare ones before it. */
+	if (__builtin_expect(subject == LSMPMON_SUBJ_USER, 1))
 		slot = syscall_slot(current_task(kp), kp);
 	else if (subject == LSMPMON_SUBJ_SOFTIRQ)
 		slot = LSMPMON_SLOT_IRQ_MARK | LSMPMON_SLOT_SOFTIRQ;
@@ -556,11 +557,12 @@ static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmp
  * frame below, if any, is told it contained this pair and those.
  */
 static __always_inline void finish(void *ctx, struct lsmpmon_cpu *c, struct lsmpmon_frame *f,
-				   __u32 used, __u64 now_ns, bool kp)
+				   __u64 used, __u64 now_ns, bool kp)
 {
 	struct lsmpmon_hook_stats *s = stats_of(c);
 	__u64 delta_ns = now_ns - f->start_ns, probes_ns;
-	__u32 nested = f->nested, below = used - FRAME_SIZE;
+	__u32 nested = f->nested;
+	__u64 below = used - FRAME_SIZE;
 
 	c->used = below;
 	if ((__s64)delta_ns < 0) {
@@ -614,7 +616,7 @@ static __always_inline int on_exit(void *ctx, bool kp)
 	__u64 key = call_key(ctx, kp);
 	struct lsmpmon_frame *f;
 	struct lsmpmon_cpu *c;
-	__u32 used;
+	__u64 used;
 
 	/* No test of `enabled` here: calls that began while enabled are counted. */
 	c = this_cpu();
@@ -737,8 +739,16 @@ int BPF_PROG(on_switch)
 /*
  * Hooks called from an interrupt handler belong to no task: while one runs,
  * the CPU's subject says so (the interrupted task's verdict is put back
- * after). Hardirq handlers do not nest; one can interrupt a softirq.
+ * after), and with a task filter they are out, as no task passes it.
+ * Hardirq handlers do not nest; one can interrupt a softirq.
  */
+#define TASK_FILTERS_ON (filter_tgid || filter_uid_on || filter_cgroup_id || filter_comm_on)
+
+static __always_inline __u32 interrupt_subject(__u32 subject)
+{
+	return TASK_FILTERS_ON ? LSMPMON_SUBJ_OUT : subject;
+}
+
 SEC("tp_btf/softirq_entry")
 int BPF_PROG(on_softirq_entry)
 {
@@ -746,7 +756,7 @@ int BPF_PROG(on_softirq_entry)
 
 	if (c) {
 		c->subject_before_softirq = c->subject;
-		c->subject = LSMPMON_SUBJ_SOFTIRQ;
+		c->subject = interrupt_subject(LSMPMON_SUBJ_SOFTIRQ);
 	}
 	return 0;
 }
@@ -771,7 +781,7 @@ int BPF_PROG(on_irq_entry)
 
 	if (c) {
 		c->subject_before_irq = c->subject;
-		c->subject = LSMPMON_SUBJ_IRQ;
+		c->subject = interrupt_subject(LSMPMON_SUBJ_IRQ);
 	}
 	return 0;
 }
