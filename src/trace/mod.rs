@@ -15,6 +15,7 @@ mod preempt;
 pub mod report;
 pub mod returns;
 mod session;
+mod setup;
 
 mod bpf {
     #![allow(clippy::all, dead_code, non_camel_case_types, non_snake_case)]
@@ -32,14 +33,11 @@ use std::{
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::MapCore;
 
 use crate::error::usage;
-use crate::intf::{lsmpmon_hook_meta, lsmpmon_limits as lim};
+use crate::intf::lsmpmon_limits as lim;
 use crate::results::{ProbeInfo, TraceOptions, TraceResult};
-use attach::{HookConsts, Kind, ProbeOptions, Template};
-use bpf::*;
+use attach::{HookConsts, ProbeOptions};
 use cpu_stats::CpuStats;
 use report::{SortKey, View};
 use session::Session;
@@ -290,186 +288,32 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
         list_hooks(&discovery);
         return Ok(0);
     }
-    let mut hooks = discovery.hooks;
-    let not_filterable: Vec<String> = hooks
-        .iter()
-        .filter(|h| h.object.is_none())
-        .map(|h| h.name.clone())
-        .collect();
-    let mut unmapped = Vec::new();
-    if args.per_lsm {
-        let (impls, skipped) = hooks::lsm_targets(&kbtf, &hooks)?;
-        eprintln!(
-            "lsmpmon: --per-lsm: {} LSM implementations of {} hooks{}",
-            impls.len(),
-            hooks.len(),
-            if skipped.is_empty() {
-                String::new()
-            } else {
-                format!(", {} not traceable", skipped.len())
-            }
-        );
-        hooks.extend(impls);
-        unmapped = skipped;
-    }
+    let plan = setup::plan(args, discovery, &kbtf)?;
 
     command::catch_signals();
-    raise_nofile(hooks.len() as u64 * 4 + 256);
-    let mut functions: Vec<String> = hooks.iter().map(|h| h.function.clone()).collect();
+    raise_nofile(plan.hooks.len() as u64 * 4 + 256);
+    let mut functions: Vec<String> = plan.hooks.iter().map(|h| h.function.clone()).collect();
     functions.push(calibrate::FUNCTION.into());
     let guard = guard::acquire(&functions, args.allow_other_probes, &command::stopped)?;
+    let kprobe = kprobe_mode(args)?;
 
-    let kprobe = needs_kprobe_fallback();
-    if kprobe {
-        eprintln!("lsmpmon: this kernel lacks bpf_get_func_ret() (5.17): falling back to kprobe/kretprobe");
-        if args.syscall_time {
-            return Err(usage(
-                "--syscall-time needs kernel 5.17 or later (fentry tracing)",
-            ));
-        }
-    }
     let mut open_object = MaybeUninit::uninit();
-    let builder = LsmpmonSkelBuilder::default();
-    let mut open = builder
-        .open(&mut open_object)
-        .map_err(|e| refused("opening the BPF object", &e))?;
-    {
-        let ro = open
-            .maps
-            .rodata_data
-            .as_deref_mut()
-            .context("BPF object has no .rodata")?;
-        ro.self_tgid = std::process::id();
-        if let Some(pid) = args.pid {
-            ro.filter_tgid = pid;
-        }
-        if let Some(uid) = args.uid {
-            ro.filter_uid_on = 1;
-            ro.filter_uid = uid;
-        }
-        if let Some(cg) = &args.cgroup {
-            ro.filter_cgroup_id = cgroup_id(cg)?;
-        }
-        if let Some(comm) = &args.comm {
-            ro.filter_comm_on = 1;
-            ro.filter_comm = fixed_bytes::<{ lim::LSMPMON_COMM_LEN as usize }>("--comm", comm)?;
-        }
-        if let Some(obj) = &args.object {
-            ro.filter_object_on = 1;
-            ro.filter_object =
-                fixed_bytes::<{ lim::LSMPMON_OBJ_NAME_LEN as usize }>("--object", obj)?;
-        }
-        ro.filters_on = (args.uid.is_some()
-            || args.cgroup.is_some()
-            || args.comm.is_some()
-            || args.object.is_some()) as u8;
-    }
-    let cpus = arrays::possible_cpus() as u32;
-    let stat_rows = hooks.len() as u32 + 1;
-    open.maps.cpus.set_max_entries(cpus)?;
-    open.maps
-        .cpus
-        .set_value_size(cpu_stats::value_size(stat_rows))?;
-    open.maps
-        .syscall_cells
-        .set_max_entries(hooks.len() as u32 * lim::LSMPMON_SYSCALL_SLOTS)?;
-    if kprobe {
-        open.progs.hook_entry.set_autoload(false);
-        open.progs.hook_exit.set_autoload(false);
-        // Task storage (5.11) only serves --syscall-time, refused above.
-        open.maps.task_ctx.set_autocreate(false)?;
-    } else {
-        let template_target = hooks[0].function.clone();
-        for p in [&mut open.progs.hook_entry, &mut open.progs.hook_exit] {
-            p.set_attach_target(0, Some(template_target.clone()))?;
-        }
-        open.progs.hook_kentry.set_autoload(false);
-        open.progs.hook_kexit.set_autoload(false);
-    }
-    open.progs
-        .test_run_driver
-        .set_autoload(kbtf.funcs.contains_key(calibrate::FUNCTION));
-    open.progs.sys_enter.set_autoload(args.syscall_time);
-    open.progs.sys_exit.set_autoload(args.syscall_time);
-    let skel = open
-        .load()
-        .map_err(|e| refused("loading the BPF programs", &e))?;
-
+    let mut skel = setup::load(&mut open_object, args, &plan.hooks, &kbtf, kprobe)?;
     let stats = CpuStats::map(
         skel.maps.cpus.as_fd().as_raw_fd(),
-        cpus as usize,
-        stat_rows,
+        arrays::possible_cpus(),
+        plan.hooks.len() as u32 + 1,
         args.lean,
     )?;
     // Before any hook: context switches and interrupt handlers change what a call belongs to.
-    let attach_context = |prog: &libbpf_rs::ProgramMut, what: &str| {
-        prog.attach()
-            .map_err(|e| refused(&format!("attaching the {what} tracepoint probe"), &e))
-    };
-    let context_links = [
-        attach_context(&skel.progs.on_switch, "sched_switch")?,
-        attach_context(&skel.progs.on_softirq_entry, "softirq_entry")?,
-        attach_context(&skel.progs.on_softirq_exit, "softirq_exit")?,
-        attach_context(&skel.progs.on_irq_entry, "irq_handler_entry")?,
-        attach_context(&skel.progs.on_irq_exit, "irq_handler_exit")?,
-    ];
-
-    let (entry, exit) = if kprobe {
-        (
-            Template::new(skel.progs.hook_kentry.insns(), Kind::Kprobe)?,
-            Template::new(skel.progs.hook_kexit.insns(), Kind::Kretprobe)?,
-        )
-    } else {
-        (
-            Template::new(skel.progs.hook_entry.insns(), Kind::Fentry)?,
-            Template::new(skel.progs.hook_exit.insns(), Kind::Fexit)?,
-        )
-    };
-    for (i, h) in hooks.iter().enumerate() {
-        let (kind, arg) = h.object.unwrap_or((0, 0));
-        let meta = lsmpmon_hook_meta {
-            obj_kind: kind as u8,
-            obj_arg: arg,
-            returns_int: h.returns_int as u8,
-            pad: 0,
-        };
-        // SAFETY: lsmpmon_hook_meta is plain data.
-        let bytes = unsafe {
-            std::slice::from_raw_parts(&meta as *const _ as *const u8, std::mem::size_of_val(&meta))
-        };
-        skel.maps
-            .hook_meta
-            .update(&(i as u32).to_ne_bytes(), bytes, libbpf_rs::MapFlags::ANY)?;
-    }
-
+    setup::attach_context(&mut skel)?;
+    let templates = setup::templates(&skel, kprobe)?;
+    setup::write_hook_meta(&skel, &plan.hooks)?;
     let options = ProbeOptions {
         lean: args.lean,
         syscall_time: args.syscall_time,
     };
-    eprintln!("lsmpmon: attaching {} probe pairs ...", hooks.len());
-    let start = Instant::now();
-    let mut pairs = Vec::with_capacity(hooks.len());
-    let mut failed = Vec::new();
-    for (i, h) in hooks.iter().enumerate() {
-        let consts = HookConsts::new(i as u32, h.args, h.returns_int, options);
-        match attach::attach_pair(&entry, &exit, consts, h.btf_id, &h.function) {
-            Ok(p) => pairs.push(p),
-            Err(reason) if i == 0 && reason.contains("Operation not permitted") => {
-                return Err(refused("attaching", &reason));
-            }
-            Err(reason) => failed.push(hooks::Excluded {
-                hook: h.name.clone(),
-                reason,
-            }),
-        }
-    }
-    let attach_ms = start.elapsed().as_secs_f64() * 1e3;
-    if pairs.is_empty() {
-        anyhow::bail!(
-            "no hook could be attached (first failure: {})",
-            failed.first().map(|f| f.reason.as_str()).unwrap_or("?")
-        );
-    }
+    let attached = setup::attach_hooks(&templates, &plan.hooks, options)?;
     let (calibration, pair_cost_ns) = match kbtf.funcs.get(calibrate::FUNCTION) {
         Some(f) => calibrate::run(
             skel.progs.test_run_driver.as_fd(),
@@ -477,94 +321,34 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
             || {
                 let consts = HookConsts {
                     calibration: true,
-                    ..HookConsts::new(hooks.len() as u32, f.params.len(), true, options)
+                    ..HookConsts::new(plan.hooks.len() as u32, f.params.len(), true, options)
                 };
-                attach::attach_pair(&entry, &exit, consts, f.btf_id, calibrate::FUNCTION).ok()
+                let (entry, exit) = &templates;
+                attach::attach_pair(entry, exit, consts, f.btf_id, calibrate::FUNCTION).ok()
             },
         ),
         None => (None, None),
     };
-    let mut skel = skel;
-    let [switch, softirq_entry, softirq_exit, irq_entry, irq_exit] = context_links;
-    skel.links.on_switch = Some(switch);
-    skel.links.on_softirq_entry = Some(softirq_entry);
-    skel.links.on_softirq_exit = Some(softirq_exit);
-    skel.links.on_irq_entry = Some(irq_entry);
-    skel.links.on_irq_exit = Some(irq_exit);
     if args.syscall_time {
-        let l1 = skel.progs.sys_enter.attach()?;
-        let l2 = skel.progs.sys_exit.attach()?;
-        skel.links.sys_enter = Some(l1);
-        skel.links.sys_exit = Some(l2);
+        skel.links.sys_enter = Some(skel.progs.sys_enter.attach()?);
+        skel.links.sys_exit = Some(skel.progs.sys_exit.attach()?);
     }
-    eprintln!(
-        "lsmpmon: {} probe pairs attached in {:.0} ms{}",
-        pairs.len(),
-        attach_ms,
-        if failed.is_empty() {
-            String::new()
-        } else {
-            format!(", {} failed", failed.len())
-        }
-    );
 
+    let probe = probe_info(args, kprobe, &plan, &attached, pair_cost_ns, &guard);
     let mut session = Session {
         skel,
         stats,
-        probe: ProbeInfo {
-            method: if kprobe {
-                "kprobe/kretprobe"
-            } else {
-                "fentry/fexit"
-            }
-            .into(),
-            fallback: kprobe.then(|| {
-                "kernel lacks bpf_get_func_ret() (5.17): kprobe/kretprobe fallback, \
-                 costlier probes"
-                    .to_string()
-            }),
-            floor_ns: None,
-            pair_cost_ns,
-            floor_samples: 0,
-            hooks_found: hooks.len(),
-            hooks_attached: pairs.len(),
-            attach_ms,
-            detach_ms: None,
-            detach_mode: format!("{:?}", args.detach).to_lowercase(),
-            failed,
-            excluded: discovery.excluded,
-            not_filterable: if args.object.is_some() {
-                not_filterable
-            } else {
-                Vec::new()
-            },
-            unmapped,
-            recursion_misses: 0,
-            other_probes: guard.other_probes.clone(),
-        },
-        hooks,
-        pairs,
+        probe,
+        hooks: plan.hooks,
+        pairs: attached.pairs,
         calibration,
-        options: TraceOptions {
-            hooks: args.hooks.clone(),
-            command: args.command.clone(),
-            comm: args.comm.clone(),
-            pid: args.pid,
-            uid: args.uid,
-            cgroup: args.cgroup.clone(),
-            object: args.object.clone(),
-            subtract_floor: args.subtract_floor,
-            syscall_time: args.syscall_time,
-            lean: args.lean,
-            per_lsm: args.per_lsm,
-        },
+        options: trace_options(args),
         provenance: crate::provenance::collect(),
         enabled_at: None,
         elapsed: Duration::ZERO,
         baseline: Default::default(),
     };
     session.measure_floor();
-
     session.set_nested_cost(pair_cost_ns);
     // The ready gate: nothing is recorded until every hook is attached.
     session.set_enabled(true);
@@ -576,7 +360,82 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
         .ok();
     let status = watch(&mut session, args, server.as_ref())?;
     session.set_enabled(false);
+    finish(session, args, status)
+}
 
+/// The kprobe/kretprobe fallback, if this kernel needs it (and the options allow it).
+fn kprobe_mode(args: &TraceArgs) -> Result<bool> {
+    let kprobe = needs_kprobe_fallback();
+    if kprobe {
+        eprintln!("lsmpmon: this kernel lacks bpf_get_func_ret() (5.17): falling back to kprobe/kretprobe");
+        if args.syscall_time {
+            return Err(usage(
+                "--syscall-time needs kernel 5.17 or later (fentry tracing)",
+            ));
+        }
+    }
+    Ok(kprobe)
+}
+
+fn probe_info(
+    args: &TraceArgs,
+    kprobe: bool,
+    plan: &setup::Plan,
+    attached: &setup::Attached,
+    pair_cost_ns: Option<f64>,
+    guard: &guard::Guard,
+) -> ProbeInfo {
+    ProbeInfo {
+        method: if kprobe {
+            "kprobe/kretprobe"
+        } else {
+            "fentry/fexit"
+        }
+        .into(),
+        fallback: kprobe.then(|| {
+            "kernel lacks bpf_get_func_ret() (5.17): kprobe/kretprobe fallback, \
+             costlier probes"
+                .to_string()
+        }),
+        floor_ns: None,
+        pair_cost_ns,
+        floor_samples: 0,
+        hooks_found: plan.hooks.len(),
+        hooks_attached: attached.pairs.len(),
+        attach_ms: attached.attach_ms,
+        detach_ms: None,
+        detach_mode: format!("{:?}", args.detach).to_lowercase(),
+        failed: attached.failed.clone(),
+        excluded: plan.excluded.clone(),
+        not_filterable: if args.object.is_some() {
+            plan.not_filterable.clone()
+        } else {
+            Vec::new()
+        },
+        unmapped: plan.unmapped.clone(),
+        recursion_misses: 0,
+        other_probes: guard.other_probes.clone(),
+    }
+}
+
+fn trace_options(args: &TraceArgs) -> TraceOptions {
+    TraceOptions {
+        hooks: args.hooks.clone(),
+        command: args.command.clone(),
+        comm: args.comm.clone(),
+        pid: args.pid,
+        uid: args.uid,
+        cgroup: args.cgroup.clone(),
+        object: args.object.clone(),
+        subtract_floor: args.subtract_floor,
+        syscall_time: args.syscall_time,
+        lean: args.lean,
+        per_lsm: args.per_lsm,
+    }
+}
+
+/// Reads the result, releases the probes and prints; COMMAND's failure is ours.
+fn finish(mut session: Session, args: &TraceArgs, status: Option<i32>) -> Result<i32> {
     // Read everything before detaching: detaching cannot lose a measurement.
     let mut result = session.snapshot()?;
     let mut pairs = std::mem::take(&mut session.pairs);

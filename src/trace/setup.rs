@@ -1,0 +1,247 @@
+//! Getting a trace ready: which functions to probe, the BPF object opened,
+//! sized and loaded with the filters in its read-only data, the context
+//! probes attached, and one probe pair per hook.
+use std::{mem::MaybeUninit, time::Instant};
+
+use anyhow::{Context, Result};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{MapCore, OpenObject};
+
+use super::attach::{self, HookConsts, Kind, Pair, ProbeOptions, Template};
+use super::bpf::*;
+use super::hooks::{self, Excluded, Hook};
+use super::{btf, calibrate, cgroup_id, cpu_stats, fixed_bytes, refused, TraceArgs};
+use crate::intf::{lsmpmon_hook_meta, lsmpmon_limits as lim};
+
+/// The functions to probe: the selected hooks, then (with --per-lsm) each
+/// active module's implementation of them.
+pub struct Plan {
+    pub hooks: Vec<Hook>,
+    pub excluded: Vec<Excluded>,
+    /// Hooks without an object argument (for --object).
+    pub not_filterable: Vec<String>,
+    /// Hooks whose modules' functions could not be traced (--per-lsm).
+    pub unmapped: Vec<Excluded>,
+}
+
+pub fn plan(args: &TraceArgs, discovery: hooks::Discovery, kbtf: &btf::KernelBtf) -> Result<Plan> {
+    let mut hooks = discovery.hooks;
+    let not_filterable = hooks
+        .iter()
+        .filter(|h| h.object.is_none())
+        .map(|h| h.name.clone())
+        .collect();
+    let mut unmapped = Vec::new();
+    if args.per_lsm {
+        let (impls, skipped) = hooks::lsm_targets(kbtf, &hooks)?;
+        eprintln!(
+            "lsmpmon: --per-lsm: {} LSM implementations of {} hooks{}",
+            impls.len(),
+            hooks.len(),
+            if skipped.is_empty() {
+                String::new()
+            } else {
+                format!(", {} not traceable", skipped.len())
+            }
+        );
+        hooks.extend(impls);
+        unmapped = skipped;
+    }
+    Ok(Plan {
+        hooks,
+        excluded: discovery.excluded,
+        not_filterable,
+        unmapped,
+    })
+}
+
+/// The filters, as read-only data the verifier sees (it prunes what is off).
+fn set_filters(ro: &mut types::rodata, args: &TraceArgs) -> Result<()> {
+    ro.self_tgid = std::process::id();
+    if let Some(pid) = args.pid {
+        ro.filter_tgid = pid;
+    }
+    if let Some(uid) = args.uid {
+        ro.filter_uid_on = 1;
+        ro.filter_uid = uid;
+    }
+    if let Some(cg) = &args.cgroup {
+        ro.filter_cgroup_id = cgroup_id(cg)?;
+    }
+    if let Some(comm) = &args.comm {
+        ro.filter_comm_on = 1;
+        ro.filter_comm = fixed_bytes::<{ lim::LSMPMON_COMM_LEN as usize }>("--comm", comm)?;
+    }
+    if let Some(obj) = &args.object {
+        ro.filter_object_on = 1;
+        ro.filter_object = fixed_bytes::<{ lim::LSMPMON_OBJ_NAME_LEN as usize }>("--object", obj)?;
+    }
+    ro.filters_on = (args.uid.is_some()
+        || args.cgroup.is_some()
+        || args.comm.is_some()
+        || args.object.is_some()) as u8;
+    Ok(())
+}
+
+/// Opens the BPF object, sizes its maps for `hooks` and this machine's CPUs,
+/// and loads the programs this kernel and these options need.
+pub fn load<'obj>(
+    open_object: &'obj mut MaybeUninit<OpenObject>,
+    args: &TraceArgs,
+    hooks: &[Hook],
+    kbtf: &btf::KernelBtf,
+    kprobe: bool,
+) -> Result<LsmpmonSkel<'obj>> {
+    let mut open = LsmpmonSkelBuilder::default()
+        .open(open_object)
+        .map_err(|e| refused("opening the BPF object", &e))?;
+    let ro = open
+        .maps
+        .rodata_data
+        .as_deref_mut()
+        .context("BPF object has no .rodata")?;
+    set_filters(ro, args)?;
+    let stat_rows = hooks.len() as u32 + 1;
+    open.maps
+        .cpus
+        .set_max_entries(super::arrays::possible_cpus() as u32)?;
+    open.maps
+        .cpus
+        .set_value_size(cpu_stats::value_size(stat_rows))?;
+    open.maps
+        .syscall_cells
+        .set_max_entries(hooks.len() as u32 * lim::LSMPMON_SYSCALL_SLOTS)?;
+    if kprobe {
+        open.progs.hook_entry.set_autoload(false);
+        open.progs.hook_exit.set_autoload(false);
+        // Task storage (5.11) only serves --syscall-time, refused for kprobes.
+        open.maps.task_ctx.set_autocreate(false)?;
+    } else {
+        let template_target = hooks[0].function.clone();
+        for p in [&mut open.progs.hook_entry, &mut open.progs.hook_exit] {
+            p.set_attach_target(0, Some(template_target.clone()))?;
+        }
+        open.progs.hook_kentry.set_autoload(false);
+        open.progs.hook_kexit.set_autoload(false);
+    }
+    open.progs
+        .test_run_driver
+        .set_autoload(kbtf.funcs.contains_key(calibrate::FUNCTION));
+    open.progs.sys_enter.set_autoload(args.syscall_time);
+    open.progs.sys_exit.set_autoload(args.syscall_time);
+    open.load()
+        .map_err(|e| refused("loading the BPF programs", &e))
+}
+
+/// The tracepoint probes that tell what a call belongs to: context switches
+/// and interrupt handlers.
+pub fn attach_context(skel: &mut LsmpmonSkel) -> Result<()> {
+    let attach = |prog: &libbpf_rs::ProgramMut, what: &str| {
+        prog.attach()
+            .map_err(|e| refused(&format!("attaching the {what} tracepoint probe"), &e))
+    };
+    let progs = &skel.progs;
+    let links = [
+        attach(&progs.on_switch, "sched_switch")?,
+        attach(&progs.on_softirq_entry, "softirq_entry")?,
+        attach(&progs.on_softirq_exit, "softirq_exit")?,
+        attach(&progs.on_irq_entry, "irq_handler_entry")?,
+        attach(&progs.on_irq_exit, "irq_handler_exit")?,
+    ];
+    let [switch, softirq_entry, softirq_exit, irq_entry, irq_exit] = links;
+    skel.links.on_switch = Some(switch);
+    skel.links.on_softirq_entry = Some(softirq_entry);
+    skel.links.on_softirq_exit = Some(softirq_exit);
+    skel.links.on_irq_entry = Some(irq_entry);
+    skel.links.on_irq_exit = Some(irq_exit);
+    Ok(())
+}
+
+/// The loaded entry and exit programs every hook's copy is made from.
+pub fn templates(skel: &LsmpmonSkel, kprobe: bool) -> Result<(Template, Template)> {
+    Ok(if kprobe {
+        (
+            Template::new(skel.progs.hook_kentry.insns(), Kind::Kprobe)?,
+            Template::new(skel.progs.hook_kexit.insns(), Kind::Kretprobe)?,
+        )
+    } else {
+        (
+            Template::new(skel.progs.hook_entry.insns(), Kind::Fentry)?,
+            Template::new(skel.progs.hook_exit.insns(), Kind::Fexit)?,
+        )
+    })
+}
+
+/// What the probes look up per hook (the --object filter's argument).
+pub fn write_hook_meta(skel: &LsmpmonSkel, hooks: &[Hook]) -> Result<()> {
+    for (i, h) in hooks.iter().enumerate() {
+        let (kind, arg) = h.object.unwrap_or((0, 0));
+        let meta = lsmpmon_hook_meta {
+            obj_kind: kind as u8,
+            obj_arg: arg,
+            returns_int: h.returns_int as u8,
+            pad: 0,
+        };
+        // SAFETY: lsmpmon_hook_meta is plain data.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(&meta as *const _ as *const u8, std::mem::size_of_val(&meta))
+        };
+        skel.maps
+            .hook_meta
+            .update(&(i as u32).to_ne_bytes(), bytes, libbpf_rs::MapFlags::ANY)?;
+    }
+    Ok(())
+}
+
+pub struct Attached {
+    pub pairs: Vec<Pair>,
+    pub failed: Vec<Excluded>,
+    pub attach_ms: f64,
+}
+
+/// One probe pair per hook; a hook that fails is reported, unless the
+/// kernel refuses the first one (then it refuses them all: lockdown).
+pub fn attach_hooks(
+    (entry, exit): &(Template, Template),
+    hooks: &[Hook],
+    options: ProbeOptions,
+) -> Result<Attached> {
+    eprintln!("lsmpmon: attaching {} probe pairs ...", hooks.len());
+    let start = Instant::now();
+    let mut pairs = Vec::with_capacity(hooks.len());
+    let mut failed = Vec::new();
+    for (i, h) in hooks.iter().enumerate() {
+        let consts = HookConsts::new(i as u32, h.args, h.returns_int, options);
+        match attach::attach_pair(entry, exit, consts, h.btf_id, &h.function) {
+            Ok(p) => pairs.push(p),
+            Err(reason) if i == 0 && reason.contains("Operation not permitted") => {
+                return Err(refused("attaching", &reason));
+            }
+            Err(reason) => failed.push(Excluded {
+                hook: h.name.clone(),
+                reason,
+            }),
+        }
+    }
+    let attach_ms = start.elapsed().as_secs_f64() * 1e3;
+    if pairs.is_empty() {
+        anyhow::bail!(
+            "no hook could be attached (first failure: {})",
+            failed.first().map(|f| f.reason.as_str()).unwrap_or("?")
+        );
+    }
+    eprintln!(
+        "lsmpmon: {} probe pairs attached in {attach_ms:.0} ms{}",
+        pairs.len(),
+        if failed.is_empty() {
+            String::new()
+        } else {
+            format!(", {} failed", failed.len())
+        }
+    );
+    Ok(Attached {
+        pairs,
+        failed,
+        attach_ms,
+    })
+}
