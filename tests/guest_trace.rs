@@ -337,15 +337,7 @@ echo "B $(tr -d '
         // A stale frame's start taken for the hook's would be ~0 or wrap to ~1.8e19.
         let max = h["max_ns"].as_u64().unwrap();
         assert!((500..100_000).contains(&max), "{tag}: max {max}");
-        let module = |f: &str| {
-            r["per_lsm"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|x| x["function"] == f)
-                .unwrap_or_else(|| panic!("{f} missing"))
-                .clone()
-        };
+        let module = |f: &str| lsm_function(&r, f);
         // The unbroken module is exact; the broken one counts nothing.
         assert_eq!(module("tomoyo_file_open")["calls"], 30, "{tag}");
         assert_eq!(module("apparmor_file_open")["calls"], 0, "{tag}");

@@ -126,6 +126,16 @@ pub fn hook<'a>(result: &'a serde_json::Value, name: &str) -> &'a serde_json::Va
         .unwrap_or_else(|| panic!("hook {name} missing from the result"))
 }
 
+/// A module's own function in the --per-lsm table.
+pub fn lsm_function<'a>(result: &'a serde_json::Value, function: &str) -> &'a serde_json::Value {
+    result["per_lsm"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["function"] == function)
+        .unwrap_or_else(|| panic!("{function} missing from per_lsm"))
+}
+
 pub fn calls(result: &serde_json::Value, name: &str) -> u64 {
     hook(result, name)["calls"].as_u64().unwrap()
 }

@@ -749,52 +749,61 @@ static __always_inline __u32 interrupt_subject(__u32 subject)
 	return TASK_FILTERS_ON ? LSMPMON_SUBJ_OUT : subject;
 }
 
-SEC("tp_btf/softirq_entry")
-int BPF_PROG(on_softirq_entry)
+/* An interrupt handler begins: the interrupted subject is kept for its end. */
+static __always_inline void interrupt_entry(__u32 subject, bool softirq)
 {
 	struct lsmpmon_cpu *c = this_cpu();
 
-	if (c) {
+	if (!c)
+		return;
+	if (softirq)
 		c->subject_before_softirq = c->subject;
-		c->subject = interrupt_subject(LSMPMON_SUBJ_SOFTIRQ);
-	}
-	return 0;
+	else
+		c->subject_before_irq = c->subject;
+	c->subject = interrupt_subject(subject);
 }
 
 /* Put back, or UNKNOWN (worked out again) if the entry came before attaching. */
-SEC("tp_btf/softirq_exit")
-int BPF_PROG(on_softirq_exit)
+static __always_inline void interrupt_exit(bool softirq)
 {
 	struct lsmpmon_cpu *c = this_cpu();
 
-	if (c) {
+	if (!c)
+		return;
+	if (softirq) {
 		c->subject = c->subject_before_softirq;
 		c->subject_before_softirq = LSMPMON_SUBJ_UNKNOWN;
+	} else {
+		c->subject = c->subject_before_irq;
+		c->subject_before_irq = LSMPMON_SUBJ_UNKNOWN;
 	}
+}
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(on_softirq_entry)
+{
+	interrupt_entry(LSMPMON_SUBJ_SOFTIRQ, true);
+	return 0;
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(on_softirq_exit)
+{
+	interrupt_exit(true);
 	return 0;
 }
 
 SEC("tp_btf/irq_handler_entry")
 int BPF_PROG(on_irq_entry)
 {
-	struct lsmpmon_cpu *c = this_cpu();
-
-	if (c) {
-		c->subject_before_irq = c->subject;
-		c->subject = interrupt_subject(LSMPMON_SUBJ_IRQ);
-	}
+	interrupt_entry(LSMPMON_SUBJ_IRQ, false);
 	return 0;
 }
 
 SEC("tp_btf/irq_handler_exit")
 int BPF_PROG(on_irq_exit)
 {
-	struct lsmpmon_cpu *c = this_cpu();
-
-	if (c) {
-		c->subject = c->subject_before_irq;
-		c->subject_before_irq = LSMPMON_SUBJ_UNKNOWN;
-	}
+	interrupt_exit(false);
 	return 0;
 }
 
