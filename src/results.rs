@@ -86,6 +86,12 @@ pub struct ProbeInfo {
     pub unmapped: Vec<Excluded>,
     /// Probe runs the kernel skipped (recursion), all hooks together.
     pub recursion_misses: u64,
+    /// kprobe fallback: instances per return probe (calls of one hook in
+    /// progress at once); None with fentry/fexit or the kernel's default.
+    pub kretprobe_maxactive: Option<u32>,
+    /// kprobe fallback: returns lost because every instance was taken (each
+    /// is also in its hook's `dropped`).
+    pub kretprobe_missed: Option<u64>,
     /// Traced functions that already had other tracing programs attached
     /// (--allow-other-probes), whose cost is in the figures; empty if none.
     pub other_probes: Vec<String>,

@@ -243,6 +243,54 @@ fn trace_5_10_kprobe_fallback_is_flagged() {
     assert_eq!(syscall_hook_count(&r, "newfstatat", "inode_getattr"), 62);
 }
 
+/// On 5.10 a kretprobe holds one instance per call in progress. With the
+/// kernel's default (one per CPU) a task's return from security_file_open was
+/// lost while another task slept in it (a fanotify permission answer): two
+/// such tasks at once lost 15 of 20 calls, uncounted. lsmpmon sets maxactive,
+/// counts every call, reads the kernel's lost count into `dropped`, and
+/// removes its kprobe events afterwards.
+#[test]
+fn trace_5_10_concurrent_sleepers_lose_no_return() {
+    let script = r#"
+: > /tmp/a; : > /tmp/b
+lsmpmon trace --json --hooks file_open --comm workload -o /tmp/r.json --   sh -c 'workload fanotify_slow 5 /tmp/a 300 & workload fanotify_slow 5 /tmp/b 300 & wait' > /dev/null
+echo "R $(tr -d '
+' < /tmp/r.json)"
+i=0; while grep -q lsmpmon_ /sys/kernel/tracing/kprobe_events && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+echo "LEFT $(grep -c lsmpmon_ /sys/kernel/tracing/kprobe_events)"
+# A SIGKILLed trace leaves its events; the next trace removes them.
+lsmpmon trace --hooks file_open -- sleep 60 > /dev/null 2>&1 &
+P=$!
+i=0; until grep -q lsmpmon_ /sys/kernel/tracing/kprobe_events || [ $i -ge 300 ]; do sleep 0.1; i=$((i+1)); done
+sleep 1; kill -9 $P; wait $P
+echo "KILLED $(grep -c lsmpmon_$P /sys/kernel/tracing/kprobe_events)"
+lsmpmon trace --hooks file_open --detach wait -- true > /dev/null 2>&1
+echo "STALE $(grep -c lsmpmon_ /sys/kernel/tracing/kprobe_events)"
+"#;
+    let text = guest_stdout("5.10", script);
+    let r = tagged(&text, "R");
+    validate("trace.schema.json", &r.to_string());
+    let h = hook(&r, "file_open");
+    // Per workload: 5 blocked opens (cs_count) and 5 event files its listener opens.
+    assert_eq!(
+        (
+            h["cs_count"].as_u64(),
+            h["count"].as_u64(),
+            h["dropped"].as_u64()
+        ),
+        (Some(10), Some(10), Some(0)),
+        "{h}"
+    );
+    assert!(r["probe"]["kretprobe_maxactive"].as_u64().unwrap() >= 64);
+    assert_eq!(r["probe"]["kretprobe_missed"], 0);
+    for (tag, want) in [("LEFT", 0), ("KILLED", 2), ("STALE", 0)] {
+        assert!(
+            text.lines().any(|l| l == format!("{tag} {want}")),
+            "kprobe events: {tag} should be {want}: {text}"
+        );
+    }
+}
+
 /// --per-lsm finds each active LSM's own function for a hook in the kernel's
 /// hook tables (lists on 6.1, static calls on 6.12); each runs once per call.
 fn per_lsm_maps_modules(series: &str) {

@@ -175,7 +175,7 @@ impl Template {
         Ok(unsafe { OwnedFd::from_raw_fd(fd) })
     }
 
-    pub fn attach(&self, prog: &OwnedFd, function: &str) -> Result<OwnedFd, String> {
+    pub fn attach(&self, prog: &OwnedFd, function: &str, hook_id: u32) -> Result<OwnedFd, String> {
         match self.kind {
             Kind::Fentry | Kind::Fexit => {
                 // SAFETY: valid prog fd; NULL opts.
@@ -196,6 +196,10 @@ impl Template {
                 // SAFETY: as above.
                 Ok(unsafe { OwnedFd::from_raw_fd(fd) })
             }
+            // lsmpmon's own maxactive where tracefs lets it set one.
+            Kind::Kretprobe if super::kretprobe::usable() => {
+                super::kretprobe::attach(prog, function, hook_id)
+            }
             Kind::Kprobe | Kind::Kretprobe => {
                 kprobe_attach(prog, function, self.kind == Kind::Kretprobe)
             }
@@ -204,7 +208,7 @@ impl Template {
 }
 
 /// From <linux/perf_event.h> (not in the libc crate).
-const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+pub(super) const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
 const PERF_EVENT_IOC_SET_BPF: libc::c_ulong = 0x4004_2408;
 
@@ -254,6 +258,13 @@ fn kprobe_attach(prog: &OwnedFd, function: &str, ret: bool) -> Result<OwnedFd, S
     }
     // SAFETY: fresh descriptor we own.
     let event = unsafe { OwnedFd::from_raw_fd(fd) };
+    run_on_event(&event, prog)?;
+    Ok(event)
+}
+
+/// Makes perf event `event` run `prog`, and enables it.
+pub(super) fn run_on_event(event: &OwnedFd, prog: &OwnedFd) -> Result<(), String> {
+    let fd = event.as_raw_fd();
     // SAFETY: perf ioctls on our own event fd.
     unsafe {
         if libc::ioctl(fd, PERF_EVENT_IOC_SET_BPF as _, prog.as_raw_fd()) < 0
@@ -265,7 +276,7 @@ fn kprobe_attach(prog: &OwnedFd, function: &str, ret: bool) -> Result<OwnedFd, S
             ));
         }
     }
-    Ok(event)
+    Ok(())
 }
 
 /// One hook's loaded and attached pair.
@@ -303,7 +314,7 @@ pub fn attach_pair(
             eprintln!("lsmpmon: test: {side} probe of {function} left unattached");
             return Ok(None);
         }
-        t.attach(prog, function).map(Some)
+        t.attach(prog, function, consts.hook_id).map(Some)
     };
     let entry_link = attach(entry, &entry_prog, "entry")?;
     let exit_link = attach(exit, &exit_prog, "exit")?;
@@ -370,6 +381,9 @@ pub fn detach_all(pairs: Vec<Pair>, mode: DetachMode) -> f64 {
     for h in handles {
         let _ = h.join();
     }
+    if let Some(removal) = super::kretprobe::removal() {
+        removal.run();
+    }
     drop(progs);
     start.elapsed().as_secs_f64() * 1e3
 }
@@ -412,6 +426,7 @@ fn name_release_child() {
 /// the fork failed (the caller then detaches in the foreground).
 fn release_in_child(links: &[OwnedFd]) -> bool {
     let fds: Vec<i32> = links.iter().map(|l| l.as_raw_fd()).collect();
+    let removal = super::kretprobe::removal();
     // SAFETY: the child only calls async-signal-safe functions (open, dup2,
     // close, setsid, _exit) before exiting.
     unsafe {
@@ -427,6 +442,9 @@ fn release_in_child(links: &[OwnedFd]) -> bool {
                 }
                 for fd in fds {
                     libc::close(fd);
+                }
+                if let Some(r) = &removal {
+                    r.run();
                 }
                 libc::_exit(0)
             }

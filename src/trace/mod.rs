@@ -10,6 +10,7 @@ mod cpu_stats;
 pub mod ctl;
 mod guard;
 pub mod hooks;
+mod kretprobe;
 pub mod lsm_tables;
 mod preempt;
 pub mod report;
@@ -294,8 +295,15 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     raise_nofile(plan.hooks.len() as u64 * 4 + 256);
     let mut functions: Vec<String> = plan.hooks.iter().map(|h| h.function.clone()).collect();
     functions.push(calibrate::FUNCTION.into());
-    let guard = guard::acquire(&functions, args.allow_other_probes, &command::stopped)?;
     let kprobe = kprobe_mode(args)?;
+    if kprobe {
+        if !kretprobe::usable() {
+            eprintln!("lsmpmon: warning: no tracefs kprobe_events: return probes keep the kernel's default maxactive, and returns lost while tasks sleep in a hook are not counted");
+        }
+        // A SIGKILLed trace's return probes would count as another tool's.
+        kretprobe::remove_stale();
+    }
+    let guard = guard::acquire(&functions, args.allow_other_probes, &command::stopped)?;
 
     let mut open_object = MaybeUninit::uninit();
     let mut skel = setup::load(&mut open_object, args, &plan.hooks, &kbtf, kprobe)?;
@@ -414,6 +422,8 @@ fn probe_info(
         },
         unmapped: plan.unmapped.clone(),
         recursion_misses: 0,
+        kretprobe_maxactive: kretprobe::maxactive(),
+        kretprobe_missed: None,
         other_probes: guard.other_probes.clone(),
     }
 }

@@ -79,6 +79,13 @@ pub fn text(r: &TraceResult, view: &View) -> String {
         "probe: {}, floor {floor}; {pair}; attach {:.0} ms",
         p.method, p.attach_ms
     );
+    if let Some(n) = p.kretprobe_maxactive {
+        let _ = writeln!(
+            out,
+            "kretprobes: {n} calls of one hook in progress at once; {} returns lost (in dropped)",
+            p.kretprobe_missed.unwrap_or(0)
+        );
+    }
     if !p.failed.is_empty() {
         let _ = writeln!(
             out,

@@ -25,7 +25,16 @@ pub struct Baseline {
     stats: Vec<lsmpmon_hook_stats>,
     cells: Cells,
     times: Times,
-    misses: Vec<u64>,
+    misses: Vec<Skipped>,
+}
+
+/// Probe runs the kernel skipped for one pair.
+#[derive(Clone, Copy, Default)]
+struct Skipped {
+    /// A BPF program was already running on the CPU.
+    recursion: u64,
+    /// kretprobes: every instance was taken (kprobe_profile's nmissed).
+    lost_returns: u64,
 }
 
 type Cells = BTreeMap<(u32, u32), lsmpmon_syscall_cell>;
@@ -36,8 +45,8 @@ struct Raw {
     stats: Vec<lsmpmon_hook_stats>,
     cells: Cells,
     times: Times,
-    /// Recursion misses per attached pair.
-    misses: Vec<u64>,
+    /// Probe runs the kernel skipped, per attached pair.
+    misses: Vec<Skipped>,
 }
 
 pub struct Session<'obj> {
@@ -119,10 +128,14 @@ impl Session<'_> {
 
     fn raw(&self) -> Result<Raw> {
         let stats = self.stats.sum();
+        let lost = super::kretprobe::missed();
         let misses = self
             .pairs
             .iter()
-            .map(|p| attach::recursion_misses(&p.entry) + attach::recursion_misses(&p.exit))
+            .map(|p| Skipped {
+                recursion: attach::recursion_misses(&p.entry) + attach::recursion_misses(&p.exit),
+                lost_returns: lost.get(&p.hook_id).copied().unwrap_or(0),
+            })
             .collect();
         let mut cells = Cells::new();
         let mut add_cell = |hook: u32, slot: u32, count: u64, sum_ns: u64| {
@@ -188,7 +201,8 @@ impl Session<'_> {
             }
         }
         for (m, old) in raw.misses.iter_mut().zip(&b.misses) {
-            *m -= (*old).min(*m);
+            m.recursion -= old.recursion.min(m.recursion);
+            m.lost_returns -= old.lost_returns.min(m.lost_returns);
         }
         Ok(raw)
     }
@@ -201,11 +215,14 @@ impl Session<'_> {
             times,
             misses,
         } = self.since_reset()?;
-        // A probe the kernel skipped (recursion) is a dropped call of its hook.
+        // A probe the kernel skipped is a dropped call of its hook.
         for (p, m) in self.pairs.iter().zip(&misses) {
-            stats[p.hook_id as usize].dropped += m;
+            stats[p.hook_id as usize].dropped += m.recursion + m.lost_returns;
         }
-        self.probe.recursion_misses = misses.iter().sum();
+        self.probe.recursion_misses = misses.iter().map(|m| m.recursion).sum();
+        if self.probe.kretprobe_maxactive.is_some() {
+            self.probe.kretprobe_missed = Some(misses.iter().map(|m| m.lost_returns).sum());
+        }
         let subtract = self
             .options
             .subtract_floor
