@@ -1,6 +1,7 @@
 //! `lsmpmon bench`: LMbench/Unixbench-class microbenchmarks with honest
 //! statistics, on the host (real time) or in a guest (virtual time).
 mod compare;
+pub mod forker;
 pub mod landlock;
 mod ops;
 mod runner;
@@ -52,6 +53,12 @@ pub struct BenchArgs {
     /// Descriptors watched by select_file and select_tcp (at most 1000: select() stops at 1024).
     #[arg(long, default_value_t = 100, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000))]
     pub select_fds: usize,
+    /// Processes in the ctx op's token ring (lat_ctx's #procs).
+    #[arg(long, default_value_t = 2, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(2..=64))]
+    pub ctx_procs: usize,
+    /// KiB each ctx process sums per hop (lat_ctx's -s).
+    #[arg(long, default_value_t = 0, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=65536))]
+    pub ctx_size: usize,
     /// Run inside a Landlock ruleset (allowing the work directory and what the ops need).
     #[arg(long)]
     pub landlock: bool,
@@ -86,6 +93,8 @@ pub struct BenchOptions {
     pub mmap_bytes: usize,
     pub prot_exec: bool,
     pub select_fds: usize,
+    pub ctx_procs: usize,
+    pub ctx_size_kib: usize,
     pub landlock: bool,
 }
 
@@ -219,6 +228,8 @@ fn options(args: &BenchArgs) -> BenchOptions {
         mmap_bytes: args.mmap_bytes,
         prot_exec: args.prot_exec,
         select_fds: args.select_fds,
+        ctx_procs: args.ctx_procs,
+        ctx_size_kib: args.ctx_size,
         landlock: args.landlock,
     }
 }
@@ -244,6 +255,8 @@ fn prepare_all<'a>(
             mmap_bytes: args.mmap_bytes,
             prot_exec: args.prot_exec,
             select_fds: args.select_fds,
+            ctx_procs: args.ctx_procs,
+            ctx_size_kib: args.ctx_size,
         };
         eprintln!(
             "bench: calibrating [{}/{}] {}",

@@ -28,6 +28,13 @@ pub struct OpResult {
     /// What the op proved it did over all samples (operations, bytes).
     pub proof_ops: u64,
     pub proof_bytes: u64,
+    /// Subtracted from every sample (ctx: lat_ctx's token passing in one process).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overhead_ns: Option<f64>,
+    /// Process-creation ops: resident size of the small helper that forks
+    /// (lmbench's lat_proc forks from its own small program).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub helper_rss_kb: Option<u64>,
 }
 
 /// Cost of one pair of clock reads, ns (median of many).
@@ -49,8 +56,8 @@ fn timed(b: &mut dyn Bench, iters: u64, clock_ns: f64) -> Result<(f64, super::op
     let work = b.run(iters)?;
     let elapsed = start.elapsed().as_nanos() as f64 - clock_ns;
     b.finish()?;
-    // Ops that work in pairs (ring hops, two yielding tasks) may round up.
-    if work.ops < iters || work.ops > iters + 1 {
+    // Ops that work in rounds (ring hops, two yielding tasks) may round up.
+    if work.ops < iters || work.ops > iters + MAX_ROUND_UP {
         bail!("did {} operations of the {iters} asked", work.ops);
     }
     Ok((elapsed.max(1.0), work))
@@ -61,12 +68,15 @@ pub struct Prepared<'a> {
     pub def: &'a OpDef,
     bench: Box<dyn Bench>,
     iters: u64,
+    overhead_ns: Option<f64>,
     samples: Vec<f64>,
     ops: u64,
     bytes: u64,
 }
 
 const MAX_ITERS: u64 = 1 << 30;
+/// A ring of --ctx-procs processes rounds its hops up to whole rounds.
+const MAX_ROUND_UP: u64 = 63;
 
 /// Sets the op up, grows its iteration count until a sample lasts long
 /// enough, and runs one warm-up sample.
@@ -93,10 +103,12 @@ pub fn prepare<'a>(def: &'a OpDef, ctx: &Ctx, m: &Method, clock_ns: f64) -> Resu
         }
         iters = grow(iters, again);
     }
+    let overhead_ns = bench.overhead_ns()?;
     Ok(Prepared {
         def,
         bench,
         iters,
+        overhead_ns,
         samples: Vec::new(),
         ops: 0,
         bytes: 0,
@@ -110,7 +122,7 @@ impl Prepared<'_> {
         self.ops += work.ops;
         self.bytes += work.bytes;
         self.samples.push(match self.def.unit {
-            Unit::NsPerOp => el / work.ops as f64,
+            Unit::NsPerOp => el / work.ops as f64 - self.overhead_ns.unwrap_or(0.0),
             Unit::MBps => work.bytes as f64 / el * 1e3,
         });
         Ok(())
@@ -133,6 +145,8 @@ impl Prepared<'_> {
             samples: self.samples,
             proof_ops: self.ops,
             proof_bytes: self.bytes,
+            helper_rss_kb: self.bench.helper_rss_kb(),
+            overhead_ns: self.overhead_ns,
         })
     }
 }

@@ -38,6 +38,8 @@ pub struct Ctx {
     pub mmap_bytes: usize,
     pub prot_exec: bool,
     pub select_fds: usize,
+    pub ctx_procs: usize,
+    pub ctx_size_kib: usize,
 }
 
 /// One benchmark: `prepare` and `finish` are not timed, `run` is.
@@ -48,6 +50,15 @@ pub trait Bench {
     fn run(&mut self, iters: u64) -> Result<Work>;
     fn finish(&mut self) -> Result<()> {
         Ok(())
+    }
+    /// What the op's own mechanism costs per op, measured untimed once and
+    /// subtracted from every sample (lat_ctx's token-passing overhead).
+    fn overhead_ns(&mut self) -> Result<Option<f64>> {
+        Ok(None)
+    }
+    /// Resident size of the helper process that does the work, if any.
+    fn helper_rss_kb(&self) -> Option<u64> {
+        None
     }
 }
 

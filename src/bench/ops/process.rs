@@ -1,11 +1,12 @@
 //! Memory mapping and processes: LMbench lat_mmap, lat_pagefault, lat_proc
 //! (fork/exit, fork/exec, fork/sh), lat_ctx, and the pseudo-multi-process paper's sched_yield
 //! ping-pong between two processes vs. two threads of one address space.
-use std::{ffi::CString, path::PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 
 use super::{check, fork_child, group, wait_ok, Bench, Ctx, OpDef, Unit, Work};
+use crate::bench::forker::Forker;
 
 pub fn ops() -> Vec<OpDef> {
     group(
@@ -21,7 +22,7 @@ pub fn ops() -> Vec<OpDef> {
             ("fork_sh", |_| {
                 Ok(Box::new(Fork::new(Some(&["/bin/sh", "-c", "exit 0"]))?))
             }),
-            ("ctx", |_| Ok(Box::new(CtxRing))),
+            ("ctx", |c| Ok(Box::new(CtxRing::new(c)?))),
             ("yield_proc", |_| Ok(Box::new(Yield { threads: false }))),
             ("yield_thread", |_| Ok(Box::new(Yield { threads: true }))),
         ],
@@ -182,53 +183,36 @@ impl Drop for PageFault {
     }
 }
 
+/// lat_proc: fork and exit, fork and exec, fork and sh, created by the small
+/// helper process (bench/forker.rs), not by the measuring process.
 struct Fork {
-    argv: Option<Vec<CString>>,
+    helper: Forker,
 }
 
 impl Fork {
     fn new(argv: Option<&[&str]>) -> Result<Self> {
-        let argv = match argv {
-            Some(a) => {
-                if !std::path::Path::new(a[0]).exists() {
-                    bail!("{} not found", a[0]);
-                }
-                Some(
-                    a.iter()
-                        .map(|s| CString::new(*s))
-                        .collect::<Result<_, _>>()?,
-                )
+        if let Some(a) = argv {
+            if !std::path::Path::new(a[0]).exists() {
+                bail!("{} not found", a[0]);
             }
-            None => None,
-        };
-        Ok(Self { argv })
+        }
+        Ok(Self {
+            helper: Forker::spawn(argv)?,
+        })
     }
 }
 
 impl Bench for Fork {
     fn run(&mut self, iters: u64) -> Result<Work> {
-        let ptrs: Option<Vec<*const libc::c_char>> = self.argv.as_ref().map(|a| {
-            a.iter()
-                .map(|s| s.as_ptr())
-                .chain(std::iter::once(std::ptr::null()))
-                .collect()
-        });
-        let env: [*const libc::c_char; 1] = [std::ptr::null()];
-        for _ in 0..iters {
-            let pid = fork_child(|| {
-                if let Some(p) = &ptrs {
-                    // SAFETY: NULL-terminated argv and envp.
-                    unsafe { libc::execve(p[0], p.as_ptr(), env.as_ptr()) };
-                    // SAFETY: exec failed: leave with an error status.
-                    unsafe { libc::_exit(127) };
-                }
-            })?;
-            wait_ok(pid, "fork child")?;
-        }
+        self.helper.run(iters)?;
         Ok(Work {
             ops: iters,
             bytes: 0,
         })
+    }
+
+    fn helper_rss_kb(&self) -> Option<u64> {
+        self.helper.rss_kb()
     }
 }
 
@@ -265,60 +249,149 @@ fn switches(who: i32) -> u64 {
     (ru.ru_nvcsw + ru.ru_nivcsw) as u64
 }
 
-/// lat_ctx with 2 processes and no working set: a token around a ring of
-/// pipes, both on one CPU, so every hop is a context switch. One op = one hop.
-struct CtxRing;
+/// lmbench's bread(): every word of a process's working set (lat_ctx -s).
+fn sum_words(data: &[u64]) -> u64 {
+    data.iter().fold(0u64, |a, w| a.wrapping_add(*w))
+}
+
+fn token(fd: i32, write: bool) -> bool {
+    let mut t = [1u8; 4];
+    // SAFETY: a 4-byte token through our own pipe.
+    let n = unsafe {
+        if write {
+            libc::write(fd, t.as_ptr().cast(), 4)
+        } else {
+            libc::read(fd, t.as_mut_ptr().cast(), 4)
+        }
+    };
+    n == 4
+}
+
+fn pipes(n: usize) -> Result<Vec<[i32; 2]>> {
+    (0..n)
+        .map(|_| {
+            let mut p = [0i32; 2];
+            // SAFETY: an array of two fds.
+            check(unsafe { libc::pipe(p.as_mut_ptr()) } as i64, "pipe")?;
+            Ok(p)
+        })
+        .collect()
+}
+
+fn close_all(pipes: &[[i32; 2]]) {
+    for fd in pipes.iter().flatten() {
+        // SAFETY: our fds.
+        unsafe { libc::close(*fd) };
+    }
+}
+
+/// lat_ctx: --ctx-procs processes (lsmpmon and procs - 1 children, started
+/// once, all on one CPU) pass a token around a ring of pipes, each summing
+/// its own --ctx-size KiB per hop. One op = one hop = one context switch,
+/// less lat_ctx's overhead: the same pipe writes, reads and sums done in one
+/// process (`overhead_ns` in the result).
+struct CtxRing {
+    cpu: usize,
+    ring: Vec<[i32; 2]>,
+    daemons: Vec<libc::pid_t>,
+    data: Vec<u64>,
+}
+
+impl CtxRing {
+    fn new(c: &Ctx) -> Result<Self> {
+        let words = c.ctx_size_kib * 1024 / 8;
+        let cpu = this_cpu();
+        let old = pin(cpu)?;
+        let ring = pipes(c.ctx_procs)?;
+        let mut me = Self {
+            cpu,
+            ring,
+            daemons: Vec::new(),
+            data: vec![1; words],
+        };
+        for i in 1..c.ctx_procs {
+            let (rd, wr) = (me.ring[i - 1][0], me.ring[i][1]);
+            let started = fork_child(|| {
+                let data = vec![1u64; words];
+                while token(rd, false) {
+                    std::hint::black_box(sum_words(&data));
+                    if !token(wr, true) {
+                        break;
+                    }
+                }
+            });
+            match started {
+                Ok(pid) => me.daemons.push(pid),
+                Err(e) => {
+                    unpin(&old);
+                    return Err(e);
+                }
+            }
+        }
+        unpin(&old);
+        Ok(me)
+    }
+}
 
 impl Bench for CtxRing {
     fn run(&mut self, iters: u64) -> Result<Work> {
-        let old = pin(this_cpu())?;
-        let result = (|| {
-            let (mut a, mut b) = ([0i32; 2], [0i32; 2]);
-            // SAFETY: arrays of two fds.
-            check(unsafe { libc::pipe(a.as_mut_ptr()) } as i64, "pipe")?;
-            check(unsafe { libc::pipe(b.as_mut_ptr()) } as i64, "pipe")?;
-            let rounds = iters.div_ceil(2);
-            let child = fork_child(|| {
-                let mut t = [0u8; 1];
-                for _ in 0..rounds {
-                    // SAFETY: one-byte token over our pipes.
-                    unsafe {
-                        if libc::read(a[0], t.as_mut_ptr().cast(), 1) != 1
-                            || libc::write(b[1], t.as_ptr().cast(), 1) != 1
-                        {
-                            libc::_exit(1);
-                        }
-                    }
-                }
-            })?;
-            let before = switches(libc::RUSAGE_SELF);
-            let mut t = [0u8; 1];
-            for _ in 0..rounds {
-                // SAFETY: as above.
-                unsafe {
-                    if libc::write(a[1], t.as_ptr().cast(), 1) != 1
-                        || libc::read(b[0], t.as_mut_ptr().cast(), 1) != 1
-                    {
-                        bail!("token lost: {}", std::io::Error::last_os_error());
-                    }
-                }
+        let procs = self.ring.len() as u64;
+        let rounds = iters.div_ceil(procs);
+        let (first, last) = (self.ring[0][1], self.ring[self.ring.len() - 1][0]);
+        let old = pin(self.cpu)?;
+        let before = switches(libc::RUSAGE_SELF);
+        let mut lost = false;
+        for _ in 0..rounds {
+            if !token(first, true) || !token(last, false) {
+                lost = true;
+                break;
             }
-            let mine = switches(libc::RUSAGE_SELF) - before;
-            wait_ok(child, "ctx ring child")?;
-            for fd in a.iter().chain(b.iter()) {
-                // SAFETY: our fds.
-                unsafe { libc::close(*fd) };
-            }
-            if mine < rounds / 2 {
-                bail!("only {mine} context switches in {rounds} rounds: the ring did not switch");
-            }
-            Ok(Work {
-                ops: 2 * rounds,
-                bytes: 0,
-            })
-        })();
+            std::hint::black_box(sum_words(&self.data));
+        }
+        let mine = switches(libc::RUSAGE_SELF) - before;
         unpin(&old);
-        result
+        if lost {
+            bail!("token lost: {}", std::io::Error::last_os_error());
+        }
+        if mine < rounds / 2 {
+            bail!("only {mine} context switches in {rounds} rounds: the ring did not switch");
+        }
+        Ok(Work {
+            ops: rounds * procs,
+            bytes: 0,
+        })
+    }
+
+    /// lat_ctx's overhead: a token written to and read back from each pipe
+    /// in turn, and the sum, in one process (the median of 7 runs).
+    fn overhead_ns(&mut self) -> Result<Option<f64>> {
+        const PASSES: usize = 1000;
+        let ring = pipes(self.ring.len())?;
+        let mut runs = Vec::new();
+        for _ in 0..7 {
+            let start = std::time::Instant::now();
+            for k in 0..PASSES {
+                let p = ring[k % ring.len()];
+                if !token(p[1], true) || !token(p[0], false) {
+                    close_all(&ring);
+                    bail!("overhead pipe: {}", std::io::Error::last_os_error());
+                }
+                std::hint::black_box(sum_words(&self.data));
+            }
+            runs.push(start.elapsed().as_nanos() as f64 / PASSES as f64);
+        }
+        close_all(&ring);
+        runs.sort_by(f64::total_cmp);
+        Ok(Some(runs[runs.len() / 2]))
+    }
+}
+
+impl Drop for CtxRing {
+    fn drop(&mut self) {
+        close_all(&self.ring);
+        for pid in &self.daemons {
+            super::reap(*pid);
+        }
     }
 }
 
