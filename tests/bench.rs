@@ -309,13 +309,21 @@ fn lmbench_semantics_in_a_6_1_guest() {
         format!("lsmpmon bench --ops {ops} --samples 5 --sample-ms 5 --json | tr -d '\\n'")
     };
     let script = format!(
-        "sleep 5; echo \"A $({})\"; echo \"B $({})\"; echo \"C $({})\"",
+        "sleep 5; echo \"A $({})\"; echo \"B $({})\"; echo \"C $({})\"; echo \"D $({})\"",
         run("fork_exit,ctx"),
-        run("bw_mem_rd,bw_mem_wr,bw_bcopy,fork_exit"),
+        run("bw_mem_rd,bw_mem_wr,bw_bcopy,fork_exit,pipe"),
         run("ctx --ctx-procs 4 --ctx-size 16"),
+        run("pipe"),
     );
     let text = guest_stdout("6.1", &script);
     let (a, b, c) = (tagged(&text, "A"), tagged(&text, "B"), tagged(&text, "C"));
+    // A pipe round trip is the same alone and between other ops' samples
+    // (one echo process for the whole run gave 13.0 us alone, 10.5 beside any op).
+    let (alone, mixed) = (median(&tagged(&text, "D"), "pipe"), median(&b, "pipe"));
+    assert!(
+        (alone - mixed).abs() / alone < 0.01,
+        "pipe alone {alone}, between other ops {mixed}"
+    );
     for r in [&a, &b, &c] {
         validate("bench.schema.json", &r.to_string());
     }
