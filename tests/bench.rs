@@ -28,15 +28,17 @@ fn tmpdir(name: &str) -> String {
     )
 }
 
-fn median(r: &serde_json::Value, op: &str) -> f64 {
+fn result<'a>(r: &'a serde_json::Value, op: &str) -> &'a serde_json::Value {
     r["results"]
         .as_array()
         .unwrap()
         .iter()
         .find(|o| o["op"] == op)
-        .unwrap_or_else(|| panic!("{op} missing"))["median"]
-        .as_f64()
-        .unwrap()
+        .unwrap_or_else(|| panic!("{op} missing"))
+}
+
+fn median(r: &serde_json::Value, op: &str) -> f64 {
+    result(r, op)["median"].as_f64().unwrap()
 }
 
 /// Every op of the lmbench group, short mode, on the host.
@@ -288,15 +290,6 @@ fn paper_ops_in_a_6_1_guest() {
     assert!(median(&r, "open_close") >= median(&r, "stat"));
     assert!(median(&r, "stat") >= median(&r, "null"));
     assert!(median(&r, "tcp") >= median(&r, "pipe"));
-}
-
-fn result<'a>(r: &'a serde_json::Value, op: &str) -> &'a serde_json::Value {
-    r["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["op"] == op)
-        .unwrap_or_else(|| panic!("{op} missing"))
 }
 
 /// lmbench semantics (guest, virtual time): fork_exit comes from a small
