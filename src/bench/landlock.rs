@@ -127,6 +127,10 @@ pub fn enter(work_dir: &Path) -> Result<LandlockInfo> {
     ] {
         add_rule(ruleset, Path::new(sys), read_exec)?;
     }
+    // lsmpmon itself, wherever it lies: the fork ops' helper is lsmpmon re-executed.
+    if let Ok(exe) = std::env::current_exe() {
+        add_rule(ruleset, &exe, EXECUTE | READ_FILE)?;
+    }
     add_rule(
         ruleset,
         Path::new("/dev"),
