@@ -84,7 +84,9 @@ pub struct Forker {
 impl Forker {
     /// Starts the helper; `exec` is what each child runs (None: it exits).
     pub fn spawn(exec: Option<&[&str]>) -> Result<Self> {
-        let mut child = Command::new("/proc/self/exe")
+        // By its own path (as policies name it), not /proc/self/exe.
+        let exe = std::env::current_exe().context("finding lsmpmon's own path")?;
+        let mut child = Command::new(exe)
             .arg(HELPER_ARG)
             .args(exec.unwrap_or_default())
             .stdin(Stdio::piped())
