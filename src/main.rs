@@ -3,8 +3,10 @@ mod bench;
 mod error;
 mod intf;
 mod lab;
+mod papers;
 mod parse;
 mod provenance;
+mod report;
 mod results;
 mod secure_fs;
 mod trace;
@@ -27,6 +29,10 @@ enum Command {
     Bench(Box<bench::BenchArgs>),
     /// Every secure OS with a real, enforcing policy, kernel by kernel: the papers' Tables 3 and 4.
     Lab(Box<lab::LabCommand>),
+    /// The papers' tables and charts from any results: text, Markdown, CSV, JSON, one HTML page.
+    Report(Box<report::ReportArgs>),
+    /// Every figure two runs share, its change and a verdict: faster, slower, within noise.
+    Compare(Box<report::CompareArgs>),
     /// Throwaway QEMU guests with real Debian kernels.
     #[command(subcommand)]
     Vm(vm::VmCommand),
@@ -44,6 +50,8 @@ fn main() {
         Command::Bench(args) => bench::main(*args),
         Command::Vm(cmd) => vm::main(cmd),
         Command::Lab(cmd) => lab::main(*cmd),
+        Command::Report(args) => report::main(*args),
+        Command::Compare(args) => report::compare_main(*args),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -6,8 +6,10 @@ use serde_json::Value;
 
 use super::{BenchProvenance, BenchResult};
 use crate::error::usage;
+use crate::report::input::Origin;
+use crate::report::table::{plain, Cell, Row, Table};
 
-pub struct Row {
+pub struct CompareRow {
     pub op: String,
     pub unit: String,
     pub base: f64,
@@ -28,18 +30,23 @@ pub fn check_comparable(base: &Value, cur: &BenchProvenance, force: bool) -> Res
         )));
     }
     let p = &base["provenance"];
-    let mut diffs = Vec::new();
-    for (field, now) in [
-        ("kernel_release", &cur.base.kernel_release),
-        ("environment", &cur.base.environment),
-        ("time", &cur.base.time),
-        ("hostname", &cur.base.hostname),
-        ("cpu_model", &cur.cpu_model),
-    ] {
-        if p[field].as_str() != Some(now.as_str()) {
-            diffs.push(format!("{field}: baseline {} vs now {now}", p[field]));
-        }
-    }
+    let field = |f: &str| p[f].as_str().unwrap_or("(none)").to_string();
+    let then = Origin {
+        kernel_release: field("kernel_release"),
+        environment: field("environment"),
+        time: field("time"),
+        hostname: field("hostname"),
+        cpu_model: field("cpu_model"),
+    };
+    let now = Origin {
+        kernel_release: cur.base.kernel_release.clone(),
+        environment: cur.base.environment.clone(),
+        time: cur.base.time.clone(),
+        hostname: cur.base.hostname.clone(),
+        cpu_model: cur.cpu_model.clone(),
+    };
+    // The same like-with-like rule as `lsmpmon compare` (baseline first).
+    let diffs = crate::report::compare::mismatches(&then, &now);
     if !diffs.is_empty() && !force {
         return Err(usage(format!(
             "baseline was measured elsewhere ({}): compare like with like, or pass --force",
@@ -69,7 +76,7 @@ pub fn check_ops(base: &Value, selected: &[&str]) -> Result<()> {
 }
 
 /// One row per op present in both results.
-pub fn rows(base: &Value, cur: &BenchResult) -> Result<Vec<Row>> {
+pub fn rows(base: &Value, cur: &BenchResult) -> Result<Vec<CompareRow>> {
     let base_ops = base["results"]
         .as_array()
         .context("baseline has no results")?;
@@ -87,12 +94,9 @@ pub fn rows(base: &Value, cur: &BenchResult) -> Result<Vec<Row>> {
         } else {
             change
         };
-        out.push(Row {
+        out.push(CompareRow {
             op: r.op.clone(),
-            unit: serde_json::to_value(r.unit)?
-                .as_str()
-                .unwrap_or("")
-                .to_string(),
+            unit: r.unit.name().to_string(),
             base: bm,
             value: v,
             overhead_pct: overhead,
@@ -102,28 +106,34 @@ pub fn rows(base: &Value, cur: &BenchResult) -> Result<Vec<Row>> {
     Ok(out)
 }
 
-pub fn render(rows: &[Row], forced: &[String]) -> String {
-    use std::fmt::Write;
+pub fn render(rows: &[CompareRow], forced: &[String]) -> String {
     let mut s = String::new();
     if !forced.is_empty() {
-        let _ = writeln!(
-            s,
-            "WARNING: baseline measured elsewhere (--force): {}",
+        s += &format!(
+            "WARNING: baseline measured elsewhere (--force): {}\n",
             forced.join("; ")
         );
     }
-    let _ = writeln!(
-        s,
-        "{:<16} {:>7} {:>12} {:>24}",
-        "op", "unit", "baseline", "now (overhead)"
-    );
-    for r in rows {
-        let mark = if r.within_noise { " ~noise" } else { "" };
-        let _ = writeln!(
-            s,
-            "{:<16} {:>7} {:>12.2} {:>12.2} ({:+.1} %){mark}",
-            r.op, r.unit, r.base, r.value, r.overhead_pct
-        );
-    }
-    s
+    let t = Table {
+        form: "bench_compare".into(),
+        title: "against the baseline (overhead: positive = slower)".into(),
+        kernel: String::new(),
+        notes: Vec::new(),
+        header: ["op", "unit", "baseline", "now (overhead)", "noise"]
+            .map(String::from)
+            .to_vec(),
+        rows: rows
+            .iter()
+            .map(|r| Row {
+                label: r.op.clone(),
+                cells: vec![
+                    Cell::text(&r.unit),
+                    Cell::fixed(r.base, 2),
+                    Cell::text(format!("{:.2} ({:+.1} %)", r.value, r.overhead_pct)),
+                    Cell::text(if r.within_noise { "~noise" } else { "" }),
+                ],
+            })
+            .collect(),
+    };
+    s + &plain(&t) + "\n"
 }

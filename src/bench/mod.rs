@@ -389,6 +389,7 @@ pub fn main(args: BenchArgs) -> Result<i32> {
 }
 
 fn table(r: &BenchResult) -> String {
+    use crate::report::table::{Cell, Row, Table};
     use std::fmt::Write;
     let p = &r.provenance.base;
     let mut s = String::new();
@@ -407,21 +408,29 @@ fn table(r: &BenchResult) -> String {
         r.options.samples,
         r.options.sample_ms
     );
-    let _ = writeln!(
-        s,
-        "{:<16} {:>6} {:>12} {:>12} {:>12} {:>8}",
-        "op", "unit", "median", "min", "max", "spread"
-    );
-    for o in &r.results {
-        let unit = serde_json::to_value(o.unit)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default();
-        let _ = writeln!(
-            s,
-            "{:<16} {:>6} {:>12.2} {:>12.2} {:>12.2} {:>7.1}%",
-            o.op, unit, o.summary.median, o.summary.min, o.summary.max, o.summary.spread_pct
-        );
-    }
+    let t = Table {
+        form: "bench".into(),
+        title: "per op".into(),
+        kernel: p.kernel_release.clone(),
+        notes: Vec::new(),
+        header: ["op", "unit", "median", "min", "max", "spread"]
+            .map(String::from)
+            .to_vec(),
+        rows: r
+            .results
+            .iter()
+            .map(|o| Row {
+                label: o.op.clone(),
+                cells: vec![
+                    Cell::text(o.unit.name()),
+                    Cell::fixed(o.summary.median, 2),
+                    Cell::fixed(o.summary.min, 2),
+                    Cell::fixed(o.summary.max, 2),
+                    Cell::text(format!("{:.1} %", o.summary.spread_pct)),
+                ],
+            })
+            .collect(),
+    };
+    let _ = writeln!(s, "{}", crate::report::table::plain(&t));
     s
 }

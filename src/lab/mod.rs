@@ -4,14 +4,13 @@
 //! Table 3 and Table 4 forms over them.
 mod access;
 mod cell;
-mod footprint;
+pub mod footprint;
 pub mod guest;
 mod plan;
 mod progress;
 mod proof;
 pub mod results;
 pub mod spec;
-pub mod tables;
 
 use std::{
     path::{Path, PathBuf},
@@ -375,29 +374,25 @@ fn summarize(cells: &[CellResult], dir: &ResultsDir, cancel: &AtomicBool) -> Res
 /// Prints the tables for this run's kernels and configurations; writes all
 /// of them (every cell in the directory) as Markdown and JSON.
 fn report(dir: &ResultsDir, order: &[String], kernels: &[String]) -> Result<()> {
-    let (cells, bad) = dir.cells()?;
-    for b in bad {
-        eprintln!("lsmpmon: skipping {b}");
-    }
+    use crate::report::{forms::BASELINE, input, table};
+    let runs = input::load(std::slice::from_ref(&dir.root), true)?;
     // This run's cells, with the baseline's from the directory for the percentages.
     let mut shown: Vec<String> = order.to_vec();
-    if !shown.iter().any(|c| c == tables::BASELINE) {
-        shown.insert(0, tables::BASELINE.to_string());
+    if !shown.iter().any(|c| c == BASELINE) {
+        shown.insert(0, BASELINE.to_string());
     }
-    let mine: Vec<CellResult> = cells
+    let series = |r: &input::Run| r.kernel.split(' ').next().unwrap_or("").to_string();
+    let mine: Vec<input::Run> = runs
         .iter()
-        .filter(|c| kernels.contains(&c.kernel.series) && shown.contains(&c.config.name))
+        .filter(|r| kernels.contains(&series(r)) && shown.contains(&r.config))
         .cloned()
         .collect();
-    print!("{}", tables::text(&tables::all(&mine, &shown)));
-    let mut all_order: Vec<String> = order.to_vec();
-    for c in &cells {
-        if !all_order.contains(&c.config.name) {
-            all_order.push(c.config.name.clone());
-        }
-    }
-    let all = tables::all(&cells, &all_order);
-    results::write_atomic(&dir.root.join("tables.md"), &tables::markdown(&all))?;
+    print!(
+        "{}",
+        table::text(&crate::report::tables(&mine, &shown, &[]))
+    );
+    let all = crate::report::tables(&runs, order, &[]);
+    results::write_atomic(&dir.root.join("tables.md"), &table::markdown(&all))?;
     results::write_atomic(
         &dir.root.join("tables.json"),
         &(serde_json::to_string_pretty(&all)? + "\n"),
@@ -406,29 +401,19 @@ fn report(dir: &ResultsDir, order: &[String], kernels: &[String]) -> Result<()> 
 }
 
 fn show_tables(args: &TablesArgs) -> Result<i32> {
-    let dir = args.dir.join("cells");
-    if !dir.is_dir() {
+    use crate::report::{input, table};
+    if !args.dir.join("cells").is_dir() {
         return Err(usage(format!(
             "{} is not a lab results directory (no cells/)",
             args.dir.display()
         )));
     }
-    let (cells, bad) = results::read_cells(&dir)?;
-    for b in bad {
-        eprintln!("lsmpmon: skipping {b}");
-    }
-    // The main job's order first, then any other configuration as found.
-    let mut order = split_list(DEFAULT_CONFIGS);
-    for c in &cells {
-        if !order.contains(&c.config.name) {
-            order.push(c.config.name.clone());
-        }
-    }
-    let t = tables::all(&cells, &order);
+    let runs = input::load(std::slice::from_ref(&args.dir), true)?;
+    let t = crate::report::tables(&runs, &split_list(DEFAULT_CONFIGS), &[]);
     match args.format.as_str() {
-        "markdown" => print!("{}", tables::markdown(&t)),
+        "markdown" => print!("{}", table::markdown(&t)),
         "json" => println!("{}", serde_json::to_string_pretty(&t)?),
-        _ => print!("{}", tables::text(&t)),
+        _ => print!("{}", table::text(&t)),
     }
     Ok(EXIT_OK)
 }

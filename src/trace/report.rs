@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use clap::ValueEnum;
 
+use crate::report::{table, trace_tables};
 use crate::results::{HookResult, TraceResult};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -15,15 +16,6 @@ pub enum SortKey {
     Max,
     /// Hook name.
     Name,
-}
-
-/// -EACCES/-EPERM returns; "n/a" where the return is not a decision, "-" for void hooks.
-fn deny_cell(h: &HookResult) -> String {
-    match (h.deny, &h.not_a_decision) {
-        (Some(d), _) => d.to_string(),
-        (None, Some(_)) => "n/a".into(),
-        (None, None) => "-".into(),
-    }
 }
 
 pub fn sort_hooks(hooks: &mut [&HookResult], key: SortKey) {
@@ -100,29 +92,18 @@ pub fn text(r: &TraceResult, view: &View) -> String {
     let mut hooks: Vec<&HookResult> = r.hooks.iter().filter(|h| h.calls > 0).collect();
     sort_hooks(&mut hooks, view.sort);
     let shown = view.top.unwrap_or(hooks.len()).min(hooks.len());
+    // One renderer for every table lsmpmon prints (report's), fed the JSON form.
+    let json = serde_json::to_value(r).unwrap_or_default();
+    let rows: Vec<serde_json::Value> = hooks[..shown]
+        .iter()
+        .map(|h| serde_json::to_value(h).unwrap_or_default())
+        .collect();
+    let rows: Vec<&serde_json::Value> = rows.iter().collect();
     let _ = writeln!(
         out,
-        "\nper hook ({unit}; cs_count = calls switched out, not timed):"
+        "\n{}",
+        table::plain(&trace_tables::hooks(&json, &rows, ""))
     );
-    let _ = writeln!(
-        out,
-        "{:<32} {:>9} {:>10} {:>10} {:>9} {:>8} {:>8} {:>7}",
-        "hook", "min", "max", "ave", "count", "cs_count", "deny", "dropped"
-    );
-    for h in &hooks[..shown] {
-        let _ = writeln!(
-            out,
-            "{:<32} {:>9} {:>10} {:>10.0} {:>9} {:>8} {:>8} {:>7}",
-            h.hook,
-            h.min_ns,
-            h.max_ns,
-            h.ave_ns,
-            h.count,
-            h.cs_count,
-            deny_cell(h),
-            h.dropped
-        );
-    }
     let values: Vec<&str> = hooks[..shown]
         .iter()
         .filter(|h| h.not_a_decision.is_some())
@@ -148,85 +129,30 @@ pub fn text(r: &TraceResult, view: &View) -> String {
         }
     }
     if !r.per_lsm.is_empty() {
-        per_lsm(&mut out, r, &hooks[..shown], unit);
-    }
-    let _ = writeln!(
-        out,
-        "\nper syscall (hook time attributed to the caller's syscall, {unit}):"
-    );
-    let _ = writeln!(
-        out,
-        "{:<20} {:<28} {:>9} {:>12} {:>10}",
-        "syscall", "hook", "count", "sum", "ave"
-    );
-    let syscalls = view.top.unwrap_or(r.syscalls.len()).min(r.syscalls.len());
-    for s in &r.syscalls[..syscalls] {
-        let total = match (s.total_ns, s.lsm_share) {
-            (Some(t), Some(share)) => format!(
-                " of {t} in the syscall ({:.1} % in LSM hooks)",
-                share * 100.0
-            ),
-            _ => String::new(),
-        };
         let _ = writeln!(
             out,
-            "{:<20} {:<28} {:>9} {:>12}{total}",
-            s.syscall, "(all hooks)", s.hook_count, s.hook_sum_ns
+            "\n{}",
+            table::plain(&trace_tables::per_lsm(&json, &rows))
         );
-        for h in s.hooks.iter().take(8) {
+        if !r.probe.unmapped.is_empty() {
             let _ = writeln!(
                 out,
-                "{:<20} {:<28} {:>9} {:>12} {:>10.0}",
-                "", h.hook, h.count, h.sum_ns, h.ave_ns
+                "not traced: {}",
+                r.probe
+                    .unmapped
+                    .iter()
+                    .map(|u| format!("{} ({})", u.hook, u.reason))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
         }
     }
-    out
-}
-
-/// The LSMPMON paper's Table 4: one column per LSM, its own average per hook; N/A where
-/// the LSM has no implementation of the hook.
-fn per_lsm(out: &mut String, r: &TraceResult, hooks: &[&HookResult], unit: &str) {
-    let mut lsms: Vec<&str> = Vec::new();
-    for l in &r.per_lsm {
-        if !lsms.contains(&l.lsm.as_str()) {
-            lsms.push(&l.lsm);
-        }
-    }
     let _ = writeln!(
         out,
-        "\nper LSM (average {unit} of each module's own implementation):"
+        "\n{}",
+        table::plain(&trace_tables::per_syscall(&json, view.top, 8))
     );
-    let _ = write!(out, "{:<32}", "hook");
-    for l in &lsms {
-        let _ = write!(out, " {l:>10}");
-    }
-    let _ = writeln!(out);
-    for h in hooks {
-        let _ = write!(out, "{:<32}", h.hook);
-        for l in &lsms {
-            let cell = r
-                .per_lsm
-                .iter()
-                .find(|x| x.lsm == *l && x.stats.hook == h.hook)
-                .map(|x| format!("{:.0}", x.stats.ave_ns))
-                .unwrap_or_else(|| "N/A".into());
-            let _ = write!(out, " {cell:>10}");
-        }
-        let _ = writeln!(out);
-    }
-    if !r.probe.unmapped.is_empty() {
-        let _ = writeln!(
-            out,
-            "not traced: {}",
-            r.probe
-                .unmapped
-                .iter()
-                .map(|u| format!("{} ({})", u.hook, u.reason))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
+    out
 }
 
 fn histogram(out: &mut String, h: &HookResult, unit: &str) {

@@ -23,6 +23,15 @@ pub enum Unit {
     MBps,
 }
 
+impl Unit {
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::NsPerOp => "ns/op",
+            Unit::MBps => "MB/s",
+        }
+    }
+}
+
 /// What one timed run did; the runner checks it against what was asked.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Work {

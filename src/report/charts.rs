@@ -1,0 +1,233 @@
+//! SVG charts for the HTML report (plotters' SVG backend): grouped bars,
+//! a heat map and a latency histogram. Each returns the SVG text.
+use anyhow::{anyhow, Result};
+use plotters::prelude::*;
+
+const PALETTE: &[RGBColor] = &[
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+fn err<E: std::fmt::Display>(e: E) -> anyhow::Error {
+    anyhow!("drawing a chart: {e}")
+}
+
+/// One series: its name and a value per category (`None`: no figure, no bar).
+pub struct Series {
+    pub name: String,
+    pub values: Vec<Option<f64>>,
+}
+
+/// Bars grouped by category, one colour per series, a zero line.
+pub fn grouped_bars(
+    title: &str,
+    y_label: &str,
+    categories: &[String],
+    series: &[Series],
+) -> Result<String> {
+    let values = series
+        .iter()
+        .flat_map(|s| s.values.iter().flatten().copied());
+    let (lo, hi) = values.fold((0.0f64, 0.0f64), |(l, h), v| (l.min(v), h.max(v)));
+    let pad = ((hi - lo) * 0.08).max(1.0);
+    let width = (120 + categories.len() * (24 + 14 * series.len())).clamp(480, 1400) as u32;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, 380)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let n = categories.len().max(1) as f64;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(70)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..n, (lo - pad)..(hi + pad))
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(categories.len())
+            .x_label_formatter(&|x| {
+                let i = x.floor() as usize;
+                if (x - x.floor() - 0.5).abs() < 1e-6 || x.fract() == 0.0 {
+                    categories.get(i).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .y_desc(y_label)
+            .draw()
+            .map_err(err)?;
+        let slot = 0.8 / series.len().max(1) as f64;
+        for (si, s) in series.iter().enumerate() {
+            let color = PALETTE[si % PALETTE.len()];
+            let bars = s.values.iter().enumerate().filter_map(|(ci, v)| {
+                let v = (*v)?;
+                let x0 = ci as f64 + 0.1 + si as f64 * slot;
+                Some(Rectangle::new(
+                    [(x0, 0.0), (x0 + slot * 0.9, v)],
+                    color.filled(),
+                ))
+            });
+            chart
+                .draw_series(bars)
+                .map_err(err)?
+                .label(s.name.clone())
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
+                });
+        }
+        chart
+            .draw_series(LineSeries::new([(0.0, 0.0), (n, 0.0)], BLACK))
+            .map_err(err)?;
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// Rows × columns of figures, shaded on a log scale; `None` cells are grey
+/// and carry their reason as text.
+pub fn heat_map(
+    title: &str,
+    rows: &[String],
+    cols: &[String],
+    cells: &[Vec<Result<f64, String>>],
+) -> Result<String> {
+    let (cell_w, cell_h, left, top) = (110i32, 22i32, 190i32, 60i32);
+    let width = (left + cell_w * cols.len() as i32 + 20) as u32;
+    let height = (top + cell_h * rows.len() as i32 + 20) as u32;
+    let figures: Vec<f64> = cells
+        .iter()
+        .flatten()
+        .filter_map(|c| c.as_ref().ok().copied())
+        .filter(|v| *v > 0.0)
+        .collect();
+    let lmin = figures
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min)
+        .max(1.0)
+        .ln();
+    let lmax = figures.iter().copied().fold(1.0, f64::max).ln();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let font = ("sans-serif", 12).into_font();
+        root.draw(&Text::new(
+            title.to_string(),
+            (10, 8),
+            ("sans-serif", 16).into_font(),
+        ))
+        .map_err(err)?;
+        for (ci, c) in cols.iter().enumerate() {
+            let x = left + ci as i32 * cell_w + 4;
+            root.draw(&Text::new(c.clone(), (x, top - 18), font.clone()))
+                .map_err(err)?;
+        }
+        for (ri, r) in rows.iter().enumerate() {
+            let y = top + ri as i32 * cell_h;
+            root.draw(&Text::new(r.clone(), (10, y + 5), font.clone()))
+                .map_err(err)?;
+            for (ci, cell) in cells[ri].iter().enumerate() {
+                let x = left + ci as i32 * cell_w;
+                let (fill, label, ink) = match cell {
+                    Ok(v) => {
+                        let t = if lmax > lmin {
+                            ((v.max(1.0).ln() - lmin) / (lmax - lmin)).clamp(0.0, 1.0)
+                        } else {
+                            0.5
+                        };
+                        let shade =
+                            RGBColor(255, (235.0 - 180.0 * t) as u8, (200.0 - 180.0 * t) as u8);
+                        (shade, super::table::fmt_value(*v), BLACK)
+                    }
+                    Err(why) => (
+                        RGBColor(236, 236, 236),
+                        why.clone(),
+                        RGBColor(110, 110, 110),
+                    ),
+                };
+                root.draw(&Rectangle::new(
+                    [(x, y), (x + cell_w - 2, y + cell_h - 2)],
+                    fill.filled(),
+                ))
+                .map_err(err)?;
+                root.draw(&Text::new(label, (x + 6, y + 5), font.clone().color(&ink)))
+                    .map_err(err)?;
+            }
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// A log2 latency histogram: one bar per bucket [low, high).
+pub fn histogram(title: &str, unit: &str, buckets: &[(u64, u64, u64)]) -> Result<String> {
+    let labels: Vec<String> = buckets.iter().map(|(lo, _, _)| short_ns(*lo)).collect();
+    let series = [Series {
+        name: "calls".into(),
+        values: buckets.iter().map(|b| Some(b.2 as f64)).collect(),
+    }];
+    grouped_bars(
+        title,
+        &format!("calls per bucket (lower bound, {unit})"),
+        &labels,
+        &series,
+    )
+}
+
+fn short_ns(v: u64) -> String {
+    match v {
+        0..=999 => v.to_string(),
+        1_000..=999_999 => format!("{}k", v / 1_000),
+        _ => format!("{}M", v / 1_000_000),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charts_are_svg_with_their_labels() {
+        let s = grouped_bars(
+            "t",
+            "%",
+            &["stat".into(), "open<close>".into()],
+            &[Series {
+                name: "selinux".into(),
+                values: vec![Some(28.6), None],
+            }],
+        )
+        .unwrap();
+        assert!(s.starts_with("<svg") && s.contains("<rect") && s.contains("selinux"));
+        assert!(
+            s.contains("open&lt;close&gt;") && !s.contains("open<close>"),
+            "labels escaped"
+        );
+        let h = heat_map(
+            "h",
+            &["file_open".into()],
+            &["a".into(), "b".into()],
+            &[vec![Ok(250.0), Err("N/A".into())]],
+        )
+        .unwrap();
+        assert!(h.contains("N/A") && h.contains("250.0"));
+    }
+}

@@ -1,0 +1,394 @@
+//! The papers' tables from runs: the Table 3 form (operations ×
+//! configurations: value and % over the baseline), the Table 4 form (hooks ×
+//! configurations: floor-subtracted ns per call) and the footprint.
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::input::Run;
+use super::table::{Cell, Row, Table};
+use crate::lab::results::CellStatus;
+use crate::papers;
+
+/// The hooks of the LSMPMON paper's Table 4 (dentry_open is file_open today).
+pub const PAPER_HOOKS: &[&str] = &[
+    "path_mknod",
+    "path_unlink",
+    "path_truncate",
+    "inode_init_security",
+    "inode_create",
+    "inode_unlink",
+    "inode_permission",
+    "file_open",
+];
+const TOP_HOOKS: usize = 10;
+pub const BASELINE: &str = "none";
+
+/// The newest run per (kernel, configuration).
+pub fn latest(runs: &[Run]) -> BTreeMap<(String, String), &Run> {
+    let mut out: BTreeMap<(String, String), &Run> = BTreeMap::new();
+    for r in runs {
+        let key = (r.kernel.clone(), r.config.clone());
+        if out
+            .get(&key)
+            .is_none_or(|o| o.started_unix_s <= r.started_unix_s)
+        {
+            out.insert(key, r);
+        }
+    }
+    out
+}
+
+/// The kernels in first-seen order and, for each, its runs in `order`
+/// (configurations not in `order` follow in first-seen order).
+pub fn by_kernel<'a>(runs: &'a [Run], order: &[String]) -> Vec<(String, Vec<&'a Run>)> {
+    let latest = latest(runs);
+    let mut kernels: Vec<String> = Vec::new();
+    let mut configs: Vec<String> = order.to_vec();
+    for r in runs {
+        if !kernels.contains(&r.kernel) {
+            kernels.push(r.kernel.clone());
+        }
+        if !configs.contains(&r.config) {
+            configs.push(r.config.clone());
+        }
+    }
+    kernels
+        .into_iter()
+        .map(|k| {
+            let cols = configs
+                .iter()
+                .filter_map(|c| latest.get(&(k.clone(), c.clone())).copied())
+                .collect();
+            (k, cols)
+        })
+        .collect()
+}
+
+/// Every table the runs can fill, kernel by kernel.
+pub fn all(runs: &[Run], order: &[String]) -> Vec<Table> {
+    let mut out = Vec::new();
+    for (k, cols) in by_kernel(runs, order) {
+        if cols.iter().any(|c| !bench_medians(c).is_empty()) {
+            out.push(table3(&k, &cols));
+        }
+        if cols.iter().any(|c| trace(c).is_some()) {
+            out.push(table4(&k, &cols));
+        }
+        if cols.iter().any(|c| c.footprint.is_some()) {
+            out.push(footprint(&k, &cols));
+        }
+    }
+    out
+}
+
+pub fn missing(c: &Run) -> Option<Cell> {
+    let why = match c.status {
+        CellStatus::Passed => return None,
+        CellStatus::NotApplicable => "not applicable",
+        CellStatus::ProofFailed => "proof failed",
+        CellStatus::Failed => "failed",
+        CellStatus::Interrupted => "interrupted",
+    };
+    Some(Cell::missing(why))
+}
+
+fn header(cols: &[&Run], first: &str) -> Vec<String> {
+    std::iter::once(first.to_string())
+        .chain(cols.iter().map(|c| c.config.clone()))
+        .collect()
+}
+
+/// (op, unit, median) of each op the run's benchmark measured.
+pub fn bench_medians(c: &Run) -> Vec<(String, String, f64)> {
+    c.bench
+        .as_ref()
+        .and_then(|b| b["results"].as_array())
+        .map(|rs| {
+            rs.iter()
+                .filter_map(|r| {
+                    Some((
+                        r["op"].as_str()?.to_string(),
+                        r["unit"].as_str().unwrap_or("").to_string(),
+                        r["median"].as_f64()?,
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The kernel's baseline: the run named `none`, else (single results, not
+/// lab cells) the first one given.
+pub fn baseline<'a>(cols: &[&'a Run]) -> Option<&'a Run> {
+    let named = cols.iter().find(|c| c.config == BASELINE);
+    let first = cols.first().filter(|c| !c.from_lab);
+    named.or(first).copied().filter(|c| c.passed())
+}
+
+/// Change over the baseline, in percent; positive = slower (MB/s: fewer).
+pub fn overhead_pct(unit: &str, base: f64, v: f64) -> f64 {
+    let change = (v / base - 1.0) * 100.0;
+    if unit == "MB/s" {
+        -change
+    } else {
+        change
+    }
+}
+
+fn op_cell(c: &Run, op: &str, base: Option<(&Run, f64)>) -> Cell {
+    if let Some(m) = missing(c) {
+        return m;
+    }
+    let Some((_, u, v)) = bench_medians(c).into_iter().find(|r| r.0 == op) else {
+        return Cell::missing("not run");
+    };
+    let shown = if u == "ns/op" { v / 1e3 } else { v };
+    let pct = base
+        .filter(|(b, _)| b.config != c.config && b.like_key == c.like_key)
+        .map(|(_, b)| overhead_pct(&u, b, v));
+    Cell::Value {
+        value: shown,
+        pct,
+        mark: None,
+    }
+}
+
+pub fn table3(kernel: &str, cols: &[&Run]) -> Table {
+    let base = baseline(cols);
+    let mut ops: Vec<(String, String)> = Vec::new();
+    for c in cols {
+        for (op, unit, _) in bench_medians(c) {
+            if !ops.iter().any(|(o, _)| *o == op) {
+                ops.push((op, unit));
+            }
+        }
+    }
+    let rows = ops
+        .iter()
+        .map(|(op, unit)| {
+            let base_v = base.and_then(|b| {
+                let v = bench_medians(b).into_iter().find(|r| r.0 == *op)?.2;
+                Some((b, v))
+            });
+            Row {
+                label: format!("{op} ({})", if unit == "ns/op" { "µs" } else { unit }),
+                cells: cols.iter().map(|c| op_cell(c, op, base_v)).collect(),
+            }
+        })
+        .collect();
+    let base_name = base.map_or("(no passed baseline)".to_string(), |b| {
+        format!("`{}`", b.config)
+    });
+    Table {
+        form: "table3".into(),
+        title: format!(
+            "Table 3 form ({}; {}): operations × configurations, kernel {kernel}",
+            papers::cite(&papers::LSMPMON, "Table 3"),
+            papers::cite(&papers::EMBEDDED_SELINUX, "Tables 1-2"),
+        ),
+        kernel: kernel.into(),
+        notes: vec![format!(
+            "{} time; median of each op; untraced; (x %) over {base_name} on the same kernel package, samples and time mode (no % where they differ); positive = slower (for MB/s rows: less bandwidth).",
+            time_mode(cols)
+        )],
+        header: header(cols, "operation"),
+        rows,
+    }
+}
+
+pub fn time_mode(cols: &[&Run]) -> String {
+    let mut modes: Vec<&str> = cols.iter().map(|c| c.time.as_str()).collect();
+    modes.sort();
+    modes.dedup();
+    match modes.as_slice() {
+        ["virtual"] => "Virtual (QEMU TCG -icount: 1 ns ≈ one guest instruction)".into(),
+        ["real"] => "Real (host clock)".into(),
+        _ => format!(
+            "Mixed ({}) —  compare within one mode only",
+            modes.join("/")
+        ),
+    }
+}
+
+pub fn trace(c: &Run) -> Option<&Value> {
+    c.trace.as_ref()
+}
+
+/// The probe floor to take out of a trace's figures (0 when the trace
+/// already subtracted it, or has none).
+pub fn floor(t: &Value) -> f64 {
+    if t["options"]["subtract_floor"].as_bool() == Some(true) {
+        return 0.0;
+    }
+    t["probe"]["floor_ns"].as_f64().unwrap_or(0.0)
+}
+
+pub fn timed(r: &Value, floor_ns: f64) -> Option<f64> {
+    if r["count"].as_u64().unwrap_or(0) == 0 {
+        return None;
+    }
+    Some((r["ave_ns"].as_f64()? - floor_ns).max(0.0))
+}
+
+/// `hook`'s cost in run `c`: its modules' own functions, or (no module of
+/// its own) the security_* hook itself.
+fn hook_cost(c: &Run, hook: &str) -> Option<Cell> {
+    if let Some(m) = missing(c) {
+        return Some(m);
+    }
+    let t = trace(c)?;
+    let fl = floor(t);
+    if c.measured_lsms.is_empty() {
+        let h = t["hooks"].as_array()?.iter().find(|h| h["hook"] == hook)?;
+        let nested = t["per_lsm"].as_array().is_some_and(|p| {
+            p.iter()
+                .any(|r| r["hook"] == hook && r["count"].as_u64().unwrap_or(0) > 0)
+        });
+        return timed(h, fl).map(|v| Cell::Value {
+            value: v,
+            pct: None,
+            mark: Some(if nested { "h*".into() } else { "h".into() }),
+        });
+    }
+    let rows: Vec<&Value> = t["per_lsm"]
+        .as_array()?
+        .iter()
+        .filter(|r| r["hook"] == hook && c.measured_lsms.iter().any(|m| r["lsm"] == m.as_str()))
+        .collect();
+    if rows.is_empty() {
+        return Some(Cell::missing("N/A"));
+    }
+    if rows.iter().all(|r| r["count"].as_u64().unwrap_or(0) == 0) {
+        return Some(Cell::missing("not called"));
+    }
+    Some(Cell::value(rows.iter().filter_map(|r| timed(r, fl)).sum()))
+}
+
+/// The kprobe fallback (kernels before 5.17) has no floor to subtract: its
+/// figures carry the kprobe pair's own cost and are flagged.
+pub fn fallback(c: &Run) -> bool {
+    trace(c).is_some_and(|t| !t["probe"]["fallback"].is_null())
+}
+
+fn flag_fallback(c: &Run, cell: Cell) -> Cell {
+    match cell {
+        Cell::Value { value, pct, mark } if fallback(c) => Cell::Value {
+            value,
+            pct,
+            mark: Some(mark.map_or("k".into(), |m| format!("{m} k"))),
+        },
+        other => other,
+    }
+}
+
+/// The paper's hooks, then those where the modules spent most time.
+pub fn table4_hooks(cols: &[&Run]) -> Vec<String> {
+    let mut hooks: Vec<String> = PAPER_HOOKS.iter().map(|s| s.to_string()).collect();
+    let mut costs: Vec<(String, f64)> = Vec::new();
+    for c in cols {
+        let Some(t) = trace(c) else { continue };
+        for r in t["per_lsm"].as_array().into_iter().flatten() {
+            if c.measured_lsms.iter().any(|l| r["lsm"] == l.as_str()) {
+                if let (Some(h), Some(v)) = (r["hook"].as_str(), timed(r, floor(t))) {
+                    costs.push((h.to_string(), v * r["count"].as_f64().unwrap_or(0.0)));
+                }
+            }
+        }
+    }
+    costs.sort_by(|a, b| b.1.total_cmp(&a.1));
+    for (h, _) in costs {
+        if hooks.len() >= PAPER_HOOKS.len() + TOP_HOOKS {
+            break;
+        }
+        if !hooks.contains(&h) {
+            hooks.push(h);
+        }
+    }
+    hooks
+}
+
+pub fn table4(kernel: &str, cols: &[&Run]) -> Table {
+    let rows = table4_hooks(cols)
+        .iter()
+        .map(|h| Row {
+            label: h.clone(),
+            cells: cols
+                .iter()
+                .map(|c| {
+                    let cell = hook_cost(c, h).unwrap_or_else(|| {
+                        Cell::missing(if trace(c).is_none() {
+                            "no trace"
+                        } else {
+                            "not called"
+                        })
+                    });
+                    flag_fallback(c, cell)
+                })
+                .collect(),
+        })
+        .collect();
+    let unit = if cols.iter().all(|c| c.time == "virtual") {
+        "virtual ns"
+    } else {
+        "ns"
+    };
+    Table {
+        form: "table4".into(),
+        title: format!(
+            "Table 4 form ({}): LSM hooks × configurations, kernel {kernel} ({unit} per call, probe floor subtracted)",
+            papers::cite(&papers::LSMPMON, "Table 4")
+        ),
+        kernel: kernel.into(),
+        notes: [
+            format!("{} time. Each module's own implementation of the hook (trace --per-lsm), summed over its functions; N/A: the module does not implement the hook.", time_mode(cols)),
+            "h: no module of its own (none, ima): the security_* hook itself. h*: includes lsmpmon's probe on a nested module function (capability's), so it overstates.".into(),
+            format!("Hooks: those of {} ({}), then the {TOP_HOOKS} where the modules spent most time (average × calls) during the benchmark.", papers::cite(&papers::LSMPMON, "Table 4"), PAPER_HOOKS.join(", ")),
+        ].into_iter().chain(cols.iter().any(|c| fallback(c)).then(|| "k: kprobe/kretprobe fallback (kernel before 5.17): no probe floor to subtract, the figure includes the kprobe pair's own cost; compare it within its kernel only.".to_string())).collect(),
+        header: header(cols, "hook"),
+        rows,
+    }
+}
+
+pub fn footprint(kernel: &str, cols: &[&Run]) -> Table {
+    let base = cols
+        .iter()
+        .find(|c| c.config == BASELINE)
+        .and_then(|c| c.footprint.as_ref())
+        .map(|f| f.after_setup.used_kib as f64);
+    let row = |label: &str, f: &dyn Fn(&Run) -> Option<f64>| Row {
+        label: label.into(),
+        cells: cols
+            .iter()
+            .map(|c| missing(c).unwrap_or_else(|| f(c).map_or(Cell::missing("–"), Cell::value)))
+            .collect(),
+    };
+    Table {
+        form: "footprint".into(),
+        title: format!(
+            "Footprint ({}), kernel {kernel}",
+            papers::cite(&papers::EMBEDDED_SELINUX, "Tables 8, 9, 11")
+        ),
+        kernel: kernel.into(),
+        notes: vec![format!(
+            "memory: MemTotal − MemFree − Buffers − Cached − SReclaimable after setup, KiB; A − B is minus `{BASELINE}` on the same kernel. Added: bytes of files, programs and libraries the configuration puts in the guest."
+        )],
+        header: header(cols, "figure"),
+        rows: vec![
+            row("memory used (KiB)", &|c| {
+                c.footprint.as_ref().map(|f| f.after_setup.used_kib as f64)
+            }),
+            row("A − B (KiB)", &|c| {
+                Some(c.footprint.as_ref()?.after_setup.used_kib as f64 - base?)
+            }),
+            row("setup added (KiB)", &|c| {
+                let f = c.footprint.as_ref()?;
+                Some(f.after_setup.used_kib as f64 - f.before_setup.used_kib as f64)
+            }),
+            row("policy (bytes)", &|c| {
+                c.footprint.as_ref().map(|f| f.policy_bytes as f64)
+            }),
+            row("added to guest (bytes)", &|c| c.bytes_added.map(|b| b as f64)),
+        ],
+    }
+}

@@ -1,0 +1,274 @@
+//! One self-contained HTML page: the tables, their SVG charts and the papers,
+//! rendered by a template (minijinja). No script, font or image is fetched.
+use anyhow::{Context, Result};
+use minijinja::Environment;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::charts::{self, Series};
+use super::forms::{self, trace};
+use super::input::Run;
+use super::table::{fmt_cell, Cell, Table};
+use crate::papers;
+
+const TEMPLATE: &str = include_str!("templates/report.html");
+/// Histograms drawn per traced run: its hooks with the most time.
+const HISTOGRAMS_PER_RUN: usize = 6;
+/// Ops drawn in the kernel-version comparison.
+const KERNEL_CHART_OPS: usize = 6;
+
+#[derive(Serialize)]
+struct Chart {
+    id: String,
+    title: String,
+    svg: String,
+}
+
+#[derive(Serialize)]
+struct HtmlCell {
+    text: String,
+    class: &'static str,
+}
+
+#[derive(Serialize)]
+struct HtmlTable {
+    id: String,
+    title: String,
+    notes: Vec<String>,
+    header: Vec<String>,
+    rows: Vec<(String, Vec<HtmlCell>)>,
+    charts: Vec<Chart>,
+}
+
+fn html_table(i: usize, t: &Table) -> Result<HtmlTable> {
+    let charts = match t.form.as_str() {
+        "table3" => overhead_chart(i, t)?.into_iter().collect(),
+        "table4" => vec![heat_chart(i, t)?],
+        _ => Vec::new(),
+    };
+    Ok(HtmlTable {
+        id: format!("t{i}"),
+        title: t.title.clone(),
+        notes: t.notes.clone(),
+        header: t.header.clone(),
+        rows: t
+            .rows
+            .iter()
+            .map(|r| {
+                let cells = r
+                    .cells
+                    .iter()
+                    .map(|c| HtmlCell {
+                        text: fmt_cell(c),
+                        class: match c {
+                            Cell::Value { .. } | Cell::Fixed { .. } => "num",
+                            Cell::Text { .. } => "text",
+                            Cell::Missing { .. } => "missing",
+                        },
+                    })
+                    .collect();
+                (r.label.clone(), cells)
+            })
+            .collect(),
+        charts,
+    })
+}
+
+fn pct_of(c: &Cell) -> Option<f64> {
+    match c {
+        Cell::Value { pct, .. } => *pct,
+        _ => None,
+    }
+}
+
+/// Grouped bars: % over the baseline per op, one bar per configuration.
+fn overhead_chart(i: usize, t: &Table) -> Result<Option<Chart>> {
+    let ops: Vec<String> = t.rows.iter().map(|r| r.label.clone()).collect();
+    let series: Vec<Series> = t.header[1..]
+        .iter()
+        .enumerate()
+        .map(|(ci, name)| Series {
+            name: name.clone(),
+            values: t.rows.iter().map(|r| pct_of(&r.cells[ci])).collect(),
+        })
+        .filter(|s| s.values.iter().any(Option::is_some))
+        .collect();
+    if series.is_empty() {
+        return Ok(None);
+    }
+    let title = format!("% over the baseline per operation, kernel {}", t.kernel);
+    Ok(Some(Chart {
+        id: format!("c{i}-bars"),
+        svg: charts::grouped_bars(&title, "% over baseline (positive = slower)", &ops, &series)?,
+        title,
+    }))
+}
+
+fn heat_chart(i: usize, t: &Table) -> Result<Chart> {
+    let rows: Vec<String> = t.rows.iter().map(|r| r.label.clone()).collect();
+    let cells: Vec<Vec<Result<f64, String>>> = t
+        .rows
+        .iter()
+        .map(|r| {
+            r.cells
+                .iter()
+                .map(|c| match c {
+                    Cell::Value { value, .. } => Ok(*value),
+                    other => Err(fmt_cell(other)),
+                })
+                .collect()
+        })
+        .collect();
+    let title = format!("ns per hook call by configuration, kernel {}", t.kernel);
+    Ok(Chart {
+        id: format!("c{i}-heat"),
+        svg: charts::heat_map(&title, &rows, &t.header[1..], &cells)?,
+        title,
+    })
+}
+
+/// Each traced run's busiest hooks as latency histograms.
+fn histograms(runs: &[Run]) -> Result<Vec<Chart>> {
+    let mut out = Vec::new();
+    for (ri, r) in runs.iter().enumerate().filter(|(_, r)| r.passed()) {
+        let Some(t) = trace(r) else { continue };
+        let unit = if r.time == "virtual" {
+            "virtual ns"
+        } else {
+            "ns"
+        };
+        let mut hooks: Vec<&Value> = t["hooks"].as_array().into_iter().flatten().collect();
+        hooks.sort_by(|a, b| {
+            b["sum_ns"]
+                .as_f64()
+                .unwrap_or(0.0)
+                .total_cmp(&a["sum_ns"].as_f64().unwrap_or(0.0))
+        });
+        for h in hooks.iter().take(HISTOGRAMS_PER_RUN) {
+            let buckets: Vec<(u64, u64, u64)> = h["hist"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|b| {
+                    Some((
+                        b["low_ns"].as_u64()?,
+                        b["high_ns"].as_u64()?,
+                        b["count"].as_u64()?,
+                    ))
+                })
+                .collect();
+            if buckets.is_empty() {
+                continue;
+            }
+            let name = h["hook"].as_str().unwrap_or("?");
+            let title = format!("{name}: {} on {}", r.config, r.kernel);
+            out.push(Chart {
+                id: format!("h{ri}-{name}"),
+                svg: charts::histogram(&title, unit, &buckets)?,
+                title,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// % over the baseline per configuration, one bar per kernel, op by op.
+fn kernel_charts(tables: &[Table]) -> Result<Vec<Chart>> {
+    let t3: Vec<&Table> = tables.iter().filter(|t| t.form == "table3").collect();
+    if t3.len() < 2 {
+        return Ok(Vec::new());
+    }
+    let mut ops: Vec<String> = Vec::new();
+    let mut configs: Vec<String> = Vec::new();
+    for t in &t3 {
+        ops.extend(
+            t.rows
+                .iter()
+                .map(|r| r.label.clone())
+                .filter(|l| !ops.contains(l))
+                .collect::<Vec<_>>(),
+        );
+        configs.extend(
+            t.header[1..]
+                .iter()
+                .filter(|c| !configs.contains(c))
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
+    }
+    let mut out = Vec::new();
+    for (oi, op) in ops.iter().take(KERNEL_CHART_OPS).enumerate() {
+        let series: Vec<Series> = t3
+            .iter()
+            .map(|t| Series {
+                name: t.kernel.clone(),
+                values: configs
+                    .iter()
+                    .map(|c| {
+                        let col = t.header[1..].iter().position(|h| h == c)?;
+                        pct_of(&t.rows.iter().find(|r| r.label == *op)?.cells[col])
+                    })
+                    .collect(),
+            })
+            .collect();
+        if series.iter().all(|s| s.values.iter().all(Option::is_none)) {
+            continue;
+        }
+        let title = format!("{op}: % over the baseline by kernel");
+        out.push(Chart {
+            id: format!("k{oi}"),
+            svg: charts::grouped_bars(&title, "% over baseline", &configs, &series)?,
+            title,
+        });
+    }
+    Ok(out)
+}
+
+pub fn render(
+    tables: &[Table],
+    runs: &[Run],
+    inputs: &[String],
+    warnings: &[String],
+) -> Result<String> {
+    let mut env = Environment::new();
+    env.add_template("report.html", TEMPLATE)
+        .context("report template")?;
+    let html_tables = tables
+        .iter()
+        .enumerate()
+        .map(|(i, t)| html_table(i, t))
+        .collect::<Result<Vec<_>>>()?;
+    let refs: Vec<String> = papers::ALL
+        .iter()
+        .map(|p| format!("{}: {}", p.short, papers::reference(p)))
+        .collect();
+    let kernels: Vec<String> = forms::by_kernel(runs, &[])
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    let page = Page {
+        version: env!("CARGO_PKG_VERSION"),
+        inputs,
+        kernels,
+        warnings,
+        tables: html_tables,
+        histograms: histograms(runs)?,
+        kernel_charts: kernel_charts(tables)?,
+        papers: refs,
+    };
+    Ok(env
+        .get_template("report.html")?
+        .render(minijinja::value::Serde(&page))?)
+}
+
+#[derive(Serialize)]
+struct Page<'a> {
+    version: &'static str,
+    inputs: &'a [String],
+    kernels: Vec<String>,
+    warnings: &'a [String],
+    tables: Vec<HtmlTable>,
+    histograms: Vec<Chart>,
+    kernel_charts: Vec<Chart>,
+    papers: Vec<String>,
+}

@@ -1,0 +1,211 @@
+//! `lsmpmon report` and `lsmpmon compare`: the papers' tables and charts from
+//! any lsmpmon results (lab cells and directories, bench and trace results),
+//! and whether two runs differ.
+pub mod charts;
+pub mod compare;
+pub mod forms;
+mod html;
+pub mod input;
+mod stats;
+mod syscalls;
+pub mod table;
+pub mod trace_tables;
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+
+use crate::error::{usage, EXIT_FAILURE, EXIT_OK};
+use input::Run;
+use table::Table;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    Markdown,
+    Csv,
+    Json,
+    Html,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Lab result directories, lab cell files, `bench --json` or `trace --json` results (any mix).
+    #[arg(required = true, value_name = "RESULTS")]
+    pub results: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Write here instead of standard output (never through a symlink).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Syscalls of the Tables 6/7 form, comma-separated (default: the three with most hook time).
+    #[arg(long, value_name = "LIST")]
+    pub syscalls: Option<String>,
+    /// Configurations in this order first (lab names; others follow as found).
+    #[arg(long, value_name = "LIST", default_value = crate::lab::DEFAULT_CONFIGS)]
+    pub order: String,
+    /// Skip result files that cannot be read (each named on stderr) instead of stopping.
+    #[arg(long)]
+    pub skip_invalid: bool,
+    /// Print the papers' reference list and exit.
+    #[arg(long, exclusive = true)]
+    pub papers: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// The earlier run: a result file or a lab results directory.
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+    /// The later run, of the same kind.
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Significance level of the real-time test (Mann-Whitney U, two-sided).
+    #[arg(long, default_value = "0.01", value_parser = parse_alpha)]
+    pub alpha: f64,
+    /// Compare runs measured on different machines or kernels anyway (flagged).
+    #[arg(long)]
+    pub force: bool,
+    /// Exit 1 when any figure is slower.
+    #[arg(long)]
+    pub fail_on_slower: bool,
+}
+
+fn parse_alpha(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(a) if a > 0.0 && a < 1.0 => Ok(a),
+        _ => Err(format!(
+            "{s} is not a significance level between 0 and 1 (e.g. 0.01)"
+        )),
+    }
+}
+
+fn split_list(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// Every table the runs can fill: Tables 3/4/footprint per kernel, Tables
+/// 6/7 across kernels, and each single trace's per-hook table.
+pub fn tables(runs: &[Run], order: &[String], syscalls: &[String]) -> Vec<Table> {
+    let mut out = forms::all(runs, order);
+    let refs: Vec<&Run> = runs.iter().collect();
+    out.extend(syscalls::tables(&refs, syscalls));
+    for r in runs.iter().filter(|r| !r.from_lab) {
+        if let Some(t) = &r.trace {
+            let what = format!(", {} ({})", r.config, r.kernel);
+            out.push(trace_tables::hooks(
+                t,
+                &trace_tables::called_hooks(t),
+                &what,
+            ));
+        }
+    }
+    out
+}
+
+pub fn render(
+    format: Format,
+    tables: &[Table],
+    runs: &[Run],
+    inputs: &[String],
+    warnings: &[String],
+) -> Result<String> {
+    Ok(match format {
+        Format::Text => table::text(tables),
+        Format::Markdown => table::markdown(tables),
+        Format::Csv => table::csv(tables)?,
+        Format::Json => serde_json::to_string_pretty(tables)? + "\n",
+        Format::Html => html::render(tables, runs, inputs, warnings)?,
+    })
+}
+
+fn emit(output: Option<&PathBuf>, text: &str) -> Result<()> {
+    match output {
+        Some(p) => crate::secure_fs::write_atomic(p, text.as_bytes()).map_err(|e| {
+            usage(format!(
+                "cannot write {}: {}",
+                p.display(),
+                crate::error::one_line(&e)
+            ))
+        }),
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
+
+pub fn main(args: ReportArgs) -> Result<i32> {
+    if args.papers {
+        for p in crate::papers::ALL {
+            println!(
+                "{}: {}\n  used for: {}",
+                p.short,
+                crate::papers::reference(p),
+                p.used_for
+            );
+        }
+        return Ok(EXIT_OK);
+    }
+    let runs = input::load(&args.results, args.skip_invalid)?;
+    let warnings = input::warnings(&runs);
+    for w in &warnings {
+        eprintln!("lsmpmon: {w}");
+    }
+    let syscalls = args.syscalls.as_deref().map(split_list).unwrap_or_default();
+    let tables = tables(&runs, &split_list(&args.order), &syscalls);
+    if tables.is_empty() {
+        return Err(usage(
+            "the results fill no table (no benchmark, trace or footprint in them)",
+        ));
+    }
+    let inputs: Vec<String> = args
+        .results
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let text = render(args.format, &tables, &runs, &inputs, &warnings)?;
+    emit(args.output.as_ref(), &text)?;
+    Ok(EXIT_OK)
+}
+
+pub fn compare_main(args: CompareArgs) -> Result<i32> {
+    if args.format == Format::Html {
+        return Err(usage(
+            "compare prints text, markdown, csv or json (html is report's)",
+        ));
+    }
+    let a = input::load(std::slice::from_ref(&args.a), false)?;
+    let b = input::load(std::slice::from_ref(&args.b), false)?;
+    let pairs = compare::pair(&a, &b)?;
+    let forced = compare::check_origins(&pairs, args.force)?;
+    let changes = compare::changes(&pairs, args.alpha);
+    if changes.is_empty() {
+        return Err(usage(
+            "A and B share no figure (no common bench op or traced hook)",
+        ));
+    }
+    let text = if args.format == Format::Json {
+        serde_json::to_string_pretty(&changes)? + "\n"
+    } else {
+        let t = [compare::table(&changes, &pairs, &forced)];
+        render(args.format, &t, &[], &[], &[])?
+    };
+    print!("{text}");
+    let slower = changes
+        .iter()
+        .filter(|c| c.verdict == compare::Verdict::Slower)
+        .count();
+    Ok(if args.fail_on_slower && slower > 0 {
+        EXIT_FAILURE
+    } else {
+        EXIT_OK
+    })
+}

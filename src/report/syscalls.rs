@@ -1,0 +1,199 @@
+//! The LSMPMON paper's Tables 6 and 7: for one syscall, each hook's sum,
+//! count and average, kernels side by side, and the sum of the averages
+//! (what the syscall pays in LSM hooks per call).
+use serde_json::Value;
+
+use super::forms::{fallback, floor, missing, time_mode, trace};
+use super::input::Run;
+use super::table::{Cell, Row, Table};
+use crate::papers;
+
+const DEFAULT_SYSCALLS: usize = 3;
+
+/// Columns compared side by side: a lab configuration across kernels, or
+/// the single trace results together.
+fn groups<'a>(runs: &[&'a Run]) -> Vec<(String, Vec<&'a Run>)> {
+    let mut out: Vec<(String, Vec<&'a Run>)> = Vec::new();
+    for r in runs.iter().filter(|r| trace(r).is_some() || !r.passed()) {
+        let key = if r.from_lab {
+            r.config.clone()
+        } else {
+            String::new()
+        };
+        match out.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(r),
+            None => out.push((key, vec![r])),
+        }
+    }
+    // A lab configuration on one kernel only has nothing to set side by side.
+    out.retain(|(k, v)| k.is_empty() || v.len() > 1);
+    out
+}
+
+fn syscall<'a>(t: &'a Value, name: &str) -> Option<&'a Value> {
+    t["syscalls"]
+        .as_array()?
+        .iter()
+        .find(|s| s["syscall"] == name)
+}
+
+/// The syscalls with the most hook time over the group's traces.
+fn busiest(cols: &[&Run]) -> Vec<String> {
+    let mut sums: Vec<(String, f64)> = Vec::new();
+    for t in cols.iter().filter_map(|c| trace(c)) {
+        for s in t["syscalls"].as_array().into_iter().flatten() {
+            let (Some(n), Some(v)) = (s["syscall"].as_str(), s["hook_sum_ns"].as_f64()) else {
+                continue;
+            };
+            match sums.iter_mut().find(|(x, _)| x == n) {
+                Some((_, t)) => *t += v,
+                None => sums.push((n.to_string(), v)),
+            }
+        }
+    }
+    sums.sort_by(|a, b| b.1.total_cmp(&a.1));
+    sums.into_iter()
+        .take(DEFAULT_SYSCALLS)
+        .map(|s| s.0)
+        .collect()
+}
+
+/// (sum µs, count, ave µs) of `hook` in `sys`, the probe floor taken out.
+fn figures(t: &Value, sys: &str, hook: &str) -> Option<(f64, f64, f64)> {
+    let h = syscall(t, sys)?["hooks"]
+        .as_array()?
+        .iter()
+        .find(|h| h["hook"] == hook)?;
+    let count = h["count"].as_f64()?;
+    let fl = floor(t);
+    let sum = (h["sum_ns"].as_f64()? - fl * count).max(0.0);
+    let ave = (h["ave_ns"].as_f64()? - fl).max(0.0);
+    Some((sum / 1e3, count, ave / 1e3))
+}
+
+fn hooks_of(cols: &[&Run], sys: &str) -> Vec<String> {
+    let mut hooks: Vec<(String, f64)> = Vec::new();
+    for t in cols.iter().filter_map(|c| trace(c)) {
+        for h in syscall(t, sys)
+            .and_then(|s| s["hooks"].as_array())
+            .into_iter()
+            .flatten()
+        {
+            let (Some(n), Some(v)) = (h["hook"].as_str(), h["sum_ns"].as_f64()) else {
+                continue;
+            };
+            match hooks.iter_mut().find(|(x, _)| x == n) {
+                Some((_, s)) => *s = s.max(v),
+                None => hooks.push((n.to_string(), v)),
+            }
+        }
+    }
+    hooks.sort_by(|a, b| b.1.total_cmp(&a.1));
+    hooks.into_iter().map(|h| h.0).collect()
+}
+
+fn column_name(c: &Run, group: &str) -> String {
+    if group.is_empty() {
+        format!("{} ({})", c.config, c.kernel)
+    } else {
+        c.kernel.clone()
+    }
+}
+
+fn cells_for(c: &Run, f: Option<(f64, f64, f64)>) -> Vec<Cell> {
+    if let Some(m) = missing(c) {
+        return vec![m.clone(), m.clone(), m];
+    }
+    if trace(c).is_none() {
+        return vec![Cell::missing("no trace"); 3];
+    }
+    // The 5.10 kprobe fallback has no floor: its figures carry the probe pair.
+    let k = |v: f64| Cell::Value {
+        value: v,
+        pct: None,
+        mark: fallback(c).then(|| "k".to_string()),
+    };
+    match f {
+        Some((sum, count, ave)) => vec![k(sum), Cell::value(count), k(ave)],
+        None => vec![Cell::missing("not called"); 3],
+    }
+}
+
+fn table(group: &str, cols: &[&Run], sys: &str) -> Table {
+    let hooks = hooks_of(cols, sys);
+    let mut rows: Vec<Row> = hooks
+        .iter()
+        .map(|h| Row {
+            label: h.clone(),
+            cells: cols
+                .iter()
+                .flat_map(|c| cells_for(c, trace(c).and_then(|t| figures(t, sys, h))))
+                .collect(),
+        })
+        .collect();
+    rows.push(Row {
+        label: "sum of averages".into(),
+        cells: cols
+            .iter()
+            .flat_map(|c| {
+                let total = trace(c).map(|t| {
+                    hooks
+                        .iter()
+                        .filter_map(|h| figures(t, sys, h).map(|f| f.2))
+                        .sum::<f64>()
+                });
+                let mut v = cells_for(c, total.map(|a| (0.0, 0.0, a)));
+                v[0] = Cell::missing("–");
+                v[1] = Cell::missing("–");
+                v
+            })
+            .collect(),
+    });
+    let mut header = vec!["hook".to_string()];
+    for c in cols {
+        let n = column_name(c, group);
+        header.extend([format!("{n} sum"), format!("{n} count"), format!("{n} ave")]);
+    }
+    let what = if group.is_empty() {
+        "traces".to_string()
+    } else {
+        format!("configuration {group}")
+    };
+    Table {
+        form: "table6_7".into(),
+        title: format!(
+            "Tables 6/7 form ({}): LSM hooks in {sys}, {what}, kernels side by side (µs)",
+            papers::cite(&papers::LSMPMON, "Tables 6, 7")
+        ),
+        kernel: cols
+            .iter()
+            .map(|c| c.kernel.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        notes: vec![format!(
+            "{} time. Hook calls attributed to the syscall the task was in; sum and ave with the probe floor taken out (k: kprobe fallback before 5.17, no floor: the kprobe pair's cost is in the figure, compare it within its kernel only); nested hooks are counted in both. Sum of averages: what one {sys} call pays in these hooks.",
+            time_mode(cols)
+        )],
+        header,
+        rows,
+    }
+}
+
+/// Tables 6/7 for the given syscalls, or each group's busiest ones.
+pub fn tables(runs: &[&Run], syscalls: &[String]) -> Vec<Table> {
+    let mut out = Vec::new();
+    for (group, cols) in groups(runs) {
+        let chosen = if syscalls.is_empty() {
+            busiest(&cols)
+        } else {
+            syscalls.to_vec()
+        };
+        for sys in chosen {
+            let t = table(&group, &cols, &sys);
+            if t.rows.len() > 1 {
+                out.push(t);
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,252 @@
+//! The one table model and renderer of lsmpmon: `report`, `lab`, `bench`,
+//! `trace` and `compare` build a [`Table`] and print it as text (comfy-table),
+//! Markdown, CSV or JSON. A cell without a figure says why, never a blank.
+use comfy_table::{presets, Cell as TCell, CellAlignment, ContentArrangement, Table as Comfy};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Table {
+    /// Short stable name of the table's form ("table3", "table4", …).
+    pub form: String,
+    pub title: String,
+    pub kernel: String,
+    /// Where the numbers come from and how to read them.
+    pub notes: Vec<String>,
+    pub header: Vec<String>,
+    pub rows: Vec<Row>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub label: String,
+    pub cells: Vec<Cell>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Cell {
+    Value {
+        value: f64,
+        /// Change over the baseline (percent).
+        pct: Option<f64>,
+        /// Shown after the value (a footnote mark).
+        mark: Option<String>,
+    },
+    /// A figure shown with a fixed number of decimals.
+    Fixed { value: f64, decimals: usize },
+    /// A word or name, not a figure (a verdict, a unit).
+    Text { text: String },
+    /// Why there is no figure: "N/A", "not applicable", "proof failed", …
+    Missing { why: String },
+}
+
+impl Cell {
+    pub fn value(value: f64) -> Self {
+        Cell::Value {
+            value,
+            pct: None,
+            mark: None,
+        }
+    }
+
+    pub fn fixed(value: f64, decimals: usize) -> Self {
+        Cell::Fixed { value, decimals }
+    }
+
+    pub fn text(text: impl Into<String>) -> Self {
+        Cell::Text { text: text.into() }
+    }
+
+    pub fn missing(why: impl Into<String>) -> Self {
+        Cell::Missing { why: why.into() }
+    }
+}
+
+/// A figure with as many digits as it deserves: integers above 1000, one
+/// decimal above 10, three below.
+pub fn fmt_value(value: f64) -> String {
+    if value.abs() >= 1000.0 || value.fract() == 0.0 {
+        format!("{value:.0}")
+    } else if value.abs() >= 10.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.3}")
+    }
+}
+
+pub fn fmt_cell(c: &Cell) -> String {
+    match c {
+        Cell::Missing { why } => why.clone(),
+        Cell::Text { text } => text.clone(),
+        Cell::Fixed { value, decimals } => format!("{value:.decimals$}"),
+        Cell::Value { value, pct, mark } => {
+            let p = pct.map(|p| format!(" ({p:+.1} %)")).unwrap_or_default();
+            let m = mark.as_ref().map(|m| format!(" {m}")).unwrap_or_default();
+            format!("{}{p}{m}", fmt_value(*value))
+        }
+    }
+}
+
+fn comfy(t: &Table, preset: &str) -> Comfy {
+    let mut c = Comfy::new();
+    c.load_preset(preset);
+    c.set_content_arrangement(ContentArrangement::Disabled);
+    c.set_header(t.header.iter().map(TCell::new));
+    for r in &t.rows {
+        c.add_row(
+            std::iter::once(TCell::new(&r.label)).chain(r.cells.iter().map(|x| {
+                let align = if matches!(x, Cell::Text { .. }) {
+                    CellAlignment::Left
+                } else {
+                    CellAlignment::Right
+                };
+                TCell::new(fmt_cell(x)).set_alignment(align)
+            })),
+        );
+    }
+    c
+}
+
+/// The title, then borderless columns for a terminal: the first column
+/// starts each line.
+pub fn plain(t: &Table) -> String {
+    let mut c = comfy(t, presets::NOTHING);
+    if let Some(col) = c.column_mut(0) {
+        col.set_padding((0, 1));
+    }
+    let body: Vec<String> = c
+        .to_string()
+        .lines()
+        .map(|l| l.trim_end().to_string())
+        .collect();
+    format!("{}:\n{}", t.title, body.join("\n"))
+}
+
+pub fn text(tables: &[Table]) -> String {
+    tables
+        .iter()
+        .map(|t| {
+            format!(
+                "{}\n{}\n{}\n",
+                t.title,
+                comfy(t, presets::UTF8_FULL_CONDENSED),
+                t.notes.join("\n")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+pub fn markdown(tables: &[Table]) -> String {
+    tables
+        .iter()
+        .map(|t| {
+            format!(
+                "### {}\n\n{}\n\n{}\n",
+                t.title,
+                comfy(t, presets::ASCII_MARKDOWN),
+                t.notes
+                    .iter()
+                    .map(|n| format!("- {n}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// One record per cell (tidy form): table, kernel, row, column, value, pct,
+/// mark, missing — what a spreadsheet or pandas wants.
+pub fn csv(tables: &[Table]) -> anyhow::Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "form", "kernel", "row", "column", "value", "pct", "mark", "missing",
+    ])?;
+    for t in tables {
+        for r in &t.rows {
+            for (col, c) in t.header.iter().skip(1).zip(&r.cells) {
+                let (value, pct, mark, missing) = match c {
+                    Cell::Value { value, pct, mark } => (
+                        value.to_string(),
+                        pct.map(|p| format!("{p:.3}")).unwrap_or_default(),
+                        mark.clone().unwrap_or_default(),
+                        String::new(),
+                    ),
+                    Cell::Fixed { value, .. } => (
+                        value.to_string(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                    ),
+                    Cell::Text { text } => (String::new(), String::new(), text.clone(), "".into()),
+                    Cell::Missing { why } => {
+                        (String::new(), String::new(), String::new(), why.clone())
+                    }
+                };
+                w.write_record([
+                    t.form.as_str(),
+                    &t.kernel,
+                    &r.label,
+                    col,
+                    &value,
+                    &pct,
+                    &mark,
+                    &missing,
+                ])?;
+            }
+        }
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Table {
+        Table {
+            form: "t".into(),
+            title: "T".into(),
+            kernel: "6.1".into(),
+            notes: vec!["n".into()],
+            header: vec!["op".into(), "a".into(), "b".into()],
+            rows: vec![Row {
+                label: "stat, \"quoted\"".into(),
+                cells: vec![
+                    Cell::Value {
+                        value: 4.04,
+                        pct: Some(28.6),
+                        mark: None,
+                    },
+                    Cell::missing("proof failed"),
+                ],
+            }],
+        }
+    }
+
+    #[test]
+    fn missing_cells_say_why_in_every_format() {
+        let t = sample();
+        assert!(text(std::slice::from_ref(&t)).contains("proof failed"));
+        assert!(markdown(std::slice::from_ref(&t)).contains("| proof failed |"));
+        let c = csv(std::slice::from_ref(&t)).unwrap();
+        assert!(
+            c.contains("t,6.1,\"stat, \"\"quoted\"\"\",b,,,,proof failed"),
+            "{c}"
+        );
+        assert!(
+            plain(&t).lines().nth(1).unwrap().starts_with("op "),
+            "{}",
+            plain(&t)
+        );
+    }
+
+    #[test]
+    fn values_keep_their_sign_and_digits() {
+        assert_eq!(fmt_value(4.04), "4.040");
+        assert_eq!(fmt_value(1234.56), "1235");
+        assert_eq!(fmt_value(-12.34), "-12.3");
+        assert_eq!(fmt_cell(&sample().rows[0].cells[0]), "4.040 (+28.6 %)");
+    }
+}
