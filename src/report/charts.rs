@@ -2,6 +2,7 @@
 //! a heat map and a latency histogram. Each returns the SVG text.
 use anyhow::{anyhow, Result};
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 const PALETTE: &[RGBColor] = &[
     RGBColor(31, 119, 180),
@@ -54,18 +55,23 @@ pub fn grouped_bars(
         chart
             .configure_mesh()
             .disable_x_mesh()
-            .x_labels(categories.len())
-            .x_label_formatter(&|x| {
-                let i = x.floor() as usize;
-                if (x - x.floor() - 0.5).abs() < 1e-6 || x.fract() == 0.0 {
-                    categories.get(i).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
+            .x_labels(0)
             .y_desc(y_label)
             .draw()
             .map_err(err)?;
+        // Category names under their groups, staggered on two lines so long
+        // names do not overlap.
+        let style = ("sans-serif", 11)
+            .into_font()
+            .into_text_style(&root)
+            .pos(Pos::new(HPos::Center, VPos::Top));
+        let (_, bottom) = chart.backend_coord(&(0.0, lo - pad));
+        for (i, c) in categories.iter().enumerate() {
+            let (x, _) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
+            let y = bottom + 6 + (i as i32 % 2) * 14;
+            root.draw(&Text::new(c.clone(), (x, y), style.clone()))
+                .map_err(err)?;
+        }
         let slot = 0.8 / series.len().max(1) as f64;
         for (si, s) in series.iter().enumerate() {
             let color = PALETTE[si % PALETTE.len()];
@@ -228,6 +234,6 @@ mod tests {
             &[vec![Ok(250.0), Err("N/A".into())]],
         )
         .unwrap();
-        assert!(h.contains("N/A") && h.contains("250.0"));
+        assert!(h.contains("N/A") && h.contains(">\n250\n<"), "{h}");
     }
 }

@@ -239,6 +239,10 @@ fn hook_cost(c: &Run, hook: &str) -> Option<Cell> {
     }
     let t = trace(c)?;
     let fl = floor(t);
+    let traced = t["hooks"].as_array()?.iter().any(|h| h["hook"] == hook);
+    if !traced {
+        return Some(Cell::missing("not traced"));
+    }
     if c.measured_lsms.is_empty() {
         let h = t["hooks"].as_array()?.iter().find(|h| h["hook"] == hook)?;
         let nested = t["per_lsm"].as_array().is_some_and(|p| {
@@ -309,7 +313,8 @@ pub fn table4_hooks(cols: &[&Run]) -> Vec<String> {
 }
 
 pub fn table4(kernel: &str, cols: &[&Run]) -> Table {
-    let rows = table4_hooks(cols)
+    let untraced = Cell::missing("not traced");
+    let rows: Vec<Row> = table4_hooks(cols)
         .iter()
         .map(|h| Row {
             label: h.clone(),
@@ -327,6 +332,8 @@ pub fn table4(kernel: &str, cols: &[&Run]) -> Table {
                 })
                 .collect(),
         })
+        // A hook no run traced (a single trace of a few hooks) is no row.
+        .filter(|r: &Row| r.cells.iter().any(|c| *c != untraced))
         .collect();
     let unit = if cols.iter().all(|c| c.time == "virtual") {
         "virtual ns"

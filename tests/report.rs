@@ -1,0 +1,441 @@
+//! `lsmpmon report` and `lsmpmon compare` on fixed results that lsmpmon made
+//! (tests/fixtures/report: a 6.1 lab run of none, tomoyo and a configuration
+//! whose proof failed; a host bench run; a guest trace). Golden outputs are
+//! compared exactly (LSMPMON_BLESS=1 rewrites them); the HTML page is loaded
+//! by a real browser (headless Chromium).
+mod common;
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+use common::LSMPMON;
+use serde_json::Value;
+
+fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/report")
+        .join(rel)
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report");
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+fn lsmpmon(args: &[&str]) -> Output {
+    Command::new(LSMPMON).args(args).output().unwrap()
+}
+
+fn stdout_ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn golden(name: &str, got: &str) {
+    let path = fixture(name);
+    if std::env::var_os("LSMPMON_BLESS").is_some() {
+        std::fs::write(&path, got).unwrap();
+    }
+    let want = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        got == want,
+        "{name} differs from the golden file (LSMPMON_BLESS=1 to accept):\n{got}"
+    );
+}
+
+fn lab() -> String {
+    fixture("lab").display().to_string()
+}
+
+#[test]
+fn markdown_and_csv_match_the_golden_files() {
+    let trace = fixture("trace-6.1.json").display().to_string();
+    let md = stdout_ok(&lsmpmon(&[
+        "report",
+        &lab(),
+        &trace,
+        "--format",
+        "markdown",
+    ]));
+    golden("expected.md", &md);
+    let csv = stdout_ok(&lsmpmon(&["report", &lab(), &trace, "--format", "csv"]));
+    golden("expected.csv", &csv);
+}
+
+#[test]
+fn tables_carry_the_measured_figures_and_mark_what_is_not() {
+    let json: Value = serde_json::from_str(&stdout_ok(&lsmpmon(&[
+        "report",
+        &lab(),
+        "--format",
+        "json",
+    ])))
+    .unwrap();
+    let t3 = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["form"] == "table3")
+        .expect("a Table 3 form");
+    let col = |name: &str| {
+        t3["header"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|h| h == name)
+            .unwrap()
+            - 1
+    };
+    let cell = |row: &str, c: &str| -> Value {
+        t3["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["label"].as_str().unwrap().starts_with(row))
+            .unwrap()["cells"][col(c)]
+        .clone()
+    };
+    // The cell files' own medians (ns) are the table's µs figures.
+    let cells = fixture("lab/cells");
+    let median = |config: &str, op: &str| -> f64 {
+        for e in std::fs::read_dir(&cells).unwrap() {
+            let v: Value =
+                serde_json::from_slice(&std::fs::read(e.unwrap().path()).unwrap()).unwrap();
+            if v["config"]["name"] == config {
+                let r = v["guest"]["bench"]["results"].as_array().unwrap();
+                return r.iter().find(|o| o["op"] == op).unwrap()["median"]
+                    .as_f64()
+                    .unwrap();
+            }
+        }
+        panic!("no {config} cell")
+    };
+    let (none, tomoyo) = (median("none", "stat"), median("tomoyo", "stat"));
+    let got = cell("stat", "tomoyo");
+    assert!((got["value"].as_f64().unwrap() - tomoyo / 1e3).abs() < 1e-9);
+    let pct = got["pct"].as_f64().unwrap();
+    assert!(
+        (pct - (tomoyo / none - 1.0) * 100.0).abs() < 1e-9 && pct > 20.0,
+        "TOMOYO's stat over none: {pct} %"
+    );
+    assert!(
+        cell("stat", "none")["pct"].is_null(),
+        "no % of the baseline over itself"
+    );
+    // The configuration whose proof failed: marked in every row, never a figure.
+    for row in t3["rows"].as_array().unwrap() {
+        let c = &row["cells"][col("permissive")];
+        assert_eq!(c["kind"], "missing", "{row}");
+        assert_eq!(c["why"], "proof failed");
+    }
+}
+
+#[test]
+fn a_failed_proof_is_named_on_stderr() {
+    let out = lsmpmon(&["report", &lab()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success());
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains("permissive") && lines[0].contains("ProofFailed"),
+        "{err}"
+    );
+}
+
+#[test]
+fn malformed_inputs_are_one_line_and_render_nothing() {
+    let bad = tmp("bad.json");
+    let cases: [(&str, &str); 4] = [
+        (
+            "{\"schema\": \"lsmpmon.bench/1\", \"results\": 3}",
+            "malformed",
+        ),
+        ("not json", "not a JSON result"),
+        ("{\"hooks\": []}", "no \"schema\""),
+        (
+            "{\"schema\": \"lsmpmon.lab-index/1\"}",
+            "is not one report reads",
+        ),
+    ];
+    for (text, want) in cases {
+        std::fs::write(&bad, text).unwrap();
+        let path = bad.display().to_string();
+        let out = lsmpmon(&["report", &lab(), &path]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}: {err}");
+        assert!(out.stdout.is_empty(), "nothing rendered for {text}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(want) && err.contains("bad.json"), "{err}");
+        // --skip-invalid names it and reports the rest.
+        let out = lsmpmon(&["report", &lab(), &path, "--skip-invalid"]);
+        assert!(out.status.success());
+        assert!(String::from_utf8_lossy(&out.stdout).contains("Table 3 form"));
+    }
+    let out = lsmpmon(&["report", "/nonexistent/results"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// A bench result whose samples are drawn from `draw` (ns per op).
+fn bench_with(samples: &[f64], name: &str) -> String {
+    let mut v: Value =
+        serde_json::from_slice(&std::fs::read(fixture("bench-host.json")).unwrap()).unwrap();
+    for r in v["results"].as_array_mut().unwrap() {
+        let mut s = samples.to_vec();
+        r["samples"] = s.clone().into();
+        s.sort_by(f64::total_cmp);
+        r["median"] = s[s.len() / 2].into();
+    }
+    let p = tmp(name);
+    std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+    p.display().to_string()
+}
+
+/// A seeded normal sample around `mean` with a 3 % standard deviation.
+fn normal(seed: u64, n: usize, mean: f64) -> Vec<f64> {
+    let mut x = seed;
+    let mut uniform = move || {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((x >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    };
+    (0..n)
+        .map(|_| {
+            let (u, v) = (uniform(), uniform());
+            mean * (1.0 + 0.03 * (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos())
+        })
+        .collect()
+}
+
+fn compare_json(a: &str, b: &str) -> Vec<Value> {
+    let out = lsmpmon(&["compare", a, b, "--format", "json"]);
+    serde_json::from_str::<Value>(&stdout_ok(&out))
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn compare_real_time_finds_a_planted_shift_and_not_noise() {
+    let a = bench_with(&normal(1, 11, 1000.0), "a.json");
+    let shifted: Vec<f64> = normal(2, 11, 1000.0).iter().map(|x| x * 1.2).collect();
+    let b = bench_with(&shifted, "b.json");
+    for c in compare_json(&a, &b) {
+        assert_eq!(c["verdict"], "slower", "{c}");
+        assert!(c["p_value"].as_f64().unwrap() < 0.01, "{c}");
+    }
+    let same = bench_with(&normal(3, 11, 1000.0), "same.json");
+    for c in compare_json(&a, &same) {
+        assert_eq!(c["verdict"], "within_noise", "{c}");
+        assert!(c["p_value"].as_f64().unwrap() >= 0.01, "{c}");
+    }
+    // Faster is faster.
+    let faster: Vec<f64> = normal(4, 11, 1000.0).iter().map(|x| x * 0.8).collect();
+    let f = bench_with(&faster, "f.json");
+    assert!(compare_json(&a, &f)
+        .iter()
+        .all(|c| c["verdict"] == "faster"));
+}
+
+/// The lab fixture copied, with `edit` applied to the tomoyo cell.
+fn lab_with(name: &str, edit: impl Fn(&mut Value)) -> String {
+    let dir = tmp(name);
+    let cells = dir.join("cells");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&cells).unwrap();
+    for e in std::fs::read_dir(fixture("lab/cells")).unwrap() {
+        let p = e.unwrap().path();
+        let mut v: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+        if v["config"]["name"] == "tomoyo" {
+            edit(&mut v);
+        }
+        std::fs::write(cells.join(p.file_name().unwrap()), v.to_string()).unwrap();
+    }
+    dir.display().to_string()
+}
+
+fn scale_stat(v: &mut Value, factor: f64) {
+    for r in v["guest"]["bench"]["results"].as_array_mut().unwrap() {
+        if r["op"] == "stat" {
+            r["median"] = (r["median"].as_f64().unwrap() * factor).into();
+        }
+    }
+}
+
+#[test]
+fn compare_virtual_time_is_exact_against_its_determinism() {
+    let verdict = |changes: &[Value], fig: &str| -> String {
+        changes
+            .iter()
+            .find(|c| c["figure"] == fig && c["run"] == "tomoyo")
+            .unwrap_or_else(|| panic!("no {fig}: {changes:?}"))["verdict"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let same = compare_json(&lab(), &lab_with("same", |_| {}));
+    assert!(same.iter().all(|c| c["verdict"] == "within_noise"));
+    assert!(same
+        .iter()
+        .all(|c| c["test"].as_str().unwrap().starts_with("exact")));
+    let small = compare_json(&lab(), &lab_with("small", |v| scale_stat(v, 1.004)));
+    assert_eq!(verdict(&small, "bench stat"), "within_noise");
+    let big = compare_json(&lab(), &lab_with("big", |v| scale_stat(v, 1.006)));
+    assert_eq!(verdict(&big, "bench stat"), "slower");
+    assert_eq!(verdict(&big, "bench open_close"), "within_noise");
+    let faster = compare_json(&lab(), &lab_with("fast", |v| scale_stat(v, 0.9)));
+    assert_eq!(verdict(&faster, "bench stat"), "faster");
+}
+
+#[test]
+fn compare_refuses_unlike_runs() {
+    let other = lab_with("other-host", |v| v["hostname"] = "elsewhere".into());
+    let out = lsmpmon(&["compare", &lab(), &other]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("hostname") && err.lines().count() == 1,
+        "{err}"
+    );
+    let forced = lsmpmon(&["compare", &lab(), &other, "--force"]);
+    assert!(String::from_utf8_lossy(&forced.stdout).contains("WARNING"));
+    // Virtual against real time is never compared.
+    let host = fixture("bench-host.json").display().to_string();
+    let trace = fixture("trace-6.1.json").display().to_string();
+    let out = lsmpmon(&["compare", &host, &trace, "--force"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+fn chromium(args: &[&str], page: &Path) -> Output {
+    let profile = tmp("chromium-profile");
+    Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("running chromium (scripts/setup.sh installs it)")
+}
+
+/// What the page printed to its console. Chromium logs every console
+/// message as INFO:CONSOLE whatever its level; the page has no script, so
+/// any message at all is a fault.
+fn console_errors(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn the_html_page_renders_in_a_browser() {
+    // The harness can see a console error: a page that makes one.
+    let broken = tmp("broken.html");
+    std::fs::write(
+        &broken,
+        "<html><body><script>console.error('planted')</script></body></html>",
+    )
+    .unwrap();
+    let out = chromium(&["--dump-dom"], &broken);
+    let errs = console_errors(&String::from_utf8_lossy(&out.stderr));
+    assert!(
+        errs.iter().any(|l| l.contains("planted")),
+        "console not captured: {errs:?}"
+    );
+
+    let page = tmp("report.html");
+    let trace = fixture("trace-6.1.json").display().to_string();
+    let host = fixture("bench-host.json").display().to_string();
+    stdout_ok(&lsmpmon(&[
+        "report",
+        &lab(),
+        &trace,
+        &host,
+        "--format",
+        "html",
+        "-o",
+        page.to_str().unwrap(),
+    ]));
+    let html = std::fs::read_to_string(&page).unwrap();
+    for needle in ["http:", "https:", "<script", "<link", "@import", "url("] {
+        let outside_svg_ns = html.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
+        assert!(
+            !outside_svg_ns.contains(needle),
+            "the page fetches something: {needle}"
+        );
+    }
+    let out = chromium(&["--dump-dom"], &page);
+    assert!(out.status.success());
+    assert_eq!(
+        console_errors(&String::from_utf8_lossy(&out.stderr)),
+        Vec::<String>::new()
+    );
+    let dom = String::from_utf8(out.stdout).unwrap();
+    let figures: Vec<&str> = dom.split("<figure class=\"chart\"").skip(1).collect();
+    assert!(
+        figures.len() >= 4,
+        "bars, heat map, histograms: {} charts",
+        figures.len()
+    );
+    for f in &figures {
+        let svg = &f[..f.find("</figure>").unwrap()];
+        assert!(svg.contains("<svg"), "a chart without its SVG");
+        assert!(
+            svg.matches("<rect").count() >= 3,
+            "an empty chart: {}",
+            &svg[..svg.len().min(300)]
+        );
+    }
+    for id in ["c0-bars", "c1-heat"] {
+        assert!(dom.contains(&format!("id=\"{id}\"")), "no {id}");
+    }
+    assert!(dom.contains("proof failed") && dom.contains("LSMPMON, Table 3"));
+
+    let shot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report-screenshot.png");
+    let out = chromium(
+        &[
+            "--window-size=1280,1600",
+            &format!("--screenshot={}", shot.display()),
+        ],
+        &page,
+    );
+    assert!(out.status.success());
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let px = info.color_type.samples();
+    let pixels = buf[..info.buffer_size()].chunks(px);
+    let total = pixels.len();
+    let ink = pixels
+        .filter(|p| p.iter().take(3).any(|c| *c < 200))
+        .count();
+    assert!(
+        ink * 100 > total && ink * 2 < total,
+        "screenshot {} is blank or black: {ink} of {total} pixels inked",
+        shot.display()
+    );
+    eprintln!("screenshot: {}", shot.display());
+}
