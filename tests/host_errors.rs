@@ -160,7 +160,11 @@ const SUBCOMMANDS: &[Subcommand] = &[
     ),
     (&["lab", "rerun"], &["/nonexistent/cell.json"], &[]),
     (&["lab", "tables"], &["/nonexistent"], &[]),
+    (&["report"], &[REPORT_LAB], &[]),
+    (&["compare"], &[REPORT_LAB, REPORT_LAB], &[]),
 ];
+
+const REPORT_LAB: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/report/lab");
 
 /// The options of `sub` that take a value, read from its `--help`.
 fn value_options(sub: &[&str]) -> Vec<String> {
@@ -233,6 +237,8 @@ fn hostile_values_never_panic() {
         ("run", "--memory-mb"),
         ("cache", "--cache-dir"),
         ("tables", "--format"),
+        ("report", "--syscalls"),
+        ("compare", "--alpha"),
     ] {
         let found = cases
             .iter()

@@ -26,7 +26,7 @@ pub const SCHEMA: &str = "lsmpmon.bench/1";
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Operations and groups: syscall, files, ipc, proc, bw, lmbench (all), paper
-    /// (the LSMPMON paper's Table 3 / the embedded-SELinux paper's Tables 1-2), or op names, comma-separated.
+    /// (LSMPMON, Table 3; embedded SELinux, Tables 1-2), or op names, comma-separated.
     #[arg(long, default_value = "paper", value_parser = crate::parse::list)]
     pub ops: String,
     /// Where file operations run: each op gets a fresh private directory
