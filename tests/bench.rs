@@ -92,12 +92,19 @@ fn compare_row(text: &str, op: &str) -> (f64, f64, f64, bool) {
 #[test]
 fn compare_shows_the_planted_change() {
     let dir = tmpdir("cmp");
-    let base = quick("null,stat", &["--json", "--dir", &dir]);
+    // Five samples a side: the fewest with which a rank test can say p < 0.01.
+    let five = |extra: &[&str]| {
+        let mut args = vec!["--ops", "null,stat", "--samples", "5", "--sample-ms", "2"];
+        args.extend_from_slice(extra);
+        bench(&args)
+    };
+    let base = five(&["--json", "--dir", &dir]);
     assert!(base.status.success());
     let base_path = format!("{dir}.json");
     // Planted: null's baseline 1000x slower than measured (about -99.9 % now),
-    // stat's 1000x faster (about +99 900 %): outside the noise of a rerun even
-    // on a loaded host, where a run's spread can pass 90 %.
+    // stat's 1000x faster (about +99 900 %), samples and median: a rank test
+    // sees two separate distributions even on a loaded host, where a run's
+    // spread can pass 100 %.
     let mut b = json(&String::from_utf8(base.stdout).unwrap());
     let mut planted = std::collections::HashMap::new();
     for o in b["results"].as_array_mut().unwrap() {
@@ -108,11 +115,19 @@ fn compare_shows_the_planted_change() {
             m / 1000.0
         };
         planted.insert(o["op"].as_str().unwrap().to_string(), v);
+        let scale = v / m;
+        let samples: Vec<f64> = o["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap() * scale)
+            .collect();
+        o["samples"] = samples.into();
         o["median"] = v.into();
         o["spread_pct"] = 0.0.into();
     }
     std::fs::write(&base_path, serde_json::to_string(&b).unwrap()).unwrap();
-    let out = quick("null,stat", &["--dir", &dir, "--compare", &base_path]);
+    let out = five(&["--dir", &dir, "--compare", &base_path]);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         out.status.success(),

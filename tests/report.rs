@@ -72,14 +72,10 @@ fn markdown_and_csv_match_the_golden_files() {
 
 #[test]
 fn tables_carry_the_measured_figures_and_mark_what_is_not() {
-    let json: Value = serde_json::from_str(&stdout_ok(&lsmpmon(&[
-        "report",
-        &lab(),
-        "--format",
-        "json",
-    ])))
-    .unwrap();
-    let t3 = json
+    let text = stdout_ok(&lsmpmon(&["report", &lab(), "--format", "json"]));
+    common::validate("report.schema.json", &text);
+    let json: Value = serde_json::from_str(&text).unwrap();
+    let t3 = json["tables"]
         .as_array()
         .unwrap()
         .iter()
@@ -136,6 +132,46 @@ fn tables_carry_the_measured_figures_and_mark_what_is_not() {
         assert_eq!(c["kind"], "missing", "{row}");
         assert_eq!(c["why"], "proof failed");
     }
+}
+
+#[test]
+fn the_yield_study_sets_processes_against_threads() {
+    let path = fixture("bench-yield-host.json");
+    let v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let m = |op: &str| {
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["op"] == op)
+            .unwrap()["median"]
+            .as_f64()
+            .unwrap()
+    };
+    let text = stdout_ok(&lsmpmon(&[
+        "report",
+        path.to_str().unwrap(),
+        "--format",
+        "json",
+    ]));
+    let json: Value = serde_json::from_str(&text).unwrap();
+    let t = json["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["form"] == "yield")
+        .expect("the yield table");
+    let cell = |i: usize| t["rows"][i]["cells"][0]["value"].as_f64().unwrap();
+    assert_eq!(cell(0), m("yield_proc"));
+    assert_eq!(cell(1), m("yield_thread"));
+    assert!((cell(2) - m("yield_proc") / m("yield_thread")).abs() < 1e-12);
+    assert!(t["title"]
+        .as_str()
+        .unwrap()
+        .contains("pseudo multi-process, Table 3"));
+    // Without both ops there is no such table.
+    let lab = stdout_ok(&lsmpmon(&["report", &lab(), "--format", "json"]));
+    assert!(!lab.contains("\"form\": \"yield\""));
 }
 
 #[test]
@@ -217,9 +253,9 @@ fn normal(seed: u64, n: usize, mean: f64) -> Vec<f64> {
 }
 
 fn compare_json(a: &str, b: &str) -> Vec<Value> {
-    let out = lsmpmon(&["compare", a, b, "--format", "json"]);
-    serde_json::from_str::<Value>(&stdout_ok(&out))
-        .unwrap()
+    let text = stdout_ok(&lsmpmon(&["compare", a, b, "--format", "json"]));
+    common::validate("compare.schema.json", &text);
+    serde_json::from_str::<Value>(&text).unwrap()["changes"]
         .as_array()
         .unwrap()
         .clone()

@@ -17,6 +17,8 @@ pub struct CompareRow {
     /// Positive = slower (more ns/op, or fewer MB/s).
     pub overhead_pct: f64,
     pub within_noise: bool,
+    /// How the verdict was reached ("exact (±0.5 %)", "Mann-Whitney p=…").
+    pub test: String,
 }
 
 /// Refuses a baseline that was not measured where `cur` is (checked before
@@ -75,8 +77,10 @@ pub fn check_ops(base: &Value, selected: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// One row per op present in both results.
-pub fn rows(base: &Value, cur: &BenchResult) -> Result<Vec<CompareRow>> {
+/// One row per op present in both results, with `lsmpmon compare`'s verdict:
+/// virtual time exact against its determinism, real time a Mann-Whitney U
+/// test of the two runs' samples.
+pub fn rows(base: &Value, cur: &BenchResult, alpha: f64) -> Result<Vec<CompareRow>> {
     let base_ops = base["results"]
         .as_array()
         .context("baseline has no results")?;
@@ -86,21 +90,27 @@ pub fn rows(base: &Value, cur: &BenchResult) -> Result<Vec<CompareRow>> {
             continue;
         };
         let bm = b["median"].as_f64().context("baseline median")?;
-        let bspread = b["spread_pct"].as_f64().unwrap_or(0.0);
+        let base_samples: Vec<f64> = b["samples"]
+            .as_array()
+            .map(|s| s.iter().filter_map(Value::as_f64).collect())
+            .unwrap_or_default();
         let v = r.summary.median;
-        let change = (v - bm) / bm * 100.0;
-        let overhead = if r.unit == super::ops::Unit::MBps {
-            -change
-        } else {
-            change
-        };
+        let overhead = crate::report::forms::overhead_pct(r.unit.name(), bm, v);
+        let (verdict, test, _) = crate::report::compare::verdict(
+            cur.provenance.base.time == "virtual",
+            overhead,
+            &base_samples,
+            &r.samples,
+            alpha,
+        );
         out.push(CompareRow {
             op: r.op.clone(),
             unit: r.unit.name().to_string(),
             base: bm,
             value: v,
             overhead_pct: overhead,
-            within_noise: change.abs() <= bspread.max(r.summary.spread_pct),
+            within_noise: verdict == crate::report::compare::Verdict::WithinNoise,
+            test,
         });
     }
     Ok(out)
@@ -119,7 +129,7 @@ pub fn render(rows: &[CompareRow], forced: &[String]) -> String {
         title: "against the baseline (overhead: positive = slower)".into(),
         kernel: String::new(),
         notes: Vec::new(),
-        header: ["op", "unit", "baseline", "now (overhead)", "noise"]
+        header: ["op", "unit", "baseline", "now (overhead)", "noise", "test"]
             .map(String::from)
             .to_vec(),
         rows: rows
@@ -131,6 +141,7 @@ pub fn render(rows: &[CompareRow], forced: &[String]) -> String {
                     Cell::fixed(r.base, 2),
                     Cell::text(format!("{:.2} ({:+.1} %)", r.value, r.overhead_pct)),
                     Cell::text(if r.within_noise { "~noise" } else { "" }),
+                    Cell::text(&r.test),
                 ],
             })
             .collect(),

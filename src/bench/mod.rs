@@ -22,6 +22,8 @@ use crate::error::usage;
 use crate::results::Provenance;
 
 pub const SCHEMA: &str = "lsmpmon.bench/1";
+/// Significance level of `--compare`'s real-time test (as `lsmpmon compare`'s default).
+const COMPARE_ALPHA: f64 = 0.01;
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -320,7 +322,7 @@ fn report(
     };
     print!("{out}");
     if let Some((base, forced)) = baseline {
-        let text = compare::render(&compare::rows(base, result)?, forced);
+        let text = compare::render(&compare::rows(base, result, COMPARE_ALPHA)?, forced);
         if args.json {
             eprint!("{text}");
         } else {

@@ -393,9 +393,11 @@ fn report(dir: &ResultsDir, order: &[String], kernels: &[String]) -> Result<()> 
     );
     let all = crate::report::tables(&runs, order, &[]);
     results::write_atomic(&dir.root.join("tables.md"), &table::markdown(&all))?;
+    let inputs = [dir.root.display().to_string()];
+    let warnings = input::warnings(&runs);
     results::write_atomic(
         &dir.root.join("tables.json"),
-        &(serde_json::to_string_pretty(&all)? + "\n"),
+        &crate::report::json(&all, &runs, &inputs, &warnings)?,
     )?;
     Ok(())
 }
@@ -412,7 +414,10 @@ fn show_tables(args: &TablesArgs) -> Result<i32> {
     let t = crate::report::tables(&runs, &split_list(DEFAULT_CONFIGS), &[]);
     match args.format.as_str() {
         "markdown" => print!("{}", table::markdown(&t)),
-        "json" => println!("{}", serde_json::to_string_pretty(&t)?),
+        "json" => print!(
+            "{}",
+            crate::report::json(&t, &runs, &[args.dir.display().to_string()], &[])?
+        ),
         _ => print!("{}", table::text(&t)),
     }
     Ok(EXIT_OK)

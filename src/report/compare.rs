@@ -131,7 +131,8 @@ fn hist_samples(h: &Value) -> Vec<f64> {
     stats::from_histogram(&buckets, HIST_SAMPLE_CAP)
 }
 
-fn verdict(
+/// The verdict on a change of `overhead` percent, and how it was reached.
+pub fn verdict(
     virtual_time: bool,
     overhead: f64,
     sa: &[f64],

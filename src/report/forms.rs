@@ -189,7 +189,7 @@ pub fn table3(kernel: &str, cols: &[&Run]) -> Table {
         ),
         kernel: kernel.into(),
         notes: vec![format!(
-            "{} time; median of each op; untraced; (x %) over {base_name} on the same kernel package, samples and time mode (no % where they differ); positive = slower (for MB/s rows: less bandwidth).",
+            "{} time; median of each op; untraced; (x %) over {base_name}, only where measured alike: same kernel package (lab) or release and host (single results), samples, time mode; positive = slower (for MB/s rows: less bandwidth).",
             time_mode(cols)
         )],
         header: header(cols, "operation"),

@@ -7,6 +7,7 @@ pub mod forms;
 mod html;
 pub mod input;
 mod stats;
+mod studies;
 mod syscalls;
 pub mod table;
 pub mod trace_tables;
@@ -92,11 +93,13 @@ fn split_list(s: &str) -> Vec<String> {
 }
 
 /// Every table the runs can fill: Tables 3/4/footprint per kernel, Tables
-/// 6/7 across kernels, and each single trace's per-hook table.
+/// 6/7 across kernels, the other studies' tables, and each single trace's
+/// per-hook table.
 pub fn tables(runs: &[Run], order: &[String], syscalls: &[String]) -> Vec<Table> {
     let mut out = forms::all(runs, order);
     let refs: Vec<&Run> = runs.iter().collect();
     out.extend(syscalls::tables(&refs, syscalls));
+    out.extend(studies::yield_table(&refs));
     for r in runs.iter().filter(|r| !r.from_lab) {
         if let Some(t) = &r.trace {
             let what = format!(", {} ({})", r.config, r.kernel);
@@ -110,6 +113,57 @@ pub fn tables(runs: &[Run], order: &[String], syscalls: &[String]) -> Vec<Table>
     out
 }
 
+pub const REPORT_SCHEMA: &str = "lsmpmon.report/1";
+pub const COMPARE_SCHEMA: &str = "lsmpmon.compare/1";
+
+/// The JSON form: the tables with what they were made from.
+#[derive(serde::Serialize)]
+struct ReportJson<'a> {
+    schema: &'static str,
+    lsmpmon_version: &'static str,
+    inputs: &'a [String],
+    runs: Vec<RunRef<'a>>,
+    warnings: &'a [String],
+    tables: &'a [Table],
+}
+
+#[derive(serde::Serialize)]
+struct RunRef<'a> {
+    source: String,
+    kernel: &'a str,
+    config: &'a str,
+    status: crate::lab::results::CellStatus,
+    reason: Option<&'a str>,
+    time: &'a str,
+}
+
+pub fn json(
+    tables: &[Table],
+    runs: &[Run],
+    inputs: &[String],
+    warnings: &[String],
+) -> Result<String> {
+    let doc = ReportJson {
+        schema: REPORT_SCHEMA,
+        lsmpmon_version: env!("CARGO_PKG_VERSION"),
+        inputs,
+        runs: runs
+            .iter()
+            .map(|r| RunRef {
+                source: r.source.display().to_string(),
+                kernel: &r.kernel,
+                config: &r.config,
+                status: r.status,
+                reason: r.reason.as_deref(),
+                time: &r.time,
+            })
+            .collect(),
+        warnings,
+        tables,
+    };
+    Ok(serde_json::to_string_pretty(&doc)? + "\n")
+}
+
 pub fn render(
     format: Format,
     tables: &[Table],
@@ -121,7 +175,7 @@ pub fn render(
         Format::Text => table::text(tables),
         Format::Markdown => table::markdown(tables),
         Format::Csv => table::csv(tables)?,
-        Format::Json => serde_json::to_string_pretty(tables)? + "\n",
+        Format::Json => json(tables, runs, inputs, warnings)?,
         Format::Html => html::render(tables, runs, inputs, warnings)?,
     })
 }
@@ -193,7 +247,17 @@ pub fn compare_main(args: CompareArgs) -> Result<i32> {
         ));
     }
     let text = if args.format == Format::Json {
-        serde_json::to_string_pretty(&changes)? + "\n"
+        let doc = serde_json::json!({
+            "schema": COMPARE_SCHEMA,
+            "lsmpmon_version": env!("CARGO_PKG_VERSION"),
+            "a": args.a.display().to_string(),
+            "b": args.b.display().to_string(),
+            "alpha": args.alpha,
+            "virtual_determinism_pct": compare::VIRTUAL_DETERMINISM_PCT,
+            "forced": forced,
+            "changes": changes,
+        });
+        serde_json::to_string_pretty(&doc)? + "\n"
     } else {
         let t = [compare::table(&changes, &pairs, &forced)];
         render(args.format, &t, &[], &[], &[])?
