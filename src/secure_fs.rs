@@ -123,10 +123,18 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .mode(0o644)
         .open(&tmp)
         .with_context(|| format!("creating {}", tmp.display()))?;
-    f.write_all(bytes)
+    let written = f
+        .write_all(bytes)
         .and_then(|()| f.sync_all())
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+        .with_context(|| format!("writing {}", tmp.display()))
+        .and_then(|()| {
+            fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+        });
+    if written.is_err() {
+        // A full disk or a directory in the way: leave nothing half-written.
+        let _ = fs::remove_file(&tmp);
+    }
+    written
 }
 
 #[cfg(test)]

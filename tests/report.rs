@@ -175,6 +175,66 @@ fn the_yield_study_sets_processes_against_threads() {
 }
 
 #[test]
+fn output_goes_only_where_it_can_go_whole() {
+    // A link, a device or a directory at -o is never replaced.
+    let link = tmp("link.md");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink("/etc/hostname", &link).unwrap();
+    for target in [
+        link.to_str().unwrap(),
+        "/dev/null",
+        env!("CARGO_TARGET_TMPDIR"),
+    ] {
+        let out = lsmpmon(&["report", &lab(), "-o", target]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{target}: {err}");
+        assert!(err.contains("not a regular file"), "{err}");
+    }
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    // A full disk: one line, exit 1, no panic.
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = Command::new(LSMPMON)
+        .args(["report", &lab()])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err.lines().filter(|l| l.contains("error")).count(),
+        1,
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn a_baseline_that_did_not_pass_gives_no_difference() {
+    let dir = lab_with_none("none-failed", |v| v["status"] = "proof_failed".into());
+    let text = stdout_ok(&lsmpmon(&["report", &dir, "--format", "json"]));
+    let json: Value = serde_json::from_str(&text).unwrap();
+    for t in json["tables"].as_array().unwrap() {
+        if t["form"] != "table3" && t["form"] != "footprint" {
+            continue;
+        }
+        for row in t["rows"].as_array().unwrap() {
+            for c in row["cells"].as_array().unwrap() {
+                assert!(c["pct"].is_null(), "a % over a failed baseline: {row}");
+            }
+            if row["label"] == "A − B (KiB)" {
+                assert_eq!(row["cells"][1]["kind"], "missing", "{row}");
+            }
+        }
+    }
+}
+
+#[test]
 fn a_failed_proof_is_named_on_stderr() {
     let out = lsmpmon(&["report", &lab()]);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -202,7 +262,26 @@ fn malformed_inputs_are_one_line_and_render_nothing() {
             "is not one report reads",
         ),
     ];
-    for (text, want) in cases {
+    // Figures a table would divide by or draw: refused, not rendered.
+    let host: Value =
+        serde_json::from_slice(&std::fs::read(fixture("bench-host.json")).unwrap()).unwrap();
+    let with_median = |m: Value| {
+        let mut v = host.clone();
+        v["results"][0]["median"] = m;
+        v.to_string()
+    };
+    let figures = [
+        (with_median(0.0.into()), "not a positive number"),
+        (with_median((-5.0).into()), "not a positive number"),
+        (with_median(Value::Null), "not a positive number"),
+        (with_median("fast".into()), "not a positive number"),
+    ];
+    let cases = cases
+        .iter()
+        .map(|(t, w)| (t.to_string(), *w))
+        .chain(figures)
+        .collect::<Vec<_>>();
+    for (text, want) in &cases {
         std::fs::write(&bad, text).unwrap();
         let path = bad.display().to_string();
         let out = lsmpmon(&["report", &lab(), &path]);
@@ -210,7 +289,7 @@ fn malformed_inputs_are_one_line_and_render_nothing() {
         assert_eq!(out.status.code(), Some(2), "{text}: {err}");
         assert!(out.stdout.is_empty(), "nothing rendered for {text}");
         assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(err.contains(want) && err.contains("bad.json"), "{err}");
+        assert!(err.contains(*want) && err.contains("bad.json"), "{err}");
         // --skip-invalid names it and reports the rest.
         let out = lsmpmon(&["report", &lab(), &path, "--skip-invalid"]);
         assert!(out.status.success());
@@ -285,6 +364,14 @@ fn compare_real_time_finds_a_planted_shift_and_not_noise() {
 
 /// The lab fixture copied, with `edit` applied to the tomoyo cell.
 fn lab_with(name: &str, edit: impl Fn(&mut Value)) -> String {
+    lab_with_cell(name, "tomoyo", edit)
+}
+
+fn lab_with_none(name: &str, edit: impl Fn(&mut Value)) -> String {
+    lab_with_cell(name, "none", edit)
+}
+
+fn lab_with_cell(name: &str, config: &str, edit: impl Fn(&mut Value)) -> String {
     let dir = tmp(name);
     let cells = dir.join("cells");
     let _ = std::fs::remove_dir_all(&dir);
@@ -292,7 +379,7 @@ fn lab_with(name: &str, edit: impl Fn(&mut Value)) -> String {
     for e in std::fs::read_dir(fixture("lab/cells")).unwrap() {
         let p = e.unwrap().path();
         let mut v: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
-        if v["config"]["name"] == "tomoyo" {
+        if v["config"]["name"] == config {
             edit(&mut v);
         }
         std::fs::write(cells.join(p.file_name().unwrap()), v.to_string()).unwrap();
@@ -343,6 +430,10 @@ fn compare_refuses_unlike_runs() {
         err.contains("hostname") && err.lines().count() == 1,
         "{err}"
     );
+    let samples = lab_with("other-samples", |v| v["options"]["samples"] = 7.into());
+    let out = lsmpmon(&["compare", &lab(), &samples]);
+    assert_eq!(out.status.code(), Some(2), "other measurement options");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("measured otherwise"));
     let forced = lsmpmon(&["compare", &lab(), &other, "--force"]);
     assert!(String::from_utf8_lossy(&forced.stdout).contains("WARNING"));
     // Virtual against real time is never compared.

@@ -31,22 +31,10 @@ pub fn check_comparable(base: &Value, cur: &BenchProvenance, force: bool) -> Res
             super::SCHEMA
         )));
     }
-    let p = &base["provenance"];
-    let field = |f: &str| p[f].as_str().unwrap_or("(none)").to_string();
-    let then = Origin {
-        kernel_release: field("kernel_release"),
-        environment: field("environment"),
-        time: field("time"),
-        hostname: field("hostname"),
-        cpu_model: field("cpu_model"),
-    };
-    let now = Origin {
-        kernel_release: cur.base.kernel_release.clone(),
-        environment: cur.base.environment.clone(),
-        time: cur.base.time.clone(),
-        hostname: cur.base.hostname.clone(),
-        cpu_model: cur.cpu_model.clone(),
-    };
+    let then = Origin::from_provenance(&base["provenance"])
+        .map_err(|e| usage(format!("baseline is malformed: {e}")))?;
+    let now = Origin::from_provenance(&serde_json::to_value(cur)?)
+        .map_err(|e| anyhow::anyhow!("this run's provenance: {e}"))?;
     // The same like-with-like rule as `lsmpmon compare` (baseline first).
     let diffs = crate::report::compare::mismatches(&then, &now);
     if !diffs.is_empty() && !force {
@@ -140,7 +128,13 @@ pub fn render(rows: &[CompareRow], forced: &[String]) -> String {
                     Cell::text(&r.unit),
                     Cell::fixed(r.base, 2),
                     Cell::text(format!("{:.2} ({:+.1} %)", r.value, r.overhead_pct)),
-                    Cell::text(if r.within_noise { "~noise" } else { "" }),
+                    Cell::text(if r.within_noise {
+                        "~noise"
+                    } else if r.overhead_pct > 0.0 {
+                        "slower"
+                    } else {
+                        "faster"
+                    }),
                     Cell::text(&r.test),
                 ],
             })

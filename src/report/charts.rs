@@ -34,9 +34,11 @@ pub fn grouped_bars(
     categories: &[String],
     series: &[Series],
 ) -> Result<String> {
+    // A value that is not finite has no bar (and would make the axis infinite).
     let values = series
         .iter()
-        .flat_map(|s| s.values.iter().flatten().copied());
+        .flat_map(|s| s.values.iter().flatten().copied())
+        .filter(|v| v.is_finite());
     let (lo, hi) = values.fold((0.0f64, 0.0f64), |(l, h), v| (l.min(v), h.max(v)));
     let pad = ((hi - lo) * 0.08).max(1.0);
     let width = (120 + categories.len() * (24 + 14 * series.len())).clamp(480, 1400) as u32;
@@ -76,7 +78,7 @@ pub fn grouped_bars(
         for (si, s) in series.iter().enumerate() {
             let color = PALETTE[si % PALETTE.len()];
             let bars = s.values.iter().enumerate().filter_map(|(ci, v)| {
-                let v = (*v)?;
+                let v = (*v).filter(|v| v.is_finite())?;
                 let x0 = ci as f64 + 0.1 + si as f64 * slot;
                 Some(Rectangle::new(
                     [(x0, 0.0), (x0 + slot * 0.9, v)],
@@ -112,7 +114,7 @@ pub fn heat_map(
     title: &str,
     rows: &[String],
     cols: &[String],
-    cells: &[Vec<Result<f64, String>>],
+    cells: &[Vec<Result<(f64, String), String>>],
 ) -> Result<String> {
     let (cell_w, cell_h, left, top) = (110i32, 22i32, 190i32, 60i32);
     let width = (left + cell_w * cols.len() as i32 + 20) as u32;
@@ -120,7 +122,7 @@ pub fn heat_map(
     let figures: Vec<f64> = cells
         .iter()
         .flatten()
-        .filter_map(|c| c.as_ref().ok().copied())
+        .filter_map(|c| c.as_ref().ok().map(|(v, _)| *v))
         .filter(|v| *v > 0.0)
         .collect();
     let lmin = figures
@@ -153,7 +155,7 @@ pub fn heat_map(
             for (ci, cell) in cells[ri].iter().enumerate() {
                 let x = left + ci as i32 * cell_w;
                 let (fill, label, ink) = match cell {
-                    Ok(v) => {
+                    Ok((v, label)) => {
                         let t = if lmax > lmin {
                             ((v.max(1.0).ln() - lmin) / (lmax - lmin)).clamp(0.0, 1.0)
                         } else {
@@ -161,7 +163,7 @@ pub fn heat_map(
                         };
                         let shade =
                             RGBColor(255, (235.0 - 180.0 * t) as u8, (200.0 - 180.0 * t) as u8);
-                        (shade, super::table::fmt_value(*v), BLACK)
+                        (shade, label.clone(), BLACK)
                     }
                     Err(why) => (
                         RGBColor(236, 236, 236),
@@ -231,9 +233,9 @@ mod tests {
             "h",
             &["file_open".into()],
             &["a".into(), "b".into()],
-            &[vec![Ok(250.0), Err("N/A".into())]],
+            &[vec![Ok((250.0, "250 h".into())), Err("N/A".into())]],
         )
         .unwrap();
-        assert!(h.contains("N/A") && h.contains(">\n250\n<"), "{h}");
+        assert!(h.contains("N/A") && h.contains(">\n250 h\n<"), "{h}");
     }
 }

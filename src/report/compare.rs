@@ -6,7 +6,7 @@ use anyhow::Result;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::forms::{bench_medians, floor, overhead_pct, trace};
+use super::forms::{bench_medians, floor, latest, overhead_pct, trace};
 use super::input::{Origin, Run};
 use super::stats;
 use super::table::{Cell, Row, Table};
@@ -36,6 +36,7 @@ impl Verdict {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Change {
+    pub kernel: String,
     pub run: String,
     pub figure: String,
     pub unit: String,
@@ -71,13 +72,11 @@ pub fn pair<'a>(a: &'a [Run], b: &'a [Run]) -> Result<Vec<(&'a Run, &'a Run)>> {
     if let ([x], [y]) = (a, b) {
         return Ok(vec![(x, y)]);
     }
-    let pairs: Vec<(&Run, &Run)> = a
+    // The newest cell per (kernel, configuration), as report's tables take.
+    let (la, lb) = (latest(a), latest(b));
+    let pairs: Vec<(&Run, &Run)> = la
         .iter()
-        .filter_map(|x| {
-            b.iter()
-                .find(|y| y.kernel == x.kernel && y.config == x.config)
-                .map(|y| (x, y))
-        })
+        .filter_map(|(key, x)| lb.get(key).map(|y| (*x, *y)))
         .collect();
     if pairs.is_empty() {
         return Err(usage(
@@ -94,6 +93,12 @@ pub fn check_origins(pairs: &[(&Run, &Run)], force: bool) -> Result<Vec<String>>
     for (a, b) in pairs {
         for m in mismatches(&a.origin, &b.origin) {
             diffs.push(format!("{} on {}: {m}", a.config, a.kernel));
+        }
+        if a.like_key != b.like_key {
+            diffs.push(format!(
+                "{} on {}: measured otherwise (kernel package or release, samples, sample length, QEMU options)",
+                a.config, a.kernel
+            ));
         }
         if a.time != b.time {
             return Err(usage(format!(
@@ -154,12 +159,17 @@ pub fn verdict(
     }
     match stats::mann_whitney_p(sa, sb) {
         Some(p) => {
-            let v = if p < alpha {
+            let v = if p < alpha && overhead != 0.0 {
                 direction
             } else {
                 Verdict::WithinNoise
             };
-            (v, format!("Mann-Whitney p={p:.2e}"), Some(p))
+            let shown = if p >= 0.001 {
+                format!("{p:.3}")
+            } else {
+                format!("{p:.1e}")
+            };
+            (v, format!("Mann-Whitney p={shown}"), Some(p))
         }
         None => (Verdict::WithinNoise, "no samples: untested".into(), None),
     }
@@ -180,6 +190,7 @@ fn bench_changes(a: &Run, b: &Run, alpha: f64, out: &mut Vec<Change>) {
             alpha,
         );
         out.push(Change {
+            kernel: a.kernel.clone(),
             run: a.config.clone(),
             figure: format!("bench {op}"),
             unit,
@@ -227,6 +238,7 @@ fn trace_changes(a: &Run, b: &Run, alpha: f64, out: &mut Vec<Change>) {
             alpha,
         );
         out.push(Change {
+            kernel: a.kernel.clone(),
             run: a.config.clone(),
             figure: format!("hook {}", h["hook"].as_str().unwrap_or("?")),
             unit: "ns/call".into(),
@@ -255,7 +267,7 @@ pub fn changes(pairs: &[(&Run, &Run)], alpha: f64) -> Vec<Change> {
 
 pub fn table(changes: &[Change], pairs: &[(&Run, &Run)], forced: &[String]) -> Table {
     let mut notes = vec![
-        "Positive = B slower than A (for MB/s rows: less bandwidth). Virtual time: a change beyond ±0.5 % (its determinism across boots) is real; a hook is judged on its time per call with the probe floor (the change shown is without it). Real time: Mann-Whitney U on the recorded samples (bench) or on the calls' log2 histogram (trace hooks, coarse: 2× buckets).".to_string(),
+        format!("Positive = B slower than A (for MB/s rows: less bandwidth). Virtual time: a change beyond ±{VIRTUAL_DETERMINISM_PCT} % (its determinism across boots) is real; a hook is judged on its time per call with the probe floor (the change shown is without it). Real time: Mann-Whitney U on the recorded samples (bench) or on the calls' log2 histogram (trace hooks, coarse: 2× buckets)."),
     ];
     for (a, b) in pairs.iter().filter(|(a, b)| !a.passed() || !b.passed()) {
         notes.push(format!(
@@ -272,13 +284,14 @@ pub fn table(changes: &[Change], pairs: &[(&Run, &Run)], forced: &[String]) -> T
     Table {
         form: "compare".into(),
         title: "compare: A → B".into(),
-        kernel: pairs
-            .first()
-            .map(|(a, _)| a.kernel.clone())
-            .unwrap_or_default(),
+        kernel: {
+            let mut k: Vec<&str> = pairs.iter().map(|(a, _)| a.kernel.as_str()).collect();
+            k.dedup();
+            k.join(", ")
+        },
         notes,
         header: [
-            "figure", "run", "unit", "A", "B", "change", "verdict", "test",
+            "figure", "kernel", "run", "unit", "A", "B", "change", "verdict", "test",
         ]
         .map(String::from)
         .to_vec(),
@@ -287,11 +300,12 @@ pub fn table(changes: &[Change], pairs: &[(&Run, &Run)], forced: &[String]) -> T
             .map(|c| Row {
                 label: c.figure.clone(),
                 cells: vec![
+                    Cell::text(&c.kernel),
                     Cell::text(&c.run),
                     Cell::text(&c.unit),
                     Cell::value(c.a),
                     Cell::value(c.b),
-                    Cell::text(format!("{:+.2} %", c.overhead_pct)),
+                    Cell::text(super::table::fmt_pct(c.overhead_pct, 2)),
                     Cell::text(c.verdict.word()),
                     Cell::text(&c.test),
                 ],

@@ -69,7 +69,12 @@ pub fn by_kernel<'a>(runs: &'a [Run], order: &[String]) -> Vec<(String, Vec<&'a 
 pub fn all(runs: &[Run], order: &[String]) -> Vec<Table> {
     let mut out = Vec::new();
     for (k, cols) in by_kernel(runs, order) {
-        if cols.iter().any(|c| !bench_medians(c).is_empty()) {
+        // A lab kernel always gets its Table 3 form: a cell that could not
+        // be measured shows there why.
+        if cols
+            .iter()
+            .any(|c| c.from_lab || !bench_medians(c).is_empty())
+        {
             out.push(table3(&k, &cols));
         }
         if cols.iter().any(|c| trace(c).is_some()) {
@@ -249,6 +254,9 @@ fn hook_cost(c: &Run, hook: &str) -> Option<Cell> {
             p.iter()
                 .any(|r| r["hook"] == hook && r["count"].as_u64().unwrap_or(0) > 0)
         });
+        if below_floor(h, fl) {
+            return Some(Cell::missing(BELOW_FLOOR));
+        }
         return timed(h, fl).map(|v| Cell::Value {
             value: v,
             pct: None,
@@ -266,7 +274,21 @@ fn hook_cost(c: &Run, hook: &str) -> Option<Cell> {
     if rows.iter().all(|r| r["count"].as_u64().unwrap_or(0) == 0) {
         return Some(Cell::missing("not called"));
     }
+    if rows.iter().all(|r| below_floor(r, fl)) {
+        return Some(Cell::missing(BELOW_FLOOR));
+    }
     Some(Cell::value(rows.iter().filter_map(|r| timed(r, fl)).sum()))
+}
+
+/// What a call costs when it measures no more than the empty probe pair.
+pub const BELOW_FLOOR: &str = "≤ floor";
+
+/// A timed row whose average is within a nanosecond of the floor or under
+/// it: indistinguishable from an empty function, not a cost of 0.
+pub fn below_floor(r: &Value, floor_ns: f64) -> bool {
+    floor_ns > 0.0
+        && r["count"].as_u64().unwrap_or(0) > 0
+        && r["ave_ns"].as_f64().is_some_and(|a| a < floor_ns + 1.0)
 }
 
 /// The kprobe fallback (kernels before 5.17) has no floor to subtract: its
@@ -340,16 +362,21 @@ pub fn table4(kernel: &str, cols: &[&Run]) -> Table {
     } else {
         "ns"
     };
+    let floor_note = if cols.iter().any(|c| fallback(c)) {
+        "probe floor subtracted, none for k"
+    } else {
+        "probe floor subtracted"
+    };
     Table {
         form: "table4".into(),
         title: format!(
-            "Table 4 form ({}): LSM hooks × configurations, kernel {kernel} ({unit} per call, probe floor subtracted)",
+            "Table 4 form ({}): LSM hooks × configurations, kernel {kernel} ({unit} per call, {floor_note})",
             papers::cite(&papers::LSMPMON, "Table 4")
         ),
         kernel: kernel.into(),
         notes: [
             format!("{} time. Each module's own implementation of the hook (trace --per-lsm), summed over its functions; N/A: the module does not implement the hook.", time_mode(cols)),
-            "h: no module of its own (none, ima): the security_* hook itself. h*: includes lsmpmon's probe on a nested module function (capability's), so it overstates.".into(),
+            format!("h: no module of its own (none, ima): the security_* hook itself. h*: includes lsmpmon's probe on a nested module function (capability's), so it overstates. {BELOW_FLOOR}: within 1 ns of the empty probe pair or under it."),
             format!("Hooks: those of {} ({}), then the {TOP_HOOKS} where the modules spent most time (average × calls) during the benchmark.", papers::cite(&papers::LSMPMON, "Table 4"), PAPER_HOOKS.join(", ")),
         ].into_iter().chain(cols.iter().any(|c| fallback(c)).then(|| "k: kprobe/kretprobe fallback (kernel before 5.17): no probe floor to subtract, the figure includes the kprobe pair's own cost; compare it within its kernel only.".to_string())).collect(),
         header: header(cols, "hook"),
@@ -358,11 +385,11 @@ pub fn table4(kernel: &str, cols: &[&Run]) -> Table {
 }
 
 pub fn footprint(kernel: &str, cols: &[&Run]) -> Table {
-    let base = cols
-        .iter()
-        .find(|c| c.config == BASELINE)
+    let base_run = baseline(cols);
+    let base = base_run
         .and_then(|c| c.footprint.as_ref())
         .map(|f| f.after_setup.used_kib as f64);
+    let alike = |c: &Run| base_run.is_some_and(|b| b.like_key == c.like_key);
     let row = |label: &str, f: &dyn Fn(&Run) -> Option<f64>| Row {
         label: label.into(),
         cells: cols
@@ -378,7 +405,7 @@ pub fn footprint(kernel: &str, cols: &[&Run]) -> Table {
         ),
         kernel: kernel.into(),
         notes: vec![format!(
-            "memory: MemTotal − MemFree − Buffers − Cached − SReclaimable after setup, KiB; A − B is minus `{BASELINE}` on the same kernel. Added: bytes of files, programs and libraries the configuration puts in the guest."
+            "memory: MemTotal − MemFree − Buffers − Cached − SReclaimable after setup, KiB; A − B is minus `{BASELINE}` on the same kernel package and options (– where `{BASELINE}` did not pass or was measured otherwise). Added: bytes of files, programs and libraries the configuration puts in the guest."
         )],
         header: header(cols, "figure"),
         rows: vec![
@@ -386,7 +413,8 @@ pub fn footprint(kernel: &str, cols: &[&Run]) -> Table {
                 c.footprint.as_ref().map(|f| f.after_setup.used_kib as f64)
             }),
             row("A − B (KiB)", &|c| {
-                Some(c.footprint.as_ref()?.after_setup.used_kib as f64 - base?)
+                let used = c.footprint.as_ref()?.after_setup.used_kib as f64;
+                alike(c).then_some(used - base?)
             }),
             row("setup added (KiB)", &|c| {
                 let f = c.footprint.as_ref()?;

@@ -106,14 +106,15 @@ fn overhead_chart(i: usize, t: &Table) -> Result<Option<Chart>> {
 
 fn heat_chart(i: usize, t: &Table) -> Result<Chart> {
     let rows: Vec<String> = t.rows.iter().map(|r| r.label.clone()).collect();
-    let cells: Vec<Vec<Result<f64, String>>> = t
+    let cells: Vec<Vec<Result<(f64, String), String>>> = t
         .rows
         .iter()
         .map(|r| {
             r.cells
                 .iter()
                 .map(|c| match c {
-                    Cell::Value { value, .. } => Ok(*value),
+                    // The shade is the figure, the label keeps its mark (h, k).
+                    Cell::Value { value, .. } => Ok((*value, fmt_cell(c))),
                     other => Err(fmt_cell(other)),
                 })
                 .collect()

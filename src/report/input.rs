@@ -142,10 +142,14 @@ pub fn load_file(p: &Path) -> Result<Run> {
     match schema.as_str() {
         CELL_SCHEMA => {
             let c: CellResult = serde_json::from_value(v).map_err(|e| malformed(e.to_string()))?;
-            Ok(from_cell(p, c))
+            checked(from_cell(p, c)).map_err(malformed)
         }
-        crate::bench::SCHEMA => standalone(p, None, Some(v)).map_err(malformed),
-        crate::results::TRACE_SCHEMA => standalone(p, Some(v), None).map_err(malformed),
+        crate::bench::SCHEMA => standalone(p, None, Some(v))
+            .and_then(checked)
+            .map_err(malformed),
+        crate::results::TRACE_SCHEMA => standalone(p, Some(v), None)
+            .and_then(checked)
+            .map_err(malformed),
         "" => Err(usage(format!(
             "{}: no \"schema\" field: not an lsmpmon result",
             p.display()
@@ -157,6 +161,14 @@ pub fn load_file(p: &Path) -> Result<Run> {
             crate::results::TRACE_SCHEMA
         ))),
     }
+}
+
+/// A run whose figures can be shown (one that did not pass shows none).
+fn checked(r: Run) -> Result<Run, String> {
+    if r.passed() {
+        check_figures(&r)?;
+    }
+    Ok(r)
 }
 
 fn kernel_label(c: &CellResult) -> String {
@@ -184,10 +196,21 @@ fn from_cell(p: &Path, c: CellResult) -> Run {
         reason: c.reason.clone(),
         time: c.time.clone(),
         started_unix_s: c.started_unix_s,
-        like_key: format!(
-            "{} {} {} {}",
-            c.kernel.deb_sha256, c.options.samples, c.options.sample_ms, c.time
-        ),
+        like_key: {
+            let o = &c.options;
+            format!(
+                "{} {} samples={} sample_ms={} {} {} {} mem={} kaslr={}",
+                c.kernel.deb_sha256,
+                c.time,
+                o.samples,
+                o.sample_ms,
+                o.accel,
+                o.icount,
+                o.rtc,
+                o.memory_mb,
+                o.kaslr,
+            )
+        },
         measured_lsms: c.config.measured_lsms.clone(),
         bench: guest.bench,
         trace: guest.trace,
@@ -203,64 +226,115 @@ fn from_cell(p: &Path, c: CellResult) -> Run {
     }
 }
 
+impl Origin {
+    /// From a bench or trace result's `provenance` (or bench --compare's baseline).
+    pub fn from_provenance(prov: &Value) -> Result<Self, String> {
+        let field = |f: &str| -> Result<String, String> {
+            prov[f]
+                .as_str()
+                .map(String::from)
+                .ok_or_else(|| format!("provenance has no {f}"))
+        };
+        Ok(Origin {
+            kernel_release: field("kernel_release")?,
+            environment: field("environment")?,
+            time: field("time")?,
+            hostname: field("hostname")?,
+            cpu_model: prov["cpu_model"].as_str().unwrap_or("").to_string(),
+        })
+    }
+}
+
+/// The LSMs whose own functions a single trace timed (capability is in every kernel).
+fn traced_lsms(trace: Option<&Value>) -> Vec<String> {
+    let mut l: Vec<String> = Vec::new();
+    let rows = trace.and_then(|t| t["per_lsm"].as_array());
+    for name in rows.into_iter().flatten().filter_map(|r| r["lsm"].as_str()) {
+        if name != "capability" && !l.iter().any(|x| x == name) {
+            l.push(name.to_string());
+        }
+    }
+    l
+}
+
 /// A single `bench` or `trace` result: it has no proof, so it counts as passed.
 fn standalone(p: &Path, trace: Option<Value>, bench: Option<Value>) -> Result<Run, String> {
     let doc = trace.as_ref().or(bench.as_ref()).ok_or("empty")?;
-    let prov = &doc["provenance"];
-    let base = prov;
-    let field = |v: &Value, f: &str| -> Result<String, String> {
-        v[f].as_str()
-            .map(String::from)
-            .ok_or_else(|| format!("provenance has no {f}"))
-    };
     let list = if bench.is_some() { "results" } else { "hooks" };
     if !doc[list].is_array() {
         return Err(format!("no {list} array"));
     }
-    let kernel_release = field(base, "kernel_release")?;
-    let time = field(base, "time")?;
-    let samples = &doc["options"]["samples"];
-    let measured_lsms = trace
-        .as_ref()
-        .and_then(|t| t["per_lsm"].as_array())
-        .map(|rows| {
-            let mut l: Vec<String> = Vec::new();
-            for r in rows {
-                if let Some(name) = r["lsm"].as_str() {
-                    if name != "capability" && !l.iter().any(|x| x == name) {
-                        l.push(name.to_string());
-                    }
-                }
-            }
-            l
-        })
-        .unwrap_or_default();
+    let origin = Origin::from_provenance(&doc["provenance"])?;
+    let o = &origin;
     Ok(Run {
         source: p.to_path_buf(),
-        kernel: kernel_release.clone(),
+        kernel: o.kernel_release.clone(),
         config: String::new(),
         status: CellStatus::Passed,
         from_lab: false,
         reason: None,
-        time: time.clone(),
-        started_unix_s: base["started_unix_s"].as_u64().unwrap_or(0),
+        time: o.time.clone(),
+        started_unix_s: doc["provenance"]["started_unix_s"].as_u64().unwrap_or(0),
         like_key: format!(
-            "{kernel_release} {} {samples} {time}",
-            field(base, "hostname")?
+            "{} {} {} {} samples={}",
+            o.kernel_release, o.hostname, o.cpu_model, o.time, doc["options"]["samples"]
         ),
-        measured_lsms,
-        origin: Origin {
-            kernel_release,
-            environment: field(base, "environment")?,
-            time,
-            hostname: field(base, "hostname")?,
-            cpu_model: prov["cpu_model"].as_str().unwrap_or("").to_string(),
-        },
+        measured_lsms: traced_lsms(trace.as_ref()),
+        origin,
         bench,
         trace,
         footprint: None,
         bytes_added: None,
     })
+}
+
+/// Refuses figures a table would divide by or draw: every median must be a
+/// positive finite number, every sample and hook time finite and not negative.
+fn check_figures(r: &Run) -> Result<(), String> {
+    let positive = |v: &Value| v.as_f64().is_some_and(|x| x.is_finite() && x > 0.0);
+    let sane = |v: &Value| v.as_f64().is_some_and(|x| x.is_finite() && x >= 0.0);
+    for o in r
+        .bench
+        .iter()
+        .flat_map(|b| b["results"].as_array())
+        .flatten()
+    {
+        let op = o["op"].as_str().ok_or("a bench result without its op")?;
+        if !positive(&o["median"]) {
+            return Err(format!(
+                "{op}: median {} is not a positive number",
+                o["median"]
+            ));
+        }
+        if let Some(bad) = o["samples"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|x| !positive(x))
+        {
+            return Err(format!("{op}: sample {bad} is not a positive number"));
+        }
+    }
+    if let Some(t) = &r.trace {
+        if !t["probe"]["floor_ns"].is_null() && !sane(&t["probe"]["floor_ns"]) {
+            return Err(format!(
+                "probe floor {} is not a time",
+                t["probe"]["floor_ns"]
+            ));
+        }
+        let rows = ["hooks", "per_lsm"]
+            .iter()
+            .flat_map(|k| t[*k].as_array().into_iter().flatten());
+        for h in rows {
+            if !sane(&h["ave_ns"]) || !h["count"].is_u64() {
+                return Err(format!(
+                    "hook {}: ave_ns {} / count {} are not a time and a count",
+                    h["hook"], h["ave_ns"], h["count"]
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Single results are named by their file (its parent too where two share a name).

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 
-use crate::error::{usage, EXIT_FAILURE, EXIT_OK};
+use crate::error::{usage, with_code, EXIT_FAILURE, EXIT_OK};
 use input::Run;
 use table::Table;
 
@@ -180,32 +180,58 @@ pub fn render(
     })
 }
 
+/// Output to a file (atomically; only a regular file is replaced) or stdout.
 fn emit(output: Option<&PathBuf>, text: &str) -> Result<()> {
-    match output {
-        Some(p) => crate::secure_fs::write_atomic(p, text.as_bytes()).map_err(|e| {
-            usage(format!(
+    let Some(p) = output else {
+        return write_stdout(text);
+    };
+    if let Ok(m) = std::fs::symlink_metadata(p) {
+        if !m.is_file() {
+            return Err(usage(format!(
+                "refusing to replace {}: it is not a regular file (a link, device or directory); choose another -o",
+                p.display()
+            )));
+        }
+    }
+    crate::secure_fs::write_atomic(p, text.as_bytes()).map_err(|e| {
+        with_code(
+            EXIT_FAILURE,
+            format!(
                 "cannot write {}: {}",
                 p.display(),
                 crate::error::one_line(&e)
-            ))
-        }),
-        None => {
-            print!("{text}");
-            Ok(())
-        }
+            ),
+        )
+    })
+}
+
+/// Standard output; a reader that went away (`| head`) is not an error.
+fn write_stdout(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(with_code(
+            EXIT_FAILURE,
+            format!("cannot write to standard output: {e}"),
+        )),
+        _ => Ok(()),
     }
 }
 
 pub fn main(args: ReportArgs) -> Result<i32> {
     if args.papers {
-        for p in crate::papers::ALL {
-            println!(
-                "{}: {}\n  used for: {}",
-                p.short,
-                crate::papers::reference(p),
-                p.used_for
-            );
-        }
+        let list: String = crate::papers::ALL
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}: {}\n  used for: {}\n",
+                    p.short,
+                    crate::papers::reference(p),
+                    p.used_for
+                )
+            })
+            .collect();
+        write_stdout(&list)?;
         return Ok(EXIT_OK);
     }
     let runs = input::load(&args.results, args.skip_invalid)?;
@@ -213,7 +239,9 @@ pub fn main(args: ReportArgs) -> Result<i32> {
     for w in &warnings {
         eprintln!("lsmpmon: {w}");
     }
-    let syscalls = args.syscalls.as_deref().map(split_list).unwrap_or_default();
+    let mut syscalls = args.syscalls.as_deref().map(split_list).unwrap_or_default();
+    let mut seen = std::collections::HashSet::new();
+    syscalls.retain(|s| seen.insert(s.clone()));
     let tables = tables(&runs, &split_list(&args.order), &syscalls);
     if tables.is_empty() {
         return Err(usage(
@@ -262,7 +290,7 @@ pub fn compare_main(args: CompareArgs) -> Result<i32> {
         let t = [compare::table(&changes, &pairs, &forced)];
         render(args.format, &t, &[], &[], &[])?
     };
-    print!("{text}");
+    write_stdout(&text)?;
     let slower = changes
         .iter()
         .filter(|c| c.verdict == compare::Verdict::Slower)

@@ -100,12 +100,19 @@ fn column_name(c: &Run, group: &str) -> String {
     }
 }
 
-fn cells_for(c: &Run, f: Option<(f64, f64, f64)>) -> Vec<Cell> {
+fn cells_for(c: &Run, hook: &str, f: Option<(f64, f64, f64)>) -> Vec<Cell> {
     if let Some(m) = missing(c) {
         return vec![m.clone(), m.clone(), m];
     }
-    if trace(c).is_none() {
+    let Some(t) = trace(c) else {
         return vec![Cell::missing("no trace"); 3];
+    };
+    let traced = t["hooks"]
+        .as_array()
+        .is_some_and(|hs| hs.iter().any(|h| h["hook"] == hook));
+    if !traced {
+        // Not a hook of this kernel, or not selected for the trace.
+        return vec![Cell::missing("not traced"); 3];
     }
     // The 5.10 kprobe fallback has no floor: its figures carry the probe pair.
     let k = |v: f64| Cell::Value {
@@ -119,6 +126,30 @@ fn cells_for(c: &Run, f: Option<(f64, f64, f64)>) -> Vec<Cell> {
     }
 }
 
+/// The paper's last row: the hooks' averages added up (its "average sum").
+fn sum_of_averages(c: &Run, sys: &str, hooks: &[String]) -> Vec<Cell> {
+    let dash = || Cell::missing("–");
+    if let Some(m) = missing(c) {
+        return vec![dash(), dash(), m];
+    }
+    let Some(t) = trace(c) else {
+        return vec![dash(), dash(), Cell::missing("no trace")];
+    };
+    let total: f64 = hooks
+        .iter()
+        .filter_map(|h| figures(t, sys, h).map(|f| f.2))
+        .sum();
+    vec![
+        dash(),
+        dash(),
+        Cell::Value {
+            value: total,
+            pct: None,
+            mark: fallback(c).then(|| "k".to_string()),
+        },
+    ]
+}
+
 fn table(group: &str, cols: &[&Run], sys: &str) -> Table {
     let hooks = hooks_of(cols, sys);
     let mut rows: Vec<Row> = hooks
@@ -127,7 +158,7 @@ fn table(group: &str, cols: &[&Run], sys: &str) -> Table {
             label: h.clone(),
             cells: cols
                 .iter()
-                .flat_map(|c| cells_for(c, trace(c).and_then(|t| figures(t, sys, h))))
+                .flat_map(|c| cells_for(c, h, trace(c).and_then(|t| figures(t, sys, h))))
                 .collect(),
         })
         .collect();
@@ -135,18 +166,7 @@ fn table(group: &str, cols: &[&Run], sys: &str) -> Table {
         label: "sum of averages".into(),
         cells: cols
             .iter()
-            .flat_map(|c| {
-                let total = trace(c).map(|t| {
-                    hooks
-                        .iter()
-                        .filter_map(|h| figures(t, sys, h).map(|f| f.2))
-                        .sum::<f64>()
-                });
-                let mut v = cells_for(c, total.map(|a| (0.0, 0.0, a)));
-                v[0] = Cell::missing("–");
-                v[1] = Cell::missing("–");
-                v
-            })
+            .flat_map(|c| sum_of_averages(c, sys, &hooks))
             .collect(),
     });
     let mut header = vec!["hook".to_string()];
@@ -171,7 +191,7 @@ fn table(group: &str, cols: &[&Run], sys: &str) -> Table {
             .collect::<Vec<_>>()
             .join(", "),
         notes: vec![format!(
-            "{} time. Hook calls attributed to the syscall the task was in; sum and ave with the probe floor taken out (k: kprobe fallback before 5.17, no floor: the kprobe pair's cost is in the figure, compare it within its kernel only); nested hooks are counted in both. Sum of averages: what one {sys} call pays in these hooks.",
+            "{} time. Hook calls attributed to the syscall the task was in; sum and ave with the probe floor taken out (k: kprobe fallback before 5.17, no floor: the kprobe pair's cost is in the figure, compare it within its kernel only); nested hooks are counted in both. Sum of averages: the hooks' per-call averages added up, as the paper's “average sum” (a hook may run several times in one {sys}, or not in every one: divide a hook's sum by the syscall's calls for its cost per {sys}).",
             time_mode(cols)
         )],
         header,
@@ -192,6 +212,8 @@ pub fn tables(runs: &[&Run], syscalls: &[String]) -> Vec<Table> {
             let t = table(&group, &cols, &sys);
             if t.rows.len() > 1 {
                 out.push(t);
+            } else if !syscalls.is_empty() {
+                eprintln!("lsmpmon: no traced hook ran in syscall {sys}: no Tables 6/7 for it");
             }
         }
     }

@@ -74,43 +74,70 @@ pub fn fmt_value(value: f64) -> String {
     }
 }
 
+/// "+1.2 %"; a change that rounds to nothing is "0.0 %", never "-0.0 %".
+pub fn fmt_pct(pct: f64, decimals: usize) -> String {
+    let shown = format!("{pct:+.decimals$}");
+    if shown
+        .trim_start_matches(['+', '-'])
+        .chars()
+        .all(|c| c == '0' || c == '.')
+    {
+        format!("{:.decimals$} %", 0.0)
+    } else {
+        format!("{shown} %")
+    }
+}
+
 pub fn fmt_cell(c: &Cell) -> String {
     match c {
         Cell::Missing { why } => why.clone(),
         Cell::Text { text } => text.clone(),
         Cell::Fixed { value, decimals } => format!("{value:.decimals$}"),
         Cell::Value { value, pct, mark } => {
-            let p = pct.map(|p| format!(" ({p:+.1} %)")).unwrap_or_default();
+            let p = pct
+                .map(|p| format!(" ({})", fmt_pct(p, 1)))
+                .unwrap_or_default();
             let m = mark.as_ref().map(|m| format!(" {m}")).unwrap_or_default();
             format!("{}{p}{m}", fmt_value(*value))
         }
     }
 }
 
-fn comfy(t: &Table, preset: &str) -> Comfy {
+fn comfy(t: &Table, preset: &str, esc: fn(&str) -> String) -> Comfy {
     let mut c = Comfy::new();
     c.load_preset(preset);
     c.set_content_arrangement(ContentArrangement::Disabled);
-    c.set_header(t.header.iter().map(TCell::new));
+    c.set_header(t.header.iter().map(|h| TCell::new(esc(h))));
     for r in &t.rows {
         c.add_row(
-            std::iter::once(TCell::new(&r.label)).chain(r.cells.iter().map(|x| {
+            std::iter::once(TCell::new(esc(&r.label))).chain(r.cells.iter().map(|x| {
                 let align = if matches!(x, Cell::Text { .. }) {
                     CellAlignment::Left
                 } else {
                     CellAlignment::Right
                 };
-                TCell::new(fmt_cell(x)).set_alignment(align)
+                TCell::new(esc(&fmt_cell(x))).set_alignment(align)
             })),
         );
     }
     c
 }
 
+fn verbatim(s: &str) -> String {
+    s.to_string()
+}
+
+/// A cell of a Markdown table: a `|` would start a column, `<` a tag.
+fn md_escape(s: &str) -> String {
+    s.replace('|', "\\|")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
 /// The title, then borderless columns for a terminal: the first column
 /// starts each line.
 pub fn plain(t: &Table) -> String {
-    let mut c = comfy(t, presets::NOTHING);
+    let mut c = comfy(t, presets::NOTHING, verbatim);
     if let Some(col) = c.column_mut(0) {
         col.set_padding((0, 1));
     }
@@ -129,7 +156,7 @@ pub fn text(tables: &[Table]) -> String {
             format!(
                 "{}\n{}\n{}\n",
                 t.title,
-                comfy(t, presets::UTF8_FULL_CONDENSED),
+                comfy(t, presets::UTF8_FULL_CONDENSED, verbatim),
                 t.notes.join("\n")
             )
         })
@@ -143,11 +170,11 @@ pub fn markdown(tables: &[Table]) -> String {
         .map(|t| {
             format!(
                 "### {}\n\n{}\n\n{}\n",
-                t.title,
-                comfy(t, presets::ASCII_MARKDOWN),
+                md_escape(&t.title),
+                comfy(t, presets::ASCII_MARKDOWN, md_escape),
                 t.notes
                     .iter()
-                    .map(|n| format!("- {n}"))
+                    .map(|n| format!("- {}", md_escape(n)))
                     .collect::<Vec<_>>()
                     .join("\n")
             )
@@ -157,42 +184,43 @@ pub fn markdown(tables: &[Table]) -> String {
 }
 
 /// One record per cell (tidy form): table, kernel, row, column, value, pct,
-/// mark, missing — what a spreadsheet or pandas wants.
+/// mark, text, missing — what a spreadsheet or pandas wants.
 pub fn csv(tables: &[Table]) -> anyhow::Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
-        "form", "kernel", "row", "column", "value", "pct", "mark", "missing",
+        "form", "kernel", "row", "column", "value", "pct", "mark", "text", "missing",
     ])?;
     for t in tables {
         for r in &t.rows {
             for (col, c) in t.header.iter().skip(1).zip(&r.cells) {
-                let (value, pct, mark, missing) = match c {
-                    Cell::Value { value, pct, mark } => (
-                        value.to_string(),
-                        pct.map(|p| format!("{p:.3}")).unwrap_or_default(),
-                        mark.clone().unwrap_or_default(),
-                        String::new(),
-                    ),
-                    Cell::Fixed { value, .. } => (
-                        value.to_string(),
-                        String::new(),
-                        String::new(),
-                        String::new(),
-                    ),
-                    Cell::Text { text } => (String::new(), String::new(), text.clone(), "".into()),
-                    Cell::Missing { why } => {
-                        (String::new(), String::new(), String::new(), why.clone())
+                let mut rec = [
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ];
+                match c {
+                    Cell::Value { value, pct, mark } => {
+                        rec[0] = value.to_string();
+                        rec[1] = pct.map(|p| format!("{p:.3}")).unwrap_or_default();
+                        rec[2] = mark.clone().unwrap_or_default();
                     }
-                };
+                    Cell::Fixed { value, .. } => rec[0] = value.to_string(),
+                    Cell::Text { text } => rec[3] = text.clone(),
+                    Cell::Missing { why } => rec[4] = why.clone(),
+                }
+                let [value, pct, mark, text, missing] = &rec;
                 w.write_record([
                     t.form.as_str(),
                     &t.kernel,
                     &r.label,
                     col,
-                    &value,
-                    &pct,
-                    &mark,
-                    &missing,
+                    value,
+                    pct,
+                    mark,
+                    text,
+                    missing,
                 ])?;
             }
         }
@@ -232,7 +260,7 @@ mod tests {
         assert!(markdown(std::slice::from_ref(&t)).contains("| proof failed |"));
         let c = csv(std::slice::from_ref(&t)).unwrap();
         assert!(
-            c.contains("t,6.1,\"stat, \"\"quoted\"\"\",b,,,,proof failed"),
+            c.contains("t,6.1,\"stat, \"\"quoted\"\"\",b,,,,,proof failed"),
             "{c}"
         );
         assert!(
