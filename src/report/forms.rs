@@ -384,19 +384,25 @@ pub fn table4(kernel: &str, cols: &[&Run]) -> Table {
     }
 }
 
+/// A row of one figure per run: why not, where the run did not pass; "–"
+/// where it has no such figure.
+pub fn figure_row(label: &str, cols: &[&Run], f: &dyn Fn(&Run) -> Option<f64>) -> Row {
+    Row {
+        label: label.into(),
+        cells: cols
+            .iter()
+            .map(|c| missing(c).unwrap_or_else(|| f(c).map_or(Cell::missing("–"), Cell::value)))
+            .collect(),
+    }
+}
+
 pub fn footprint(kernel: &str, cols: &[&Run]) -> Table {
     let base_run = baseline(cols);
     let base = base_run
         .and_then(|c| c.footprint.as_ref())
         .map(|f| f.after_setup.used_kib as f64);
     let alike = |c: &Run| base_run.is_some_and(|b| b.like_key == c.like_key);
-    let row = |label: &str, f: &dyn Fn(&Run) -> Option<f64>| Row {
-        label: label.into(),
-        cells: cols
-            .iter()
-            .map(|c| missing(c).unwrap_or_else(|| f(c).map_or(Cell::missing("–"), Cell::value)))
-            .collect(),
-    };
+    let row = |label: &str, f: &dyn Fn(&Run) -> Option<f64>| figure_row(label, cols, f);
     Table {
         form: "footprint".into(),
         title: format!(

@@ -1,9 +1,9 @@
 //! The other papers' tables, where the results hold their figures: the
 //! sched_yield hand-over between processes and between threads (pseudo
 //! multi-process, Table 3).
-use super::forms::{bench_medians, missing, time_mode};
+use super::forms::{bench_medians, figure_row, time_mode};
 use super::input::Run;
-use super::table::{Cell, Row, Table};
+use super::table::Table;
 use crate::papers;
 
 /// The paper's own totals (µs for 100 000 and 1 000 000 rounds) give these ratios.
@@ -26,13 +26,7 @@ pub fn yield_table(runs: &[&Run]) -> Option<Table> {
     if cols.is_empty() {
         return None;
     }
-    let row = |label: &str, f: &dyn Fn(&Run) -> Option<f64>| Row {
-        label: label.into(),
-        cells: cols
-            .iter()
-            .map(|c| missing(c).unwrap_or_else(|| f(c).map_or(Cell::missing("–"), Cell::value)))
-            .collect(),
-    };
+    let row = |label: &str, f: &dyn Fn(&Run) -> Option<f64>| figure_row(label, &cols, f);
     Some(Table {
         form: "yield".into(),
         title: format!(

@@ -13,6 +13,13 @@ fn unit(t: &Value) -> &'static str {
     }
 }
 
+fn kernel(t: &Value) -> String {
+    t["provenance"]["kernel_release"]
+        .as_str()
+        .unwrap_or("")
+        .into()
+}
+
 fn n(v: &Value) -> Cell {
     v.as_f64().map_or(Cell::missing("–"), Cell::value)
 }
@@ -53,10 +60,7 @@ pub fn hooks(t: &Value, hooks: &[&Value], what: &str) -> Table {
             "per hook ({}){what} ({u}; cs_count = calls switched out, not timed)",
             papers::cite(&papers::LSMPMON, "Fig. 3")
         ),
-        kernel: t["provenance"]["kernel_release"]
-            .as_str()
-            .unwrap_or("")
-            .into(),
+        kernel: kernel(t),
         notes: vec![format!(
             "{} time; {floor}; probe {}.",
             t["provenance"]["time"].as_str().unwrap_or("?"),
@@ -103,10 +107,7 @@ pub fn per_lsm(t: &Value, hooks: &[&Value]) -> Table {
             "per LSM (average {} of each module's own implementation)",
             unit(t)
         ),
-        kernel: t["provenance"]["kernel_release"]
-            .as_str()
-            .unwrap_or("")
-            .into(),
+        kernel: kernel(t),
         notes: Vec::new(),
         header: std::iter::once("hook".to_string())
             .chain(lsms.iter().cloned())
@@ -178,10 +179,7 @@ pub fn per_syscall(t: &Value, top: Option<usize>, per_syscall: usize) -> Table {
             "per syscall (hook time attributed to the caller's syscall, {})",
             unit(t)
         ),
-        kernel: t["provenance"]["kernel_release"]
-            .as_str()
-            .unwrap_or("")
-            .into(),
+        kernel: kernel(t),
         notes: Vec::new(),
         header: ["syscall", "hook", "count", "sum", "ave"]
             .map(String::from)
