@@ -69,18 +69,15 @@ pub fn by_kernel<'a>(runs: &'a [Run], order: &[String]) -> Vec<(String, Vec<&'a 
 pub fn all(runs: &[Run], order: &[String]) -> Vec<Table> {
     let mut out = Vec::new();
     for (k, cols) in by_kernel(runs, order) {
-        // A lab kernel always gets its Table 3 form: a cell that could not
-        // be measured shows there why.
-        if cols
-            .iter()
-            .any(|c| c.from_lab || !bench_medians(c).is_empty())
-        {
+        if cols.iter().any(|c| !bench_medians(c).is_empty()) {
             out.push(table3(&k, &cols));
         }
         if cols.iter().any(|c| trace(c).is_some()) {
             out.push(table4(&k, &cols));
         }
-        if cols.iter().any(|c| c.footprint.is_some()) {
+        // A lab kernel always gets its footprint: a cell that could not be
+        // measured says there why (not applicable, proof failed, …).
+        if cols.iter().any(|c| c.from_lab || c.footprint.is_some()) {
             out.push(footprint(&k, &cols));
         }
     }
