@@ -171,11 +171,14 @@ fn checked(r: Run) -> Result<Run, String> {
     Ok(r)
 }
 
+/// The kernel as tables name it: its series, and its flavour where the
+/// series does not say it ("6.1 (amd64)"; "6.1-smack" as it is).
 fn kernel_label(c: &CellResult) -> String {
-    if c.kernel.flavour == "cloud" {
-        c.kernel.series.clone()
+    let k = &c.kernel;
+    if k.flavour == "cloud" || k.series.ends_with(&format!("-{}", k.flavour)) {
+        k.series.clone()
     } else {
-        format!("{} ({})", c.kernel.series, c.kernel.flavour)
+        format!("{} ({})", k.series, k.flavour)
     }
 }
 
