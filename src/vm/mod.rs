@@ -34,7 +34,7 @@ pub enum VmCommand {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Kernel series: 5.10 (bullseye), 6.1 (bookworm), 6.12 (trixie).
+    /// Kernel series: 5.10 (bullseye), 6.1 (bookworm), 6.12 (trixie), 7.3 (trixie-backports).
     #[arg(long, default_value = "6.1")]
     pub kernel: String,
     /// Debian kernel flavour.
@@ -237,6 +237,7 @@ pub fn launch(l: &Launch) -> Result<i32> {
     }
     let spec = guest::RunSpec {
         argv: l.argv.clone(),
+        kernel: Some(l.kernel.reference()),
     };
     // Both in memory: QEMU reads what was built and checked, and nothing is
     // left on disk however lsmpmon ends.
