@@ -100,6 +100,9 @@ pub struct ProbeInfo {
     pub method: String,
     /// Why the fallback method was used, if it was: results are flagged.
     pub fallback: Option<String>,
+    /// On a kernel that can preempt a task anywhere (preempt=full, lazy):
+    /// its model, and that the probes run with preemption disabled.
+    pub preemption: Option<String>,
     /// What an empty kernel function measures through the same probe pair.
     pub floor_ns: Option<f64>,
     pub floor_samples: u64,

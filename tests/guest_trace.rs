@@ -16,7 +16,28 @@ fn counts_filters_and_schema(series: &str) {
 
     assert_eq!(r["provenance"]["environment"], "guest");
     assert_eq!(r["provenance"]["time"], "virtual");
+    // What the guest booted: the packages the host fetched, with their sha256.
+    let k = &r["provenance"]["kernel"];
+    assert_eq!(k["series"], series);
+    let release = r["provenance"]["kernel_release"].as_str().unwrap();
+    assert_eq!(k["release"], release);
+    let packages = k["packages"].as_array().unwrap();
+    assert!(!packages.is_empty(), "{k}");
+    for p in packages {
+        assert!(p["name"].as_str().unwrap().contains(release), "{p}");
+        assert_eq!(p["sha256"].as_str().unwrap().len(), 64, "{p}");
+    }
     assert!(r["probe"]["hooks_attached"].as_u64().unwrap() > 200);
+    // Debian's 6.x kernels preempt voluntarily; 7.x only fully or lazily.
+    let preemption = &r["probe"]["preemption"];
+    if series.starts_with("7.") {
+        assert!(
+            preemption.as_str().unwrap().starts_with("lazy: "),
+            "{preemption}"
+        );
+    } else {
+        assert!(preemption.is_null(), "{preemption}");
+    }
     assert_eq!(
         r["probe"]["failed"].as_array().unwrap().len(),
         0,
@@ -183,6 +204,18 @@ fn trace_6_1_counts_filters_and_schema() {
 #[test]
 fn trace_6_12_counts_filters_and_schema() {
     counts_filters_and_schema("6.12");
+}
+
+/// 7.3 (trixie-backports, the 7.x package layout) preempts lazily: the
+/// probes disable preemption there, and say so; the counts are exact.
+#[test]
+fn trace_7_3_counts_filters_and_schema() {
+    counts_filters_and_schema("7.3");
+}
+
+#[test]
+fn trace_7_3_object_filter_and_ctl() {
+    object_filter_and_ctl("7.3");
 }
 
 #[test]

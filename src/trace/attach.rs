@@ -11,9 +11,10 @@ use anyhow::{bail, Result};
 use libbpf_sys::bpf_insn;
 
 use super::cpu_stats;
+use crate::intf::lsmpmon_kfunc::{LSMPMON_KFUNC_PREEMPT_DISABLE, LSMPMON_KFUNC_PREEMPT_ENABLE};
 use crate::intf::lsmpmon_patch::{
-    LSMPMON_PATCH_CALIBRATION, LSMPMON_PATCH_HOOK_ID, LSMPMON_PATCH_LEAN, LSMPMON_PATCH_RET_SLOT,
-    LSMPMON_PATCH_STATS_OFF, LSMPMON_PATCH_SYSCALL_TIME,
+    LSMPMON_PATCH_CALIBRATION, LSMPMON_PATCH_HOOK_ID, LSMPMON_PATCH_LEAN, LSMPMON_PATCH_NO_PREEMPT,
+    LSMPMON_PATCH_RET_SLOT, LSMPMON_PATCH_STATS_OFF, LSMPMON_PATCH_SYSCALL_TIME,
 };
 
 /// `BPF_LD | BPF_IMM | BPF_DW`: PATCHED()'s 64-bit immediate, two slots: the
@@ -37,6 +38,8 @@ pub struct HookConsts {
 pub struct ProbeOptions {
     pub lean: bool,
     pub syscall_time: bool,
+    /// Probes run with preemption disabled (preemptible kernels).
+    pub no_preempt: bool,
 }
 
 impl HookConsts {
@@ -59,6 +62,7 @@ impl HookConsts {
             LSMPMON_PATCH_CALIBRATION => Some(self.calibration as u32),
             LSMPMON_PATCH_LEAN => Some(self.options.lean as u32),
             LSMPMON_PATCH_SYSCALL_TIME => Some(self.options.syscall_time as u32),
+            LSMPMON_PATCH_NO_PREEMPT => Some(self.options.no_preempt as u32),
             _ => None,
         }
     }
@@ -96,19 +100,57 @@ pub enum Kind {
     Kretprobe,
 }
 
+/// `BPF_JMP | BPF_CALL`, and its src_reg for a kfunc call.
+const CALL: u8 = 0x85;
+const PSEUDO_KFUNC_CALL: u8 = 2;
+
+/// The running kernel's BTF ids of the kfuncs the probes may call, by their
+/// placeholder (enum lsmpmon_kfunc); a kfunc the kernel lacks is absent.
+#[derive(Debug, Clone, Default)]
+pub struct Kfuncs(Vec<(u32, u32)>);
+
+impl Kfuncs {
+    /// (placeholder, kernel function name).
+    pub const ALL: &'static [(u32, &'static str)] = &[
+        (LSMPMON_KFUNC_PREEMPT_DISABLE, "bpf_preempt_disable"),
+        (LSMPMON_KFUNC_PREEMPT_ENABLE, "bpf_preempt_enable"),
+    ];
+
+    pub fn resolve(kbtf: &super::btf::KernelBtf) -> Self {
+        Self(
+            Self::ALL
+                .iter()
+                .filter_map(|(marker, name)| kbtf.funcs.get(*name).map(|f| (*marker, f.btf_id)))
+                .collect(),
+        )
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        Self::ALL
+            .iter()
+            .any(|(m, n)| *n == name && self.0.iter().any(|(k, _)| k == m))
+    }
+
+    fn btf_id(&self, marker: u32) -> Option<u32> {
+        self.0.iter().find(|(m, _)| *m == marker).map(|(_, id)| *id)
+    }
+}
+
 pub struct Template {
     insns: Vec<bpf_insn>,
     kind: Kind,
+    kfuncs: Kfuncs,
 }
 
 impl Template {
-    pub fn new(insns: &[bpf_insn], kind: Kind) -> Result<Self> {
+    pub fn new(insns: &[bpf_insn], kind: Kind, kfuncs: &Kfuncs) -> Result<Self> {
         if !patch_sites(insns).any(|(_, m)| m == LSMPMON_PATCH_HOOK_ID) {
             bail!("BPF program has no hook-id placeholder: rebuild lsmpmon");
         }
         Ok(Self {
             insns: insns.to_vec(),
             kind,
+            kfuncs: kfuncs.clone(),
         })
     }
 
@@ -116,6 +158,18 @@ impl Template {
         let mut insns = self.insns.clone();
         for (i, marker) in patch_sites(&self.insns) {
             insns[i].imm = consts.value(marker).unwrap_or_default() as i32;
+        }
+        // Kfunc placeholders become kfunc calls where the kernel has the
+        // kfunc; elsewhere they stay in code the constants make dead.
+        for insn in insns.iter_mut() {
+            if insn.code != CALL || insn.src_reg() != 0 {
+                continue;
+            }
+            if let Some(id) = self.kfuncs.btf_id(insn.imm as u32) {
+                insn.set_src_reg(PSEUDO_KFUNC_CALL);
+                insn.imm = id as i32;
+                insn.off = 0;
+            }
         }
         insns
     }

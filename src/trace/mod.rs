@@ -165,6 +165,7 @@ fn discover(args: &TraceArgs) -> Result<(hooks::Discovery, btf::KernelBtf)> {
             all || n.starts_with("security_")
                 || n.starts_with("bpf_lsm_")
                 || n == calibrate::FUNCTION
+                || attach::Kfuncs::ALL.iter().any(|(_, k)| *k == n)
         },
         if all { lsm_tables::STRUCTS } else { &[] },
     )?;
@@ -283,8 +284,10 @@ fn render(r: &TraceResult, args: &TraceArgs, compact: bool) -> Result<String> {
 
 pub fn run(args: &TraceArgs) -> Result<i32> {
     check_root()?;
-    preempt::check()?;
     let (discovery, kbtf) = discover(args)?;
+    let kfuncs = attach::Kfuncs::resolve(&kbtf);
+    let preemptible =
+        preempt::check(kfuncs.has("bpf_preempt_disable") && kfuncs.has("bpf_preempt_enable"))?;
     if args.list_hooks {
         list_hooks(&discovery);
         return Ok(0);
@@ -315,11 +318,12 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     )?;
     // Before any hook: context switches and interrupt handlers change what a call belongs to.
     setup::attach_context(&mut skel)?;
-    let templates = setup::templates(&skel, kprobe)?;
+    let templates = setup::templates(&skel, kprobe, &kfuncs)?;
     setup::write_hook_meta(&skel, &plan.hooks)?;
     let options = ProbeOptions {
         lean: args.lean,
         syscall_time: args.syscall_time,
+        no_preempt: preemptible.is_some(),
     };
     let attached = setup::attach_hooks(&templates, &plan.hooks, options)?;
     let (calibration, pair_cost_ns) = match kbtf.funcs.get(calibrate::FUNCTION) {
@@ -342,7 +346,9 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
         skel.links.sys_exit = Some(skel.progs.sys_exit.attach()?);
     }
 
-    let probe = probe_info(args, kprobe, &plan, &attached, pair_cost_ns, &guard);
+    let mut probe = probe_info(args, kprobe, &plan, &attached, pair_cost_ns, &guard);
+    probe.preemption = preemptible
+        .map(|m| format!("{m}: the probes run with preemption disabled (bpf_preempt_disable)"));
     let mut session = Session {
         skel,
         stats,
@@ -405,6 +411,7 @@ fn probe_info(
              costlier probes"
                 .to_string()
         }),
+        preemption: None,
         floor_ns: None,
         pair_cost_ns,
         floor_samples: 0,

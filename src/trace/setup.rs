@@ -158,16 +158,20 @@ pub fn attach_context(skel: &mut LsmpmonSkel) -> Result<()> {
 }
 
 /// The loaded entry and exit programs every hook's copy is made from.
-pub fn templates(skel: &LsmpmonSkel, kprobe: bool) -> Result<(Template, Template)> {
+pub fn templates(
+    skel: &LsmpmonSkel,
+    kprobe: bool,
+    kfuncs: &attach::Kfuncs,
+) -> Result<(Template, Template)> {
     Ok(if kprobe {
         (
-            Template::new(skel.progs.hook_kentry.insns(), Kind::Kprobe)?,
-            Template::new(skel.progs.hook_kexit.insns(), Kind::Kretprobe)?,
+            Template::new(skel.progs.hook_kentry.insns(), Kind::Kprobe, kfuncs)?,
+            Template::new(skel.progs.hook_kexit.insns(), Kind::Kretprobe, kfuncs)?,
         )
     } else {
         (
-            Template::new(skel.progs.hook_entry.insns(), Kind::Fentry)?,
-            Template::new(skel.progs.hook_exit.insns(), Kind::Fexit)?,
+            Template::new(skel.progs.hook_entry.insns(), Kind::Fentry, kfuncs)?,
+            Template::new(skel.progs.hook_exit.insns(), Kind::Fexit, kfuncs)?,
         )
     })
 }

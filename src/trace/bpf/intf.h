@@ -63,6 +63,23 @@ enum lsmpmon_patch {
 	/* Options, the same in every copy: 1 if on. */
 	LSMPMON_PATCH_LEAN = 0x1badcb02,	 /* --lean: only LSMPMON's columns */
 	LSMPMON_PATCH_SYSCALL_TIME = 0x1badcb03, /* --syscall-time */
+	/*
+	 * 1 on a kernel that can preempt a task inside a probe (preempt=full,
+	 * lazy): the probes run with preemption disabled (bpf_preempt_disable).
+	 */
+	LSMPMON_PATCH_NO_PREEMPT = 0x1badcb04,
+};
+
+/*
+ * Kernel functions (kfuncs) the probes call only where the running kernel has
+ * them. Compiled as calls of helpers with these ids, which no kernel has, in
+ * code the template's constants make dead; each loaded copy has them turned
+ * into calls of the kfunc by the BTF id the running kernel gives it
+ * (trace/attach.rs).
+ */
+enum lsmpmon_kfunc {
+	LSMPMON_KFUNC_PREEMPT_DISABLE = 0x7ff0c001,
+	LSMPMON_KFUNC_PREEMPT_ENABLE = 0x7ff0c002,
 };
 
 /* Which argument of a hook names the object, for the --object filter. */

@@ -121,6 +121,27 @@ struct {
  */
 #define HOOK_ID() PATCHED(LSMPMON_PATCH_HOOK_ID)
 
+/* Kfuncs, by placeholder (enum lsmpmon_kfunc): see intf.h. */
+static void (*kf_preempt_disable)(void) = (void *)LSMPMON_KFUNC_PREEMPT_DISABLE;
+static void (*kf_preempt_enable)(void) = (void *)LSMPMON_KFUNC_PREEMPT_ENABLE;
+
+/*
+ * A probe's work on its CPU's data is one critical section: on a kernel that
+ * can preempt a task anywhere (full, lazy), another task running in the
+ * middle of it would push its frames among ours. Elsewhere this is nothing.
+ */
+static __always_inline void preempt_off(void)
+{
+	if (PATCHED(LSMPMON_PATCH_NO_PREEMPT))
+		kf_preempt_disable();
+}
+
+static __always_inline void preempt_on(void)
+{
+	if (PATCHED(LSMPMON_PATCH_NO_PREEMPT))
+		kf_preempt_enable();
+}
+
 /* floor(log2(v)) for v < 256 (and 0 for 0): one load instead of a chain of branches. */
 static const __u8 log2_of_byte[256] = {
 	[0 ... 1] = 0,	  [2 ... 3] = 1,    [4 ... 7] = 2,     [8 ... 15] = 3,
@@ -610,9 +631,9 @@ static __always_inline void finish_unframed(void *ctx, struct lsmpmon_cpu *c, bo
 		count_return(ctx, s, kp);
 }
 
-static __always_inline int on_exit(void *ctx, bool kp)
+/* The exit of a call that ended at `now`. */
+static __always_inline int on_exit_at(void *ctx, __u64 now, bool kp)
 {
-	__u64 now = bpf_ktime_get_ns();
 	__u64 key = call_key(ctx, kp);
 	struct lsmpmon_frame *f;
 	struct lsmpmon_cpu *c;
@@ -651,16 +672,33 @@ static __always_inline int on_exit(void *ctx, bool kp)
 	return 0;
 }
 
+static __always_inline int on_exit(void *ctx, bool kp)
+{
+	return on_exit_at(ctx, bpf_ktime_get_ns(), kp);
+}
+
 SEC("fentry/security_file_permission")
 int BPF_PROG(hook_entry)
 {
-	return on_entry(ctx, false);
+	preempt_off();
+	on_entry(ctx, false);
+	preempt_on();
+	return 0;
 }
 
 SEC("fexit/security_file_permission")
 int BPF_PROG(hook_exit)
 {
-	return on_exit(ctx, false);
+	/*
+	 * The time first: the call ended here. A task preempted before the
+	 * next line has its frame taken away by on_switch: a cs_count.
+	 */
+	__u64 now = bpf_ktime_get_ns();
+
+	preempt_off();
+	on_exit_at(ctx, now, false);
+	preempt_on();
+	return 0;
 }
 
 /*
