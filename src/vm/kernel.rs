@@ -94,7 +94,7 @@ pub struct Kernel {
 impl Kernel {
     /// What a result records about this kernel.
     pub fn reference(&self) -> KernelRef {
-        let packages = if self.packages.is_empty() && !self.package.is_empty() {
+        let packages = if self.packages.is_empty() && !self.package_version.is_empty() {
             // Entries fetched before lsmpmon listed every package had one.
             vec![PackageRef {
                 name: self.package.clone(),
@@ -130,13 +130,16 @@ fn flavour_suffix(flavour: &str) -> String {
     }
 }
 
-/// The kernel for `series` and `flavour` ("cloud" or "amd64"), fetched on first use.
-/// `mirror`: the Debian archive to fetch from (`--mirror`); default: the
-/// machine's own apt sources.
-pub fn ensure(cache: &Path, series: &str, flavour: &str, mirror: Option<&str>) -> Result<Kernel> {
-    let known = find_series(series, flavour)?;
+/// The kernel for `kernel` (a series, or a file: see [`super::own`]) and
+/// `flavour` ("cloud" or "amd64"), fetched on first use. `mirror`: the Debian
+/// archive to fetch from (`--mirror`); default: the machine's own apt sources.
+pub fn ensure(cache: &Path, kernel: &str, flavour: &str, mirror: Option<&str>) -> Result<Kernel> {
+    if !SERIES.iter().any(|s| s.name == kernel) && super::own::is_path(kernel) {
+        return super::own::ensure(cache, Path::new(kernel));
+    }
+    let known = find_series(kernel, flavour)?;
     let cache = std::path::absolute(cache)?;
-    let entry = Path::new("kernels").join(format!("{series}-{flavour}"));
+    let entry = Path::new("kernels").join(format!("{kernel}-{flavour}"));
     let dir = real_dir(&cache, &entry)?;
     ensure_entry(&cache, &dir, |dir| {
         fetch(&cache, known, flavour, dir, mirror)
@@ -146,8 +149,9 @@ pub fn ensure(cache: &Path, series: &str, flavour: &str, mirror: Option<&str>) -
 fn find_series(series: &str, flavour: &str) -> Result<&'static Series> {
     let known = SERIES.iter().find(|s| s.name == series).ok_or_else(|| {
         usage(format!(
-            "unknown kernel '{series}': use one of {}",
-            known_series().join(", ")
+            "unknown kernel '{series}': use one of {}, or the path of {}",
+            known_series().join(", "),
+            super::own::ACCEPTED
         ))
     })?;
     if flavour != "cloud" && flavour != "amd64" {
@@ -160,7 +164,7 @@ fn find_series(series: &str, flavour: &str) -> Result<&'static Series> {
 
 /// The intact entry in `dir`, or `fetch`'s, one fetch into the cache at a time:
 /// whoever waited uses what the first one fetched.
-fn ensure_entry(
+pub(super) fn ensure_entry(
     cache: &Path,
     dir: &Path,
     fetch: impl FnOnce(&Path) -> Result<Kernel>,
@@ -250,7 +254,7 @@ fn fetch(
 }
 
 /// Replaces the entry's `root` with the one unpacked in `staging`.
-fn move_in(staging: &Path, dir: &Path, kernel: &mut Kernel) -> Result<()> {
+pub(super) fn move_in(staging: &Path, dir: &Path, kernel: &mut Kernel) -> Result<()> {
     let root = dir.join("root");
     let _ = fs::remove_dir_all(&root);
     fs::rename(staging.join("root"), &root)
