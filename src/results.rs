@@ -96,8 +96,11 @@ pub struct TraceOptions {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ProbeInfo {
-    /// "fentry/fexit", or "kprobe/kretprobe" on kernels before 5.17.
+    /// "session" (7.x), "fentry/fexit", or "kprobe/kretprobe" on kernels before 5.17.
     pub method: String,
+    /// The methods before it in the order (multi session, session,
+    /// fentry/fexit, kprobe/kretprobe) and why each was not used.
+    pub not_used: Vec<crate::trace::method::NotUsed>,
     /// Why the fallback method was used, if it was: results are flagged.
     pub fallback: Option<String>,
     /// On a kernel that can preempt a task anywhere (preempt=full, lazy):

@@ -68,6 +68,8 @@ enum lsmpmon_patch {
 	 * lazy): the probes run with preemption disabled (bpf_preempt_disable).
 	 */
 	LSMPMON_PATCH_NO_PREEMPT = 0x1badcb04,
+	/* 1 in a session program's copy (BPF_TRACE_FSESSION): see hook_session. */
+	LSMPMON_PATCH_SESSION = 0x1badcb05,
 };
 
 /*
@@ -80,6 +82,24 @@ enum lsmpmon_patch {
 enum lsmpmon_kfunc {
 	LSMPMON_KFUNC_PREEMPT_DISABLE = 0x7ff0c001,
 	LSMPMON_KFUNC_PREEMPT_ENABLE = 0x7ff0c002,
+	LSMPMON_KFUNC_SESSION_IS_RETURN = 0x7ff0c003,
+	LSMPMON_KFUNC_SESSION_COOKIE = 0x7ff0c004,
+};
+
+/*
+ * A session program's per-call cookie (one u64 on the trampoline's stack):
+ * bit 0 set if the call is being timed; bits 1-11 the CPU's count of
+ * finished session calls at its entry (what finished before its exit ran
+ * inside it); bits 12-23 the task's context switches at its entry (any
+ * change: a cs_count); bits 24-63 its start time, in ns modulo 2^40 (1099 s;
+ * a timed call never lasts that long: it has no context switch).
+ */
+enum lsmpmon_cookie {
+	LSMPMON_COOKIE_DONE_SHIFT = 1,
+	LSMPMON_COOKIE_DONE_MASK = 0x7ff,
+	LSMPMON_COOKIE_GEN_SHIFT = 12,
+	LSMPMON_COOKIE_GEN_MASK = 0xfff,
+	LSMPMON_COOKIE_START_SHIFT = 24,
 };
 
 /* Which argument of a hook names the object, for the --object filter. */
@@ -146,12 +166,16 @@ struct lsmpmon_cpu {
 	 * the verifier knows is in range, with no mask.
 	 */
 	__u8 used;
-	__u8 pad[3];
+	/* Session calls in progress on this CPU (nesting, interrupts). */
+	__u8 session_depth;
+	__u8 pad[2];
 	__u32 subject; /* enum lsmpmon_subject of what runs here */
 	/* subject before the current softirq / hardirq handler began */
 	__u32 subject_before_softirq;
 	__u32 subject_before_irq;
-	__u64 pad2;
+	/* Session calls finished on this CPU (modulo 2^32). */
+	__u32 sessions_done;
+	__u32 pad2;
 	struct lsmpmon_frame frames[LSMPMON_MAX_DEPTH];
 };
 

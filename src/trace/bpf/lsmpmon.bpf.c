@@ -124,6 +124,8 @@ struct {
 /* Kfuncs, by placeholder (enum lsmpmon_kfunc): see intf.h. */
 static void (*kf_preempt_disable)(void) = (void *)LSMPMON_KFUNC_PREEMPT_DISABLE;
 static void (*kf_preempt_enable)(void) = (void *)LSMPMON_KFUNC_PREEMPT_ENABLE;
+static bool (*kf_session_is_return)(void *ctx) = (void *)LSMPMON_KFUNC_SESSION_IS_RETURN;
+static __u64 *(*kf_session_cookie)(void *ctx) = (void *)LSMPMON_KFUNC_SESSION_COOKIE;
 
 /*
  * A probe's work on its CPU's data is one critical section: on a kernel that
@@ -702,6 +704,101 @@ int BPF_PROG(hook_exit)
 }
 
 /*
+ * The session probe (BPF_TRACE_FSESSION, 7.x): one program the trampoline
+ * runs at the hook's entry and again at its exit, with a per-call cookie on
+ * its stack (enum lsmpmon_cookie) instead of a frame on the CPU's stack.
+ * Same statistics as the fentry/fexit pair: a call whose task was switched
+ * out (its switch count changed) is a cs_count; session calls that finished
+ * on this CPU meanwhile were nested in it (their cost is taken out); calls
+ * that began before tracing was enabled, or were filtered out, have a 0
+ * cookie and are not counted. Loaded as an fentry template, where only the
+ * first test runs (LSMPMON_PATCH_SESSION is 0); user space loads the copies
+ * as sessions, with the kfunc placeholders made calls.
+ */
+static __always_inline __u64 task_switches(void)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+
+	return t->nvcsw + t->nivcsw;
+}
+
+static __always_inline void session_entry(void *ctx, __u64 *cookie)
+{
+	struct lsmpmon_cpu *c;
+	__u64 v;
+
+	*cookie = 0;
+	if (!enabled && !PATCHED(LSMPMON_PATCH_CALIBRATION))
+		return;
+	c = this_cpu();
+	if (!c || !call_ok(ctx, c, false))
+		return;
+	c->session_depth++;
+	v = 1 | (__u64)(c->sessions_done & LSMPMON_COOKIE_DONE_MASK) << LSMPMON_COOKIE_DONE_SHIFT;
+	v |= (task_switches() & LSMPMON_COOKIE_GEN_MASK) << LSMPMON_COOKIE_GEN_SHIFT;
+	/* Last, so that the probe's own bookkeeping stays out of the sample. */
+	*cookie = v | bpf_ktime_get_ns() << LSMPMON_COOKIE_START_SHIFT;
+}
+
+static __always_inline void session_exit(void *ctx, __u64 cookie, __u64 now)
+{
+	struct lsmpmon_hook_stats *s;
+	struct lsmpmon_cpu *c;
+	__u64 delta_ns, probes_ns;
+	__u32 nested;
+	__u8 depth;
+
+	if (!cookie)
+		return;
+	c = this_cpu();
+	if (!c)
+		return;
+	s = stats_of(c);
+	if (((task_switches() ^ (cookie >> LSMPMON_COOKIE_GEN_SHIFT)) & LSMPMON_COOKIE_GEN_MASK)) {
+		/* Switched out inside (on_switch has reset the CPU's depth). */
+		s->cs_count++;
+		if (!PATCHED(LSMPMON_PATCH_LEAN))
+			count_return(ctx, s, false);
+		return;
+	}
+	depth = c->session_depth;
+	if (depth)
+		c->session_depth = depth - 1;
+	nested = (c->sessions_done - (cookie >> LSMPMON_COOKIE_DONE_SHIFT)) &
+		 LSMPMON_COOKIE_DONE_MASK;
+	c->sessions_done++;
+	delta_ns = ((now << LSMPMON_COOKIE_START_SHIFT) - (cookie & ~0xffffffULL)) >>
+		   LSMPMON_COOKIE_START_SHIFT;
+	if (nested) {
+		probes_ns = nested * nested_cost_ns;
+		delta_ns = delta_ns > probes_ns ? delta_ns - probes_ns : 0;
+		s->nested += nested;
+	}
+	record(ctx, c, s, delta_ns, depth <= 1, false);
+}
+
+SEC("fentry/security_file_permission")
+int BPF_PROG(hook_session)
+{
+	__u64 *cookie, now;
+
+	if (!PATCHED(LSMPMON_PATCH_SESSION))
+		return 0;
+	cookie = kf_session_cookie(ctx);
+	if (!cookie)
+		return 0;
+	if (!kf_session_is_return(ctx)) {
+		session_entry(ctx, cookie);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	preempt_off();
+	session_exit(ctx, *cookie, now);
+	preempt_on();
+	return 0;
+}
+
+/*
  * Never attached: user space runs it with BPF_PROG_TEST_RUN, which makes the
  * kernel call bpf_fentry_test1() and friends, the empty functions lsmpmon
  * calibrates its probes on (trace/calibrate.rs). It loads on 5.10 too.
@@ -766,6 +863,7 @@ int BPF_PROG(on_switch)
 	if (!c)
 		return 0;
 	c->subject = LSMPMON_SUBJ_UNKNOWN;
+	c->session_depth = 0;
 	used = c->used;
 	if (used) {
 		c->used = 0;
