@@ -16,9 +16,9 @@ use crate::intf::lsmpmon_kfunc::{
     LSMPMON_KFUNC_SESSION_IS_RETURN,
 };
 use crate::intf::lsmpmon_patch::{
-    LSMPMON_PATCH_CALIBRATION, LSMPMON_PATCH_HOOK_ID, LSMPMON_PATCH_LEAN, LSMPMON_PATCH_NO_PREEMPT,
-    LSMPMON_PATCH_RET_SLOT, LSMPMON_PATCH_SESSION, LSMPMON_PATCH_STATS_OFF,
-    LSMPMON_PATCH_SYSCALL_TIME,
+    LSMPMON_PATCH_CALIBRATION, LSMPMON_PATCH_EMPTY, LSMPMON_PATCH_HOOK_ID, LSMPMON_PATCH_LEAN,
+    LSMPMON_PATCH_NO_PREEMPT, LSMPMON_PATCH_RET_SLOT, LSMPMON_PATCH_SESSION,
+    LSMPMON_PATCH_STATS_OFF, LSMPMON_PATCH_SYSCALL_TIME,
 };
 
 /// `BPF_LD | BPF_IMM | BPF_DW`: PATCHED()'s 64-bit immediate, two slots: the
@@ -44,6 +44,8 @@ pub struct ProbeOptions {
     pub syscall_time: bool,
     /// Probes run with preemption disabled (preemptible kernels).
     pub no_preempt: bool,
+    /// Programs that return at once (--empty-probes, a benchmark).
+    pub empty: bool,
 }
 
 impl HookConsts {
@@ -67,6 +69,7 @@ impl HookConsts {
             LSMPMON_PATCH_LEAN => Some(self.options.lean as u32),
             LSMPMON_PATCH_SYSCALL_TIME => Some(self.options.syscall_time as u32),
             LSMPMON_PATCH_NO_PREEMPT => Some(self.options.no_preempt as u32),
+            LSMPMON_PATCH_EMPTY => Some(self.options.empty as u32),
             // Set by the template's kind (Template::instance).
             LSMPMON_PATCH_SESSION => Some(0),
             _ => None,

@@ -11,8 +11,8 @@ pub mod ctl;
 mod guard;
 pub mod hooks;
 mod kretprobe;
-pub mod method;
 pub mod lsm_tables;
+pub mod method;
 mod preempt;
 pub mod report;
 pub mod returns;
@@ -134,6 +134,10 @@ pub struct TraceArgs {
     /// kprobe/kretprobe (before 5.17); the result says which, and why not the others.
     #[arg(long, value_enum, default_value = "auto")]
     pub method: method::MethodArg,
+    /// Benchmark of the attach method itself: programs that return at once
+    /// (no figure is recorded; time the traced command). See BENCHMARKS.md.
+    #[arg(long, hide = true)]
+    pub empty_probes: bool,
     /// Trace even if other tracing programs (another trace, another tool's
     /// BPF programs, kprobes, ftrace) sit on the functions to time; they
     /// inflate the figures, and the result records them.
@@ -325,6 +329,7 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
         lean: args.lean,
         syscall_time: args.syscall_time,
         no_preempt: preemptible.is_some(),
+        empty: args.empty_probes,
     };
     let attached = setup::attach_hooks(&probes, choice.method, &plan.hooks, options)?;
     let (calibration, pair_cost_ns) = match kbtf.funcs.get(calibrate::FUNCTION) {

@@ -8,9 +8,9 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, OpenObject};
 
 use super::attach::{self, HookConsts, Kind, Pair, ProbeOptions, Probes, Template};
-use super::method::Method;
 use super::bpf::*;
 use super::hooks::{self, Excluded, Hook};
+use super::method::Method;
 use super::{btf, calibrate, cgroup_id, cpu_stats, fixed_bytes, refused, TraceArgs};
 use crate::intf::{lsmpmon_hook_meta, lsmpmon_limits as lim};
 

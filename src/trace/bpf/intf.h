@@ -70,6 +70,11 @@ enum lsmpmon_patch {
 	LSMPMON_PATCH_NO_PREEMPT = 0x1badcb04,
 	/* 1 in a session program's copy (BPF_TRACE_FSESSION): see hook_session. */
 	LSMPMON_PATCH_SESSION = 0x1badcb05,
+	/*
+	 * 1 for `trace --empty-probes` (a benchmark of the attach methods
+	 * themselves): every program returns at once, recording nothing.
+	 */
+	LSMPMON_PATCH_EMPTY = 0x1badcb06,
 };
 
 /*
@@ -89,17 +94,18 @@ enum lsmpmon_kfunc {
 /*
  * A session program's per-call cookie (one u64 on the trampoline's stack):
  * bit 0 set if the call is being timed; bits 1-11 the CPU's count of
- * finished session calls at its entry (what finished before its exit ran
- * inside it); bits 12-23 the task's context switches at its entry (any
- * change: a cs_count); bits 24-63 its start time, in ns modulo 2^40 (1099 s;
- * a timed call never lasts that long: it has no context switch).
+ * finished session calls at its entry (those finished before its exit ran
+ * inside it); bits 12-31 the task's context switches at its entry (any
+ * change: a cs_count; 2^20 switches inside one call would go unseen); bits
+ * 32-63 its start time in ns modulo 2^32 (4.29 s: a timed call, which has no
+ * context switch, never lasts that long).
  */
 enum lsmpmon_cookie {
 	LSMPMON_COOKIE_DONE_SHIFT = 1,
 	LSMPMON_COOKIE_DONE_MASK = 0x7ff,
 	LSMPMON_COOKIE_GEN_SHIFT = 12,
-	LSMPMON_COOKIE_GEN_MASK = 0xfff,
-	LSMPMON_COOKIE_START_SHIFT = 24,
+	LSMPMON_COOKIE_GEN_MASK = 0xfffff,
+	LSMPMON_COOKIE_START_SHIFT = 32,
 };
 
 /* Which argument of a hook names the object, for the --object filter. */
