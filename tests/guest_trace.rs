@@ -500,6 +500,13 @@ fn trace_6_1_per_lsm() {
     per_lsm_maps_modules("6.1");
 }
 
+/// Session programs nest too: each module function's session inside
+/// security_file_open is counted and its cost taken out.
+#[test]
+fn trace_7_3_per_lsm() {
+    per_lsm_maps_modules("7.3");
+}
+
 #[test]
 fn trace_6_12_per_lsm() {
     per_lsm_maps_modules("6.12");
