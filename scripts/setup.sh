@@ -9,7 +9,9 @@ PACKAGES=(clang llvm libbpf-dev libelf-dev zlib1g-dev libzstd-dev linux-libc-dev
           debian-archive-keyring ca-certificates python3-jsonschema
           # the lab's secure OSes: their real tools go into the guests
           checkpolicy policycoreutils semodule-utils selinux-policy-default selinux-policy-dev
-          apparmor tomoyo-tools swtpm swtpm-tools)
+          apparmor tomoyo-tools swtpm swtpm-tools
+          # the 6.1-smack kernel is built from Debian's source; the smack config labels files
+          linux-source-6.1 dwarves flex bison bc attr)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

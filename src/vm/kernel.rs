@@ -118,8 +118,13 @@ impl Kernel {
     }
 }
 
+/// Debian's series, then the kernels lsmpmon builds itself.
 pub fn known_series() -> Vec<&'static str> {
-    SERIES.iter().map(|s| s.name).collect()
+    SERIES
+        .iter()
+        .map(|s| s.name)
+        .chain(super::build::RECIPES.iter().map(|r| r.name))
+        .collect()
 }
 
 /// `-cloud-amd64` or `-amd64`: how package names end for `flavour`.
@@ -134,6 +139,9 @@ fn flavour_suffix(flavour: &str) -> String {
 /// `flavour` ("cloud" or "amd64"), fetched on first use. `mirror`: the Debian
 /// archive to fetch from (`--mirror`); default: the machine's own apt sources.
 pub fn ensure(cache: &Path, kernel: &str, flavour: &str, mirror: Option<&str>) -> Result<Kernel> {
+    if let Some(r) = super::build::recipe(kernel) {
+        return super::build::ensure(cache, r);
+    }
     if !SERIES.iter().any(|s| s.name == kernel) && super::own::is_path(kernel) {
         return super::own::ensure(cache, Path::new(kernel));
     }

@@ -1,5 +1,6 @@
 //! `lsmpmon vm`: run a command under a real Debian kernel, with the LSMs you
 //! choose, in a throwaway QEMU guest. Reused by the lab.
+pub mod build;
 pub mod cache;
 pub mod guest;
 pub mod initramfs;
