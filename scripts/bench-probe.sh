@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): what lsmpmon's probe adds per traced call, and how
 # long attaching and detaching every hook takes, in a guest (virtual ns).
-#   scripts/bench-probe.sh [KERNEL...]      default: 6.1 6.12
+#   scripts/bench-probe.sh [KERNEL...]      default: 6.1 6.12 (7.3: session and fentry/fexit)
 # Writes bench/probe-<kernel>.json and prints a table.
 . "$(dirname "$0")/bench-common.sh"
 N=${N:-20000}
 REPEAT=${REPEAT:-3}
 
 # In the guest: baseline loops, then each loop under one hook and under all
-# hooks, default options and --lean. Each trace is its own JSON line. Every
-# loop runs REPEAT times and the report takes the fastest: a kernel thread
-# waking up in the middle can only add time. Traces release their probes
-# before the next starts (--detach wait): background releases would overlap
-# the next measurement. The guest first settles (6.12 keeps a CPU busy for
-# about 2 s of virtual time after boot).
+# hooks, default options, --lean and --empty-probes (programs that return at
+# once: what the attach method itself costs), with every attach method the
+# kernel offers (session and fentry/fexit on 7.x; elsewhere the default).
+# Each trace is its own JSON line. Every loop runs REPEAT times and the
+# report takes the fastest: a kernel thread waking up in the middle can only
+# add time. Traces release their probes before the next starts (--detach
+# wait): background releases would overlap the next measurement. The guest
+# first settles (6.12 keeps a CPU busy for about 2 s of virtual time after boot).
 GUEST='
 set -e
 W=/usr/bin/workload; : > /tmp/x; N='"$N"'; R='"$REPEAT"'
@@ -21,15 +23,22 @@ loops() { i=0; while [ $i -lt $R ]; do $W $1 $N /tmp/x; i=$((i+1)); done | tr -d
 sleep 5
 echo "base stat $(loops stat)"
 echo "base open_close $(loops open_close)"
-for mode in default lean; do
-  [ $mode = lean ] && L=--lean || L=
-  for op in stat open_close; do
-    [ $op = stat ] && H=inode_getattr || H=file_open
-    for scope in one all; do
-      [ $scope = one ] && HOOKS="--hooks $H" || HOOKS=
-      lsmpmon trace --json --detach wait $L $HOOKS -o /tmp/r.json -- \
-        sh -c "i=0; while [ \$i -lt $R ]; do $W $op $N /tmp/x; i=\$((i+1)); done > /tmp/w.json" 2>/dev/null
-      echo "run $mode $op $scope $(tr -d "\n" < /tmp/w.json) $(tr -d "\n" < /tmp/r.json)"
+if lsmpmon trace --method session --hooks inode_getattr -o /dev/null -- true 2>/dev/null; then
+  METHODS="session fentry-fexit"
+else
+  METHODS=auto
+fi
+for method in $METHODS; do
+  for mode in default lean empty; do
+    case $mode in lean) L=--lean ;; empty) L=--empty-probes ;; *) L= ;; esac
+    for op in stat open_close; do
+      [ $op = stat ] && H=inode_getattr || H=file_open
+      for scope in one all; do
+        [ $scope = one ] && HOOKS="--hooks $H" || HOOKS=
+        lsmpmon trace --json --detach wait --method $method $L $HOOKS -o /tmp/r.json -- \
+          sh -c "i=0; while [ \$i -lt $R ]; do $W $op $N /tmp/x; i=\$((i+1)); done > /tmp/w.json" 2>/dev/null
+        echo "run $mode $op $scope $(tr -d "\n" < /tmp/w.json) $(tr -d "\n" < /tmp/r.json)"
+      done
     done
   done
 done

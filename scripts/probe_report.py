@@ -30,10 +30,18 @@ def parse(kernel, raw_path, commit):
             mode, op, scope = parts[1], parts[2], parts[3]
             *works, trace = objects(parts[4])
             work = min(works, key=lambda w: w["ns_per_op"])
+            method = trace["probe"]["method"]
             calls = sum(h["calls"] for h in trace["hooks"]) / len(works)
+            if mode == "empty":
+                # Empty probes count nothing: the calls are those the same
+                # loop made under the same method's full probes.
+                calls = next(r["traced_calls_per_op"] * work["n"] for r in runs
+                             if (r["method"], r["mode"], r["op"], r["hooks"]) ==
+                             (method, "default", op, scope))
             n = work["n"]
             added = work["ns_per_op"] - base[op]
             runs.append({
+                "method": method,
                 "mode": mode, "op": op, "hooks": scope, "repeats": len(works),
                 "base_ns_per_op": base[op], "traced_ns_per_op": work["ns_per_op"],
                 "traced_ns_per_op_all": [w["ns_per_op"] for w in works],
@@ -58,13 +66,14 @@ def parse(kernel, raw_path, commit):
 
 
 def table(paths):
-    print(f"{'kernel':<7} {'mode':<8} {'loop':<11} {'hooks':<5} {'calls/op':>8} "
+    print(f"{'kernel':<7} {'method':<12} {'mode':<8} {'loop':<11} {'hooks':<5} {'calls/op':>8} "
           f"{'base ns':>8} {'traced ns':>9} {'ns/call':>8} {'attach ms':>9} {'detach ms':>9}")
     print("(detach ms: --detach wait, the kernel releasing every probe in series)")
     for p in paths:
         d = json.load(open(p))
         for r in d["runs"]:
-            print(f"{d['kernel']:<7} {r['mode']:<8} {r['op']:<11} {r['hooks']:<5} "
+            print(f"{d['kernel']:<7} {r.get('method', 'fentry/fexit'):<12} {r['mode']:<8} "
+                  f"{r['op']:<11} {r['hooks']:<5} "
                   f"{r['traced_calls_per_op']:>8.2f} {r['base_ns_per_op']:>8.0f} "
                   f"{r['traced_ns_per_op']:>9.0f} {r['added_ns_per_traced_call']:>8.0f} "
                   f"{r['attach_ms']:>9.0f} {r['detach_ms']:>9.1f}")

@@ -11,7 +11,9 @@ PACKAGES=(clang llvm libbpf-dev libelf-dev zlib1g-dev libzstd-dev linux-libc-dev
           checkpolicy policycoreutils semodule-utils selinux-policy-default selinux-policy-dev
           apparmor tomoyo-tools swtpm swtpm-tools
           # report's HTML page is checked in a real browser
-          chromium)
+          chromium
+          # the 6.1-smack kernel is built from Debian's source; the smack config labels files
+          linux-source-6.1 dwarves flex bison bc attr)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -42,6 +42,7 @@ pub fn collect() -> Provenance {
             .duration_since(SystemTime::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0),
+        kernel: vm.and_then(|_| crate::vm::guest::booted_kernel()),
     }
 }
 

@@ -1,6 +1,6 @@
 //! The result schema shared by every subcommand (serde), versioned. The JSON
 //! Schema files under `schema/` describe the same shapes for other tools.
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub const TRACE_SCHEMA: &str = "lsmpmon.trace/1";
 
@@ -19,6 +19,42 @@ pub struct Provenance {
     pub hostname: String,
     /// Seconds since the Unix epoch when the measurement started.
     pub started_unix_s: u64,
+    /// In a `vm run` guest: the kernel it booted, as the host fetched or was given it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelRef>,
+}
+
+/// A kernel a guest booted: the Debian packages it came from (or the user's
+/// file), with their sha256.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct KernelRef {
+    /// A Debian series (`5.10` … `7.3`), or `path` for a kernel given by path.
+    pub series: String,
+    pub flavour: String,
+    /// The package (or file name) holding the image.
+    pub package: String,
+    pub package_version: String,
+    /// sha256 of that package file (of the image, for a bzImage given by path).
+    pub deb_sha256: String,
+    /// `uname -r` of the kernel.
+    pub release: String,
+    /// Every package file used (7.x: the image's and the config's), in order.
+    #[serde(default)]
+    pub packages: Vec<PackageRef>,
+    /// sha256 of the kernel image booted.
+    #[serde(default)]
+    pub image_sha256: String,
+    /// The file given with `--kernel PATH`, absolute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// One package file: name, version and sha256 of the .deb.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PackageRef {
+    pub name: String,
+    pub version: String,
+    pub sha256: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -60,10 +96,16 @@ pub struct TraceOptions {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ProbeInfo {
-    /// "fentry/fexit", or "kprobe/kretprobe" on kernels before 5.17.
+    /// "session" (7.x), "fentry/fexit", or "kprobe/kretprobe" on kernels before 5.17.
     pub method: String,
+    /// The methods before it in the order (multi session, session,
+    /// fentry/fexit, kprobe/kretprobe) and why each was not used.
+    pub not_used: Vec<crate::trace::method::NotUsed>,
     /// Why the fallback method was used, if it was: results are flagged.
     pub fallback: Option<String>,
+    /// On a kernel that can preempt a task anywhere (preempt=full, lazy):
+    /// its model, and that the probes run with preemption disabled.
+    pub preemption: Option<String>,
     /// What an empty kernel function measures through the same probe pair.
     pub floor_ns: Option<f64>,
     pub floor_samples: u64,

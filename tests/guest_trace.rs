@@ -4,19 +4,60 @@ use common::*;
 
 /// Known workloads give exact hook counts; attribution, filters, the JSON
 /// schema and the probe floor hold.
-fn counts_filters_and_schema(series: &str) {
+fn counts_filters_and_schema(series: &str, method: &str) {
     let script = "mkdir -p /tmp/d && echo x > /tmp/d/file && \
-        lsmpmon trace --json --comm workload -- sh -c '\
+        lsmpmon trace --json --comm workload --method METHOD -- sh -c '\
           workload create 200 /tmp/d && workload stat 300 /tmp/d/f0 && \
           workload open_close 100 /tmp/d/file && workload prctl 40 /tmp/d && \
-          workload landlock_open 25 /tmp/d/file && touch /tmp/other'";
-    let text = guest_stdout(series, script);
+          workload landlock_open 25 /tmp/d/file && touch /tmp/other'"
+        .replace("METHOD", method);
+    let text = guest_stdout(series, &script);
     validate("trace.schema.json", &text);
     let r = json(&text);
 
     assert_eq!(r["provenance"]["environment"], "guest");
     assert_eq!(r["provenance"]["time"], "virtual");
+    // What the guest booted: the packages the host fetched, with their sha256.
+    let k = &r["provenance"]["kernel"];
+    assert_eq!(k["series"], series);
+    let release = r["provenance"]["kernel_release"].as_str().unwrap();
+    assert_eq!(k["release"], release);
+    let packages = k["packages"].as_array().unwrap();
+    assert!(!packages.is_empty(), "{k}");
+    for p in packages {
+        assert!(p["name"].as_str().unwrap().contains(release), "{p}");
+        assert_eq!(p["sha256"].as_str().unwrap().len(), 64, "{p}");
+    }
     assert!(r["probe"]["hooks_attached"].as_u64().unwrap() > 200);
+    // Debian's 6.x kernels preempt voluntarily; 7.x only fully or lazily.
+    let preemption = &r["probe"]["preemption"];
+    if series.starts_with("7.") {
+        assert!(
+            preemption.as_str().unwrap().starts_with("lazy: "),
+            "{preemption}"
+        );
+    } else {
+        assert!(preemption.is_null(), "{preemption}");
+    }
+    // The method: session programs where the kernel has them (7.x), unless
+    // fentry/fexit is asked for; what was passed over, and why, in order.
+    let used = r["probe"]["method"].as_str().unwrap();
+    let not_used: Vec<&str> = r["probe"]["not_used"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["method"].as_str().unwrap())
+        .collect();
+    match (series.starts_with("7."), method) {
+        (true, "auto") => {
+            assert_eq!(used, "session");
+            assert_eq!(not_used, ["multi session"]);
+        }
+        _ => {
+            assert_eq!(used, "fentry/fexit");
+            assert_eq!(not_used, ["multi session", "session"]);
+        }
+    }
     assert_eq!(
         r["probe"]["failed"].as_array().unwrap().len(),
         0,
@@ -177,12 +218,73 @@ echo "B $(tr -d '\n' < /tmp/b.json)"
 
 #[test]
 fn trace_6_1_counts_filters_and_schema() {
-    counts_filters_and_schema("6.1");
+    counts_filters_and_schema("6.1", "auto");
 }
 
 #[test]
 fn trace_6_12_counts_filters_and_schema() {
-    counts_filters_and_schema("6.12");
+    counts_filters_and_schema("6.12", "auto");
+}
+
+/// 7.3 (trixie-backports, the 7.x package layout) preempts lazily: the
+/// probes disable preemption there, and say so; the counts are exact with
+/// session programs (the default there) and with fentry/fexit.
+#[test]
+fn trace_7_3_counts_filters_and_schema() {
+    counts_filters_and_schema("7.3", "auto");
+}
+
+#[test]
+fn trace_7_3_fentry_fexit_counts_filters_and_schema() {
+    counts_filters_and_schema("7.3", "fentry-fexit");
+}
+
+/// 7.x no longer raises fanotify's permission events inside
+/// security_file_open; its kernels preempt in kernel mode (lazy), so a
+/// SCHED_FIFO task that wakes every 100 us and spins 200 us forces the
+/// switches instead: the stats it preempts inside inode_getattr land in
+/// cs_count, untimed (no timed call lasts a spin), with both methods.
+#[test]
+fn trace_7_3_preemption_in_hook_lands_in_cs_count() {
+    let script = r#"
+: > /tmp/x
+for m in session fentry-fexit; do
+  lsmpmon trace --json --hooks inode_getattr --comm workload --method $m -o /tmp/r.json -- \
+    workload rt_preempt 300 /tmp/x 200 > /tmp/w.json
+  echo "W $(cat /tmp/w.json)"
+  echo "R $(tr -d '\n' < /tmp/r.json)"
+done
+"#;
+    let text = guest_stdout("7.3", script);
+    let works: Vec<serde_json::Value> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("W "))
+        .map(json)
+        .collect();
+    let results: Vec<serde_json::Value> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("R "))
+        .map(json)
+        .collect();
+    assert_eq!((works.len(), results.len()), (2, 2), "{text}");
+    for ((w, r), method) in works.iter().zip(&results).zip(["session", "fentry/fexit"]) {
+        assert_eq!(r["probe"]["method"], method);
+        let h = hook(r, "inode_getattr");
+        let stats = w["n"].as_u64().unwrap();
+        // Every stat, and stdio's one fstat of stdout.
+        assert_eq!(h["calls"].as_u64().unwrap(), stats + 1, "{method}: {h}");
+        assert_eq!(
+            h["count"].as_u64().unwrap() + h["cs_count"].as_u64().unwrap(),
+            stats + 1
+        );
+        assert!(h["cs_count"].as_u64().unwrap() >= 1, "{method}: {h}");
+        assert!(h["max_ns"].as_u64().unwrap() < 100_000, "{method}: {h}");
+    }
+}
+
+#[test]
+fn trace_7_3_object_filter_and_ctl() {
+    object_filter_and_ctl("7.3");
 }
 
 #[test]
@@ -396,6 +498,13 @@ echo "B $(tr -d '
 #[test]
 fn trace_6_1_per_lsm() {
     per_lsm_maps_modules("6.1");
+}
+
+/// Session programs nest too: each module function's session inside
+/// security_file_open is counted and its cost taken out.
+#[test]
+fn trace_7_3_per_lsm() {
+    per_lsm_maps_modules("7.3");
 }
 
 #[test]

@@ -318,3 +318,69 @@ fn usage_errors_are_one_line() {
     assert_eq!(help.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&help.stdout).contains("--sample-ms"));
 }
+
+/// `--kernel PATH`: whatever is wrong with the file is one line and exit 2,
+/// before anything boots; a real kernel whose config lacks BTF is refused for
+/// `trace`, naming exactly what is missing.
+#[test]
+fn own_kernel_paths_that_cannot_work_are_one_line() {
+    let cache = vmcache::with_kernel("7.3", "own-kernel-errors");
+    let image = vmcache::image(&cache, "7.3");
+    let release = image
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .trim_start_matches("vmlinuz-")
+        .to_string();
+    let config = image.with_file_name(format!("config-{release}"));
+    let dir = cache.join("own");
+    let (bare, no_btf) = (dir.join("bare"), dir.join("no-btf"));
+    std::fs::create_dir_all(&bare).unwrap();
+    std::fs::create_dir_all(&no_btf).unwrap();
+    std::fs::copy(&image, bare.join("bzImage")).unwrap();
+    std::fs::copy(&image, no_btf.join("bzImage")).unwrap();
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.contains("\nCONFIG_DEBUG_INFO_BTF=y\n"));
+    std::fs::write(
+        no_btf.join("config"),
+        text.replace(
+            "\nCONFIG_DEBUG_INFO_BTF=y\n",
+            "\n# CONFIG_DEBUG_INFO_BTF is not set\n",
+        ),
+    )
+    .unwrap();
+    let vm_run = |kernel: &std::path::Path, cmd: &[&str]| {
+        Command::new(LSMPMON)
+            .args(["vm", "run", "--kernel"])
+            .arg(kernel)
+            .arg("--")
+            .args(cmd)
+            .env("LSMPMON_CACHE", &cache)
+            .output()
+            .unwrap()
+    };
+    let trace = ["lsmpmon", "trace", "--", "true"];
+    let cases: [(std::path::PathBuf, &[&str], &str); 4] = [
+        (dir.join("missing/bzImage"), &["true"], "No such file"),
+        (dir.clone(), &["true"], "not a file"),
+        (no_btf.join("config"), &["true"], "neither a bzImage"),
+        (bare.join("bzImage"), &["true"], "no config-"),
+    ];
+    for (kernel, cmd, words) in cases {
+        let out = vm_run(&kernel, cmd);
+        assert_eq!(out.status.code(), Some(2), "{}", kernel.display());
+        let line = one_error_line(&out);
+        assert!(line.contains(words), "{line}");
+        assert!(line.contains(&kernel.display().to_string()), "{line}");
+    }
+    let out = vm_run(&no_btf.join("bzImage"), &trace);
+    assert_eq!(out.status.code(), Some(2));
+    let line = one_error_line(&out);
+    assert!(
+        line.contains("lacks CONFIG_DEBUG_INFO_BTF (BTF);") && line.contains("no-btf/bzImage"),
+        "{line}"
+    );
+    // Nothing booted for any of them.
+    assert_eq!(vmcache::run_dirs(&cache), Vec::<std::path::PathBuf>::new());
+    std::fs::remove_dir_all(&cache).unwrap();
+}

@@ -180,7 +180,17 @@ fn every_configuration_proves_itself_and_reruns_repeat() {
             validate("bench.schema.json", &Value::Object(b.clone()).to_string());
         }
     }
+    // Smack needs lsmpmon's own kernel: on Debian's it is not applicable.
+    let smack = cell(&all, "smack");
+    assert_eq!(smack["status"], "not_applicable");
+    assert!(smack["reason"]
+        .as_str()
+        .unwrap()
+        .contains("CONFIG_SECURITY_SMACK"));
     for name in shipped().iter().chain([&"my-landlock".to_string()]) {
+        if name == "smack" {
+            continue;
+        }
         let c = cell(&all, name);
         assert_eq!(c["status"], "passed", "{name}: {}", c["reason"]);
         check_proof(name, &c["guest"]["proof"]);
@@ -284,6 +294,49 @@ fn check_proof(name: &str, p: &Value) {
         "baseline" => assert_eq!(p["active_lsms"], p["expected_lsms"]),
         k => panic!("{name}: unknown proof kind {k}"),
     }
+}
+
+/// Smack on lsmpmon's own kernel (built from Debian's linux-source-6.1 on
+/// first use): a real denial, and percentages only against `none` booted on
+/// that same kernel.
+#[test]
+fn smack_proves_its_denial_on_its_own_kernel() {
+    let res = tmpdir("smack");
+    let out = lab(&[
+        "run",
+        "--kernels",
+        "6.1-smack",
+        "--configs",
+        "none,smack",
+        "--ops",
+        "null,stat,open_close,tcp",
+        "--samples",
+        "3",
+        "--results",
+        res.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let all = cells(&res);
+    for name in ["none", "smack"] {
+        let c = cell(&all, name);
+        assert_eq!(c["status"], "passed", "{name}: {}", c["reason"]);
+        check_proof(name, &c["guest"]["proof"]);
+        assert_eq!(c["kernel"]["series"], "6.1-smack");
+        assert_eq!(c["kernel"]["package"], "linux-source-6.1");
+        assert_eq!(c["kernel"]["packages"][0]["name"], "linux-source-6.1");
+    }
+    let smack = cell(&all, "smack");
+    assert_eq!(smack["guest"]["active_lsms"], json("[\"smack\"]"));
+    let record = smack["guest"]["proof"]["record"].as_str().unwrap();
+    assert!(record.contains("lsm=SMACK"), "{record}");
+    // Every access check costs instructions, and virtual time counts them.
+    assert!(median(smack, "stat") > median(cell(&all, "none"), "stat"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("kernel 6.1-smack"), "{stdout}");
 }
 
 /// A hung guest is killed at the timeout; the cell that finished is kept.

@@ -147,3 +147,116 @@ fn two_cold_fetches_make_one_entry_that_boots() {
         m["release"].as_str().unwrap()
     );
 }
+
+/// A deb of `files` (path in the package, source) named like Debian's.
+fn build_deb(dir: &Path, package: &str, files: &[(String, &Path)]) -> std::path::PathBuf {
+    let tree = dir.join(format!("tree-{package}"));
+    fs::create_dir_all(tree.join("DEBIAN")).unwrap();
+    fs::write(
+        tree.join("DEBIAN/control"),
+        format!(
+            "Package: {package}\nVersion: 7.3.4-1~test1\nArchitecture: amd64\n\
+             Maintainer: lsmpmon tests <tests@lsmpmon.invalid>\nDescription: test\n"
+        ),
+    )
+    .unwrap();
+    for (inside, src) in files {
+        let to = tree.join(inside);
+        fs::create_dir_all(to.parent().unwrap()).unwrap();
+        fs::copy(src, to).unwrap();
+    }
+    let deb = dir.join(format!("{package}_7.3.4-1~test1_amd64.deb"));
+    let st = Command::new("dpkg-deb")
+        .args(["-Zgzip", "-b"])
+        .arg(&tree)
+        .arg(&deb)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    fs::remove_dir_all(&tree).unwrap();
+    deb
+}
+
+/// `--kernel PATH`: a bzImage with its config beside it, and a 7.x-style
+/// `linux-binary-unsigned` package with its `linux-base` beside it, boot and
+/// trace; the result names the file and the sha256 of what was booted.
+#[test]
+fn own_bzimage_and_debian_packages_boot_with_their_sha256() {
+    let cache = vmcache::with_kernel("7.3", "own-kernels");
+    let image = vmcache::image(&cache, "7.3");
+    let name = image.file_name().unwrap().to_string_lossy().into_owned();
+    let release = name.trim_start_matches("vmlinuz-").to_string();
+    let config = image.with_file_name(format!("config-{release}"));
+    let own = cache.join("own");
+    fs::create_dir_all(&own).unwrap();
+    fs::copy(&image, own.join("bzImage")).unwrap();
+    fs::copy(&config, own.join("config")).unwrap();
+    let modules = format!("usr/lib/modules/{release}");
+    let binary = build_deb(
+        &own,
+        &format!("linux-binary-unsigned-{release}"),
+        &[(format!("{modules}/vmlinuz.unsigned"), &image)],
+    );
+    let base = build_deb(
+        &own,
+        &format!("linux-base-{release}"),
+        &[(format!("{modules}/config"), &config)],
+    );
+    let trace = |kernel: &Path| {
+        let out = Command::new(LSMPMON)
+            .args(["vm", "run", "--kernel"])
+            .arg(kernel)
+            .args(["--", "sh", "-c"])
+            .arg(
+                "lsmpmon trace --json --hooks inode_create -- \
+                 sh -c 'for i in $(seq 30); do touch /tmp/f$i; done'",
+            )
+            .env("LSMPMON_CACHE", &cache)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        common::validate("trace.schema.json", &text);
+        let r = common::json(&text);
+        assert_eq!(common::calls(&r, "inode_create"), 30);
+        assert_eq!(r["provenance"]["kernel_release"], release.as_str());
+        r["provenance"]["kernel"].clone()
+    };
+    let k = trace(&own.join("bzImage"));
+    assert_eq!(k["series"], "path");
+    assert_eq!(k["path"], own.join("bzImage").display().to_string());
+    assert_eq!(k["image_sha256"], vmcache::sha256(&image));
+    assert_eq!(k["packages"], serde_json::json!([]));
+
+    let k = trace(&binary);
+    assert_eq!(k["path"], binary.display().to_string());
+    assert_eq!(k["image_sha256"], vmcache::sha256(&image));
+    let packages: Vec<(String, String)> = k["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            assert_eq!(p["version"], "7.3.4-1~test1");
+            (
+                p["name"].as_str().unwrap().to_string(),
+                p["sha256"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        packages,
+        [
+            (
+                format!("linux-binary-unsigned-{release}"),
+                vmcache::sha256(&binary)
+            ),
+            (format!("linux-base-{release}"), vmcache::sha256(&base)),
+        ]
+    );
+    fs::remove_dir_all(&cache).unwrap();
+}

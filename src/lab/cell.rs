@@ -365,14 +365,7 @@ impl Drop for Swtpm {
 
 /// The result's references to what the cell ran on.
 pub fn kernel_ref(k: &Kernel) -> KernelRef {
-    KernelRef {
-        series: k.series.clone(),
-        flavour: k.flavour.clone(),
-        package: k.package.clone(),
-        package_version: k.package_version.clone(),
-        deb_sha256: k.deb_sha256.clone(),
-        release: k.release.clone(),
-    }
+    k.reference()
 }
 
 pub fn config_ref(c: &Config) -> ConfigRef {

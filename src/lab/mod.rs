@@ -70,7 +70,7 @@ pub enum LabSub {
 
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
-    /// Kernel series, comma-separated: 5.10, 6.1, 6.12 (the names `vm run` knows).
+    /// Kernel series, comma-separated: 5.10, 6.1, 6.12, 7.3 (the names `vm run` knows).
     #[arg(long, default_value = "6.1", value_name = "LIST")]
     pub kernels: String,
     #[arg(long, default_value = "cloud")]

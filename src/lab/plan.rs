@@ -146,6 +146,31 @@ mod tests {
         );
     }
 
+    /// Debian 7.3's security options, as its config has them.
+    const DEBIAN_7_3: &str = "CONFIG_BPF_LSM=y\nCONFIG_SECURITY_SELINUX=y\n\
+        # CONFIG_SECURITY_SMACK is not set\nCONFIG_SECURITY_TOMOYO=y\nCONFIG_SECURITY_APPARMOR=y\n\
+        # CONFIG_SECURITY_LOADPIN is not set\nCONFIG_SECURITY_YAMA=y\n\
+        # CONFIG_SECURITY_SAFESETID is not set\nCONFIG_SECURITY_LOCKDOWN_LSM=y\n\
+        CONFIG_SECURITY_LOCKDOWN_LSM_EARLY=y\nCONFIG_SECURITY_LANDLOCK=y\nCONFIG_SECURITY_IPE=y\n\
+        CONFIG_INTEGRITY=y\nCONFIG_IMA=y\nCONFIG_EVM=y\n\
+        CONFIG_LSM=\"landlock,lockdown,yama,loadpin,safesetid,integrity,apparmor,selinux,smack,tomoyo,bpf,ipe\"\n";
+
+    #[test]
+    fn default_list_matches_what_debian_7_3_shows() {
+        // Seen in a 7.3 guest (vm run --kernel 7.3): ipe, then ima and evm last.
+        let k = KernelConfig::parse(DEBIAN_7_3, "7.3.4+deb13-cloud-amd64");
+        assert_eq!(k.version, (7, 3));
+        assert_eq!(
+            k.expected_lsms(None).join(","),
+            "lockdown,capability,landlock,yama,apparmor,tomoyo,bpf,ipe,ima,evm"
+        );
+        // The `none` baseline: IMA and EVM stay, IPE goes.
+        assert_eq!(
+            k.expected_lsms(Some("capability")).join(","),
+            "lockdown,capability,ima,evm"
+        );
+    }
+
     #[test]
     fn requirements_decide_applicability() {
         let k = KernelConfig::parse(

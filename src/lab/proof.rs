@@ -138,18 +138,30 @@ fn deny(r: &mut ProofReport, p: &Proof, marks: &Marks) -> Result<String, String>
     }
     let record = p.record.as_deref().unwrap_or("kmsg");
     let pattern = p.pattern.as_deref().unwrap_or("");
-    let after = read_record(record).map_err(|e| format!("reading {record}: {e}"))?;
-    let new = new_lines(&marks.record_before, &after);
     // The record must be of this check: it names the workload (its command
     // name) or a path the check was denied.
     let lines = p.record_lines.max(1);
     let ours = |text: &str| {
         text.contains(WORKLOAD_COMM) || denied.iter().any(|o| text.contains(o.path.as_str()))
     };
-    let line = (0..new.len())
-        .filter(|&i| new[i].contains(pattern))
-        .map(|i| new[i..(i + lines).min(new.len())].join(" / "))
-        .find(|text| ours(text));
+    let find = || -> Result<Option<String>, String> {
+        let after = read_record(record).map_err(|e| format!("reading {record}: {e}"))?;
+        let new = new_lines(&marks.record_before, &after);
+        Ok((0..new.len())
+            .filter(|&i| new[i].contains(pattern))
+            .map(|i| new[i..(i + lines).min(new.len())].join(" / "))
+            .find(|text| ours(text)))
+    };
+    // Audit records reach the kernel log from the kauditd thread, after the
+    // denied call has returned: give it up to a second to run.
+    let mut line = find()?;
+    for _ in 0..20 {
+        if line.is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        line = find()?;
+    }
     let Some(line) = line else {
         return Err(format!(
             "{} row(s) denied, but no new line containing '{pattern}' and naming the workload in {record}",

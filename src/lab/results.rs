@@ -31,15 +31,7 @@ pub enum CellStatus {
     Interrupted,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct KernelRef {
-    pub series: String,
-    pub flavour: String,
-    pub package: String,
-    pub package_version: String,
-    pub deb_sha256: String,
-    pub release: String,
-}
+pub use crate::results::KernelRef;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ConfigRef {

@@ -11,8 +11,13 @@ use anyhow::{bail, Result};
 use libbpf_sys::bpf_insn;
 
 use super::cpu_stats;
+use crate::intf::lsmpmon_kfunc::{
+    LSMPMON_KFUNC_PREEMPT_DISABLE, LSMPMON_KFUNC_PREEMPT_ENABLE, LSMPMON_KFUNC_SESSION_COOKIE,
+    LSMPMON_KFUNC_SESSION_IS_RETURN,
+};
 use crate::intf::lsmpmon_patch::{
-    LSMPMON_PATCH_CALIBRATION, LSMPMON_PATCH_HOOK_ID, LSMPMON_PATCH_LEAN, LSMPMON_PATCH_RET_SLOT,
+    LSMPMON_PATCH_CALIBRATION, LSMPMON_PATCH_EMPTY, LSMPMON_PATCH_HOOK_ID, LSMPMON_PATCH_LEAN,
+    LSMPMON_PATCH_NO_PREEMPT, LSMPMON_PATCH_RET_SLOT, LSMPMON_PATCH_SESSION,
     LSMPMON_PATCH_STATS_OFF, LSMPMON_PATCH_SYSCALL_TIME,
 };
 
@@ -37,6 +42,10 @@ pub struct HookConsts {
 pub struct ProbeOptions {
     pub lean: bool,
     pub syscall_time: bool,
+    /// Probes run with preemption disabled (preemptible kernels).
+    pub no_preempt: bool,
+    /// Programs that return at once (--empty-probes, a benchmark).
+    pub empty: bool,
 }
 
 impl HookConsts {
@@ -59,6 +68,10 @@ impl HookConsts {
             LSMPMON_PATCH_CALIBRATION => Some(self.calibration as u32),
             LSMPMON_PATCH_LEAN => Some(self.options.lean as u32),
             LSMPMON_PATCH_SYSCALL_TIME => Some(self.options.syscall_time as u32),
+            LSMPMON_PATCH_NO_PREEMPT => Some(self.options.no_preempt as u32),
+            LSMPMON_PATCH_EMPTY => Some(self.options.empty as u32),
+            // Set by the template's kind (Template::instance).
+            LSMPMON_PATCH_SESSION => Some(0),
             _ => None,
         }
     }
@@ -91,31 +104,89 @@ fn patch_sites(insns: &[bpf_insn]) -> impl Iterator<Item = (usize, u32)> + '_ {
 pub enum Kind {
     Fentry,
     Fexit,
+    /// One program at entry and exit (BPF_TRACE_FSESSION, whose value the
+    /// running kernel's BTF gives: libbpf 1.1 does not know it).
+    Session(u32),
     /// The fallback for kernels without bpf_get_func_ret() (before 5.17).
     Kprobe,
     Kretprobe,
 }
 
+/// `BPF_JMP | BPF_CALL`, and its src_reg for a kfunc call.
+const CALL: u8 = 0x85;
+const PSEUDO_KFUNC_CALL: u8 = 2;
+
+/// The running kernel's BTF ids of the kfuncs the probes may call, by their
+/// placeholder (enum lsmpmon_kfunc); a kfunc the kernel lacks is absent.
+#[derive(Debug, Clone, Default)]
+pub struct Kfuncs(Vec<(u32, u32)>);
+
+impl Kfuncs {
+    /// (placeholder, kernel function name).
+    pub const ALL: &'static [(u32, &'static str)] = &[
+        (LSMPMON_KFUNC_PREEMPT_DISABLE, "bpf_preempt_disable"),
+        (LSMPMON_KFUNC_PREEMPT_ENABLE, "bpf_preempt_enable"),
+        (LSMPMON_KFUNC_SESSION_IS_RETURN, "bpf_session_is_return"),
+        (LSMPMON_KFUNC_SESSION_COOKIE, "bpf_session_cookie"),
+    ];
+
+    pub fn resolve(kbtf: &super::btf::KernelBtf) -> Self {
+        Self(
+            Self::ALL
+                .iter()
+                .filter_map(|(marker, name)| kbtf.funcs.get(*name).map(|f| (*marker, f.btf_id)))
+                .collect(),
+        )
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        Self::ALL
+            .iter()
+            .any(|(m, n)| *n == name && self.0.iter().any(|(k, _)| k == m))
+    }
+
+    fn btf_id(&self, marker: u32) -> Option<u32> {
+        self.0.iter().find(|(m, _)| *m == marker).map(|(_, id)| *id)
+    }
+}
+
 pub struct Template {
     insns: Vec<bpf_insn>,
     kind: Kind,
+    kfuncs: Kfuncs,
 }
 
 impl Template {
-    pub fn new(insns: &[bpf_insn], kind: Kind) -> Result<Self> {
+    pub fn new(insns: &[bpf_insn], kind: Kind, kfuncs: &Kfuncs) -> Result<Self> {
         if !patch_sites(insns).any(|(_, m)| m == LSMPMON_PATCH_HOOK_ID) {
             bail!("BPF program has no hook-id placeholder: rebuild lsmpmon");
         }
         Ok(Self {
             insns: insns.to_vec(),
             kind,
+            kfuncs: kfuncs.clone(),
         })
     }
 
     fn instance(&self, consts: HookConsts) -> Vec<bpf_insn> {
         let mut insns = self.insns.clone();
         for (i, marker) in patch_sites(&self.insns) {
-            insns[i].imm = consts.value(marker).unwrap_or_default() as i32;
+            insns[i].imm = match marker {
+                LSMPMON_PATCH_SESSION => matches!(self.kind, Kind::Session(_)) as i32,
+                _ => consts.value(marker).unwrap_or_default() as i32,
+            };
+        }
+        // Kfunc placeholders become kfunc calls where the kernel has the
+        // kfunc; elsewhere they stay in code the constants make dead.
+        for insn in insns.iter_mut() {
+            if insn.code != CALL || insn.src_reg() != 0 {
+                continue;
+            }
+            if let Some(id) = self.kfuncs.btf_id(insn.imm as u32) {
+                insn.set_src_reg(PSEUDO_KFUNC_CALL);
+                insn.imm = id as i32;
+                insn.off = 0;
+            }
         }
         insns
     }
@@ -124,6 +195,7 @@ impl Template {
         match self.kind {
             Kind::Fentry => libbpf_sys::BPF_TRACE_FENTRY,
             Kind::Fexit => libbpf_sys::BPF_TRACE_FEXIT,
+            Kind::Session(t) => t,
             Kind::Kprobe | Kind::Kretprobe => 0,
         }
     }
@@ -131,7 +203,7 @@ impl Template {
     /// Loads a copy for `hook_id` aimed at the kernel function with BTF id `btf_id`.
     pub fn load(&self, consts: HookConsts, btf_id: u32) -> Result<OwnedFd, String> {
         let insns = self.instance(consts);
-        let tracing = matches!(self.kind, Kind::Fentry | Kind::Fexit);
+        let tracing = matches!(self.kind, Kind::Fentry | Kind::Fexit | Kind::Session(_));
         let mut opts = libbpf_sys::bpf_prog_load_opts {
             sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
             expected_attach_type: self.attach_type(),
@@ -141,6 +213,7 @@ impl Template {
         let (prog_type, name) = match self.kind {
             Kind::Fentry => (libbpf_sys::BPF_PROG_TYPE_TRACING, c"lsmpmon_entry"),
             Kind::Fexit => (libbpf_sys::BPF_PROG_TYPE_TRACING, c"lsmpmon_exit"),
+            Kind::Session(_) => (libbpf_sys::BPF_PROG_TYPE_TRACING, c"lsmpmon_session"),
             Kind::Kprobe => (libbpf_sys::BPF_PROG_TYPE_KPROBE, c"lsmpmon_kentry"),
             Kind::Kretprobe => (libbpf_sys::BPF_PROG_TYPE_KPROBE, c"lsmpmon_kexit"),
         };
@@ -177,7 +250,7 @@ impl Template {
 
     pub fn attach(&self, prog: &OwnedFd, function: &str, hook_id: u32) -> Result<OwnedFd, String> {
         match self.kind {
-            Kind::Fentry | Kind::Fexit => {
+            Kind::Fentry | Kind::Fexit | Kind::Session(_) => {
                 // SAFETY: valid prog fd; NULL opts.
                 let fd = unsafe {
                     libbpf_sys::bpf_link_create(
@@ -279,14 +352,50 @@ pub(super) fn run_on_event(event: &OwnedFd, prog: &OwnedFd) -> Result<(), String
     Ok(())
 }
 
-/// One hook's loaded and attached pair.
+/// One hook's loaded and attached probes: an fentry/fexit (kprobe/kretprobe)
+/// pair, or one session program (`exit` None).
 pub struct Pair {
     pub hook_id: u32,
     pub entry: OwnedFd,
-    pub exit: OwnedFd,
+    pub exit: Option<OwnedFd>,
     /// None only where LSMPMON_TEST_SKIP_PROBE left a side unattached.
     entry_link: Option<OwnedFd>,
     exit_link: Option<OwnedFd>,
+}
+
+impl Pair {
+    /// Runs the kernel skipped (recursion), both programs together.
+    pub fn recursion_misses(&self) -> u64 {
+        recursion_misses(&self.entry) + self.exit.as_ref().map_or(0, recursion_misses)
+    }
+}
+
+/// The programs every hook's copies are made from, by attach method.
+pub enum Probes {
+    /// fentry + fexit, or kprobe + kretprobe.
+    Pair(Template, Template),
+    /// One session program (BPF_TRACE_FSESSION).
+    Session(Template),
+}
+
+impl Probes {
+    /// Loads this hook's copies and attaches them.
+    pub fn attach(&self, consts: HookConsts, btf_id: u32, function: &str) -> Result<Pair, String> {
+        match self {
+            Probes::Pair(entry, exit) => attach_pair(entry, exit, consts, btf_id, function),
+            Probes::Session(t) => {
+                let prog = t.load(consts, btf_id)?;
+                let link = t.attach(&prog, function, consts.hook_id)?;
+                Ok(Pair {
+                    hook_id: consts.hook_id,
+                    entry: prog,
+                    exit: None,
+                    entry_link: Some(link),
+                    exit_link: None,
+                })
+            }
+        }
+    }
 }
 
 /// Fault injection for the tests: `LSMPMON_TEST_SKIP_PROBE=entry:FUNC,exit:FUNC`
@@ -300,7 +409,7 @@ fn skipped_by_test(side: &str, function: &str) -> bool {
     })
 }
 
-pub fn attach_pair(
+fn attach_pair(
     entry: &Template,
     exit: &Template,
     consts: HookConsts,
@@ -321,7 +430,7 @@ pub fn attach_pair(
     Ok(Pair {
         hook_id: consts.hook_id,
         entry: entry_prog,
-        exit: exit_prog,
+        exit: Some(exit_prog),
         entry_link,
         exit_link,
     })
@@ -363,7 +472,7 @@ pub fn detach_all(pairs: Vec<Pair>, mode: DetachMode) -> f64 {
         links.extend(p.entry_link);
         links.extend(p.exit_link);
         progs.push(p.entry);
-        progs.push(p.exit);
+        progs.extend(p.exit);
     }
     if mode == DetachMode::Background && release_in_child(&links) {
         // Our copies only drop references; the child holds the links.

@@ -50,6 +50,8 @@ pub struct Struct {
 
 pub struct KernelBtf {
     pub funcs: HashMap<String, Func>,
+    /// `enum bpf_attach_type` as this kernel has it (BPF_TRACE_FSESSION, ...).
+    pub attach_types: HashMap<String, u32>,
     /// Only the structs asked for in `load`.
     pub structs: HashMap<String, Struct>,
 }
@@ -194,8 +196,21 @@ impl KernelBtf {
         let count = unsafe { libbpf_sys::btf__type_cnt(raw.0) };
         let mut funcs = HashMap::new();
         let mut found_structs = HashMap::new();
+        let mut attach_types = HashMap::new();
         for id in 1..count {
             let Some(t) = raw.ty(id) else { continue };
+            if kind(t) == BTF_KIND_ENUM && raw.name(t.name_off) == "bpf_attach_type" {
+                // SAFETY: an ENUM is followed by vlen btf_enum records.
+                let values = unsafe {
+                    let first =
+                        (t as *const libbpf_sys::btf_type).add(1) as *const libbpf_sys::btf_enum;
+                    std::slice::from_raw_parts(first, vlen(t))
+                };
+                for v in values {
+                    attach_types.insert(raw.name(v.name_off), v.val as u32);
+                }
+                continue;
+            }
             if kind(t) == BTF_KIND_STRUCT {
                 let name = raw.name(t.name_off);
                 if structs.contains(&name.as_str()) && !found_structs.contains_key(&name) {
@@ -235,6 +250,7 @@ impl KernelBtf {
         }
         Ok(Self {
             funcs,
+            attach_types,
             structs: found_structs,
         })
     }

@@ -12,6 +12,7 @@ mod guard;
 pub mod hooks;
 mod kretprobe;
 pub mod lsm_tables;
+pub mod method;
 mod preempt;
 pub mod report;
 pub mod returns;
@@ -128,6 +129,15 @@ pub struct TraceArgs {
     /// Also time each syscall (sys_enter to sys_exit) to give the share spent in LSM hooks.
     #[arg(long)]
     pub syscall_time: bool,
+    /// Attach method: auto takes the first this kernel offers, in the order
+    /// session (7.x: one program per hook at entry and exit), fentry/fexit,
+    /// kprobe/kretprobe (before 5.17); the result says which, and why not the others.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub method: method::MethodArg,
+    /// Benchmark of the attach method itself: programs that return at once
+    /// (no figure is recorded; time the traced command). See BENCHMARKS.md.
+    #[arg(long, hide = true)]
+    pub empty_probes: bool,
     /// Trace even if other tracing programs (another trace, another tool's
     /// BPF programs, kprobes, ftrace) sit on the functions to time; they
     /// inflate the figures, and the result records them.
@@ -165,6 +175,7 @@ fn discover(args: &TraceArgs) -> Result<(hooks::Discovery, btf::KernelBtf)> {
             all || n.starts_with("security_")
                 || n.starts_with("bpf_lsm_")
                 || n == calibrate::FUNCTION
+                || attach::Kfuncs::ALL.iter().any(|(_, k)| *k == n)
         },
         if all { lsm_tables::STRUCTS } else { &[] },
     )?;
@@ -281,32 +292,29 @@ fn render(r: &TraceResult, args: &TraceArgs, compact: bool) -> Result<String> {
     }
 }
 
+/// A trace in stages: discover the hooks → choose the attach method → load
+/// → attach → run and watch → collect, render and release (`finish`).
 pub fn run(args: &TraceArgs) -> Result<i32> {
     check_root()?;
-    preempt::check()?;
     let (discovery, kbtf) = discover(args)?;
     if args.list_hooks {
         list_hooks(&discovery);
         return Ok(0);
     }
     let plan = setup::plan(args, discovery, &kbtf)?;
+    let kfuncs = attach::Kfuncs::resolve(&kbtf);
+    let choice = choose_method(args, &kbtf, &kfuncs)?;
+    let preemptible =
+        preempt::check(kfuncs.has("bpf_preempt_disable") && kfuncs.has("bpf_preempt_enable"))?;
 
     command::catch_signals();
     raise_nofile(plan.hooks.len() as u64 * 4 + 256);
     let mut functions: Vec<String> = plan.hooks.iter().map(|h| h.function.clone()).collect();
     functions.push(calibrate::FUNCTION.into());
-    let kprobe = kprobe_mode(args)?;
-    if kprobe {
-        if !kretprobe::usable() {
-            eprintln!("lsmpmon: warning: no tracefs kprobe_events: return probes keep the kernel's default maxactive, and returns lost while tasks sleep in a hook are not counted");
-        }
-        // A SIGKILLed trace's return probes would count as another tool's.
-        kretprobe::remove_stale();
-    }
     let guard = guard::acquire(&functions, args.allow_other_probes, &command::stopped)?;
 
     let mut open_object = MaybeUninit::uninit();
-    let mut skel = setup::load(&mut open_object, args, &plan.hooks, &kbtf, kprobe)?;
+    let mut skel = setup::load(&mut open_object, args, &plan.hooks, &kbtf, choice.method)?;
     let stats = CpuStats::map(
         skel.maps.cpus.as_fd().as_raw_fd(),
         arrays::possible_cpus(),
@@ -315,13 +323,15 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     )?;
     // Before any hook: context switches and interrupt handlers change what a call belongs to.
     setup::attach_context(&mut skel)?;
-    let templates = setup::templates(&skel, kprobe)?;
+    let probes = setup::probes(&skel, choice.method, &kfuncs)?;
     setup::write_hook_meta(&skel, &plan.hooks)?;
     let options = ProbeOptions {
         lean: args.lean,
         syscall_time: args.syscall_time,
+        no_preempt: preemptible.is_some(),
+        empty: args.empty_probes,
     };
-    let attached = setup::attach_hooks(&templates, &plan.hooks, options)?;
+    let attached = setup::attach_hooks(&probes, choice.method, &plan.hooks, options)?;
     let (calibration, pair_cost_ns) = match kbtf.funcs.get(calibrate::FUNCTION) {
         Some(f) => calibrate::run(
             skel.progs.test_run_driver.as_fd(),
@@ -331,8 +341,7 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
                     calibration: true,
                     ..HookConsts::new(plan.hooks.len() as u32, f.params.len(), true, options)
                 };
-                let (entry, exit) = &templates;
-                attach::attach_pair(entry, exit, consts, f.btf_id, calibrate::FUNCTION).ok()
+                probes.attach(consts, f.btf_id, calibrate::FUNCTION).ok()
             },
         ),
         None => (None, None),
@@ -342,7 +351,9 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
         skel.links.sys_exit = Some(skel.progs.sys_exit.attach()?);
     }
 
-    let probe = probe_info(args, kprobe, &plan, &attached, pair_cost_ns, &guard);
+    let mut probe = probe_info(args, &choice, &plan, &attached, pair_cost_ns, &guard);
+    probe.preemption = preemptible
+        .map(|m| format!("{m}: the probes run with preemption disabled (bpf_preempt_disable)"));
     let mut session = Session {
         skel,
         stats,
@@ -371,40 +382,49 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     finish(session, args, status)
 }
 
-/// The kprobe/kretprobe fallback, if this kernel needs it (and the options allow it).
-fn kprobe_mode(args: &TraceArgs) -> Result<bool> {
-    let kprobe = needs_kprobe_fallback();
-    if kprobe {
+/// The attach method (method.rs), and what the kprobe fallback needs.
+fn choose_method(
+    args: &TraceArgs,
+    kbtf: &btf::KernelBtf,
+    kfuncs: &attach::Kfuncs,
+) -> Result<method::Choice> {
+    let offer = method::Offer::read(kbtf, kfuncs, kernel_version());
+    let choice = method::choose(&offer, args.method)?;
+    eprintln!("lsmpmon: probe method: {}", choice.method.name());
+    if choice.method == method::Method::Kprobe {
         eprintln!("lsmpmon: this kernel lacks bpf_get_func_ret() (5.17): falling back to kprobe/kretprobe");
         if args.syscall_time {
             return Err(usage(
                 "--syscall-time needs kernel 5.17 or later (fentry tracing)",
             ));
         }
+        if !kretprobe::usable() {
+            eprintln!("lsmpmon: warning: no tracefs kprobe_events: return probes keep the kernel's default maxactive, and returns lost while tasks sleep in a hook are not counted");
+        }
+        // A SIGKILLed trace's return probes would count as another tool's.
+        kretprobe::remove_stale();
     }
-    Ok(kprobe)
+    Ok(choice)
 }
 
 fn probe_info(
     args: &TraceArgs,
-    kprobe: bool,
+    choice: &method::Choice,
     plan: &setup::Plan,
     attached: &setup::Attached,
     pair_cost_ns: Option<f64>,
     guard: &guard::Guard,
 ) -> ProbeInfo {
+    let kprobe = choice.method == method::Method::Kprobe;
     ProbeInfo {
-        method: if kprobe {
-            "kprobe/kretprobe"
-        } else {
-            "fentry/fexit"
-        }
-        .into(),
+        method: choice.method.name().into(),
+        not_used: choice.not_used.clone(),
         fallback: kprobe.then(|| {
             "kernel lacks bpf_get_func_ret() (5.17): kprobe/kretprobe fallback, \
              costlier probes"
                 .to_string()
         }),
+        preemption: None,
         floor_ns: None,
         pair_cost_ns,
         floor_samples: 0,
@@ -475,17 +495,13 @@ fn finish(mut session: Session, args: &TraceArgs, status: Option<i32>) -> Result
     })
 }
 
-/// fentry/fexit tracing needs bpf_get_func_ret() (5.17); older kernels with
-/// kprobes get the kprobe/kretprobe programs instead.
-fn needs_kprobe_fallback() -> bool {
-    // libbpf cannot probe helpers of tracing programs (they need an attach
-    // target), so the kernel version decides; Debian kernels do not backport it.
+/// (major, minor) of the running kernel.
+fn kernel_version() -> (u32, u32) {
     let release = crate::provenance::collect().kernel_release;
     let mut nums = release
         .split(|c: char| !c.is_ascii_digit())
         .filter_map(|p| p.parse::<u32>().ok());
-    let version = (nums.next().unwrap_or(0), nums.next().unwrap_or(0));
-    version < (5, 17)
+    (nums.next().unwrap_or(0), nums.next().unwrap_or(0))
 }
 
 /// Runs until COMMAND exits, --duration passes or a signal arrives; serves

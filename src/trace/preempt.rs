@@ -2,7 +2,10 @@
 //! The kernel runs fentry/fexit programs with migration disabled but not
 //! preemption: under a fully preemptible kernel (`preempt=full`, `lazy`,
 //! PREEMPT_RT) another task could run in the middle of a probe and push its
-//! own frames between another's, so lsmpmon refuses such a kernel.
+//! own frames between another's. Where the kernel has the kfuncs
+//! `bpf_preempt_disable`/`bpf_preempt_enable` (6.10), each probe runs with
+//! preemption disabled; an older preemptible kernel is refused. (From 7.x,
+//! Debian's kernels only offer `full` and `lazy`.)
 use anyhow::Result;
 
 use crate::error::usage;
@@ -57,15 +60,22 @@ fn config_model(config: &str) -> Option<String> {
     }
 }
 
-/// Refuses a kernel whose preemption model lets a task be preempted inside a probe.
-pub fn check() -> Result<()> {
-    match model().as_deref() {
-        Some(m @ ("full" | "lazy" | "rt")) => Err(usage(format!(
-            "the kernel runs with preemption model '{m}': a task can be preempted inside \
-             lsmpmon's probes and mix its calls with another's; boot with preempt=voluntary \
-             (or preempt=none)"
-        ))),
-        _ => Ok(()),
+/// The preemption model where it lets a task be preempted inside a probe,
+/// if the probes can disable preemption (`can_disable`); an error otherwise.
+pub fn check(can_disable: bool) -> Result<Option<String>> {
+    match model() {
+        Some(m) if matches!(m.as_str(), "full" | "lazy" | "rt") => {
+            if can_disable {
+                Ok(Some(m))
+            } else {
+                Err(usage(format!(
+                    "the kernel runs with preemption model '{m}' and has no bpf_preempt_disable \
+                     (6.10): a task can be preempted inside lsmpmon's probes and mix its calls \
+                     with another's; boot with preempt=voluntary (or preempt=none)"
+                )))
+            }
+        }
+        _ => Ok(None),
     }
 }
 

@@ -10,7 +10,7 @@ use anyhow::Result;
 
 use super::attach::Pair;
 use super::bpf::LsmpmonSkel;
-use super::{arrays, attach, collect, cpu_stats::CpuStats, hooks::Hook};
+use super::{arrays, collect, cpu_stats::CpuStats, hooks::Hook};
 use crate::intf::{
     lsmpmon_hook_stats, lsmpmon_limits as lim, lsmpmon_syscall_cell, lsmpmon_syscall_time,
 };
@@ -133,7 +133,7 @@ impl Session<'_> {
             .pairs
             .iter()
             .map(|p| Skipped {
-                recursion: attach::recursion_misses(&p.entry) + attach::recursion_misses(&p.exit),
+                recursion: p.recursion_misses(),
                 lost_returns: lost.get(&p.hook_id).copied().unwrap_or(0),
             })
             .collect();

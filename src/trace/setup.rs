@@ -7,9 +7,10 @@ use anyhow::{Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, OpenObject};
 
-use super::attach::{self, HookConsts, Kind, Pair, ProbeOptions, Template};
+use super::attach::{self, HookConsts, Kind, Pair, ProbeOptions, Probes, Template};
 use super::bpf::*;
 use super::hooks::{self, Excluded, Hook};
+use super::method::Method;
 use super::{btf, calibrate, cgroup_id, cpu_stats, fixed_bytes, refused, TraceArgs};
 use crate::intf::{lsmpmon_hook_meta, lsmpmon_limits as lim};
 
@@ -90,7 +91,7 @@ pub fn load<'obj>(
     args: &TraceArgs,
     hooks: &[Hook],
     kbtf: &btf::KernelBtf,
-    kprobe: bool,
+    method: Method,
 ) -> Result<LsmpmonSkel<'obj>> {
     let mut open = LsmpmonSkelBuilder::default()
         .open(open_object)
@@ -111,18 +112,28 @@ pub fn load<'obj>(
     open.maps
         .syscall_cells
         .set_max_entries(hooks.len() as u32 * lim::LSMPMON_SYSCALL_SLOTS)?;
+    // Only the templates of the method in use are loaded (and relocated).
+    let (pair, session, kprobe) = (
+        method == Method::FentryFexit,
+        matches!(method, Method::Session(_)),
+        method == Method::Kprobe,
+    );
+    let template_target = hooks[0].function.clone();
+    for p in [
+        &mut open.progs.hook_entry,
+        &mut open.progs.hook_exit,
+        &mut open.progs.hook_session,
+    ] {
+        p.set_attach_target(0, Some(template_target.clone()))?;
+    }
+    open.progs.hook_entry.set_autoload(pair);
+    open.progs.hook_exit.set_autoload(pair);
+    open.progs.hook_session.set_autoload(session);
+    open.progs.hook_kentry.set_autoload(kprobe);
+    open.progs.hook_kexit.set_autoload(kprobe);
     if kprobe {
-        open.progs.hook_entry.set_autoload(false);
-        open.progs.hook_exit.set_autoload(false);
         // Task storage (5.11) only serves --syscall-time, refused for kprobes.
         open.maps.task_ctx.set_autocreate(false)?;
-    } else {
-        let template_target = hooks[0].function.clone();
-        for p in [&mut open.progs.hook_entry, &mut open.progs.hook_exit] {
-            p.set_attach_target(0, Some(template_target.clone()))?;
-        }
-        open.progs.hook_kentry.set_autoload(false);
-        open.progs.hook_kexit.set_autoload(false);
     }
     open.progs
         .test_run_driver
@@ -157,18 +168,22 @@ pub fn attach_context(skel: &mut LsmpmonSkel) -> Result<()> {
     Ok(())
 }
 
-/// The loaded entry and exit programs every hook's copy is made from.
-pub fn templates(skel: &LsmpmonSkel, kprobe: bool) -> Result<(Template, Template)> {
-    Ok(if kprobe {
-        (
-            Template::new(skel.progs.hook_kentry.insns(), Kind::Kprobe)?,
-            Template::new(skel.progs.hook_kexit.insns(), Kind::Kretprobe)?,
-        )
-    } else {
-        (
-            Template::new(skel.progs.hook_entry.insns(), Kind::Fentry)?,
-            Template::new(skel.progs.hook_exit.insns(), Kind::Fexit)?,
-        )
+/// The loaded programs every hook's copies are made from, for `method`.
+pub fn probes(skel: &LsmpmonSkel, method: Method, kfuncs: &attach::Kfuncs) -> Result<Probes> {
+    let t = |p: &libbpf_rs::Program, kind| Template::new(p.insns(), kind, kfuncs);
+    let progs = &skel.progs;
+    Ok(match method {
+        Method::Session(attach_type) => {
+            Probes::Session(t(&progs.hook_session, Kind::Session(attach_type))?)
+        }
+        Method::FentryFexit => Probes::Pair(
+            t(&progs.hook_entry, Kind::Fentry)?,
+            t(&progs.hook_exit, Kind::Fexit)?,
+        ),
+        Method::Kprobe => Probes::Pair(
+            t(&progs.hook_kentry, Kind::Kprobe)?,
+            t(&progs.hook_kexit, Kind::Kretprobe)?,
+        ),
     })
 }
 
@@ -202,17 +217,22 @@ pub struct Attached {
 /// One probe pair per hook; a hook that fails is reported, unless the
 /// kernel refuses the first one (then it refuses them all: lockdown).
 pub fn attach_hooks(
-    (entry, exit): &(Template, Template),
+    probes: &Probes,
+    method: Method,
     hooks: &[Hook],
     options: ProbeOptions,
 ) -> Result<Attached> {
-    eprintln!("lsmpmon: attaching {} probe pairs ...", hooks.len());
+    let what = match method {
+        Method::Session(_) => "session probes",
+        _ => "probe pairs",
+    };
+    eprintln!("lsmpmon: attaching {} {what} ...", hooks.len());
     let start = Instant::now();
     let mut pairs = Vec::with_capacity(hooks.len());
     let mut failed = Vec::new();
     for (i, h) in hooks.iter().enumerate() {
         let consts = HookConsts::new(i as u32, h.args, h.returns_int, options);
-        match attach::attach_pair(entry, exit, consts, h.btf_id, &h.function) {
+        match probes.attach(consts, h.btf_id, &h.function) {
             Ok(p) => pairs.push(p),
             Err(reason) if i == 0 && reason.contains("Operation not permitted") => {
                 return Err(refused("attaching", &reason));
@@ -231,7 +251,7 @@ pub fn attach_hooks(
         );
     }
     eprintln!(
-        "lsmpmon: {} probe pairs attached in {attach_ms:.0} ms{}",
+        "lsmpmon: {} {what} attached in {attach_ms:.0} ms{}",
         pairs.len(),
         if failed.is_empty() {
             String::new()

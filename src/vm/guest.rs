@@ -18,6 +18,15 @@ use super::qemu::{GUEST_STATUS, GUEST_STDERR, GUEST_STDOUT};
 #[derive(Debug, Serialize, Deserialize)]
 pub struct RunSpec {
     pub argv: Vec<String>,
+    /// The kernel the guest boots, for the provenance of what runs in it.
+    #[serde(default)]
+    pub kernel: Option<crate::results::KernelRef>,
+}
+
+/// The kernel `vm run` booted this guest with (None on a host).
+pub fn booted_kernel() -> Option<crate::results::KernelRef> {
+    let bytes = fs::read(Path::new("/").join(super::initramfs::RUN_FILE)).ok()?;
+    serde_json::from_slice::<RunSpec>(&bytes).ok()?.kernel
 }
 
 fn open_raw(path: &str) -> Result<File> {

@@ -15,27 +15,50 @@ use super::cache::{
 };
 use super::lock::FetchLock;
 use crate::error::usage;
+use crate::results::{KernelRef, PackageRef};
 
 const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
 
-/// A kernel series lsmpmon knows how to fetch, and the Debian suites holding it.
+/// How a series packages its kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// Up to 6.x: `linux-image-<ver>-<flavour>[-unsigned]`, with
+    /// `boot/vmlinuz-<ver>` and `boot/config-<ver>`.
+    Image,
+    /// From 7.x: `linux-image-<ver>-…` only depends on
+    /// `linux-binary-unsigned-<ver>-…` (`usr/lib/modules/<ver>/vmlinuz.unsigned`),
+    /// `linux-base-<ver>-…` (`usr/lib/modules/<ver>/config`) and the modules,
+    /// which a guest does not need.
+    Split,
+}
+
+/// A kernel series lsmpmon knows how to fetch, and the Debian suite holding it.
 struct Series {
     name: &'static str,
     suite: &'static str,
+    layout: Layout,
 }
 
 const SERIES: &[Series] = &[
     Series {
         name: "5.10",
         suite: "bullseye",
+        layout: Layout::Image,
     },
     Series {
         name: "6.1",
         suite: "bookworm",
+        layout: Layout::Image,
     },
     Series {
         name: "6.12",
         suite: "trixie",
+        layout: Layout::Image,
+    },
+    Series {
+        name: "7.3",
+        suite: "trixie-backports",
+        layout: Layout::Split,
     },
 ];
 
@@ -44,12 +67,17 @@ const SERIES: &[Series] = &[
 pub struct Kernel {
     pub series: String,
     pub flavour: String,
+    /// The package holding the image, its version and the sha256 of its file.
     pub package: String,
     pub package_version: String,
     pub deb_sha256: String,
+    /// Every package file used, the image's first (7.x: and the config's).
+    #[serde(default)]
+    pub packages: Vec<PackageRef>,
     /// `uname -r` of the kernel, from the image's file name.
     pub release: String,
-    /// Inside the cache entry (relative to it, or absolute under it).
+    /// Inside the cache entry (relative to it, or absolute under it); for a
+    /// bzImage given by path, that file.
     pub vmlinuz: PathBuf,
     pub config: PathBuf,
     /// sha256 of the image and the config as fetched, checked before each use
@@ -58,19 +86,68 @@ pub struct Kernel {
     pub vmlinuz_sha256: String,
     #[serde(default)]
     pub config_sha256: String,
+    /// The file given with `--kernel PATH` (absolute), if it was.
+    #[serde(default)]
+    pub path: Option<PathBuf>,
 }
 
+impl Kernel {
+    /// What a result records about this kernel.
+    pub fn reference(&self) -> KernelRef {
+        let packages = if self.packages.is_empty() && !self.package_version.is_empty() {
+            // Entries fetched before lsmpmon listed every package had one.
+            vec![PackageRef {
+                name: self.package.clone(),
+                version: self.package_version.clone(),
+                sha256: self.deb_sha256.clone(),
+            }]
+        } else {
+            self.packages.clone()
+        };
+        KernelRef {
+            series: self.series.clone(),
+            flavour: self.flavour.clone(),
+            package: self.package.clone(),
+            package_version: self.package_version.clone(),
+            deb_sha256: self.deb_sha256.clone(),
+            release: self.release.clone(),
+            packages,
+            image_sha256: self.vmlinuz_sha256.clone(),
+            path: self.path.as_ref().map(|p| p.display().to_string()),
+        }
+    }
+}
+
+/// Debian's series, then the kernels lsmpmon builds itself.
 pub fn known_series() -> Vec<&'static str> {
-    SERIES.iter().map(|s| s.name).collect()
+    SERIES
+        .iter()
+        .map(|s| s.name)
+        .chain(super::build::RECIPES.iter().map(|r| r.name))
+        .collect()
 }
 
-/// The kernel for `series` and `flavour` ("cloud" or "amd64"), fetched on first use.
-/// `mirror`: the Debian archive to fetch from (`--mirror`); default: the
-/// machine's own apt sources.
-pub fn ensure(cache: &Path, series: &str, flavour: &str, mirror: Option<&str>) -> Result<Kernel> {
-    let known = find_series(series, flavour)?;
+/// `-cloud-amd64` or `-amd64`: how package names end for `flavour`.
+fn flavour_suffix(flavour: &str) -> String {
+    match flavour {
+        "amd64" => "amd64".into(),
+        f => format!("{f}-amd64"),
+    }
+}
+
+/// The kernel for `kernel` (a series, or a file: see [`super::own`]) and
+/// `flavour` ("cloud" or "amd64"), fetched on first use. `mirror`: the Debian
+/// archive to fetch from (`--mirror`); default: the machine's own apt sources.
+pub fn ensure(cache: &Path, kernel: &str, flavour: &str, mirror: Option<&str>) -> Result<Kernel> {
+    if let Some(r) = super::build::recipe(kernel) {
+        return super::build::ensure(cache, r);
+    }
+    if !SERIES.iter().any(|s| s.name == kernel) && super::own::is_path(kernel) {
+        return super::own::ensure(cache, Path::new(kernel));
+    }
+    let known = find_series(kernel, flavour)?;
     let cache = std::path::absolute(cache)?;
-    let entry = Path::new("kernels").join(format!("{series}-{flavour}"));
+    let entry = Path::new("kernels").join(format!("{kernel}-{flavour}"));
     let dir = real_dir(&cache, &entry)?;
     ensure_entry(&cache, &dir, |dir| {
         fetch(&cache, known, flavour, dir, mirror)
@@ -80,8 +157,9 @@ pub fn ensure(cache: &Path, series: &str, flavour: &str, mirror: Option<&str>) -
 fn find_series(series: &str, flavour: &str) -> Result<&'static Series> {
     let known = SERIES.iter().find(|s| s.name == series).ok_or_else(|| {
         usage(format!(
-            "unknown kernel '{series}': use one of {}",
-            known_series().join(", ")
+            "unknown kernel '{series}': use one of {}, or the path of {}",
+            known_series().join(", "),
+            super::own::ACCEPTED
         ))
     })?;
     if flavour != "cloud" && flavour != "amd64" {
@@ -94,7 +172,7 @@ fn find_series(series: &str, flavour: &str) -> Result<&'static Series> {
 
 /// The intact entry in `dir`, or `fetch`'s, one fetch into the cache at a time:
 /// whoever waited uses what the first one fetched.
-fn ensure_entry(
+pub(super) fn ensure_entry(
     cache: &Path,
     dir: &Path,
     fetch: impl FnOnce(&Path) -> Result<Kernel>,
@@ -147,7 +225,7 @@ fn load(dir: &Path) -> Result<Option<Kernel>> {
     Ok(Some(k))
 }
 
-/// Fetches the newest kernel package of the series into `dir` (under the lock).
+/// Fetches the newest kernel of the series into `dir` (under the lock).
 fn fetch(
     cache: &Path,
     s: &Series,
@@ -156,8 +234,9 @@ fn fetch(
     mirror: Option<&str>,
 ) -> Result<Kernel> {
     eprintln!(
-        "lsmpmon: fetching Debian {} {flavour} kernel into {}",
+        "lsmpmon: fetching Debian {} {flavour} kernel ({}) into {}",
         s.name,
+        s.suite,
         dir.display()
     );
     let mirrors = match mirror {
@@ -170,18 +249,20 @@ fn fetch(
     let staging = dir.join(".fetch");
     let _ = fs::remove_dir_all(&staging);
     fs::create_dir(&staging).with_context(|| format!("creating {}", staging.display()))?;
-    let (package, deb) = download_newest(&apt, flavour, &staging)
-        .with_context(|| format!("fetching the {} kernel", s.name))?;
-    let mut kernel = unpack(&deb, &staging.join("root"))?;
+    let debs = match s.layout {
+        Layout::Image => download_newest(&apt, flavour, &staging).map(|deb| vec![deb]),
+        Layout::Split => download_split(&apt, s, flavour, &staging),
+    }
+    .with_context(|| format!("fetching the {} kernel", s.name))?;
+    let mut kernel = unpack(&debs, &staging.join("root"))?;
     kernel.series = s.name.into();
     kernel.flavour = flavour.into();
-    kernel.package = package;
     move_in(&staging, dir, &mut kernel)?;
     Ok(kernel)
 }
 
 /// Replaces the entry's `root` with the one unpacked in `staging`.
-fn move_in(staging: &Path, dir: &Path, kernel: &mut Kernel) -> Result<()> {
+pub(super) fn move_in(staging: &Path, dir: &Path, kernel: &mut Kernel) -> Result<()> {
     let root = dir.join("root");
     let _ = fs::remove_dir_all(&root);
     fs::rename(staging.join("root"), &root)
@@ -194,8 +275,8 @@ fn move_in(staging: &Path, dir: &Path, kernel: &mut Kernel) -> Result<()> {
 }
 
 /// Newest first; a mirror may lack the newest file, so older ones are tried too.
-fn download_newest(apt: &PrivateApt, flavour: &str, dir: &Path) -> Result<(String, PathBuf)> {
-    let meta = format!("linux-image-{flavour}-amd64");
+fn download_newest(apt: &PrivateApt, flavour: &str, dir: &Path) -> Result<PathBuf> {
+    let meta = format!("linux-image-{}", flavour_suffix(flavour));
     let mut last_err = None;
     for image in apt.image_dependencies(&meta)? {
         let unsigned = format!("{image}-unsigned");
@@ -205,7 +286,7 @@ fn download_newest(apt: &PrivateApt, flavour: &str, dir: &Path) -> Result<(Strin
             image
         };
         match apt.download(&package, dir) {
-            Ok(deb) => return Ok((package, deb)),
+            Ok(deb) => return Ok(deb),
             Err(e) => {
                 eprintln!("lsmpmon: {package} could not be fetched, trying an older one");
                 last_err = Some(e);
@@ -215,41 +296,168 @@ fn download_newest(apt: &PrivateApt, flavour: &str, dir: &Path) -> Result<(Strin
     Err(last_err.unwrap_or_else(|| anyhow::anyhow!("no kernel image for {meta}")))
 }
 
-/// Unpacks `deb` into `root`, keeping only what a guest needs (the image and
-/// its config), and describes it (series, flavour and package left empty).
-fn unpack(deb: &Path, root: &Path) -> Result<Kernel> {
-    let deb_sha256 = sha256_file(deb)?;
-    run(Command::new("dpkg-deb").arg("-x").arg(deb).arg(root))?;
+/// 7.x: the newest `<series>.*` release in the suite's index with an
+/// unsigned image package; its image and base (config) packages, image first.
+fn download_split(apt: &PrivateApt, s: &Series, flavour: &str, dir: &Path) -> Result<Vec<PathBuf>> {
+    const IMAGE: &str = "linux-binary-unsigned-";
+    let releases = newest_releases(
+        &apt.pkgnames(&format!("{IMAGE}{}.", s.name))?,
+        IMAGE,
+        flavour,
+    );
+    let mut last_err = anyhow::anyhow!(
+        "no {IMAGE}{}.*-{} package in {}",
+        s.name,
+        flavour_suffix(flavour),
+        s.suite
+    );
+    for release in releases {
+        let got: Result<Vec<PathBuf>> =
+            [format!("{IMAGE}{release}"), format!("linux-base-{release}")]
+                .iter()
+                .map(|p| apt.download(p, dir))
+                .collect();
+        match got {
+            Ok(debs) => return Ok(debs),
+            Err(e) => {
+                eprintln!(
+                    "lsmpmon: the {release} packages could not be fetched, trying an older one"
+                );
+                last_err = e;
+            }
+        }
+    }
+    Err(last_err)
+}
+
+/// The releases (`7.3.4+deb13-cloud-amd64`) of `names` starting with
+/// `prefix` built for `flavour`, newest first.
+fn newest_releases(names: &[String], prefix: &str, flavour: &str) -> Vec<String> {
+    let suffix = flavour_suffix(flavour);
+    let mut releases: Vec<String> = names
+        .iter()
+        .filter_map(|n| n.strip_prefix(prefix))
+        .filter(|r| r.split_once('-').is_some_and(|(_, f)| f == suffix))
+        .map(String::from)
+        .collect();
+    releases.sort_by(|a, b| version_cmp(b, a));
+    releases.dedup();
+    releases
+}
+
+/// Unpacks `debs` into `root`, keeping only what a guest needs (the image and
+/// its config, as `boot/vmlinuz-<release>` and `boot/config-<release>`), and
+/// describes them (series and flavour left empty).
+pub(super) fn unpack(debs: &[PathBuf], root: &Path) -> Result<Kernel> {
+    let mut packages = Vec::new();
+    for deb in debs {
+        let fields = output(
+            Command::new("dpkg-deb")
+                .arg("-f")
+                .arg(deb)
+                .args(["Package", "Version"]),
+        )
+        .with_context(|| format!("reading {}", deb.display()))?;
+        let field = |name: &str| {
+            fields
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| v.trim().to_string())
+                .unwrap_or_default()
+        };
+        packages.push(PackageRef {
+            name: field("Package:"),
+            version: field("Version:"),
+            sha256: sha256_file(deb)?,
+        });
+        run(Command::new("dpkg-deb").arg("-x").arg(deb).arg(root))?;
+    }
+    gather_into_boot(root)?;
     for sub in ["lib", "usr"] {
         let _ = fs::remove_dir_all(root.join(sub));
     }
     refuse_links_under(root)?;
-    let vmlinuz = find_prefixed(&root.join("boot"), "vmlinuz-")?;
+    let boot = root.join("boot");
+    let vmlinuz = find_prefixed(&boot, "vmlinuz-")
+        .map_err(|_| usage(format!("{} hold no kernel image", names(debs))))?;
     let release = vmlinuz
         .file_name()
         .and_then(|n| n.to_str())
         .and_then(|n| n.strip_prefix("vmlinuz-"))
         .unwrap_or_default()
         .to_string();
-    let config = root.join("boot").join(format!("config-{release}"));
-    let package_version = deb
-        .file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| n.split('_').nth(1))
-        .unwrap_or_default()
-        .replace("%3a", ":");
+    let config = boot.join(format!("config-{release}"));
+    if !fs::symlink_metadata(&config).is_ok_and(|m| m.is_file()) {
+        return Err(usage(format!(
+            "{} hold no config-{release} for the kernel image",
+            names(debs)
+        )));
+    }
+    let first = packages.first().cloned().context("no package")?;
     Ok(Kernel {
         series: String::new(),
         flavour: String::new(),
-        package: String::new(),
-        package_version,
-        deb_sha256,
+        package: first.name,
+        package_version: first.version,
+        deb_sha256: first.sha256,
+        packages,
         release,
         vmlinuz_sha256: sha256_file(&vmlinuz)?,
         config_sha256: sha256_file(&config)?,
         vmlinuz,
         config,
+        path: None,
     })
+}
+
+fn names(debs: &[PathBuf]) -> String {
+    debs.iter()
+        .map(|d| {
+            d.file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect::<Vec<_>>()
+        .join(" and ")
+}
+
+/// Moves a 7.x image and config (`usr/lib/modules/<release>/vmlinuz*`,
+/// `…/config`) to where the older layout has them, `boot/`. Regular files
+/// only: a link there is left behind (and refused afterwards).
+fn gather_into_boot(root: &Path) -> Result<()> {
+    let boot = root.join("boot");
+    if find_prefixed(&boot, "vmlinuz-").is_ok() {
+        return Ok(());
+    }
+    for modules in [root.join("usr/lib/modules"), root.join("lib/modules")] {
+        let Ok(entries) = fs::read_dir(&modules) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let release = e.file_name().to_string_lossy().into_owned();
+            let dir = e.path();
+            if !fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+                continue;
+            }
+            let regular = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.is_file());
+            for name in ["vmlinuz", "vmlinuz.unsigned", "config"] {
+                let from = dir.join(name);
+                if !regular(&from) {
+                    continue;
+                }
+                let to = if name == "config" {
+                    format!("config-{release}")
+                } else {
+                    format!("vmlinuz-{release}")
+                };
+                real_dir(root, Path::new("boot"))?;
+                fs::rename(&from, boot.join(to))
+                    .with_context(|| format!("moving {}", from.display()))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 struct PrivateApt {
@@ -270,11 +478,16 @@ impl PrivateApt {
         // apt writes its lists and caches there and would follow a link.
         refuse_links_under(&root)?;
         let (main, security) = (&mirrors.main, &mirrors.security);
-        let sources = format!(
-            "deb [signed-by={KEYRING}] {main} {suite} main\n\
-             deb [signed-by={KEYRING}] {main} {suite}-updates main\n\
-             deb [signed-by={KEYRING}] {security} {suite}-security main\n"
-        );
+        // A backports suite has no updates or security suites of its own.
+        let sources = if suite.ends_with("-backports") {
+            format!("deb [signed-by={KEYRING}] {main} {suite} main\n")
+        } else {
+            format!(
+                "deb [signed-by={KEYRING}] {main} {suite} main\n\
+                 deb [signed-by={KEYRING}] {main} {suite}-updates main\n\
+                 deb [signed-by={KEYRING}] {security} {suite}-security main\n"
+            )
+        };
         write_atomic(&root.join("sources.list"), sources.as_bytes())?;
         Ok(Self { root })
     }
@@ -321,7 +534,13 @@ impl PrivateApt {
                         .find_map(|l| l.strip_prefix(name))
                         .map(|v| v.trim().to_string())
                 };
-                let image = field("Depends:")?.split([' ', ',']).next()?.to_string();
+                // The first linux-image-* of the dependencies (7.x's meta
+                // package lists linux-base-* before it).
+                let image = field("Depends:")?
+                    .split([',', '|'])
+                    .filter_map(|d| d.split_whitespace().next())
+                    .find(|d| d.starts_with("linux-image-"))?
+                    .to_string();
                 Some((field("Version:")?, image))
             })
             .collect();
@@ -332,6 +551,17 @@ impl PrivateApt {
             bail!("{package} has no kernel image dependency");
         }
         Ok(images)
+    }
+
+    /// Package names in the index starting with `prefix`.
+    fn pkgnames(&self, prefix: &str) -> Result<Vec<String>> {
+        let out = output(
+            Command::new("apt-cache")
+                .args(self.options())
+                .args(["pkgnames", prefix]),
+        )
+        .with_context(|| format!("listing {prefix}* packages"))?;
+        Ok(out.lines().map(|l| l.trim().to_string()).collect())
     }
 
     fn exists(&self, package: &str) -> bool {
@@ -436,6 +666,8 @@ mod tests {
             config: boot.join("config-6.1.0-0-cloud-amd64"),
             vmlinuz_sha256: super::super::cache::sha256_hex(image.as_bytes()),
             config_sha256: super::super::cache::sha256_hex(b"CONFIG_X=y"),
+            packages: Vec::new(),
+            path: None,
         })
     }
 
@@ -477,6 +709,30 @@ mod tests {
         assert_eq!(calls.load(Ordering::SeqCst), 2, "the old entry was trusted");
         check_sha256(&k.vmlinuz, &k.vmlinuz_sha256).unwrap();
         fs::remove_dir_all(&cache).unwrap();
+    }
+
+    #[test]
+    fn the_newest_release_of_the_flavour_comes_first() {
+        let names: Vec<String> = [
+            "linux-binary-unsigned-7.3.4+deb13-rt-amd64",
+            "linux-binary-unsigned-7.3.4+deb13-cloud-amd64",
+            "linux-binary-unsigned-7.3.10+deb13-cloud-amd64",
+            "linux-binary-unsigned-7.3.10+deb13-amd64",
+            "linux-binary-unsigned-7.3.9+deb13-cloud-amd64",
+        ]
+        .map(String::from)
+        .into();
+        let p = "linux-binary-unsigned-";
+        assert_eq!(
+            newest_releases(&names, p, "cloud"),
+            [
+                "7.3.10+deb13-cloud-amd64",
+                "7.3.9+deb13-cloud-amd64",
+                "7.3.4+deb13-cloud-amd64"
+            ]
+        );
+        assert_eq!(newest_releases(&names, p, "amd64"), ["7.3.10+deb13-amd64"]);
+        assert!(newest_releases(&names, p, "rt").len() == 1);
     }
 
     #[test]

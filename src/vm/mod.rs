@@ -1,5 +1,6 @@
 //! `lsmpmon vm`: run a command under a real Debian kernel, with the LSMs you
 //! choose, in a throwaway QEMU guest. Reused by the lab.
+pub mod build;
 pub mod cache;
 pub mod guest;
 pub mod initramfs;
@@ -7,6 +8,7 @@ pub mod interrupt;
 pub mod kernel;
 pub mod lock;
 pub mod mirror;
+pub mod own;
 pub mod qemu;
 
 use std::{
@@ -34,7 +36,9 @@ pub enum VmCommand {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Kernel series: 5.10 (bullseye), 6.1 (bookworm), 6.12 (trixie).
+    /// Kernel series: 5.10 (bullseye), 6.1 (bookworm), 6.12 (trixie), 7.3 (trixie-backports);
+    /// or a PATH: a bzImage with its config beside it (config-<release> or config), or a
+    /// Debian kernel package (.deb; for 7.x linux-binary-*, its linux-base-* beside it).
     #[arg(long, default_value = "6.1")]
     pub kernel: String,
     /// Debian kernel flavour.
@@ -188,6 +192,9 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         .map(|c| parse_copy(c).map(|(h, g)| initramfs::Entry::host(h, &g, 0o755)))
         .collect::<Result<Vec<_>>>()?;
     let kernel = kernel::ensure(&cache, &args.kernel, &args.flavour, args.mirror.as_deref())?;
+    if own::runs_trace(&args.command) {
+        own::check_trace(&kernel)?;
+    }
     let bin = match &args.lsmpmon_bin {
         Some(p) => p.clone(),
         None => std::env::current_exe().context("locating the lsmpmon binary")?,
@@ -237,6 +244,7 @@ pub fn launch(l: &Launch) -> Result<i32> {
     }
     let spec = guest::RunSpec {
         argv: l.argv.clone(),
+        kernel: Some(l.kernel.reference()),
     };
     // Both in memory: QEMU reads what was built and checked, and nothing is
     // left on disk however lsmpmon ends.

@@ -15,6 +15,11 @@
  *        a child opens PATH N times while this process, a fanotify
  *        FAN_OPEN_PERM listener, answers each after DELAY_MS: every open
  *        blocks (a real context switch) inside the kernel's open path.
+ *   workload rt_preempt N PATH SPIN_US
+ *        a SCHED_FIFO child wakes N times (every 100 us) and spins SPIN_US
+ *        each time, while this process stat()s PATH until the child is done:
+ *        on a kernel that preempts in kernel mode (preempt=full, lazy) some
+ *        wakeups land inside a hook. Prints the number of stats as "n".
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/landlock.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/fanotify.h>
 #include <sys/syscall.h>
@@ -120,10 +126,44 @@ static int landlock_open(long n, const char *path)
 	return 0;
 }
 
+static int rt_preempt(long n, const char *path, long spin_us)
+{
+	struct sched_param prio = { .sched_priority = 50 };
+	struct timespec nap = { 0, 100000 };
+	struct stat st;
+	long long start = now_ns();
+	long stats = 0;
+	int status;
+	pid_t child = fork();
+
+	if (child < 0)
+		die("fork");
+	if (child == 0) {
+		if (sched_setscheduler(0, SCHED_FIFO, &prio) < 0)
+			die("sched_setscheduler");
+		for (long i = 0; i < n; i++) {
+			nanosleep(&nap, NULL);
+			long long until = now_ns() + spin_us * 1000;
+			while (now_ns() < until)
+				;
+		}
+		_exit(0);
+	}
+	while (waitpid(child, &status, WNOHANG) == 0) {
+		if (stat(path, &st) < 0)
+			die("stat");
+		stats++;
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		die("rt_preempt child");
+	report("rt_preempt", stats, start, now_ns());
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: workload stat|open_close|create|prctl|landlock_open|fanotify_slow N PATH [DELAY_MS]\n");
+		fprintf(stderr, "usage: workload stat|open_close|create|prctl|landlock_open|fanotify_slow|rt_preempt N PATH [DELAY_MS|SPIN_US]\n");
 		return 2;
 	}
 	const char *op = argv[1];
@@ -164,6 +204,8 @@ int main(int argc, char **argv)
 		return landlock_open(n, path);
 	} else if (!strcmp(op, "fanotify_slow") && argc >= 5) {
 		return fanotify_slow(n, path, atol(argv[4]));
+	} else if (!strcmp(op, "rt_preempt") && argc >= 5) {
+		return rt_preempt(n, path, atol(argv[4]));
 	} else {
 		fprintf(stderr, "workload: unknown operation %s\n", op);
 		return 2;

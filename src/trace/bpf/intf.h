@@ -63,6 +63,49 @@ enum lsmpmon_patch {
 	/* Options, the same in every copy: 1 if on. */
 	LSMPMON_PATCH_LEAN = 0x1badcb02,	 /* --lean: only LSMPMON's columns */
 	LSMPMON_PATCH_SYSCALL_TIME = 0x1badcb03, /* --syscall-time */
+	/*
+	 * 1 on a kernel that can preempt a task inside a probe (preempt=full,
+	 * lazy): the probes run with preemption disabled (bpf_preempt_disable).
+	 */
+	LSMPMON_PATCH_NO_PREEMPT = 0x1badcb04,
+	/* 1 in a session program's copy (BPF_TRACE_FSESSION): see hook_session. */
+	LSMPMON_PATCH_SESSION = 0x1badcb05,
+	/*
+	 * 1 for `trace --empty-probes` (a benchmark of the attach methods
+	 * themselves): every program returns at once, recording nothing.
+	 */
+	LSMPMON_PATCH_EMPTY = 0x1badcb06,
+};
+
+/*
+ * Kernel functions (kfuncs) the probes call only where the running kernel has
+ * them. Compiled as calls of helpers with these ids, which no kernel has, in
+ * code the template's constants make dead; each loaded copy has them turned
+ * into calls of the kfunc by the BTF id the running kernel gives it
+ * (trace/attach.rs).
+ */
+enum lsmpmon_kfunc {
+	LSMPMON_KFUNC_PREEMPT_DISABLE = 0x7ff0c001,
+	LSMPMON_KFUNC_PREEMPT_ENABLE = 0x7ff0c002,
+	LSMPMON_KFUNC_SESSION_IS_RETURN = 0x7ff0c003,
+	LSMPMON_KFUNC_SESSION_COOKIE = 0x7ff0c004,
+};
+
+/*
+ * A session program's per-call cookie (one u64 on the trampoline's stack):
+ * bit 0 set if the call is being timed; bits 1-11 the CPU's count of
+ * finished session calls at its entry (those finished before its exit ran
+ * inside it); bits 12-31 the task's context switches at its entry (any
+ * change: a cs_count; 2^20 switches inside one call would go unseen); bits
+ * 32-63 its start time in ns modulo 2^32 (4.29 s: a timed call, which has no
+ * context switch, never lasts that long).
+ */
+enum lsmpmon_cookie {
+	LSMPMON_COOKIE_DONE_SHIFT = 1,
+	LSMPMON_COOKIE_DONE_MASK = 0x7ff,
+	LSMPMON_COOKIE_GEN_SHIFT = 12,
+	LSMPMON_COOKIE_GEN_MASK = 0xfffff,
+	LSMPMON_COOKIE_START_SHIFT = 32,
 };
 
 /* Which argument of a hook names the object, for the --object filter. */
@@ -129,12 +172,16 @@ struct lsmpmon_cpu {
 	 * the verifier knows is in range, with no mask.
 	 */
 	__u8 used;
-	__u8 pad[3];
+	/* Session calls in progress on this CPU (nesting, interrupts). */
+	__u8 session_depth;
+	__u8 pad[2];
 	__u32 subject; /* enum lsmpmon_subject of what runs here */
 	/* subject before the current softirq / hardirq handler began */
 	__u32 subject_before_softirq;
 	__u32 subject_before_irq;
-	__u64 pad2;
+	/* Session calls finished on this CPU (modulo 2^32). */
+	__u32 sessions_done;
+	__u32 pad2;
 	struct lsmpmon_frame frames[LSMPMON_MAX_DEPTH];
 };
 

@@ -121,6 +121,29 @@ struct {
  */
 #define HOOK_ID() PATCHED(LSMPMON_PATCH_HOOK_ID)
 
+/* Kfuncs, by placeholder (enum lsmpmon_kfunc): see intf.h. */
+static void (*kf_preempt_disable)(void) = (void *)LSMPMON_KFUNC_PREEMPT_DISABLE;
+static void (*kf_preempt_enable)(void) = (void *)LSMPMON_KFUNC_PREEMPT_ENABLE;
+static bool (*kf_session_is_return)(void *ctx) = (void *)LSMPMON_KFUNC_SESSION_IS_RETURN;
+static __u64 *(*kf_session_cookie)(void *ctx) = (void *)LSMPMON_KFUNC_SESSION_COOKIE;
+
+/*
+ * A probe's work on its CPU's data is one critical section: on a kernel that
+ * can preempt a task anywhere (full, lazy), another task running in the
+ * middle of it would push its frames among ours. Elsewhere this is nothing.
+ */
+static __always_inline void preempt_off(void)
+{
+	if (PATCHED(LSMPMON_PATCH_NO_PREEMPT))
+		kf_preempt_disable();
+}
+
+static __always_inline void preempt_on(void)
+{
+	if (PATCHED(LSMPMON_PATCH_NO_PREEMPT))
+		kf_preempt_enable();
+}
+
 /* floor(log2(v)) for v < 256 (and 0 for 0): one load instead of a chain of branches. */
 static const __u8 log2_of_byte[256] = {
 	[0 ... 1] = 0,	  [2 ... 3] = 1,    [4 ... 7] = 2,     [8 ... 15] = 3,
@@ -610,9 +633,9 @@ static __always_inline void finish_unframed(void *ctx, struct lsmpmon_cpu *c, bo
 		count_return(ctx, s, kp);
 }
 
-static __always_inline int on_exit(void *ctx, bool kp)
+/* The exit of a call that ended at `now`. */
+static __always_inline int on_exit_at(void *ctx, __u64 now, bool kp)
 {
-	__u64 now = bpf_ktime_get_ns();
 	__u64 key = call_key(ctx, kp);
 	struct lsmpmon_frame *f;
 	struct lsmpmon_cpu *c;
@@ -651,16 +674,138 @@ static __always_inline int on_exit(void *ctx, bool kp)
 	return 0;
 }
 
+static __always_inline int on_exit(void *ctx, bool kp)
+{
+	return on_exit_at(ctx, bpf_ktime_get_ns(), kp);
+}
+
 SEC("fentry/security_file_permission")
 int BPF_PROG(hook_entry)
 {
-	return on_entry(ctx, false);
+	if (PATCHED(LSMPMON_PATCH_EMPTY))
+		return 0;
+	preempt_off();
+	on_entry(ctx, false);
+	preempt_on();
+	return 0;
 }
 
 SEC("fexit/security_file_permission")
 int BPF_PROG(hook_exit)
 {
-	return on_exit(ctx, false);
+	/*
+	 * The time first: the call ended here. A task preempted before the
+	 * next line has its frame taken away by on_switch: a cs_count.
+	 */
+	__u64 now;
+
+	if (PATCHED(LSMPMON_PATCH_EMPTY))
+		return 0;
+	now = bpf_ktime_get_ns();
+	preempt_off();
+	on_exit_at(ctx, now, false);
+	preempt_on();
+	return 0;
+}
+
+/*
+ * The session probe (BPF_TRACE_FSESSION, 7.x): one program the trampoline
+ * runs at the hook's entry and again at its exit, with a per-call cookie on
+ * its stack (enum lsmpmon_cookie) instead of a frame on the CPU's stack.
+ * Same statistics as the fentry/fexit pair: a call whose task was switched
+ * out (its switch count changed) is a cs_count; session calls that finished
+ * on this CPU meanwhile were nested in it (their cost is taken out); calls
+ * that began before tracing was enabled, or were filtered out, have a 0
+ * cookie and are not counted. Loaded as an fentry template, where only the
+ * first test runs (LSMPMON_PATCH_SESSION is 0); user space loads the copies
+ * as sessions, with the kfunc placeholders made calls.
+ */
+static __always_inline __u64 task_switches(void)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+
+	return t->nvcsw + t->nivcsw;
+}
+
+static __always_inline void session_entry(void *ctx, __u64 *cookie)
+{
+	struct lsmpmon_cpu *c;
+	__u64 v;
+
+	*cookie = 0;
+	if (!enabled && !PATCHED(LSMPMON_PATCH_CALIBRATION))
+		return;
+	c = this_cpu();
+	if (!c || !call_ok(ctx, c, false))
+		return;
+	c->session_depth++;
+	v = 1 | (__u64)(c->sessions_done & LSMPMON_COOKIE_DONE_MASK) << LSMPMON_COOKIE_DONE_SHIFT;
+	v |= (task_switches() & LSMPMON_COOKIE_GEN_MASK) << LSMPMON_COOKIE_GEN_SHIFT;
+	/* Last, so that the probe's own bookkeeping stays out of the sample. */
+	*cookie = v | bpf_ktime_get_ns() << LSMPMON_COOKIE_START_SHIFT;
+}
+
+static __always_inline void session_exit(void *ctx, __u64 cookie, __u64 now)
+{
+	struct lsmpmon_hook_stats *s;
+	struct lsmpmon_cpu *c;
+	__u64 delta_ns, probes_ns;
+	__u32 nested;
+	__u8 depth;
+
+	if (!cookie)
+		return;
+	c = this_cpu();
+	if (!c)
+		return;
+	s = stats_of(c);
+	if (((task_switches() ^ (cookie >> LSMPMON_COOKIE_GEN_SHIFT)) & LSMPMON_COOKIE_GEN_MASK)) {
+		/* Switched out inside (on_switch has reset the CPU's depth). */
+		s->cs_count++;
+		if (!PATCHED(LSMPMON_PATCH_LEAN))
+			count_return(ctx, s, false);
+		return;
+	}
+	depth = c->session_depth;
+	if (depth)
+		c->session_depth = depth - 1;
+	nested = (c->sessions_done - (cookie >> LSMPMON_COOKIE_DONE_SHIFT)) &
+		 LSMPMON_COOKIE_DONE_MASK;
+	c->sessions_done++;
+	delta_ns = ((now << LSMPMON_COOKIE_START_SHIFT) - (cookie & ~0xffffffffULL)) >>
+		   LSMPMON_COOKIE_START_SHIFT;
+	if (nested) {
+		probes_ns = nested * nested_cost_ns;
+		delta_ns = delta_ns > probes_ns ? delta_ns - probes_ns : 0;
+		s->nested += nested;
+	}
+	record(ctx, c, s, delta_ns, depth <= 1, false);
+}
+
+SEC("fentry/security_file_permission")
+int BPF_PROG(hook_session)
+{
+	__u64 *cookie, now;
+
+	if (!PATCHED(LSMPMON_PATCH_SESSION))
+		return 0;
+	cookie = kf_session_cookie(ctx);
+	if (!cookie)
+		return 0;
+	/* --empty-probes: what any session probe needs, and nothing else. */
+	if (PATCHED(LSMPMON_PATCH_EMPTY)) {
+		*cookie = kf_session_is_return(ctx) ? 2 : 1;
+		return 0;
+	}
+	if (!kf_session_is_return(ctx)) {
+		session_entry(ctx, cookie);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	preempt_off();
+	session_exit(ctx, *cookie, now);
+	preempt_on();
+	return 0;
 }
 
 /*
@@ -728,6 +873,7 @@ int BPF_PROG(on_switch)
 	if (!c)
 		return 0;
 	c->subject = LSMPMON_SUBJ_UNKNOWN;
+	c->session_depth = 0;
 	used = c->used;
 	if (used) {
 		c->used = 0;

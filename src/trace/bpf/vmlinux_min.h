@@ -27,6 +27,9 @@ struct task_struct {
 	unsigned int flags;
 	int pid;
 	int tgid;
+	/* The task's context switches, voluntary and not. */
+	unsigned long nvcsw;
+	unsigned long nivcsw;
 };
 
 struct qstr {

@@ -1,0 +1,165 @@
+//! How the hooks are timed: the first attach method the running kernel
+//! offers, in the order multi session → session → fentry/fexit →
+//! kprobe/kretprobe. Each method passed over is recorded with its reason.
+use anyhow::Result;
+use serde::Serialize;
+
+use super::attach::Kfuncs;
+use super::btf::KernelBtf;
+use crate::error::usage;
+
+/// `trace --method`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MethodArg {
+    /// The first the kernel offers (session, then fentry/fexit, then kprobe).
+    Auto,
+    /// One session program per hook (BPF_TRACE_FSESSION); refused where the kernel lacks it.
+    Session,
+    /// An fentry and an fexit program per hook.
+    FentryFexit,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// BPF_TRACE_FSESSION, with its value in this kernel's enum bpf_attach_type.
+    Session(u32),
+    FentryFexit,
+    /// Kernels before 5.17 (no bpf_get_func_ret()).
+    Kprobe,
+}
+
+impl Method {
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Session(_) => "session",
+            Method::FentryFexit => "fentry/fexit",
+            Method::Kprobe => "kprobe/kretprobe",
+        }
+    }
+}
+
+/// A method passed over, and why.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct NotUsed {
+    pub method: String,
+    pub reason: String,
+}
+
+pub struct Choice {
+    pub method: Method,
+    /// The methods before it in the order, with their reasons.
+    pub not_used: Vec<NotUsed>,
+}
+
+/// What this kernel offers, read from its BTF and release.
+pub struct Offer {
+    pub fsession_multi: bool,
+    /// BPF_TRACE_FSESSION's value, if the kernel has it and its kfuncs.
+    pub fsession: Option<u32>,
+    /// bpf_get_func_ret() (5.17), which fexit probes need.
+    pub func_ret: bool,
+}
+
+impl Offer {
+    pub fn read(kbtf: &KernelBtf, kfuncs: &Kfuncs, release: (u32, u32)) -> Self {
+        let session_kfuncs =
+            kfuncs.has("bpf_session_cookie") && kfuncs.has("bpf_session_is_return");
+        Self {
+            fsession_multi: kbtf.attach_types.contains_key("BPF_TRACE_FSESSION_MULTI"),
+            fsession: kbtf
+                .attach_types
+                .get("BPF_TRACE_FSESSION")
+                .copied()
+                .filter(|_| session_kfuncs),
+            // libbpf cannot probe helpers of tracing programs (they need an
+            // attach target), so the version decides; Debian does not backport it.
+            func_ret: release >= (5, 17),
+        }
+    }
+}
+
+pub fn choose(offer: &Offer, arg: MethodArg) -> Result<Choice> {
+    let mut not_used = vec![NotUsed {
+        method: "multi session".into(),
+        reason: if offer.fsession_multi {
+            "the kernel has BPF_TRACE_FSESSION_MULTI, which lsmpmon does not use yet: \
+             one program per hook"
+        } else {
+            "the kernel has no BPF_TRACE_FSESSION_MULTI"
+        }
+        .into(),
+    }];
+    let session_reason = match (offer.fsession, arg) {
+        (Some(t), MethodArg::Auto | MethodArg::Session) => {
+            return Ok(Choice {
+                method: Method::Session(t),
+                not_used,
+            })
+        }
+        (None, MethodArg::Session) => {
+            return Err(usage(
+                "--method session: this kernel has no session programs \
+                 (BPF_TRACE_FSESSION and the kfuncs bpf_session_cookie, bpf_session_is_return): \
+                 use --method auto",
+            ))
+        }
+        (Some(_), MethodArg::FentryFexit) => "not asked for (--method fentry-fexit)",
+        (None, _) => "the kernel has no BPF_TRACE_FSESSION (with bpf_session_cookie)",
+    };
+    not_used.push(NotUsed {
+        method: "session".into(),
+        reason: session_reason.into(),
+    });
+    if offer.func_ret {
+        return Ok(Choice {
+            method: Method::FentryFexit,
+            not_used,
+        });
+    }
+    not_used.push(NotUsed {
+        method: "fentry/fexit".into(),
+        reason: "the kernel lacks bpf_get_func_ret() (5.17)".into(),
+    });
+    Ok(Choice {
+        method: Method::Kprobe,
+        not_used,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offer(multi: bool, fsession: Option<u32>, func_ret: bool) -> Offer {
+        Offer {
+            fsession_multi: multi,
+            fsession,
+            func_ret,
+        }
+    }
+
+    #[test]
+    fn the_order_is_session_fentry_kprobe() {
+        let c = choose(&offer(true, Some(58), true), MethodArg::Auto).unwrap();
+        assert_eq!(c.method, Method::Session(58));
+        assert_eq!(c.not_used.len(), 1);
+        assert!(c.not_used[0].reason.contains("does not use yet"));
+
+        let c = choose(&offer(false, None, true), MethodArg::Auto).unwrap();
+        assert_eq!(c.method, Method::FentryFexit);
+        let names: Vec<&str> = c.not_used.iter().map(|n| n.method.as_str()).collect();
+        assert_eq!(names, ["multi session", "session"]);
+
+        let c = choose(&offer(false, None, false), MethodArg::Auto).unwrap();
+        assert_eq!(c.method, Method::Kprobe);
+        assert_eq!(c.not_used.len(), 3);
+    }
+
+    #[test]
+    fn a_method_asked_for_is_used_or_refused() {
+        let c = choose(&offer(true, Some(58), true), MethodArg::FentryFexit).unwrap();
+        assert_eq!(c.method, Method::FentryFexit);
+        assert!(c.not_used[1].reason.contains("--method fentry-fexit"));
+        assert!(choose(&offer(false, None, true), MethodArg::Session).is_err());
+    }
+}

@@ -1,0 +1,257 @@
+//! `--kernel PATH`: the user's own kernel. Either a bzImage with its config
+//! beside it (`config-<release>`, as in /boot, or `config`, as in
+//! /usr/lib/modules/<release>/), or a Debian kernel package file (.deb),
+//! unpacked into the cache under its sha256. What `trace` needs is read
+//! from the config before anything boots.
+use std::{
+    fs,
+    io::Read,
+    path::{Path, PathBuf},
+};
+
+use anyhow::{Context, Result};
+
+use super::cache::real_dir;
+use super::kernel::{self, Kernel};
+use crate::error::usage;
+
+/// What `--kernel` accepts besides the series (for error messages).
+pub const ACCEPTED: &str =
+    "a bzImage with its config beside it (config-<release> or config) or a Debian kernel package (.deb)";
+
+/// `series` of a kernel given by path.
+pub const SERIES: &str = "path";
+
+/// Whether `--kernel VALUE` names a file rather than a series.
+pub fn is_path(value: &str) -> bool {
+    value.contains('/') || value.ends_with(".deb") || Path::new(value).exists()
+}
+
+/// The kernel at `path`: checked, described, and (for a .deb) unpacked into the cache.
+pub fn ensure(cache: &Path, path: &Path) -> Result<Kernel> {
+    let shown = path.display();
+    let meta = fs::metadata(path).map_err(|e| {
+        usage(format!(
+            "--kernel {shown}: {e}: give a series or {ACCEPTED}"
+        ))
+    })?;
+    if !meta.is_file() {
+        return Err(usage(format!(
+            "--kernel {shown}: not a file: give a series or {ACCEPTED}"
+        )));
+    }
+    let path = std::path::absolute(path)?;
+    let mut head = vec![0u8; 0x400];
+    let n = fs::File::open(&path)
+        .and_then(|mut f| f.read(&mut head))
+        .map_err(|e| usage(format!("--kernel {shown}: {e}")))?;
+    head.truncate(n);
+    if head.starts_with(b"!<arch>\ndebian-binary") {
+        from_deb(cache, &path)
+    } else if head.get(0x202..0x206) == Some(b"HdrS") {
+        from_bzimage(&path)
+    } else {
+        Err(usage(format!(
+            "--kernel {shown} is neither a bzImage (no HdrS boot header) nor a Debian package: give {ACCEPTED}"
+        )))
+    }
+}
+
+/// `uname -r` of a bzImage: the first word of the version string its boot
+/// header points to (x86 boot protocol: `kernel_version` at 0x20e, + 0x200).
+fn bzimage_release(image: &[u8]) -> Option<String> {
+    let ptr = u16::from_le_bytes(image.get(0x20e..0x210)?.try_into().ok()?) as usize;
+    let text = image.get(ptr + 0x200..)?;
+    let end = text.iter().position(|b| *b == 0 || *b == b' ')?;
+    let release = std::str::from_utf8(&text[..end]).ok()?;
+    (!release.is_empty() && release.chars().all(|c| c.is_ascii_graphic()))
+        .then(|| release.to_string())
+}
+
+fn from_bzimage(path: &Path) -> Result<Kernel> {
+    let shown = path.display();
+    let image = fs::read(path).with_context(|| format!("reading {shown}"))?;
+    let release = bzimage_release(&image).ok_or_else(|| {
+        usage(format!(
+            "--kernel {shown}: no kernel version in its boot header: not a bzImage lsmpmon can boot"
+        ))
+    })?;
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    let config = [format!("config-{release}"), "config".into()]
+        .iter()
+        .map(|n| dir.join(n))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            usage(format!(
+                "--kernel {shown}: no config-{release} or config beside it: put the kernel's \
+                 build config there (lsmpmon reads what trace needs from it)"
+            ))
+        })?;
+    let sha = super::cache::sha256_hex(&image);
+    Ok(Kernel {
+        series: SERIES.into(),
+        flavour: String::new(),
+        package: file_name(path),
+        package_version: String::new(),
+        deb_sha256: sha.clone(),
+        packages: Vec::new(),
+        release,
+        vmlinuz: path.to_path_buf(),
+        config_sha256: kernel::sha256_file(&config)?,
+        config,
+        vmlinuz_sha256: sha,
+        path: Some(path.to_path_buf()),
+    })
+}
+
+/// A Debian kernel package: unpacked once into `<cache>/kernels/deb-<sha256>`.
+/// A 7.x `linux-binary-*` package holds no config: its `linux-base-<release>`
+/// package is taken from the same directory.
+fn from_deb(cache: &Path, path: &Path) -> Result<Kernel> {
+    let sha = kernel::sha256_file(path)?;
+    let cache = std::path::absolute(cache)?;
+    let dir = real_dir(
+        &cache,
+        &Path::new("kernels").join(format!("deb-{}", &sha[..16])),
+    )?;
+    let mut k = kernel::ensure_entry(&cache, &dir, |dir| {
+        let mut debs = vec![path.to_path_buf()];
+        debs.extend(base_beside(path)?);
+        let staging = dir.join(".fetch");
+        let _ = fs::remove_dir_all(&staging);
+        fs::create_dir(&staging).with_context(|| format!("creating {}", staging.display()))?;
+        let mut k = kernel::unpack(&debs, &staging.join("root"))?;
+        k.series = SERIES.into();
+        kernel::move_in(&staging, dir, &mut k)?;
+        Ok(k)
+    })?;
+    k.path = Some(path.to_path_buf());
+    Ok(k)
+}
+
+/// For `linux-binary[-unsigned]-<release>_….deb`, the `linux-base-<release>_….deb`
+/// beside it (none for other packages).
+fn base_beside(deb: &Path) -> Result<Option<PathBuf>> {
+    let name = file_name(deb);
+    let Some(release) = ["linux-binary-unsigned-", "linux-binary-"]
+        .iter()
+        .find_map(|p| name.strip_prefix(p))
+        .and_then(|rest| rest.split('_').next())
+    else {
+        return Ok(None);
+    };
+    let prefix = format!("linux-base-{release}_");
+    let dir = deb.parent().unwrap_or(Path::new("/"));
+    let found = fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| file_name(p).starts_with(&prefix) && file_name(p).ends_with(".deb"));
+    match found {
+        Some(p) => Ok(Some(p)),
+        None => Err(usage(format!(
+            "--kernel {}: its config is in {prefix}*.deb, which is not beside it: \
+             download it there (apt-get download linux-base-{release})",
+            deb.display()
+        ))),
+    }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Config options `lsmpmon trace` needs, and what each gives it.
+const TRACE_NEEDS: &[(&str, &str)] = &[
+    ("CONFIG_BPF_SYSCALL", "the bpf() syscall"),
+    ("CONFIG_DEBUG_INFO_BTF", "BTF"),
+    ("CONFIG_BPF_JIT", "the BPF JIT, for trampolines"),
+    ("CONFIG_FUNCTION_TRACER", "ftrace's fentry call sites"),
+    ("CONFIG_SECURITY", "LSM hooks"),
+];
+
+/// What of [`TRACE_NEEDS`] a kernel config lacks, as `OPTION (what)`.
+pub fn trace_missing(config: &str) -> Vec<String> {
+    TRACE_NEEDS
+        .iter()
+        .filter(|(opt, _)| !config.lines().any(|l| l.trim() == format!("{opt}=y")))
+        .map(|(opt, what)| format!("{opt} ({what})"))
+        .collect()
+}
+
+/// Whether a guest command runs `lsmpmon trace` (also inside `sh -c '…'`).
+pub fn runs_trace(argv: &[String]) -> bool {
+    let words: Vec<&str> = argv.iter().flat_map(|a| a.split_whitespace()).collect();
+    words
+        .windows(2)
+        .any(|w| w[0].rsplit('/').next() == Some("lsmpmon") && w[1] == "trace")
+}
+
+/// Refuses, before booting, a kernel that cannot run `lsmpmon trace`.
+pub fn check_trace(k: &Kernel) -> Result<()> {
+    let config = super::cache::check_sha256(&k.config, &k.config_sha256)?;
+    let missing = trace_missing(&String::from_utf8_lossy(&config));
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let what = k
+        .path
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| format!("{} {}", k.series, k.release));
+    Err(usage(format!(
+        "kernel {what} cannot run lsmpmon trace: its config ({}) lacks {}; build it with them",
+        k.config.display(),
+        missing.join(", ")
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn release_from_the_boot_header() {
+        let mut image = vec![0u8; 0x1000];
+        image[0x202..0x206].copy_from_slice(b"HdrS");
+        image[0x20e..0x210].copy_from_slice(&0x0c00u16.to_le_bytes());
+        let version = b"7.3.4+deb13-cloud-amd64 (debian-kernel@lists) #1 SMP\0";
+        image[0xe00..0xe00 + version.len()].copy_from_slice(version);
+        assert_eq!(
+            bzimage_release(&image).as_deref(),
+            Some("7.3.4+deb13-cloud-amd64")
+        );
+        image[0x20e..0x210].copy_from_slice(&0xffffu16.to_le_bytes());
+        assert_eq!(bzimage_release(&image), None);
+    }
+
+    #[test]
+    fn what_trace_needs_is_read_from_the_config() {
+        let all = "CONFIG_BPF_SYSCALL=y\nCONFIG_DEBUG_INFO_BTF=y\nCONFIG_BPF_JIT=y\n\
+                   CONFIG_FUNCTION_TRACER=y\nCONFIG_SECURITY=y\n";
+        assert!(trace_missing(all).is_empty());
+        let no_btf = all.replace(
+            "CONFIG_DEBUG_INFO_BTF=y",
+            "# CONFIG_DEBUG_INFO_BTF is not set",
+        );
+        assert_eq!(trace_missing(&no_btf), ["CONFIG_DEBUG_INFO_BTF (BTF)"]);
+        assert_eq!(trace_missing("").len(), TRACE_NEEDS.len());
+    }
+
+    #[test]
+    fn trace_is_seen_in_the_guest_command() {
+        let argv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(runs_trace(&argv(&["lsmpmon", "trace", "--", "true"])));
+        assert!(runs_trace(&argv(&["/bin/lsmpmon", "trace"])));
+        assert!(runs_trace(&argv(&[
+            "sh",
+            "-c",
+            "x; lsmpmon trace --json -- ls"
+        ])));
+        assert!(!runs_trace(&argv(&["lsmpmon", "bench"])));
+        assert!(!runs_trace(&argv(&["echo", "trace"])));
+    }
+}
