@@ -31,22 +31,51 @@ const CHUNK: usize = 64 * 1024;
 const BUF: usize = 8 << 20;
 
 /// As lmbench's bw_pipe/bw_unix/bw_tcp: for each sample the reader tells a
-/// child over a control pipe how many bytes to send, and the child writes
-/// them in CHUNK-sized blocks. Nothing is sent between samples, so a sample
-/// never starts with data already waiting in the buffers.
+/// writer child over a control pipe how many bytes to send, and the child
+/// writes them in CHUNK-sized blocks, which the reader reads CHUNK at a time.
+/// Nothing is sent between samples, so a sample never starts with data
+/// already waiting in the buffers.
+///
+/// For pipes and AF_UNIX the writer is forked afresh before each sample
+/// (untimed), as bw_pipe and bw_unix fork theirs just before reading: the
+/// kernel's fair scheduler starts a new child a slice ahead, so the reader
+/// runs as soon as data arrives, which is the pattern lmbench measures (6.1
+/// guest: the writer is preempted twice per AF_UNIX block). A long-lived
+/// writer, idle while other ops ran, woke behind the reader and preempted it
+/// instead (bw_unix +26 % over lmbench's figure).
 struct Stream {
+    kind: StreamKind,
+    buf: ReadBuf,
+    writer: Option<Writer>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum StreamKind {
+    Pipe,
+    Unix,
+    Tcp,
+}
+
+/// A writer child, its data channel (our read end) and control pipe.
+struct Writer {
     fd: i32,
     control: i32,
     child: libc::pid_t,
-    buf: Vec<u8>,
     _keep: Vec<Box<dyn std::any::Any>>,
 }
 
-/// The child's side: `todo` bytes per request read from `control`.
+/// The child's side: one ready byte, then `todo` bytes per request read from
+/// `control`.
 fn writer(control: i32, fd: i32) {
-    let data = vec![0x42u8; CHUNK];
+    // SAFETY: prctl on ourselves: the writer dies with lsmpmon.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+    let data = vec![DATA; CHUNK];
     let mut todo = [0u8; 8];
     // SAFETY: our buffers and fds.
+    if unsafe { libc::write(fd, data.as_ptr().cast(), 1) } != 1 {
+        return;
+    }
+    // SAFETY: as above.
     while unsafe { libc::read(control, todo.as_mut_ptr().cast(), 8) } == 8 {
         let mut left = u64::from_ne_bytes(todo);
         while left > 0 {
@@ -61,94 +90,213 @@ fn writer(control: i32, fd: i32) {
     }
 }
 
-/// A control pipe and a writer child sending on `send`; returns (control, child).
-fn spawn_writer(send: impl FnOnce() -> i32) -> Result<(i32, libc::pid_t)> {
-    let mut c = [0i32; 2];
-    // SAFETY: array of two fds.
-    check(unsafe { libc::pipe(c.as_mut_ptr()) } as i64, "pipe")?;
-    let child = fork_child(|| writer(c[0], send()))?;
-    // SAFETY: the parent only writes requests.
-    unsafe { libc::close(c[0]) };
-    Ok((c[1], child))
+const DATA: u8 = 0x42;
+
+impl Writer {
+    /// Forks a writer on `send` (its end, made in the child for TCP), waits
+    /// for its ready byte on `fd`.
+    fn spawn(
+        fd: i32,
+        send: impl FnOnce() -> i32,
+        close_in_parent: Option<i32>,
+        keep: Vec<Box<dyn std::any::Any>>,
+    ) -> Result<Self> {
+        let mut c = [0i32; 2];
+        // SAFETY: array of two fds.
+        check(unsafe { libc::pipe(c.as_mut_ptr()) } as i64, "pipe")?;
+        let child = fork_child(|| {
+            // SAFETY: the child only reads requests.
+            unsafe { libc::close(c[1]) };
+            writer(c[0], send())
+        });
+        // SAFETY: the parent only writes requests; the writer's end is its own.
+        unsafe {
+            libc::close(c[0]);
+            if let Some(w) = close_in_parent {
+                libc::close(w);
+            }
+        }
+        let me = Self {
+            fd,
+            control: c[1],
+            child: child?,
+            _keep: keep,
+        };
+        let mut ready = [0u8; 1];
+        // SAFETY: reading one byte into our buffer.
+        if unsafe { libc::read(fd, ready.as_mut_ptr().cast(), 1) } != 1 || ready[0] != DATA {
+            bail!("the stream writer did not start");
+        }
+        Ok(me)
+    }
+
+    fn new(kind: StreamKind) -> Result<Self> {
+        match kind {
+            StreamKind::Pipe => {
+                let mut p = [0i32; 2];
+                // SAFETY: array of two fds.
+                check(unsafe { libc::pipe(p.as_mut_ptr()) } as i64, "pipe")?;
+                Self::spawn(p[0], || p[1], Some(p[1]), vec![Box::new(Fd(p[0]))])
+            }
+            StreamKind::Unix => {
+                let mut sv = [0i32; 2];
+                // SAFETY: array of two fds.
+                check(
+                    unsafe {
+                        libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, sv.as_mut_ptr())
+                    } as i64,
+                    "socketpair",
+                )?;
+                Self::spawn(sv[0], || sv[1], Some(sv[1]), vec![Box::new(Fd(sv[0]))])
+            }
+            StreamKind::Tcp => {
+                let listener =
+                    TcpListener::bind("127.0.0.1:0").context("tcp listen on loopback")?;
+                let addr = listener.local_addr()?;
+                let s = TcpStream::connect(addr)?;
+                let fd = s.as_raw_fd();
+                let server = listener.try_clone()?;
+                Self::spawn(
+                    fd,
+                    move || match server.accept() {
+                        Ok((s, _)) => {
+                            let fd = s.as_raw_fd();
+                            std::mem::forget(s);
+                            fd
+                        }
+                        Err(_) => -1,
+                    },
+                    None,
+                    vec![Box::new(s), Box::new(listener)],
+                )
+            }
+        }
+    }
+}
+
+/// A descriptor closed when dropped.
+struct Fd(i32);
+
+impl Drop for Fd {
+    fn drop(&mut self) {
+        // SAFETY: our own fd.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        // SAFETY: our control pipe.
+        unsafe { libc::close(self.control) };
+        reap(self.child);
+    }
+}
+
+/// The reader's CHUNK buffer: page-aligned as lmbench's valloc'd one, and not
+/// inherited by the writers forked per sample (MADV_DONTFORK), so that reading
+/// into it never takes a copy-on-write fault.
+struct ReadBuf(*mut u8);
+
+impl ReadBuf {
+    fn new() -> Result<Self> {
+        // SAFETY: a fresh private anonymous mapping of CHUNK bytes.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                CHUNK,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            bail!("mmap: {}", std::io::Error::last_os_error());
+        }
+        let me = Self(p.cast());
+        // SAFETY: advice and first touch on our own mapping.
+        unsafe {
+            check(
+                libc::madvise(p, CHUNK, libc::MADV_DONTFORK) as i64,
+                "madvise",
+            )?;
+            std::ptr::write_bytes(me.0, 0, CHUNK);
+        }
+        Ok(me)
+    }
+
+    fn slice(&mut self, n: usize) -> &mut [u8] {
+        // SAFETY: inside our CHUNK-byte mapping.
+        unsafe { std::slice::from_raw_parts_mut(self.0, n.min(CHUNK)) }
+    }
+}
+
+impl Drop for ReadBuf {
+    fn drop(&mut self) {
+        // SAFETY: our mapping.
+        unsafe { libc::munmap(self.0.cast(), CHUNK) };
+    }
 }
 
 impl Stream {
-    fn new(
-        fd: i32,
-        (control, child): (i32, libc::pid_t),
-        keep: Vec<Box<dyn std::any::Any>>,
-    ) -> Self {
-        Self {
-            fd,
-            control,
-            child,
-            buf: vec![0; CHUNK],
-            _keep: keep,
-        }
+    fn new(kind: StreamKind) -> Result<Self> {
+        // A writer now: fails here, not at the first sample, if it cannot work.
+        Ok(Self {
+            kind,
+            buf: ReadBuf::new()?,
+            writer: Some(Writer::new(kind)?),
+        })
     }
 
     fn pipe() -> Result<Self> {
-        let mut p = [0i32; 2];
-        // SAFETY: array of two fds.
-        check(unsafe { libc::pipe(p.as_mut_ptr()) } as i64, "pipe")?;
-        let w = spawn_writer(|| p[1])?;
-        // SAFETY: the parent only reads.
-        unsafe { libc::close(p[1]) };
-        Ok(Self::new(p[0], w, Vec::new()))
+        Self::new(StreamKind::Pipe)
     }
 
     fn unix() -> Result<Self> {
-        let mut sv = [0i32; 2];
-        // SAFETY: array of two fds.
-        check(
-            unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, sv.as_mut_ptr()) }
-                as i64,
-            "socketpair",
-        )?;
-        let w = spawn_writer(|| sv[1])?;
-        Ok(Self::new(sv[0], w, Vec::new()))
+        Self::new(StreamKind::Unix)
     }
 
     fn tcp() -> Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0").context("tcp listen on loopback")?;
-        let addr = listener.local_addr()?;
-        let w = spawn_writer(|| match listener.accept() {
-            Ok((s, _)) => {
-                let fd = s.as_raw_fd();
-                std::mem::forget(s);
-                fd
-            }
-            Err(_) => -1,
-        })?;
-        let s = TcpStream::connect(addr)?;
-        Ok(Self::new(
-            s.as_raw_fd(),
-            w,
-            vec![Box::new(s), Box::new(listener)],
-        ))
+        Self::new(StreamKind::Tcp)
+    }
+
+    /// bw_tcp's server lives for the whole run; pipe and AF_UNIX writers are
+    /// forked per sample.
+    fn per_sample(&self) -> bool {
+        self.kind != StreamKind::Tcp
     }
 }
 
 impl Bench for Stream {
+    fn prepare(&mut self, _iters: u64) -> Result<()> {
+        if self.per_sample() || self.writer.is_none() {
+            self.writer = None;
+            self.writer = Some(Writer::new(self.kind)?);
+        }
+        Ok(())
+    }
+
     fn run(&mut self, iters: u64) -> Result<Work> {
+        let w = self.writer.as_ref().context("no stream writer")?;
+        let (fd, control) = (w.fd, w.control);
         let want = iters * CHUNK as u64;
         // SAFETY: writing the request from our own buffer.
-        let w = unsafe { libc::write(self.control, want.to_ne_bytes().as_ptr().cast(), 8) };
-        if w != 8 {
+        let n = unsafe { libc::write(control, want.to_ne_bytes().as_ptr().cast(), 8) };
+        if n != 8 {
             bail!("stream writer gone: {}", std::io::Error::last_os_error());
         }
         let mut got = 0u64;
         while got < want {
-            let n = ((want - got) as usize).min(CHUNK);
+            let buf = self.buf.slice(((want - got) as usize).min(CHUNK));
             // SAFETY: reading into our buffer.
-            let r = unsafe { libc::read(self.fd, self.buf.as_mut_ptr().cast(), n) };
+            let r = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
             if r <= 0 {
                 bail!(
                     "stream read failed after {got} bytes: {}",
                     std::io::Error::last_os_error()
                 );
             }
-            if !sampled_bytes_are(&self.buf[..r as usize], 0x42) {
+            if !sampled_bytes_are(&buf[..r as usize], DATA) {
                 bail!("stream data corrupted");
             }
             got += r as u64;
@@ -158,6 +306,13 @@ impl Bench for Stream {
             bytes: got,
         })
     }
+
+    fn finish(&mut self) -> Result<()> {
+        if self.per_sample() {
+            self.writer = None;
+        }
+        Ok(())
+    }
 }
 
 /// One byte per page and the last one are `want`: proof that data came,
@@ -165,14 +320,6 @@ impl Bench for Stream {
 /// more than the copy itself: bw_pipe read 172 MB/s instead of lmbench's 1315).
 fn sampled_bytes_are(data: &[u8], want: u8) -> bool {
     data.iter().step_by(4096).all(|b| *b == want) && data.last().is_none_or(|b| *b == want)
-}
-
-impl Drop for Stream {
-    fn drop(&mut self) {
-        // SAFETY: our control pipe.
-        unsafe { libc::close(self.control) };
-        reap(self.child);
-    }
 }
 
 /// Rereads an 8 MiB file from the page cache: read() or a kept mapping.

@@ -60,6 +60,13 @@ pub trait Bench {
     fn helper_rss_kb(&self) -> Option<u64> {
         None
     }
+    /// How long the last `run` took by the op's own timing process's clock
+    /// (ns, one clock pair included, as the runner's own), when the work is
+    /// done and timed in a child as lmbench's benchmp does; None: the runner
+    /// times `run` itself.
+    fn child_timed_ns(&self) -> Option<f64> {
+        None
+    }
 }
 
 pub type Make = fn(&Ctx) -> Result<Box<dyn Bench>>;
