@@ -8,7 +8,7 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 
-use super::{check, fork_child, group, reap, Bench, Ctx, OpDef, Unit, Work};
+use super::{check, fork_tied_child, group, reap, Bench, Ctx, OpDef, Unit, Work};
 
 pub fn ops() -> Vec<OpDef> {
     group(
@@ -67,8 +67,6 @@ struct Writer {
 /// The child's side: one ready byte, then `todo` bytes per request read from
 /// `control`.
 fn writer(control: i32, fd: i32) {
-    // SAFETY: prctl on ourselves: the writer dies with lsmpmon.
-    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
     let data = vec![DATA; CHUNK];
     let mut todo = [0u8; 8];
     // SAFETY: our buffers and fds.
@@ -104,7 +102,7 @@ impl Writer {
         let mut c = [0i32; 2];
         // SAFETY: array of two fds.
         check(unsafe { libc::pipe(c.as_mut_ptr()) } as i64, "pipe")?;
-        let child = fork_child(|| {
+        let child = fork_tied_child(|| {
             // SAFETY: the child only reads requests.
             unsafe { libc::close(c[1]) };
             writer(c[0], send())
@@ -510,6 +508,24 @@ mod tests {
         data[CHUNK - 1] = 0;
         assert!(!sampled_bytes_are(&data, 0x42));
         assert!(!sampled_bytes_are(&[0u8; 10], 0x42));
+    }
+
+    #[test]
+    fn each_sample_has_a_fresh_writer_and_a_dead_writer_fails_the_sample() {
+        let mut s = Stream::unix().unwrap();
+        let mut pids = Vec::new();
+        for _ in 0..2 {
+            s.prepare(3).unwrap();
+            pids.push(s.writer.as_ref().unwrap().child);
+            let work = s.run(3).unwrap();
+            assert_eq!(work.bytes, 3 * CHUNK as u64);
+            s.finish().unwrap();
+            assert!(s.writer.is_none());
+        }
+        assert_ne!(pids[0], pids[1], "one writer for two samples");
+        s.prepare(3).unwrap();
+        reap(s.writer.as_ref().unwrap().child);
+        assert!(s.run(3).is_err(), "a sample without its writer passed");
     }
 
     #[test]

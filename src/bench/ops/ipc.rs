@@ -8,7 +8,7 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 
-use super::{check, fork_child, group, reap, Bench, Ctx, OpDef, Unit, Work};
+use super::{check, fork_tied_child, group, reap, Bench, Ctx, OpDef, Unit, Work};
 
 pub fn ops() -> Vec<OpDef> {
     group(
@@ -75,9 +75,6 @@ struct Peer {
 }
 
 fn echo_loop(rd: i32, wr: i32) {
-    // The echo process dies with its timing process.
-    // SAFETY: prctl on ourselves.
-    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
     let mut b = [0u8; 1];
     loop {
         // SAFETY: one-byte buffer; fds owned by this child.
@@ -110,7 +107,7 @@ impl Peer {
         // SAFETY: arrays of two fds.
         check(unsafe { libc::pipe(a.as_mut_ptr()) } as i64, "pipe")?;
         check(unsafe { libc::pipe(b.as_mut_ptr()) } as i64, "pipe")?;
-        let child = fork_child(|| echo_loop(a[0], b[1]));
+        let child = fork_tied_child(|| echo_loop(a[0], b[1]));
         close_fds(&[a[0], b[1]]);
         Ok(Self {
             rd: b[0],
@@ -128,7 +125,7 @@ impl Peer {
                 as i64,
             "socketpair",
         )?;
-        let child = fork_child(|| echo_loop(sv[1], sv[1]));
+        let child = fork_tied_child(|| echo_loop(sv[1], sv[1]));
         close_fds(&[sv[1]]);
         Ok(Self {
             rd: sv[0],
@@ -141,7 +138,7 @@ impl Peer {
     fn tcp() -> Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").context("tcp listen on loopback")?;
         let addr = listener.local_addr()?;
-        let child = fork_child(|| {
+        let child = fork_tied_child(|| {
             if let Ok((s, _)) = listener.accept() {
                 let _ = s.set_nodelay(true);
                 echo_loop(s.as_raw_fd(), s.as_raw_fd());
@@ -163,7 +160,7 @@ impl Peer {
         let client = UdpSocket::bind("127.0.0.1:0")?;
         client.connect(server.local_addr()?)?;
         server.connect(client.local_addr()?)?;
-        let child = fork_child(|| echo_loop(server.as_raw_fd(), server.as_raw_fd()))?;
+        let child = fork_tied_child(|| echo_loop(server.as_raw_fd(), server.as_raw_fd()))?;
         let fd = client.as_raw_fd();
         Ok(Self {
             rd: fd,
@@ -225,8 +222,6 @@ fn write_full(fd: i32, buf: &[u8]) -> bool {
 /// The timing process: creates the echo process, one round trip, a ready
 /// reply, then per request `n`: n round trips, replies (ns taken, n done).
 fn timing_process(kind: Kind, control: i32, reply: i32) {
-    // SAFETY: prctl on ourselves: the timing process dies with lsmpmon.
-    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
     let Ok(peer) = Peer::new(kind) else { return };
     if peer.round_trips(1).is_err() || !write_full(reply, &[0u8; 16]) {
         return;
@@ -269,7 +264,7 @@ impl PingPong {
         // SAFETY: arrays of two fds.
         check(unsafe { libc::pipe(c.as_mut_ptr()) } as i64, "pipe")?;
         check(unsafe { libc::pipe(r.as_mut_ptr()) } as i64, "pipe")?;
-        let timer = fork_child(|| {
+        let timer = fork_tied_child(|| {
             close_fds(&[c[1], r[0]]);
             timing_process(kind, c[0], r[1]);
         });
@@ -332,7 +327,7 @@ impl Connect {
         let addr = listener.local_addr()?;
         // As lat_connect: the server waits for the client's close (EOF), so the
         // client closes first and its ports cycle through TIME_WAIT.
-        let child = fork_child(move || {
+        let child = fork_tied_child(move || {
             for s in listener.incoming() {
                 let Ok(mut s) = s else { return };
                 let mut b = [0u8; 1];
@@ -440,5 +435,69 @@ impl Bench for Select {
             ops: iters,
             bytes: 0,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_trip_sample_is_timed_by_the_timing_process_and_fails_without_it() {
+        let mut p = PingPong::new(Kind::Pipe).unwrap();
+        let work = p.run(50).unwrap();
+        assert_eq!((work.ops, work.bytes), (50, 100));
+        assert!(p.child_timed_ns().unwrap() > 0.0);
+        // SAFETY: killing and reaping our own child.
+        unsafe {
+            libc::kill(p.timer, libc::SIGKILL);
+            libc::waitpid(p.timer, std::ptr::null_mut(), 0);
+        }
+        let err = p.run(50).unwrap_err().to_string();
+        assert!(err.contains("timing process died"), "{err}");
+        assert_eq!(p.child_timed_ns(), None);
+    }
+
+    #[test]
+    fn the_echo_process_dies_with_its_timing_process() {
+        let mut sv = [0i32; 2];
+        // SAFETY: array of two fds.
+        let r = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, sv.as_mut_ptr()) };
+        assert_eq!(r, 0);
+        // A timing process that reports its echo's pid, then waits.
+        let timer = fork_tied_child(|| {
+            let Ok(peer) = Peer::unix() else { return };
+            let _ = write_full(sv[1], &peer.child.to_ne_bytes());
+            std::mem::forget(peer);
+            // SAFETY: waiting to be killed.
+            unsafe { libc::pause() };
+        })
+        .unwrap();
+        let mut b = [0u8; 4];
+        assert!(read_full(sv[0], &mut b));
+        let echo = libc::pid_t::from_ne_bytes(b);
+        // SAFETY: probing and killing processes we made.
+        unsafe {
+            assert_eq!(libc::kill(echo, 0), 0);
+            libc::kill(timer, libc::SIGKILL);
+            libc::waitpid(timer, std::ptr::null_mut(), 0);
+        }
+        // The echo (a child of the timing process) gets SIGKILL: gone, or a
+        // zombie until its new parent reaps it, within a second.
+        let dead = || match std::fs::read_to_string(format!("/proc/{echo}/stat")) {
+            Ok(stat) => stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z'),
+            Err(_) => true,
+        };
+        let gone = (0..100).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            dead()
+        });
+        assert!(gone, "echo {echo} outlived its timing process");
+        close_fds(&sv);
     }
 }

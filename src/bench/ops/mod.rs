@@ -204,6 +204,23 @@ pub fn fork_child(body: impl FnOnce()) -> Result<libc::pid_t> {
     Ok(pid)
 }
 
+/// `fork_child` for a helper that must not outlive this process: it gets
+/// SIGKILL when we die (PR_SET_PDEATHSIG), and leaves at once if we died
+/// before it could ask for that.
+pub fn fork_tied_child(body: impl FnOnce()) -> Result<libc::pid_t> {
+    // SAFETY: getpid cannot fail.
+    let parent = unsafe { libc::getpid() };
+    fork_child(|| {
+        // SAFETY: prctl and getppid on ourselves.
+        let tied = unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 && libc::getppid() == parent
+        };
+        if tied {
+            body();
+        }
+    })
+}
+
 /// Kills and reaps a helper child.
 pub fn reap(pid: libc::pid_t) {
     // SAFETY: signalling and waiting for our own child.
