@@ -8,7 +8,7 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 
-use super::{check, fork_child, group, reap, Bench, Ctx, OpDef, Unit, Work};
+use super::{check, fork_tied_child, group, reap, Bench, Ctx, OpDef, Unit, Work};
 
 pub fn ops() -> Vec<OpDef> {
     group(
@@ -27,17 +27,36 @@ pub fn ops() -> Vec<OpDef> {
 }
 
 /// One byte there and back between two processes, as lmbench's lat_pipe,
-/// lat_unix, lat_tcp and lat_udp. The echo process is created afresh before
-/// each sample (untimed, with one round trip, as lmbench's initialize) and
-/// ended after it. With one echo process for the whole run, the figure
-/// depended on which other ops were sampled in between (a 6.1 guest: pipe
-/// 13.0 us alone, 10.5 us next to any other op; unix 17.3 / 20.2): the
-/// scheduler keeps the two tasks in one of two wake-up patterns, set by
-/// their history. A fresh pair per sample always starts the same way.
+/// lat_unix, lat_tcp and lat_udp, and in lmbench's arrangement: a timing
+/// process (forked once, as benchmp's child) creates the echo process, makes
+/// one round trip (lat_pipe's initialize), and then makes and times each
+/// sample's round trips when the measuring process asks over a pipe.
+///
+/// Why a timing process: on one CPU, the kernel's fair scheduler decides at
+/// each wake-up, from how far apart the two tasks' virtual runtimes are,
+/// whether the woken task preempts the waker, and the pair keeps the pattern
+/// it starts in. lat_pipe measures the pattern where each side blocks in
+/// read() and neither preempts the other (6.1 guest: one voluntary switch
+/// per round trip on each side; pipe 13.0 µs, AF_UNIX 17.3). The measuring
+/// process, busy with other ops between its samples, left a long-lived echo
+/// process far behind, which then preempted it at every wake-up (10.6 /
+/// 19.3 µs); a freshly forked echo process starts a slice ahead and is
+/// preempted at every wake-up (10.6 / 19.1 µs). A timing process and its
+/// echo are both idle while other ops run, so both wake at the same point
+/// and every sample starts level; after creating them the measuring process
+/// runs LEVEL_CPU_NS of its own work so that the first samples do too.
 struct PingPong {
-    kind: Kind,
-    peer: Option<Peer>,
+    control: i32,
+    reply: i32,
+    timer: libc::pid_t,
+    last_ns: Option<f64>,
 }
+
+/// CPU time the measuring process spends after creating a timing process and
+/// its echo (both idle): more than the scheduler's sleeper credit (half of
+/// its 6 ms latency on one CPU) plus the slice a new child starts ahead, so
+/// that both are placed at the same point when the first sample wakes them.
+const LEVEL_CPU_NS: u64 = 20_000_000;
 
 #[derive(Clone, Copy)]
 enum Kind {
@@ -74,12 +93,21 @@ fn close_fds(fds: &[i32]) {
 }
 
 impl Peer {
+    fn new(kind: Kind) -> Result<Self> {
+        match kind {
+            Kind::Pipe => Self::pipe(),
+            Kind::Unix => Self::unix(),
+            Kind::Tcp => Self::tcp(),
+            Kind::Udp => Self::udp(),
+        }
+    }
+
     fn pipe() -> Result<Self> {
         let (mut a, mut b) = ([0i32; 2], [0i32; 2]);
         // SAFETY: arrays of two fds.
         check(unsafe { libc::pipe(a.as_mut_ptr()) } as i64, "pipe")?;
         check(unsafe { libc::pipe(b.as_mut_ptr()) } as i64, "pipe")?;
-        let child = fork_child(|| echo_loop(a[0], b[1]));
+        let child = fork_tied_child(|| echo_loop(a[0], b[1]));
         close_fds(&[a[0], b[1]]);
         Ok(Self {
             rd: b[0],
@@ -97,7 +125,7 @@ impl Peer {
                 as i64,
             "socketpair",
         )?;
-        let child = fork_child(|| echo_loop(sv[1], sv[1]));
+        let child = fork_tied_child(|| echo_loop(sv[1], sv[1]));
         close_fds(&[sv[1]]);
         Ok(Self {
             rd: sv[0],
@@ -110,7 +138,7 @@ impl Peer {
     fn tcp() -> Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").context("tcp listen on loopback")?;
         let addr = listener.local_addr()?;
-        let child = fork_child(|| {
+        let child = fork_tied_child(|| {
             if let Ok((s, _)) = listener.accept() {
                 let _ = s.set_nodelay(true);
                 echo_loop(s.as_raw_fd(), s.as_raw_fd());
@@ -132,7 +160,7 @@ impl Peer {
         let client = UdpSocket::bind("127.0.0.1:0")?;
         client.connect(server.local_addr()?)?;
         server.connect(client.local_addr()?)?;
-        let child = fork_child(|| echo_loop(server.as_raw_fd(), server.as_raw_fd()))?;
+        let child = fork_tied_child(|| echo_loop(server.as_raw_fd(), server.as_raw_fd()))?;
         let fd = client.as_raw_fd();
         Ok(Self {
             rd: fd,
@@ -172,42 +200,118 @@ impl Drop for Peer {
     }
 }
 
+/// Reads exactly `buf.len()` bytes from `fd`; false on EOF or error.
+fn read_full(fd: i32, buf: &mut [u8]) -> bool {
+    let mut got = 0;
+    while got < buf.len() {
+        // SAFETY: reading into the rest of our buffer.
+        let n = unsafe { libc::read(fd, buf[got..].as_mut_ptr().cast(), buf.len() - got) };
+        if n <= 0 {
+            return false;
+        }
+        got += n as usize;
+    }
+    true
+}
+
+fn write_full(fd: i32, buf: &[u8]) -> bool {
+    // SAFETY: writing our buffer (messages are far below PIPE_BUF: atomic).
+    unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) == buf.len() as isize }
+}
+
+/// The timing process: creates the echo process, one round trip, a ready
+/// reply, then per request `n`: n round trips, replies (ns taken, n done).
+fn timing_process(kind: Kind, control: i32, reply: i32) {
+    let Ok(peer) = Peer::new(kind) else { return };
+    if peer.round_trips(1).is_err() || !write_full(reply, &[0u8; 16]) {
+        return;
+    }
+    let mut req = [0u8; 8];
+    while read_full(control, &mut req) {
+        let n = u64::from_ne_bytes(req);
+        let start = std::time::Instant::now();
+        let done = if peer.round_trips(n).is_ok() { n } else { 0 };
+        let ns = start.elapsed().as_nanos() as u64;
+        let mut out = [0u8; 16];
+        out[..8].copy_from_slice(&ns.to_ne_bytes());
+        out[8..].copy_from_slice(&done.to_ne_bytes());
+        if !write_full(reply, &out) || done == 0 {
+            return;
+        }
+    }
+}
+
+/// Busy for `ns` of this thread's CPU time.
+fn spin_cpu(ns: u64) {
+    let now = || {
+        let mut t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: reading a clock into our struct.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+        t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+    };
+    let start = now();
+    while now() - start < ns {
+        std::hint::spin_loop();
+    }
+}
+
 impl PingPong {
     fn new(kind: Kind) -> Result<Self> {
-        let mut me = Self { kind, peer: None };
-        me.prepare(0)?; // fails now, not at the first sample, if it cannot work
+        let (mut c, mut r) = ([0i32; 2], [0i32; 2]);
+        // SAFETY: arrays of two fds.
+        check(unsafe { libc::pipe(c.as_mut_ptr()) } as i64, "pipe")?;
+        check(unsafe { libc::pipe(r.as_mut_ptr()) } as i64, "pipe")?;
+        let timer = fork_tied_child(|| {
+            close_fds(&[c[1], r[0]]);
+            timing_process(kind, c[0], r[1]);
+        });
+        close_fds(&[c[0], r[1]]);
+        let me = Self {
+            control: c[1],
+            reply: r[0],
+            timer: timer?,
+            last_ns: None,
+        };
+        // Fails now, not at the first sample, if it cannot work.
+        if !read_full(me.reply, &mut [0u8; 16]) {
+            bail!("the timing process could not set up its echo process");
+        }
+        spin_cpu(LEVEL_CPU_NS);
         Ok(me)
     }
 }
 
 impl Bench for PingPong {
-    fn prepare(&mut self, _iters: u64) -> Result<()> {
-        self.peer = None;
-        let peer = match self.kind {
-            Kind::Pipe => Peer::pipe()?,
-            Kind::Unix => Peer::unix()?,
-            Kind::Tcp => Peer::tcp()?,
-            Kind::Udp => Peer::udp()?,
-        };
-        peer.round_trips(1)?;
-        self.peer = Some(peer);
-        Ok(())
-    }
-
     fn run(&mut self, iters: u64) -> Result<Work> {
-        self.peer
-            .as_ref()
-            .context("no echo process")?
-            .round_trips(iters)?;
+        self.last_ns = None;
+        let mut out = [0u8; 16];
+        if !write_full(self.control, &iters.to_ne_bytes()) || !read_full(self.reply, &mut out) {
+            bail!("the timing process died");
+        }
+        let (ns, done) = out.split_at(8);
+        let done = u64::from_ne_bytes(done.try_into()?);
+        if done != iters {
+            bail!("the echo round trips failed");
+        }
+        self.last_ns = Some(u64::from_ne_bytes(ns.try_into()?) as f64);
         Ok(Work {
-            ops: iters,
-            bytes: 2 * iters,
+            ops: done,
+            bytes: 2 * done,
         })
     }
 
-    fn finish(&mut self) -> Result<()> {
-        self.peer = None;
-        Ok(())
+    fn child_timed_ns(&self) -> Option<f64> {
+        self.last_ns
+    }
+}
+
+impl Drop for PingPong {
+    fn drop(&mut self) {
+        close_fds(&[self.control, self.reply]);
+        reap(self.timer);
     }
 }
 
@@ -223,7 +327,7 @@ impl Connect {
         let addr = listener.local_addr()?;
         // As lat_connect: the server waits for the client's close (EOF), so the
         // client closes first and its ports cycle through TIME_WAIT.
-        let child = fork_child(move || {
+        let child = fork_tied_child(move || {
             for s in listener.incoming() {
                 let Ok(mut s) = s else { return };
                 let mut b = [0u8; 1];
@@ -331,5 +435,69 @@ impl Bench for Select {
             ops: iters,
             bytes: 0,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_trip_sample_is_timed_by_the_timing_process_and_fails_without_it() {
+        let mut p = PingPong::new(Kind::Pipe).unwrap();
+        let work = p.run(50).unwrap();
+        assert_eq!((work.ops, work.bytes), (50, 100));
+        assert!(p.child_timed_ns().unwrap() > 0.0);
+        // SAFETY: killing and reaping our own child.
+        unsafe {
+            libc::kill(p.timer, libc::SIGKILL);
+            libc::waitpid(p.timer, std::ptr::null_mut(), 0);
+        }
+        let err = p.run(50).unwrap_err().to_string();
+        assert!(err.contains("timing process died"), "{err}");
+        assert_eq!(p.child_timed_ns(), None);
+    }
+
+    #[test]
+    fn the_echo_process_dies_with_its_timing_process() {
+        let mut sv = [0i32; 2];
+        // SAFETY: array of two fds.
+        let r = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, sv.as_mut_ptr()) };
+        assert_eq!(r, 0);
+        // A timing process that reports its echo's pid, then waits.
+        let timer = fork_tied_child(|| {
+            let Ok(peer) = Peer::unix() else { return };
+            let _ = write_full(sv[1], &peer.child.to_ne_bytes());
+            std::mem::forget(peer);
+            // SAFETY: waiting to be killed.
+            unsafe { libc::pause() };
+        })
+        .unwrap();
+        let mut b = [0u8; 4];
+        assert!(read_full(sv[0], &mut b));
+        let echo = libc::pid_t::from_ne_bytes(b);
+        // SAFETY: probing and killing processes we made.
+        unsafe {
+            assert_eq!(libc::kill(echo, 0), 0);
+            libc::kill(timer, libc::SIGKILL);
+            libc::waitpid(timer, std::ptr::null_mut(), 0);
+        }
+        // The echo (a child of the timing process) gets SIGKILL: gone, or a
+        // zombie until its new parent reaps it, within a second.
+        let dead = || match std::fs::read_to_string(format!("/proc/{echo}/stat")) {
+            Ok(stat) => stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z'),
+            Err(_) => true,
+        };
+        let gone = (0..100).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            dead()
+        });
+        assert!(gone, "echo {echo} outlived its timing process");
+        close_fds(&sv);
     }
 }

@@ -69,6 +69,13 @@ pub trait Bench {
     fn helper_rss_kb(&self) -> Option<u64> {
         None
     }
+    /// How long the last `run` took by the op's own timing process's clock
+    /// (ns, one clock pair included, as the runner's own), when the work is
+    /// done and timed in a child as lmbench's benchmp does; None: the runner
+    /// times `run` itself.
+    fn child_timed_ns(&self) -> Option<f64> {
+        None
+    }
 }
 
 pub type Make = fn(&Ctx) -> Result<Box<dyn Bench>>;
@@ -204,6 +211,23 @@ pub fn fork_child(body: impl FnOnce()) -> Result<libc::pid_t> {
         unsafe { libc::_exit(0) };
     }
     Ok(pid)
+}
+
+/// `fork_child` for a helper that must not outlive this process: it gets
+/// SIGKILL when we die (PR_SET_PDEATHSIG), and leaves at once if we died
+/// before it could ask for that.
+pub fn fork_tied_child(body: impl FnOnce()) -> Result<libc::pid_t> {
+    // SAFETY: getpid cannot fail.
+    let parent = unsafe { libc::getpid() };
+    fork_child(|| {
+        // SAFETY: prctl and getppid on ourselves.
+        let tied = unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 && libc::getppid() == parent
+        };
+        if tied {
+            body();
+        }
+    })
 }
 
 /// Kills and reaps a helper child.
