@@ -389,8 +389,9 @@ fn choose_method(
     kfuncs: &attach::Kfuncs,
 ) -> Result<method::Choice> {
     let offer = method::Offer::read(kbtf, kfuncs, kernel_version());
+    // The method is in the result (probe.method, the text's probe line): a
+    // trace refused a moment later prints its one line and nothing else.
     let choice = method::choose(&offer, args.method)?;
-    eprintln!("lsmpmon: probe method: {}", choice.method.name());
     if choice.method == method::Method::Kprobe {
         eprintln!("lsmpmon: this kernel lacks bpf_get_func_ret() (5.17): falling back to kprobe/kretprobe");
         if args.syscall_time {
