@@ -397,7 +397,6 @@ fn choose_method(
 ) -> Result<method::Choice> {
     let offer = method::Offer::read(kbtf, kfuncs, kernel_version());
     let choice = method::choose(&offer, args.method)?;
-    eprintln!("lsmpmon: probe method: {}", choice.method.name());
     if choice.method == method::Method::Kprobe {
         eprintln!("lsmpmon: this kernel lacks bpf_get_func_ret() (5.17): falling back to kprobe/kretprobe");
         if args.syscall_time {

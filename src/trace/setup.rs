@@ -252,8 +252,8 @@ pub fn attach_hooks(
     options: ProbeOptions,
 ) -> Result<Attached> {
     let what = match method {
-        Method::Session(_) => "session probes",
-        _ => "probe pairs",
+        Method::Session(_) => "session probes".to_string(),
+        m => format!("{} probe pairs", m.name()),
     };
     eprintln!("lsmpmon: attaching {} {what} ...", hooks.len());
     let start = Instant::now();
