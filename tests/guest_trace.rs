@@ -546,9 +546,19 @@ fn trace_6_12_per_lsm_shared_function_one_probe() {
 /// syscall's own time and the share of it spent in LSM hooks.
 #[test]
 fn trace_6_1_interval_and_syscall_time() {
+    interval_and_syscall_time("6.1");
+}
+
+/// With session programs, "outermost" comes from the CPU's session depth.
+#[test]
+fn trace_7_3_interval_and_syscall_time() {
+    interval_and_syscall_time("7.3");
+}
+
+fn interval_and_syscall_time(series: &str) {
     let script = ": > /tmp/x && lsmpmon trace --json --interval 0.02 --syscall-time \
         --hooks 'inode_getattr,inode_permission' --comm workload -- workload stat 20000 /tmp/x";
-    let text = guest_stdout("6.1", script);
+    let text = guest_stdout(series, script);
     let lines: Vec<&str> = text.lines().collect();
     assert!(
         lines.len() >= 3,

@@ -561,3 +561,62 @@ fn release_in_child(links: &[OwnedFd]) -> bool {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn insn(code: u8, imm: i32) -> bpf_insn {
+        bpf_insn {
+            code,
+            imm,
+            ..Default::default()
+        }
+    }
+
+    /// A template: the hook id and session markers, then a placeholder call
+    /// of each kfunc, then a real helper call (bpf_ktime_get_ns, 5).
+    fn template() -> Vec<bpf_insn> {
+        let mut v = Vec::new();
+        for marker in [LSMPMON_PATCH_HOOK_ID, LSMPMON_PATCH_SESSION] {
+            v.push(insn(LD_IMM64, 0));
+            v.push(insn(0, marker as i32));
+        }
+        for (marker, _) in Kfuncs::ALL {
+            v.push(insn(CALL, *marker as i32));
+        }
+        v.push(insn(CALL, 5));
+        v
+    }
+
+    #[test]
+    fn copies_get_their_constants_and_the_kernels_kfuncs() {
+        // A kernel with the preemption kfuncs only (6.10 .. before sessions).
+        let kfuncs = Kfuncs(vec![
+            (LSMPMON_KFUNC_PREEMPT_DISABLE, 1001),
+            (LSMPMON_KFUNC_PREEMPT_ENABLE, 1002),
+        ]);
+        assert!(kfuncs.has("bpf_preempt_disable") && !kfuncs.has("bpf_session_cookie"));
+        let t = Template::new(&template(), Kind::Fentry, &kfuncs).unwrap();
+        let consts = HookConsts::new(7, 2, true, ProbeOptions::default());
+        let copy = t.instance(consts);
+        assert_eq!((copy[0].imm, copy[2].imm), (7, 0), "hook id, not a session");
+        let calls: Vec<(u8, i32)> = copy[4..].iter().map(|i| (i.src_reg(), i.imm)).collect();
+        assert_eq!(
+            calls,
+            [
+                (PSEUDO_KFUNC_CALL, 1001),
+                (PSEUDO_KFUNC_CALL, 1002),
+                (0, LSMPMON_KFUNC_SESSION_IS_RETURN as i32),
+                (0, LSMPMON_KFUNC_SESSION_COOKIE as i32),
+                (0, 5)
+            ]
+        );
+        // A session copy says so in its constant.
+        let s = Template::new(&template(), Kind::Session(58), &kfuncs).unwrap();
+        assert_eq!(s.instance(consts)[2].imm, 1);
+        assert_eq!(s.attach_type(), 58);
+        // No hook-id placeholder: not a template lsmpmon built.
+        assert!(Template::new(&template()[2..], Kind::Fentry, &kfuncs).is_err());
+    }
+}

@@ -313,8 +313,21 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     functions.push(calibrate::FUNCTION.into());
     let guard = guard::acquire(&functions, args.allow_other_probes, &command::stopped)?;
 
+    let options = ProbeOptions {
+        lean: args.lean,
+        syscall_time: args.syscall_time,
+        no_preempt: preemptible.is_some(),
+        empty: args.empty_probes,
+    };
     let mut open_object = MaybeUninit::uninit();
-    let mut skel = setup::load(&mut open_object, args, &plan.hooks, &kbtf, choice.method)?;
+    let mut skel = setup::load(
+        &mut open_object,
+        args,
+        &plan.hooks,
+        &kbtf,
+        choice.method,
+        options,
+    )?;
     let stats = CpuStats::map(
         skel.maps.cpus.as_fd().as_raw_fd(),
         arrays::possible_cpus(),
@@ -323,14 +336,8 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     )?;
     // Before any hook: context switches and interrupt handlers change what a call belongs to.
     setup::attach_context(&mut skel)?;
-    let probes = setup::probes(&skel, choice.method, &kfuncs)?;
+    let probes = setup::probes(&skel, choice.method, options, &kfuncs)?;
     setup::write_hook_meta(&skel, &plan.hooks)?;
-    let options = ProbeOptions {
-        lean: args.lean,
-        syscall_time: args.syscall_time,
-        no_preempt: preemptible.is_some(),
-        empty: args.empty_probes,
-    };
     let attached = setup::attach_hooks(&probes, choice.method, &plan.hooks, options)?;
     let (calibration, pair_cost_ns) = match kbtf.funcs.get(calibrate::FUNCTION) {
         Some(f) => calibrate::run(

@@ -71,6 +71,12 @@ pub fn text(r: &TraceResult, view: &View) -> String {
         "probe: {}, floor {floor}; {pair}; attach {:.0} ms",
         p.method, p.attach_ms
     );
+    for n in &p.not_used {
+        let _ = writeln!(out, "not used: {} ({})", n.method, n.reason);
+    }
+    if let Some(pre) = &p.preemption {
+        let _ = writeln!(out, "preemption: {pre}");
+    }
     if let Some(n) = p.kretprobe_maxactive {
         let _ = writeln!(
             out,

@@ -92,6 +92,7 @@ pub fn load<'obj>(
     hooks: &[Hook],
     kbtf: &btf::KernelBtf,
     method: Method,
+    options: ProbeOptions,
 ) -> Result<LsmpmonSkel<'obj>> {
     let mut open = LsmpmonSkelBuilder::default()
         .open(open_object)
@@ -119,16 +120,31 @@ pub fn load<'obj>(
         method == Method::Kprobe,
     );
     let template_target = hooks[0].function.clone();
+    let progs = &mut open.progs;
     for p in [
-        &mut open.progs.hook_entry,
-        &mut open.progs.hook_exit,
-        &mut open.progs.hook_session,
+        &mut progs.hook_entry,
+        &mut progs.hook_exit,
+        &mut progs.hook_entry_np,
+        &mut progs.hook_exit_np,
+        &mut progs.hook_empty,
+        &mut progs.hook_session,
     ] {
         p.set_attach_target(0, Some(template_target.clone()))?;
+        p.set_autoload(false);
     }
-    open.progs.hook_entry.set_autoload(pair);
-    open.progs.hook_exit.set_autoload(pair);
-    open.progs.hook_session.set_autoload(session);
+    match (pair, options.empty, options.no_preempt) {
+        (true, true, _) => progs.hook_empty.set_autoload(true),
+        (true, false, false) => {
+            progs.hook_entry.set_autoload(true);
+            progs.hook_exit.set_autoload(true);
+        }
+        (true, false, true) => {
+            progs.hook_entry_np.set_autoload(true);
+            progs.hook_exit_np.set_autoload(true);
+        }
+        _ => {}
+    }
+    progs.hook_session.set_autoload(session);
     open.progs.hook_kentry.set_autoload(kprobe);
     open.progs.hook_kexit.set_autoload(kprobe);
     if kprobe {
@@ -169,13 +185,26 @@ pub fn attach_context(skel: &mut LsmpmonSkel) -> Result<()> {
 }
 
 /// The loaded programs every hook's copies are made from, for `method`.
-pub fn probes(skel: &LsmpmonSkel, method: Method, kfuncs: &attach::Kfuncs) -> Result<Probes> {
+pub fn probes(
+    skel: &LsmpmonSkel,
+    method: Method,
+    options: ProbeOptions,
+    kfuncs: &attach::Kfuncs,
+) -> Result<Probes> {
     let t = |p: &libbpf_rs::Program, kind| Template::new(p.insns(), kind, kfuncs);
     let progs = &skel.progs;
     Ok(match method {
         Method::Session(attach_type) => {
             Probes::Session(t(&progs.hook_session, Kind::Session(attach_type))?)
         }
+        Method::FentryFexit if options.empty => Probes::Pair(
+            t(&progs.hook_empty, Kind::Fentry)?,
+            t(&progs.hook_empty, Kind::Fexit)?,
+        ),
+        Method::FentryFexit if options.no_preempt => Probes::Pair(
+            t(&progs.hook_entry_np, Kind::Fentry)?,
+            t(&progs.hook_exit_np, Kind::Fexit)?,
+        ),
         Method::FentryFexit => Probes::Pair(
             t(&progs.hook_entry, Kind::Fentry)?,
             t(&progs.hook_exit, Kind::Fexit)?,
@@ -223,8 +252,8 @@ pub fn attach_hooks(
     options: ProbeOptions,
 ) -> Result<Attached> {
     let what = match method {
-        Method::Session(_) => "session probes",
-        _ => "probe pairs",
+        Method::Session(_) => "session probes".to_string(),
+        m => format!("{} probe pairs", m.name()),
     };
     eprintln!("lsmpmon: attaching {} {what} ...", hooks.len());
     let start = Instant::now();
