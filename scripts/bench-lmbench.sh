@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): lsmpmon bench next to lmbench 3, in ONE guest boot.
 #   LMBENCH_BIN=/path/to/lmbench/bin scripts/bench-lmbench.sh [KERNEL]   (default 6.1)
+#   LMBENCH_BIN=/path/to/lmbench/bin RUNS=3 scripts/bench-lmbench.sh host
 # LMBENCH_BIN holds lmbench binaries you built yourself from its public
 # source (statically: they are copied into the guest); this script never
-# downloads or commits them. Writes bench/lmbench-<kernel>.json and prints
-# the comparison table.
+# downloads or commits them. Writes bench/lmbench-<kernel>.json (or
+# bench/lmbench-host.json: RUNS runs of both on this machine, real time,
+# each op's figures from every run) and prints the comparison table.
 . "$(dirname "$0")/bench-common.sh"
 : "${LMBENCH_BIN:?set LMBENCH_BIN to a directory of statically built lmbench binaries}"
 KERNEL=${1:-6.1}
@@ -14,14 +16,15 @@ for b in lat_syscall lat_pipe lat_unix lat_ctx lat_proc bw_pipe bw_unix bw_mem; 
   [ -x "$LMBENCH_BIN/$b" ] || { echo "bench-lmbench: $LMBENCH_BIN/$b missing" >&2; exit 2; }
   COPY+=(--copy "$LMBENCH_BIN/$b:/usr/bin/$b")
 done
-# The stat file is as deep as lsmpmon's (/tmp/lsmb/stat.XXXXXX/file): depth changes LSM costs.
+# The stat file is as deep as lsmpmon's ($T/lsmb/stat.XXXXXX/file): depth changes LSM costs.
 # Each lmbench line: "LMB <op> <value> [overhead]", lmbench's units (us or MB/s).
 GUEST='
 set -e
-cd /tmp; mkdir -p /tmp/d/x; : > /tmp/d/x/f
+T=${T:-/tmp}
+cd $T; mkdir -p $T/d/x $T/lsmb; : > $T/d/x/f
 lm() { echo "LMB $1 $2"; }
 lm null "$(lat_syscall -N '"$N"' null 2>&1 | awk "{print \$(NF-1)}")"
-lm stat "$(lat_syscall -N '"$N"' stat /tmp/d/x/f 2>&1 | awk "{print \$(NF-1)}")"
+lm stat "$(lat_syscall -N '"$N"' stat $T/d/x/f 2>&1 | awk "{print \$(NF-1)}")"
 lm pipe "$(lat_pipe -N '"$N"' 2>&1 | awk "{print \$(NF-1)}")"
 lm unix "$(lat_unix -N '"$N"' 2>&1 | awk "{print \$(NF-1)}")"
 lm fork_exit "$(lat_proc -N '"$N"' fork 2>&1 | awk "{print \$(NF-1)}")"
@@ -31,44 +34,74 @@ lm bw_unix "$(bw_unix -N '"$N"' 2>&1 | awk "{print \$(NF-1)}")"
 lm bw_mem_rd "$(bw_mem -N '"$N"' 8m rd 2>&1 | awk "{print \$2}")"
 lm bw_mem_wr "$(bw_mem -N '"$N"' 8m wr 2>&1 | awk "{print \$2}")"
 lm bw_bcopy "$(bw_mem -N '"$N"' 8m bcopy 2>&1 | awk "{print \$2}")"
-echo "LSM $(lsmpmon bench --json --dir /tmp/lsmb --samples '"$N"' \
+echo "LSM $(lsmpmon bench --json --dir $T/lsmb --samples '"$N"' \
   --ops null,stat,pipe,unix,fork_exit,ctx,bw_pipe,bw_unix,bw_mem_rd,bw_mem_wr,bw_bcopy 2>/dev/null | tr -d "\n")"
 '
-echo "bench-lmbench: kernel $KERNEL ..." >&2
-"$LSMPMON" vm run --timeout 3600 --kernel "$KERNEL" "${COPY[@]}" -- sh -c "$GUEST" > "bench/lmbench-$KERNEL.raw"
-python3 - "$KERNEL" "bench/lmbench-$KERNEL.raw" "$(git rev-parse --short HEAD)" > "bench/lmbench-$KERNEL.json" <<'PY'
-import json, sys
-kernel, raw, commit = sys.argv[1:]
-lmb, lsm = {}, None
+RAW="bench/lmbench-$KERNEL.raw"
+: > "$RAW"
+if [ "$KERNEL" = host ]; then
+  # Real time on this machine, RUNS times: the host is noisy, so its noise
+  # is measured rather than assumed. lmbench and lsmpmon run by their paths.
+  T=$(mktemp -d)
+  trap 'rm -rf "$T"' EXIT
+  mkdir "$T/bin"
+  for b in "$LMBENCH_BIN"/*; do ln -s "$b" "$T/bin/"; done
+  ln -s "$PWD/$LSMPMON" "$T/bin/lsmpmon"
+  for run in $(seq "${RUNS:-3}"); do
+    echo "bench-lmbench: host run $run ..." >&2
+    rm -rf "$T/d" "$T/lsmb"
+    T=$T PATH="$T/bin:$PATH" sh -c "$GUEST" >> "$RAW"
+  done
+  MODE="host, real time"
+else
+  echo "bench-lmbench: kernel $KERNEL ..." >&2
+  "$LSMPMON" vm run --timeout 3600 --kernel "$KERNEL" "${COPY[@]}" -- sh -c "$GUEST" > "$RAW"
+  MODE="guest, virtual time"
+fi
+python3 - "$KERNEL" "$RAW" "$(git rev-parse --short HEAD)" "$MODE" > "bench/lmbench-$KERNEL.json" <<'PY'
+import json, statistics, sys
+kernel, raw, commit, mode = sys.argv[1:]
+lmb, lsm = {}, []
 for line in open(raw):
     if line.startswith("LMB "):
         parts = line.split()
-        lmb[parts[1]] = [float(x) for x in parts[2:]]
+        lmb.setdefault(parts[1], []).append([float(x) for x in parts[2:]])
     elif line.startswith("LSM "):
-        lsm = json.loads(line[4:])
+        lsm.append(json.loads(line[4:]))
 rows = []
-for op in lsm["results"]:
+for op in lsm[0]["results"]:
     name = op["op"]
     theirs = lmb.get(name, [])
     if not theirs:
         continue
     # lmbench latencies are microseconds; lsmpmon's ns.
-    ref = theirs[0] * (1000 if op["unit"] == "ns/op" else 1)
-    rows.append({"op": name, "unit": op["unit"], "lmbench": ref, "lsmpmon": op["median"],
-                 "diff_pct": 100 * (op["median"] - ref) / ref,
-                 "lmbench_overhead": theirs[1] * 1000 if len(theirs) > 1 else None,
-                 "lsmpmon_overhead": op.get("overhead_ns"),
-                 "helper_rss_kb": op.get("helper_rss_kb")})
+    scale = 1000 if op["unit"] == "ns/op" else 1
+    refs = [t[0] * scale for t in theirs]
+    ours = [r["median"] for run in lsm for r in run["results"] if r["op"] == name]
+    ref, mine = statistics.median(refs), statistics.median(ours)
+    row = {"op": name, "unit": op["unit"], "lmbench": ref, "lsmpmon": mine,
+           "diff_pct": 100 * (mine - ref) / ref,
+           "lmbench_overhead": theirs[0][1] * 1000 if len(theirs[0]) > 1 else None,
+           "lsmpmon_overhead": op.get("overhead_ns"),
+           "helper_rss_kb": op.get("helper_rss_kb")}
+    if len(refs) > 1:
+        # Each run's figure, and the spread of runs: the host's noise.
+        row.update({"lmbench_runs": refs, "lsmpmon_runs": ours,
+                    "lmbench_spread_pct": 100 * (max(refs) - min(refs)) / ref,
+                    "lsmpmon_spread_pct": 100 * (max(ours) - min(ours)) / mine})
+    rows.append(row)
 json.dump({"benchmark": "lmbench-comparison", "kernel": kernel, "commit": commit,
-           "mode": "guest, virtual time", "rows": rows,
-           "provenance": lsm["provenance"]}, sys.stdout, indent=1)
+           "mode": mode, "runs": len(lsm), "rows": rows,
+           "provenance": lsm[0]["provenance"]}, sys.stdout, indent=1)
 PY
-rm -f "bench/lmbench-$KERNEL.raw"
+rm -f "$RAW"
 python3 - "bench/lmbench-$KERNEL.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-print(f"| op | unit | lmbench | lsmpmon | difference |")
-print("|---|---|---|---|---|")
+many = d["runs"] > 1
+print("| op | unit | lmbench | lsmpmon | difference |" + (" lmbench runs' spread | lsmpmon runs' spread |" if many else ""))
+print("|---|---|---|---|---|" + ("---|---|" if many else ""))
 for r in d["rows"]:
-    print(f"| {r['op']} | {r['unit']} | {r['lmbench']:.1f} | {r['lsmpmon']:.1f} | {r['diff_pct']:+.1f} % |")
+    extra = f" {r['lmbench_spread_pct']:.1f} % | {r['lsmpmon_spread_pct']:.1f} % |" if many else ""
+    print(f"| {r['op']} | {r['unit']} | {r['lmbench']:.1f} | {r['lsmpmon']:.1f} | {r['diff_pct']:+.1f} % |" + extra)
 PY
