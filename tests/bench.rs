@@ -359,10 +359,12 @@ fn lmbench_semantics_in_a_6_1_guest() {
     // Minima: a kernel thread waking up can only add time.
     let min = |r: &serde_json::Value| result(r, "fork_exit")["min"].as_f64().unwrap();
     let (small, big) = (min(&a), min(&b));
-    // fork's own cost varies 1-4 % from run to run in one boot (kernel
-    // state: pids, slabs); forking from the measuring process added far more.
+    // fork's own cost moves with the helper's randomized address-space
+    // layout: 254.8-275.0 us over runs in one boot (266.2-267.1 with
+    // randomization off; BENCHMARKS §6); forking from the measuring process
+    // added 441 %.
     assert!(
-        (big - small).abs() / small < 0.05,
+        (big - small).abs() / small < 0.10,
         "fork_exit depends on the measuring process: {small} vs {big}"
     );
     let helper = result(&a, "fork_exit")["helper_rss_kb"].as_u64().unwrap();
