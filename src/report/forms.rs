@@ -294,7 +294,8 @@ pub fn fallback(c: &Run) -> bool {
     trace(c).is_some_and(|t| !t["probe"]["fallback"].is_null())
 }
 
-fn flag_fallback(c: &Run, cell: Cell) -> Cell {
+/// A figure of a kprobe-fallback trace, marked `k` (after any mark it has).
+pub fn flag_fallback(c: &Run, cell: Cell) -> Cell {
     match cell {
         Cell::Value { value, pct, mark } if fallback(c) => Cell::Value {
             value,

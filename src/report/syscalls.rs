@@ -3,7 +3,7 @@
 //! (what the syscall pays in LSM hooks per call).
 use serde_json::Value;
 
-use super::forms::{fallback, floor, missing, time_mode, trace};
+use super::forms::{flag_fallback, floor, missing, time_mode, trace};
 use super::input::Run;
 use super::table::{Cell, Row, Table};
 use crate::papers;
@@ -115,11 +115,7 @@ fn cells_for(c: &Run, hook: &str, f: Option<(f64, f64, f64)>) -> Vec<Cell> {
         return vec![Cell::missing("not traced"); 3];
     }
     // The 5.10 kprobe fallback has no floor: its figures carry the probe pair.
-    let k = |v: f64| Cell::Value {
-        value: v,
-        pct: None,
-        mark: fallback(c).then(|| "k".to_string()),
-    };
+    let k = |v: f64| flag_fallback(c, Cell::value(v));
     match f {
         Some((sum, count, ave)) => vec![k(sum), Cell::value(count), k(ave)],
         None => vec![Cell::missing("not called"); 3],
@@ -139,15 +135,7 @@ fn sum_of_averages(c: &Run, sys: &str, hooks: &[String]) -> Vec<Cell> {
         .iter()
         .filter_map(|h| figures(t, sys, h).map(|f| f.2))
         .sum();
-    vec![
-        dash(),
-        dash(),
-        Cell::Value {
-            value: total,
-            pct: None,
-            mark: fallback(c).then(|| "k".to_string()),
-        },
-    ]
+    vec![dash(), dash(), flag_fallback(c, Cell::value(total))]
 }
 
 fn table(group: &str, cols: &[&Run], sys: &str) -> Table {
