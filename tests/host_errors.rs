@@ -6,8 +6,21 @@ mod vmcache;
 use common::{one_error_line, LSMPMON};
 use std::process::{Command, Output};
 
+/// Host `trace` runs of this file, one at a time: two at once are two traces,
+/// and the second is refused for the first ("another lsmpmon trace") before
+/// it meets the error its test is about.
+static TRACE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn output(cmd: &mut Command, is_trace: bool) -> Output {
+    let _one = is_trace.then(|| TRACE.lock().unwrap_or_else(|e| e.into_inner()));
+    cmd.output().unwrap()
+}
+
 fn run(args: &[&str]) -> Output {
-    Command::new(LSMPMON).args(args).output().unwrap()
+    output(
+        Command::new(LSMPMON).args(args),
+        args.first() == Some(&"trace"),
+    )
 }
 
 #[test]
@@ -216,7 +229,7 @@ fn hostile_run(args: &[String], opt: &str, value: &str, cwd: &std::path::Path) -
     if args.starts_with(&["vm".to_string(), "run".to_string()]) {
         cmd.args(["--", "true"]);
     }
-    cmd.output().unwrap()
+    output(&mut cmd, args.first().is_some_and(|a| a == "trace"))
 }
 
 /// No value of any option panics (101) or fails with more than two lines on
