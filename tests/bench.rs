@@ -255,8 +255,10 @@ fn landlock_run_is_enforced_and_recorded() {
 
 #[test]
 fn errors_are_one_line_with_exit_2() {
-    let cases: [(&[&str], &str); 3] = [
+    let cases: [(&[&str], &str); 5] = [
         (&["--ops", "nosuch"], "unknown operation or group 'nosuch'"),
+        (&["--ops", "null", "--iterations", "0"], "--iterations"),
+        (&["--ops", "null", "--iterations=-5"], "--iterations"),
         (
             &["--ops", "null", "--dir", "/proc/lsmpmon-no"],
             "cannot create work directory",
@@ -277,6 +279,75 @@ fn errors_are_one_line_with_exit_2() {
     let out = bench(&["--ops", "null", "--compare", &bad]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not valid JSON"));
+}
+
+/// The pseudo multi-process paper's program: a fixed number of rounds per
+/// sample (no calibration), both tasks really switching on one CPU.
+#[test]
+fn yield_rounds_run_exactly_the_rounds_asked() {
+    let rounds = 3000u64;
+    let out = bench(&[
+        "--ops",
+        "yield",
+        "--iterations",
+        &rounds.to_string(),
+        "--samples",
+        "3",
+        "--json",
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    validate("bench.schema.json", &text);
+    let r = json(&text);
+    assert_eq!(r["options"]["iterations"], rounds);
+    let ops: Vec<&str> = r["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["op"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            "yield_proc",
+            "yield_thread",
+            "yield_rounds_proc",
+            "yield_rounds_thread"
+        ]
+    );
+    for op in ops {
+        let o = result(&r, op);
+        assert_eq!(
+            o["iterations"], rounds,
+            "{op}: calibration must not change N"
+        );
+        // Three samples of N ops each (the warm-up is not counted).
+        assert_eq!(o["proof_ops"], 3 * rounds, "{op}");
+        // A round is two sched_yield calls and at least one context switch:
+        // far above a bare syscall (~100 ns), far below a millisecond.
+        let m = o["median"].as_f64().unwrap();
+        assert!(m > 200.0 && m < 1e6, "{op}: {m} ns per op");
+    }
+    // A round of the paper's program has each task yield once: at least one
+    // switch, so never cheaper than half an explicit hand-over.
+    assert!(median(&r, "yield_rounds_proc") > 0.5 * median(&r, "yield_proc"));
+    let plain = String::from_utf8(
+        bench(&[
+            "--ops",
+            "yield_rounds_thread",
+            "--iterations",
+            "500",
+            "--samples",
+            "1",
+        ])
+        .stdout,
+    )
+    .unwrap();
+    assert!(plain.contains("1 samples of 500 ops"), "{plain}");
 }
 
 /// The same static binary in a guest: deterministic virtual time.

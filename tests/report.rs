@@ -161,10 +161,44 @@ fn the_yield_study_sets_processes_against_threads() {
         .iter()
         .find(|t| t["form"] == "yield")
         .expect("the yield table");
-    let cell = |i: usize| t["rows"][i]["cells"][0]["value"].as_f64().unwrap();
-    assert_eq!(cell(0), m("yield_proc"));
-    assert_eq!(cell(1), m("yield_thread"));
-    assert!((cell(2) - m("yield_proc") / m("yield_thread")).abs() < 1e-12);
+    let cell = |label: &str| {
+        t["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["label"] == label)
+            .unwrap_or_else(|| panic!("no row {label}"))["cells"][0]["value"]
+            .as_f64()
+    };
+    assert_eq!(cell("processes (ns per hand-over)"), Some(m("yield_proc")));
+    assert_eq!(cell("threads (ns per hand-over)"), Some(m("yield_thread")));
+    // The paper's form: the fixture ran 100 000 rounds per sample.
+    assert_eq!(cell("rounds"), Some(100_000.0));
+    let total = cell("processes, N rounds (µs)").unwrap();
+    assert!((total * 1e3 / 100_000.0 - m("yield_rounds_proc")).abs() < 1e-6);
+    assert_eq!(cell("the paper: Linux, N rounds (µs)"), Some(224_670.5));
+    assert_eq!(cell("the paper: one address space (µs)"), Some(158_294.4));
+    // The paired ratio lies within the per-sample ratios.
+    let samples = |op: &str| -> Vec<f64> {
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["op"] == op)
+            .unwrap()["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    let ratios: Vec<f64> = samples("yield_rounds_proc")
+        .iter()
+        .zip(samples("yield_rounds_thread"))
+        .map(|(p, t)| p / t)
+        .collect();
+    let paired = cell("processes ÷ threads (paired)").unwrap();
+    assert!(ratios.iter().any(|r| *r <= paired) && ratios.iter().any(|r| *r >= paired));
     assert!(t["title"]
         .as_str()
         .unwrap()

@@ -27,7 +27,7 @@ const COMPARE_ALPHA: f64 = 0.01;
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Operations and groups: syscall, files, ipc, proc, bw, lmbench (all), paper
+    /// Operations and groups: syscall, files, ipc, proc, bw, yield, lmbench (all), paper
     /// (LSMPMON, Table 3; embedded SELinux, Tables 1-2), or op names, comma-separated.
     #[arg(long, default_value = "paper", value_parser = crate::parse::list)]
     pub ops: String,
@@ -43,6 +43,10 @@ pub struct BenchArgs {
     /// Minimum duration of one sample; iterations grow until it is reached.
     #[arg(long, default_value_t = 10.0, value_parser = crate::parse::sample_ms)]
     pub sample_ms: f64,
+    /// Operations per sample, fixed instead of grown to --sample-ms (the pseudo
+    /// multi-process paper times 100 000 and 1 000 000 sched_yield rounds).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
+    pub iterations: Option<u64>,
     /// Pin the benchmark to this CPU.
     #[arg(long, value_parser = crate::parse::cpu)]
     pub cpu: Option<usize>,
@@ -91,6 +95,8 @@ pub struct BenchOptions {
     pub dir: String,
     pub samples: usize,
     pub sample_ms: f64,
+    /// Fixed operations per sample (`--iterations`); null: grown to sample_ms.
+    pub iterations: Option<u64>,
     pub cpu: Option<usize>,
     pub mmap_bytes: usize,
     pub prot_exec: bool,
@@ -226,6 +232,7 @@ fn options(args: &BenchArgs) -> BenchOptions {
         dir: args.dir.display().to_string(),
         samples: args.samples,
         sample_ms: args.sample_ms,
+        iterations: args.iterations,
         cpu: args.cpu,
         mmap_bytes: args.mmap_bytes,
         prot_exec: args.prot_exec,
@@ -246,6 +253,7 @@ fn prepare_all<'a>(
 ) -> Result<Vec<runner::Prepared<'a>>> {
     let method = runner::Method {
         sample: Duration::from_secs_f64(args.sample_ms / 1e3),
+        fixed_iterations: args.iterations,
     };
     let mut prepared = Vec::new();
     for (i, def) in selected.iter().enumerate() {
@@ -397,7 +405,7 @@ fn table(r: &BenchResult) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "lsmpmon bench on {} ({}, {} time), lsm={}{}; {} samples of >= {} ms",
+        "lsmpmon bench on {} ({}, {} time), lsm={}{}; {} samples of {}",
         p.kernel_release,
         p.environment,
         p.time,
@@ -408,7 +416,10 @@ fn table(r: &BenchResult) -> String {
             ""
         },
         r.options.samples,
-        r.options.sample_ms
+        match r.options.iterations {
+            Some(n) => format!("{n} ops"),
+            None => format!(">= {} ms", r.options.sample_ms),
+        }
     );
     let t = Table {
         form: "bench".into(),

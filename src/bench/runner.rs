@@ -13,6 +13,8 @@ use super::stats::{summarize, Summary};
 pub struct Method {
     /// Minimum duration of one sample.
     pub sample: Duration,
+    /// Operations per sample, fixed: no calibration, one warm-up sample.
+    pub fixed_iterations: Option<u64>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -20,7 +22,7 @@ pub struct OpResult {
     pub op: String,
     pub group: String,
     pub unit: Unit,
-    /// Iterations per sample, grown until a sample lasted --sample-ms.
+    /// Iterations per sample: grown until a sample lasted --sample-ms, or --iterations.
     pub iterations: u64,
     pub samples: Vec<f64>,
     #[serde(flatten)]
@@ -85,27 +87,13 @@ const MAX_ROUND_UP: u64 = 63;
 /// enough, and runs one warm-up sample.
 pub fn prepare<'a>(def: &'a OpDef, ctx: &Ctx, m: &Method, clock_ns: f64) -> Result<Prepared<'a>> {
     let mut bench = (def.make)(ctx).with_context(|| format!("setting up {}", def.name))?;
-    let target = m.sample.as_nanos() as f64;
-    let grow = |iters: u64, el: f64| {
-        let scale = (target / el * 1.2).clamp(2.0, 16.0);
-        ((iters as f64) * scale).ceil() as u64
+    let iters = match m.fixed_iterations {
+        Some(n) => {
+            timed(bench.as_mut(), n, clock_ns)?;
+            n
+        }
+        None => calibrate(bench.as_mut(), m, clock_ns)?,
     };
-    let mut iters = 1u64;
-    loop {
-        let (el, _) = timed(bench.as_mut(), iters, clock_ns)?;
-        if el < target && iters < MAX_ITERS {
-            iters = grow(iters, el);
-            continue;
-        }
-        // The warm-up sample must confirm the count: one slow first run (a
-        // cold cache, a first connection) is not the op's cost, and would
-        // leave samples far shorter than --sample-ms.
-        let (again, _) = timed(bench.as_mut(), iters, clock_ns)?;
-        if again >= target / 2.0 || iters >= MAX_ITERS {
-            break;
-        }
-        iters = grow(iters, again);
-    }
     let overhead_ns = bench.overhead_ns()?;
     Ok(Prepared {
         def,
@@ -116,6 +104,32 @@ pub fn prepare<'a>(def: &'a OpDef, ctx: &Ctx, m: &Method, clock_ns: f64) -> Resu
         ops: 0,
         bytes: 0,
     })
+}
+
+/// Grows the iteration count until a sample lasts --sample-ms; the last run
+/// is the warm-up.
+fn calibrate(bench: &mut dyn Bench, m: &Method, clock_ns: f64) -> Result<u64> {
+    let target = m.sample.as_nanos() as f64;
+    let grow = |iters: u64, el: f64| {
+        let scale = (target / el * 1.2).clamp(2.0, 16.0);
+        ((iters as f64) * scale).ceil() as u64
+    };
+    let mut iters = 1u64;
+    loop {
+        let (el, _) = timed(bench, iters, clock_ns)?;
+        if el < target && iters < MAX_ITERS {
+            iters = grow(iters, el);
+            continue;
+        }
+        // The warm-up sample must confirm the count: one slow first run (a
+        // cold cache, a first connection) is not the op's cost, and would
+        // leave samples far shorter than --sample-ms.
+        let (again, _) = timed(bench, iters, clock_ns)?;
+        if again >= target / 2.0 || iters >= MAX_ITERS {
+            return Ok(iters);
+        }
+        iters = grow(iters, again);
+    }
 }
 
 impl Prepared<'_> {

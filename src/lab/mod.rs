@@ -90,6 +90,9 @@ pub struct RunArgs {
     /// Minimum length of one sample, guest milliseconds.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub sample_ms: u32,
+    /// Operations per sample, fixed (bench --iterations; e.g. the sched_yield rounds).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
+    pub iterations: Option<u64>,
     /// Also run the ops under `trace --per-lsm` (the Table 4 form).
     #[arg(long)]
     pub trace: bool,
@@ -495,6 +498,9 @@ fn rerun(args: &RerunArgs) -> Result<i32> {
     if o.trace {
         argv.push("--trace".into());
     }
+    if let Some(n) = o.iterations {
+        argv.extend(["--iterations".into(), n.to_string()]);
+    }
     let mut run_args = RerunOptions::try_parse_from(&argv)
         .map_err(|e| {
             usage(format!(
@@ -530,14 +536,18 @@ fn results_root_of(cell: &Path) -> Result<PathBuf> {
 }
 
 fn bench_args(args: &RunArgs) -> Vec<String> {
-    vec![
+    let mut v = vec![
         "--ops".into(),
         args.ops.clone(),
         "--samples".into(),
         args.samples.to_string(),
         "--sample-ms".into(),
         args.sample_ms.to_string(),
-    ]
+    ];
+    if let Some(n) = args.iterations {
+        v.extend(["--iterations".into(), n.to_string()]);
+    }
+    v
 }
 
 fn machine(args: &RunArgs) -> Machine {
@@ -552,6 +562,7 @@ fn run_options(args: &RunArgs) -> RunOptions {
         ops: args.ops.clone(),
         samples: args.samples as usize,
         sample_ms: args.sample_ms as f64,
+        iterations: args.iterations,
         trace: args.trace,
         memory_mb: m.memory_mb,
         accel: "tcg".into(),

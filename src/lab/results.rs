@@ -52,6 +52,9 @@ pub struct RunOptions {
     pub ops: String,
     pub samples: usize,
     pub sample_ms: f64,
+    /// Fixed operations per sample (`--iterations`), if any.
+    #[serde(default)]
+    pub iterations: Option<u64>,
     pub trace: bool,
     pub memory_mb: u32,
     pub accel: String,

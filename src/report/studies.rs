@@ -6,8 +6,19 @@ use super::input::Run;
 use super::table::Table;
 use crate::papers;
 
-/// The paper's own totals (µs for 100 000 and 1 000 000 rounds) give these ratios.
-const PAPER_RATIOS: &str = "224 670.5 / 158 294.4 µs = 1.42× at 100 000 rounds, 1.81× at 1 000 000";
+/// The paper's Table 3: µs for N rounds on Linux (two processes) and on its
+/// system (two tasks in one address space).
+const PAPER_TOTALS_US: [(u64, f64, f64); 2] = [
+    (100_000, 224_670.5, 158_294.4),
+    (1_000_000, 2_295_291.8, 1_264_861.5),
+];
+
+fn result<'a>(r: &'a Run, op: &str) -> Option<&'a serde_json::Value> {
+    r.bench.as_ref()?["results"]
+        .as_array()?
+        .iter()
+        .find(|x| x["op"] == op)
+}
 
 fn median(r: &Run, op: &str) -> Option<f64> {
     bench_medians(r)
@@ -16,17 +27,68 @@ fn median(r: &Run, op: &str) -> Option<f64> {
         .map(|m| m.2)
 }
 
-/// Processes vs threads handing the CPU back and forth with sched_yield.
+/// Rounds per sample where the run fixed them (`bench --iterations`): the
+/// paper times the whole program for a given number of rounds.
+fn rounds(r: &Run) -> Option<u64> {
+    r.bench.as_ref()?["options"]["iterations"].as_u64()
+}
+
+/// Total µs of the median sample of `op`'s fixed-rounds run.
+fn total_us(r: &Run, op: &str) -> Option<f64> {
+    Some(median(r, op)? * rounds(r)? as f64 / 1e3)
+}
+
+/// Median over paired samples (taken round-robin, so sample i of each op
+/// ran back to back) of processes ÷ threads.
+fn paired_ratio(r: &Run) -> Option<f64> {
+    let samples = |op: &str| -> Option<Vec<f64>> {
+        result(r, op)?["samples"]
+            .as_array()?
+            .iter()
+            .map(serde_json::Value::as_f64)
+            .collect()
+    };
+    let (p, t) = (
+        samples("yield_rounds_proc")?,
+        samples("yield_rounds_thread")?,
+    );
+    if p.is_empty() || p.len() != t.len() {
+        return None;
+    }
+    let mut ratios: Vec<f64> = p.iter().zip(&t).map(|(p, t)| p / t).collect();
+    ratios.sort_by(f64::total_cmp);
+    Some(ratios[ratios.len() / 2])
+}
+
+fn paper(r: &Run) -> Option<(f64, f64)> {
+    let n = rounds(r)?;
+    PAPER_TOTALS_US
+        .iter()
+        .find(|p| p.0 == n)
+        .map(|p| (p.1, p.2))
+}
+
+fn has_pair(r: &Run, a: &str, b: &str) -> bool {
+    median(r, a).is_some() && median(r, b).is_some()
+}
+
+/// Processes vs threads switching with sched_yield: the paper's form (total
+/// µs for N rounds of its own program) where a run fixed the rounds, and the
+/// per-switch hand-over figures.
 pub fn yield_table(runs: &[&Run]) -> Option<Table> {
     let cols: Vec<&Run> = runs
         .iter()
         .copied()
-        .filter(|r| median(r, "yield_proc").is_some() && median(r, "yield_thread").is_some())
+        .filter(|r| {
+            has_pair(r, "yield_proc", "yield_thread")
+                || has_pair(r, "yield_rounds_proc", "yield_rounds_thread")
+        })
         .collect();
     if cols.is_empty() {
         return None;
     }
     let row = |label: &str, f: &dyn Fn(&Run) -> Option<f64>| figure_row(label, &cols, f);
+    let ratio = |c: &Run, a: &str, b: &str| Some(median(c, a)? / median(c, b)?);
     Some(Table {
         form: "yield".into(),
         title: format!(
@@ -39,17 +101,25 @@ pub fn yield_table(runs: &[&Run]) -> Option<Table> {
             .collect::<Vec<_>>()
             .join(", "),
         notes: vec![
-            format!("{} time; median ns per hand-over (one context switch), bench ops yield_proc and yield_thread.", time_mode(&cols)),
-            format!("The paper: {PAPER_RATIOS}. Its effect is the page-table switch and TLB refill between address spaces, which instruction-counted virtual time does not price: compare host real-time runs."),
+            format!("{} time. Rounds: the paper's program (both tasks call sched_yield in a loop, pinned to one CPU; bench ops yield_rounds_proc/_thread with --iterations N = rounds); the total is the median sample's, µs. Hand-over: one explicit turn passed (one context switch), median ns (yield_proc/_thread).", time_mode(&cols)),
+            "Paired ratio: the median over samples taken back to back of processes ÷ threads. The paper's columns: Linux (two processes) and its system (two tasks in one address space), Core i7-3820QM, Linux 4.4, for the same number of rounds.".into(),
+            "The paper's effect is the page-table switch and TLB refill between address spaces, which instruction-counted virtual time does not price: compare host real-time runs.".into(),
         ],
         header: std::iter::once("figure".to_string())
             .chain(cols.iter().map(|c| format!("{} ({})", c.config, c.kernel)))
             .collect(),
         rows: vec![
+            row("rounds", &|c| rounds(c).map(|n| n as f64)),
+            row("processes, N rounds (µs)", &|c| total_us(c, "yield_rounds_proc")),
+            row("threads, N rounds (µs)", &|c| total_us(c, "yield_rounds_thread")),
+            row("processes ÷ threads (paired)", &paired_ratio),
+            row("the paper: Linux, N rounds (µs)", &|c| paper(c).map(|p| p.0)),
+            row("the paper: one address space (µs)", &|c| paper(c).map(|p| p.1)),
+            row("the paper: ratio", &|c| paper(c).map(|p| p.0 / p.1)),
             row("processes (ns per hand-over)", &|c| median(c, "yield_proc")),
             row("threads (ns per hand-over)", &|c| median(c, "yield_thread")),
-            row("processes ÷ threads", &|c| {
-                Some(median(c, "yield_proc")? / median(c, "yield_thread")?)
+            row("processes ÷ threads (hand-over)", &|c| {
+                ratio(c, "yield_proc", "yield_thread")
             }),
         ],
     })

@@ -5,6 +5,7 @@ mod files;
 mod ipc;
 mod process;
 mod syscall;
+mod yielding;
 
 use std::{
     ffi::CString,
@@ -105,6 +106,7 @@ pub fn all() -> Vec<OpDef> {
     v.extend(files::ops());
     v.extend(ipc::ops());
     v.extend(process::ops());
+    v.extend(yielding::ops());
     v.extend(bandwidth::ops());
     v
 }
@@ -129,6 +131,9 @@ pub const PAPER: &[&str] = &[
     "udp",
 ];
 
+/// Every op's group, as `--ops` names them.
+pub const GROUPS: &[&str] = &["syscall", "files", "ipc", "proc", "yield", "bw"];
+
 /// Resolves "paper", "lmbench", group names and op names, in order, no repeats.
 pub fn select(spec: &str) -> Result<Vec<OpDef>> {
     let mut out: Vec<OpDef> = Vec::new();
@@ -136,17 +141,17 @@ pub fn select(spec: &str) -> Result<Vec<OpDef>> {
         let names: Vec<&str> = match word {
             "paper" => PAPER.to_vec(),
             "lmbench" => all().iter().map(|o| o.name).collect(),
-            g if all().iter().any(|o| o.group == g) => {
-                all().iter().filter(|o| o.group == g).map(|o| o.name).collect()
-            }
+            g if all().iter().any(|o| o.group == g) => all()
+                .iter()
+                .filter(|o| o.group == g)
+                .map(|o| o.name)
+                .collect(),
             name if all().iter().any(|o| o.name == name) => vec![name],
-            other => {
-                return Err(crate::error::usage(format!(
-                    "unknown operation or group '{other}': groups are syscall, files, ipc, proc, bw, lmbench, paper; \
-                     ops are {}",
-                    all().iter().map(|o| o.name).collect::<Vec<_>>().join(" ")
-                )))
-            }
+            other => return Err(crate::error::usage(format!(
+                "unknown operation or group '{other}': groups are {}, lmbench, paper; ops are {}",
+                GROUPS.join(", "),
+                all().iter().map(|o| o.name).collect::<Vec<_>>().join(" ")
+            ))),
         };
         for n in names {
             if !out.iter().any(|o| o.name == n) {
@@ -275,11 +280,7 @@ mod tests {
         assert!(names("lmbench").len() >= 30);
         assert!(select("nosuch").is_err());
         for op in all() {
-            assert!(
-                ["syscall", "files", "ipc", "proc", "bw"].contains(&op.group),
-                "{}",
-                op.name
-            );
+            assert!(GROUPS.contains(&op.group), "{}", op.name);
         }
     }
 }

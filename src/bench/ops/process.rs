@@ -1,11 +1,10 @@
 //! Memory mapping and processes: LMbench lat_mmap, lat_pagefault, lat_proc
-//! (fork/exit, fork/exec, fork/sh), lat_ctx, and the pseudo-multi-process paper's sched_yield
-//! ping-pong between two processes vs. two threads of one address space.
+//! (fork/exit, fork/exec, fork/sh) and lat_ctx.
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 
-use super::{check, fork_child, group, wait_ok, Bench, Ctx, OpDef, Unit, Work};
+use super::{check, fork_child, group, Bench, Ctx, OpDef, Unit, Work};
 use crate::bench::forker::Forker;
 
 pub fn ops() -> Vec<OpDef> {
@@ -23,13 +22,11 @@ pub fn ops() -> Vec<OpDef> {
                 Ok(Box::new(Fork::new(Some(&["/bin/sh", "-c", "exit 0"]))?))
             }),
             ("ctx", |c| Ok(Box::new(CtxRing::new(c)?))),
-            ("yield_proc", |_| Ok(Box::new(Yield { threads: false }))),
-            ("yield_thread", |_| Ok(Box::new(Yield { threads: true }))),
         ],
     )
 }
 
-const PAGE: usize = 4096;
+pub(super) const PAGE: usize = 4096;
 
 fn data_file(c: &Ctx, name: &str, bytes: usize) -> Result<(i32, PathBuf)> {
     let path = c.dir.join(name);
@@ -217,7 +214,7 @@ impl Bench for Fork {
 }
 
 /// Pins the calling thread to `cpu`; returns the previous mask.
-fn pin(cpu: usize) -> Result<libc::cpu_set_t> {
+pub(super) fn pin(cpu: usize) -> Result<libc::cpu_set_t> {
     // SAFETY: cpu_set_t manipulation and affinity syscalls on this thread.
     unsafe {
         let mut old: libc::cpu_set_t = std::mem::zeroed();
@@ -232,17 +229,17 @@ fn pin(cpu: usize) -> Result<libc::cpu_set_t> {
     }
 }
 
-fn unpin(old: &libc::cpu_set_t) {
+pub(super) fn unpin(old: &libc::cpu_set_t) {
     // SAFETY: restoring this thread's mask.
     unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), old) };
 }
 
-fn this_cpu() -> usize {
+pub(super) fn this_cpu() -> usize {
     // SAFETY: plain query.
     unsafe { libc::sched_getcpu() }.max(0) as usize
 }
 
-fn switches(who: i32) -> u64 {
+pub(super) fn switches(who: i32) -> u64 {
     // SAFETY: zeroed rusage out-buffer.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(who, &mut ru) };
@@ -392,101 +389,5 @@ impl Drop for CtxRing {
         for pid in &self.daemons {
             super::reap(*pid);
         }
-    }
-}
-
-/// Two tasks on one CPU hand a turn back and forth, calling sched_yield until
-/// it is theirs (the pseudo-multi-process paper): processes sharing one page, or two threads of one
-/// address space. One op = one hand-over, which needs a context switch.
-struct Yield {
-    threads: bool,
-}
-
-/// A shared, page-aligned turn counter that survives fork.
-struct Turn(*mut std::sync::atomic::AtomicU64);
-
-// SAFETY: the counter is an atomic in a shared mapping.
-unsafe impl Send for Turn {}
-unsafe impl Sync for Turn {}
-
-impl Turn {
-    fn new() -> Result<Self> {
-        // SAFETY: an anonymous shared page, zero-filled.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                PAGE,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            bail!("mmap: {}", std::io::Error::last_os_error());
-        }
-        Ok(Self(p.cast()))
-    }
-
-    fn play(&self, me: u64, total: u64) {
-        use std::sync::atomic::Ordering::SeqCst;
-        // SAFETY: valid for the mapping's lifetime.
-        let t = unsafe { &*self.0 };
-        loop {
-            let now = t.load(SeqCst);
-            if now >= total {
-                return;
-            }
-            if now % 2 == me {
-                t.store(now + 1, SeqCst);
-            } else {
-                // SAFETY: plain syscall.
-                unsafe { libc::sched_yield() };
-            }
-        }
-    }
-}
-
-impl Drop for Turn {
-    fn drop(&mut self) {
-        // SAFETY: our mapping.
-        unsafe { libc::munmap(self.0.cast(), PAGE) };
-    }
-}
-
-impl Bench for Yield {
-    fn run(&mut self, iters: u64) -> Result<Work> {
-        let cpu = this_cpu();
-        let old = pin(cpu)?;
-        let turn = std::sync::Arc::new(Turn::new()?);
-        let result: Result<u64> = if self.threads {
-            let before = switches(libc::RUSAGE_SELF);
-            let other = turn.clone();
-            let t = std::thread::spawn(move || {
-                let _ = pin(cpu);
-                other.play(1, iters);
-            });
-            turn.play(0, iters);
-            t.join()
-                .map_err(|_| anyhow::anyhow!("yield thread panicked"))?;
-            Ok(switches(libc::RUSAGE_SELF) - before)
-        } else {
-            let before = switches(libc::RUSAGE_SELF) + switches(libc::RUSAGE_CHILDREN);
-            let child = fork_child(|| turn.play(1, iters))?;
-            turn.play(0, iters);
-            wait_ok(child, "yield child")?;
-            Ok(switches(libc::RUSAGE_SELF) + switches(libc::RUSAGE_CHILDREN) - before)
-        };
-        unpin(&old);
-        let seen = result?;
-        if seen < iters / 2 {
-            bail!(
-                "only {seen} context switches for {iters} hand-overs: were both tasks on one CPU?"
-            );
-        }
-        Ok(Work {
-            ops: iters,
-            bytes: 0,
-        })
     }
 }
