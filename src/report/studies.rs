@@ -68,6 +68,19 @@ fn paper(r: &Run) -> Option<(f64, f64)> {
         .map(|p| (p.1, p.2))
 }
 
+/// Hook calls the traced run saw inside sched_yield (a traced run that saw
+/// none has no such syscall row: 0).
+fn hooks_in_yield(r: &Run) -> Option<f64> {
+    let syscalls = r.trace.as_ref()?["syscalls"].as_array()?;
+    Some(
+        syscalls
+            .iter()
+            .filter(|s| s["syscall"] == "sched_yield")
+            .filter_map(|s| s["hook_count"].as_f64())
+            .fold(0.0, |a, n| a + n),
+    )
+}
+
 fn has_pair(r: &Run, a: &str, b: &str) -> bool {
     median(r, a).is_some() && median(r, b).is_some()
 }
@@ -103,6 +116,7 @@ pub fn yield_table(runs: &[&Run]) -> Option<Table> {
         notes: vec![
             format!("{} time. Rounds: the paper's program (both tasks call sched_yield in a loop, pinned to one CPU; bench ops yield_rounds_proc/_thread with --iterations N = rounds); the total is the median sample's, µs. Hand-over: one explicit turn passed (one context switch), median ns (yield_proc/_thread).", time_mode(&cols)),
             "Paired ratio: the median over samples taken back to back of processes ÷ threads. The paper's columns: Linux (two processes) and its system (two tasks in one address space), Core i7-3820QM, Linux 4.4, for the same number of rounds.".into(),
+            "LSM hook calls in sched_yield: every hook call the traced run (trace --per-lsm around the same ops) counted in that syscall; – where not traced.".into(),
             "The paper's effect is the page-table switch and TLB refill between address spaces, which instruction-counted virtual time does not price: compare host real-time runs.".into(),
         ],
         header: std::iter::once("figure".to_string())
@@ -121,6 +135,7 @@ pub fn yield_table(runs: &[&Run]) -> Option<Table> {
             row("processes ÷ threads (hand-over)", &|c| {
                 ratio(c, "yield_proc", "yield_thread")
             }),
+            row("LSM hook calls in sched_yield (traced run)", &hooks_in_yield),
         ],
     })
 }
