@@ -403,6 +403,14 @@ pub struct Target {
 }
 
 impl Probes {
+    /// What replaces a refused multi-link: one session program per hook.
+    pub fn without_multi(self) -> Probes {
+        match self {
+            Probes::MultiSession { single, .. } => Probes::Session(single),
+            other => other,
+        }
+    }
+
     /// Loads this hook's copies and attaches them.
     pub fn attach(&self, consts: HookConsts, btf_id: u32, function: &str) -> Result<Pair, String> {
         match self {
@@ -439,7 +447,7 @@ pub fn attach_multi(t: &Template, targets: &[Target]) -> Result<Pair, String> {
     };
     let first = targets.first().ok_or("no hook to attach")?;
     let prog = t.load(first.consts, 0)?;
-    let cookies: Vec<(u32, u64)> = targets
+    let mut cookies: Vec<(u32, u64)> = targets
         .iter()
         .map(|h| {
             (
@@ -448,6 +456,10 @@ pub fn attach_multi(t: &Template, targets: &[Target]) -> Result<Pair, String> {
             )
         })
         .collect();
+    // Fault injection for the tests: a BTF id twice, which the kernel refuses.
+    if std::env::var_os("LSMPMON_TEST_REFUSE_MULTI").is_some() {
+        cookies.push(cookies[0]);
+    }
     let link = super::multi::link(&prog, attach_type, &cookies)?;
     Ok(Pair {
         hook_id: ALL_HOOKS,

@@ -340,6 +340,11 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     let probes = setup::probes(&skel, choice.method, options, &kfuncs)?;
     setup::write_hook_meta(&skel, &plan.hooks)?;
     let attached = setup::attach_hooks(&probes, choice.method, &plan.hooks, options)?;
+    // The floor is measured with the method the hooks got.
+    let probes = match attached.multi_refused {
+        Some(_) => probes.without_multi(),
+        None => probes,
+    };
     let (calibration, pair_cost_ns) = match kbtf.funcs.get(calibrate::FUNCTION) {
         Some(f) => calibrate::run(
             skel.progs.test_run_driver.as_fd(),

@@ -298,7 +298,7 @@ pub fn attach_hooks(
         Err(reason) => {
             eprintln!("lsmpmon: the kernel refused the multi-link ({reason}): one session program per hook");
             let single = Probes::Session(single.clone());
-            let mut attached = attach_each(&single, method, hooks, options)?;
+            let mut attached = attach_each(&single, Method::Session(0), hooks, options)?;
             attached.multi_refused = Some(reason);
             Ok(attached)
         }

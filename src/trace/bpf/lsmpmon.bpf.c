@@ -793,7 +793,8 @@ static __always_inline void session_entry(void *ctx, __u64 *cookie)
 	c = this_cpu();
 	if (!c)
 		return;
-	if (MULTI())
+	/* At entry only the --object filter needs to know the hook. */
+	if (MULTI() && filter_object_on)
 		c->multi_hook = bpf_get_attach_cookie(ctx);
 	if (!call_ok(ctx, c, false))
 		return;
