@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): what lsmpmon's probe adds per traced call, and how
 # long attaching and detaching every hook takes, in a guest (virtual ns).
-#   scripts/bench-probe.sh [KERNEL...]      default: 6.1 6.12 (7.3: session and fentry/fexit)
+#   scripts/bench-probe.sh [KERNEL...]      default: 6.1 6.12 (7.3: multi session, session, fentry/fexit)
+#   METHODS=multi-session scripts/bench-probe.sh 7.3     only these methods
+#                                          (-> bench/probe-7.3-multi-session.json)
 # Writes bench/probe-<kernel>.json and prints a table.
 . "$(dirname "$0")/bench-common.sh"
 N=${N:-20000}
@@ -23,7 +25,11 @@ loops() { i=0; while [ $i -lt $R ]; do $W $1 $N /tmp/x; i=$((i+1)); done | tr -d
 sleep 5
 echo "base stat $(loops stat)"
 echo "base open_close $(loops open_close)"
-if lsmpmon trace --method session --hooks inode_getattr -o /dev/null -- true 2>/dev/null; then
+METHODS='"${METHODS:-}"'
+if [ -n "$METHODS" ]; then :
+elif lsmpmon trace --method multi-session --hooks inode_getattr -o /dev/null -- true 2>/dev/null; then
+  METHODS="multi-session session fentry-fexit"
+elif lsmpmon trace --method session --hooks inode_getattr -o /dev/null -- true 2>/dev/null; then
   METHODS="session fentry-fexit"
 else
   METHODS=auto
@@ -49,9 +55,10 @@ echo "detachbg $(tr -d "\n" < /tmp/r.json)"
 for kernel in "${@:-6.1 6.12}"; do
   for k in $kernel; do
     echo "bench-probe: kernel $k ..." >&2
-    "$LSMPMON" vm run --timeout 3600 --kernel "$k" --copy "$WORKLOAD" -- sh -c "$GUEST" > "bench/probe-$k.raw"
-    python3 scripts/probe_report.py "$k" "bench/probe-$k.raw" "$(git rev-parse --short HEAD)" > "bench/probe-$k.json"
-    rm -f "bench/probe-$k.raw"
+    out=bench/probe-$k${METHODS:+-${METHODS// /-}}
+    "$LSMPMON" vm run --timeout 3600 --kernel "$k" --copy "$WORKLOAD" -- sh -c "$GUEST" > "$out.raw"
+    python3 scripts/probe_report.py "$k" "$out.raw" "$(git rev-parse --short HEAD)" > "$out.json"
+    rm -f "$out.raw"
   done
 done
 python3 scripts/probe_report.py --table bench/probe-*.json

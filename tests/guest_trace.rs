@@ -5,12 +5,19 @@ use common::*;
 /// Known workloads give exact hook counts; attribution, filters, the JSON
 /// schema and the probe floor hold.
 fn counts_filters_and_schema(series: &str, method: &str) {
+    // "refused-multi": the kernel refuses the multi-link (a planted duplicate
+    // BTF id); lsmpmon falls back to one session program per hook.
+    let (env, arg) = match method {
+        "refused-multi" => ("LSMPMON_TEST_REFUSE_MULTI=1 ", "auto"),
+        m => ("", m),
+    };
     let script = "mkdir -p /tmp/d && echo x > /tmp/d/file && \
-        lsmpmon trace --json --comm workload --method METHOD -- sh -c '\
+        ENV lsmpmon trace --json --comm workload --method METHOD -- sh -c '\
           workload create 200 /tmp/d && workload stat 300 /tmp/d/f0 && \
           workload open_close 100 /tmp/d/file && workload prctl 40 /tmp/d && \
           workload landlock_open 25 /tmp/d/file && touch /tmp/other'"
-        .replace("METHOD", method);
+        .replace("ENV ", env)
+        .replace("METHOD", arg);
     let text = guest_stdout(series, &script);
     validate("trace.schema.json", &text);
     let r = json(&text);
@@ -39,8 +46,9 @@ fn counts_filters_and_schema(series: &str, method: &str) {
     } else {
         assert!(preemption.is_null(), "{preemption}");
     }
-    // The method: session programs where the kernel has them (7.x), unless
-    // fentry/fexit is asked for; what was passed over, and why, in order.
+    // The method: one session multi-link where the kernel has it (7.x),
+    // unless fentry/fexit is asked for or the kernel refuses the link; what
+    // was passed over, and why, in order.
     let used = r["probe"]["method"].as_str().unwrap();
     let not_used: Vec<&str> = r["probe"]["not_used"]
         .as_array()
@@ -50,8 +58,17 @@ fn counts_filters_and_schema(series: &str, method: &str) {
         .collect();
     match (series.starts_with("7."), method) {
         (true, "auto") => {
+            assert_eq!(used, "multi session");
+            assert!(not_used.is_empty(), "{not_used:?}");
+        }
+        (true, "refused-multi") => {
             assert_eq!(used, "session");
             assert_eq!(not_used, ["multi session"]);
+            let why = r["probe"]["not_used"][0]["reason"].as_str().unwrap();
+            assert!(
+                why.contains("refused the multi-link") && why.contains("Invalid argument"),
+                "{why}"
+            );
         }
         _ => {
             assert_eq!(used, "fentry/fexit");
@@ -234,6 +251,13 @@ fn trace_7_3_counts_filters_and_schema() {
     counts_filters_and_schema("7.3", "auto");
 }
 
+/// Where the kernel refuses the multi-link, one session program per hook
+/// gives the same counts.
+#[test]
+fn trace_7_3_refused_multi_link_counts_filters_and_schema() {
+    counts_filters_and_schema("7.3", "refused-multi");
+}
+
 #[test]
 fn trace_7_3_fentry_fexit_counts_filters_and_schema() {
     counts_filters_and_schema("7.3", "fentry-fexit");
@@ -243,12 +267,12 @@ fn trace_7_3_fentry_fexit_counts_filters_and_schema() {
 /// security_file_open; its kernels preempt in kernel mode (lazy), so a
 /// SCHED_FIFO task that wakes every 100 us and spins 200 us forces the
 /// switches instead: the stats it preempts inside inode_getattr land in
-/// cs_count, untimed (no timed call lasts a spin), with both methods.
+/// cs_count, untimed (no timed call lasts a spin), with every method.
 #[test]
 fn trace_7_3_preemption_in_hook_lands_in_cs_count() {
     let script = r#"
 : > /tmp/x
-for m in session fentry-fexit; do
+for m in multi-session session fentry-fexit; do
   lsmpmon trace --json --hooks inode_getattr --comm workload --method $m -o /tmp/r.json -- \
     workload rt_preempt 300 /tmp/x 200 > /tmp/w.json
   echo "W $(cat /tmp/w.json)"
@@ -266,8 +290,9 @@ done
         .filter_map(|l| l.strip_prefix("R "))
         .map(json)
         .collect();
-    assert_eq!((works.len(), results.len()), (2, 2), "{text}");
-    for ((w, r), method) in works.iter().zip(&results).zip(["session", "fentry/fexit"]) {
+    assert_eq!((works.len(), results.len()), (3, 3), "{text}");
+    let methods = ["multi session", "session", "fentry/fexit"];
+    for ((w, r), method) in works.iter().zip(&results).zip(methods) {
         assert_eq!(r["probe"]["method"], method);
         let h = hook(r, "inode_getattr");
         let stats = w["n"].as_u64().unwrap();

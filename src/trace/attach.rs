@@ -17,7 +17,7 @@ use crate::intf::lsmpmon_kfunc::{
 };
 use crate::intf::lsmpmon_patch::{
     LSMPMON_PATCH_CALIBRATION, LSMPMON_PATCH_EMPTY, LSMPMON_PATCH_HOOK_ID, LSMPMON_PATCH_LEAN,
-    LSMPMON_PATCH_NO_PREEMPT, LSMPMON_PATCH_RET_SLOT, LSMPMON_PATCH_SESSION,
+    LSMPMON_PATCH_MULTI, LSMPMON_PATCH_NO_PREEMPT, LSMPMON_PATCH_RET_SLOT, LSMPMON_PATCH_SESSION,
     LSMPMON_PATCH_STATS_OFF, LSMPMON_PATCH_SYSCALL_TIME,
 };
 
@@ -71,7 +71,7 @@ impl HookConsts {
             LSMPMON_PATCH_NO_PREEMPT => Some(self.options.no_preempt as u32),
             LSMPMON_PATCH_EMPTY => Some(self.options.empty as u32),
             // Set by the template's kind (Template::instance).
-            LSMPMON_PATCH_SESSION => Some(0),
+            LSMPMON_PATCH_SESSION | LSMPMON_PATCH_MULTI => Some(0),
             _ => None,
         }
     }
@@ -107,6 +107,9 @@ pub enum Kind {
     /// One program at entry and exit (BPF_TRACE_FSESSION, whose value the
     /// running kernel's BTF gives: libbpf 1.1 does not know it).
     Session(u32),
+    /// One session program for many functions, attached by one multi-link
+    /// (BPF_TRACE_FSESSION_MULTI, its value in the kernel's BTF).
+    SessionMulti(u32),
     /// The fallback for kernels without bpf_get_func_ret() (before 5.17).
     Kprobe,
     Kretprobe,
@@ -150,6 +153,7 @@ impl Kfuncs {
     }
 }
 
+#[derive(Clone)]
 pub struct Template {
     insns: Vec<bpf_insn>,
     kind: Kind,
@@ -172,7 +176,10 @@ impl Template {
         let mut insns = self.insns.clone();
         for (i, marker) in patch_sites(&self.insns) {
             insns[i].imm = match marker {
-                LSMPMON_PATCH_SESSION => matches!(self.kind, Kind::Session(_)) as i32,
+                LSMPMON_PATCH_SESSION => {
+                    matches!(self.kind, Kind::Session(_) | Kind::SessionMulti(_)) as i32
+                }
+                LSMPMON_PATCH_MULTI => matches!(self.kind, Kind::SessionMulti(_)) as i32,
                 _ => consts.value(marker).unwrap_or_default() as i32,
             };
         }
@@ -195,7 +202,7 @@ impl Template {
         match self.kind {
             Kind::Fentry => libbpf_sys::BPF_TRACE_FENTRY,
             Kind::Fexit => libbpf_sys::BPF_TRACE_FEXIT,
-            Kind::Session(t) => t,
+            Kind::Session(t) | Kind::SessionMulti(t) => t,
             Kind::Kprobe | Kind::Kretprobe => 0,
         }
     }
@@ -203,6 +210,8 @@ impl Template {
     /// Loads a copy for `hook_id` aimed at the kernel function with BTF id `btf_id`.
     pub fn load(&self, consts: HookConsts, btf_id: u32) -> Result<OwnedFd, String> {
         let insns = self.instance(consts);
+        // A multi-link program names no function (the kernel gives it a
+        // placeholder's); its link names them all.
         let tracing = matches!(self.kind, Kind::Fentry | Kind::Fexit | Kind::Session(_));
         let mut opts = libbpf_sys::bpf_prog_load_opts {
             sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
@@ -214,6 +223,7 @@ impl Template {
             Kind::Fentry => (libbpf_sys::BPF_PROG_TYPE_TRACING, c"lsmpmon_entry"),
             Kind::Fexit => (libbpf_sys::BPF_PROG_TYPE_TRACING, c"lsmpmon_exit"),
             Kind::Session(_) => (libbpf_sys::BPF_PROG_TYPE_TRACING, c"lsmpmon_session"),
+            Kind::SessionMulti(_) => (libbpf_sys::BPF_PROG_TYPE_TRACING, c"lsmpmon_multi"),
             Kind::Kprobe => (libbpf_sys::BPF_PROG_TYPE_KPROBE, c"lsmpmon_kentry"),
             Kind::Kretprobe => (libbpf_sys::BPF_PROG_TYPE_KPROBE, c"lsmpmon_kexit"),
         };
@@ -250,6 +260,7 @@ impl Template {
 
     pub fn attach(&self, prog: &OwnedFd, function: &str, hook_id: u32) -> Result<OwnedFd, String> {
         match self.kind {
+            Kind::SessionMulti(_) => Err("attach: a multi-link program (attach_multi)".into()),
             Kind::Fentry | Kind::Fexit | Kind::Session(_) => {
                 // SAFETY: valid prog fd; NULL opts.
                 let fd = unsafe {
@@ -376,9 +387,30 @@ pub enum Probes {
     Pair(Template, Template),
     /// One session program (BPF_TRACE_FSESSION).
     Session(Template),
+    /// One session program for every hook, one link; `single` makes one
+    /// copy per hook where the multi-link is refused.
+    MultiSession { multi: Template, single: Template },
+}
+
+/// The hook id of the one "pair" a multi-link makes: it is every hook's.
+pub const ALL_HOOKS: u32 = u32::MAX;
+
+/// A hook to attach: its constants and BTF id.
+pub struct Target {
+    pub consts: HookConsts,
+    pub btf_id: u32,
+    pub returns_int: bool,
 }
 
 impl Probes {
+    /// What replaces a refused multi-link: one session program per hook.
+    pub fn without_multi(self) -> Probes {
+        match self {
+            Probes::MultiSession { single, .. } => Probes::Session(single),
+            other => other,
+        }
+    }
+
     /// Loads this hook's copies and attaches them.
     pub fn attach(&self, consts: HookConsts, btf_id: u32, function: &str) -> Result<Pair, String> {
         match self {
@@ -394,8 +426,48 @@ impl Probes {
                     exit_link: None,
                 })
             }
+            Probes::MultiSession { multi, .. } => {
+                let target = Target {
+                    consts,
+                    btf_id,
+                    returns_int: consts.ret_slot > 0,
+                };
+                let mut pair = attach_multi(multi, &[target])?;
+                pair.hook_id = consts.hook_id;
+                Ok(pair)
+            }
         }
     }
+}
+
+/// One copy of the multi-link program and one link for all `targets`.
+pub fn attach_multi(t: &Template, targets: &[Target]) -> Result<Pair, String> {
+    let Kind::SessionMulti(attach_type) = t.kind else {
+        return Err("not a multi-link template".into());
+    };
+    let first = targets.first().ok_or("no hook to attach")?;
+    let prog = t.load(first.consts, 0)?;
+    let mut cookies: Vec<(u32, u64)> = targets
+        .iter()
+        .map(|h| {
+            (
+                h.btf_id,
+                super::multi::cookie(h.consts.hook_id, h.returns_int),
+            )
+        })
+        .collect();
+    // Fault injection for the tests: a BTF id twice, which the kernel refuses.
+    if std::env::var_os("LSMPMON_TEST_REFUSE_MULTI").is_some() {
+        cookies.push(cookies[0]);
+    }
+    let link = super::multi::link(&prog, attach_type, &cookies)?;
+    Ok(Pair {
+        hook_id: ALL_HOOKS,
+        entry: prog,
+        exit: None,
+        entry_link: Some(link),
+        exit_link: None,
+    })
 }
 
 /// Fault injection for the tests: `LSMPMON_TEST_SKIP_PROBE=entry:FUNC,exit:FUNC`

@@ -11,8 +11,10 @@ use crate::error::usage;
 /// `trace --method`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum MethodArg {
-    /// The first the kernel offers (session, then fentry/fexit, then kprobe).
+    /// The first the kernel offers (multi session, session, fentry/fexit, kprobe).
     Auto,
+    /// One session program for every hook, one link (BPF_TRACE_FSESSION_MULTI); refused where the kernel lacks it.
+    MultiSession,
     /// One session program per hook (BPF_TRACE_FSESSION); refused where the kernel lacks it.
     Session,
     /// An fentry and an fexit program per hook.
@@ -21,6 +23,12 @@ pub enum MethodArg {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
+    /// BPF_TRACE_FSESSION_MULTI, then BPF_TRACE_FSESSION (for a fallback to
+    /// one program per hook), with their values in this kernel's enum bpf_attach_type.
+    MultiSession {
+        multi: u32,
+        session: u32,
+    },
     /// BPF_TRACE_FSESSION, with its value in this kernel's enum bpf_attach_type.
     Session(u32),
     FentryFexit,
@@ -31,6 +39,7 @@ pub enum Method {
 impl Method {
     pub fn name(self) -> &'static str {
         match self {
+            Method::MultiSession { .. } => "multi session",
             Method::Session(_) => "session",
             Method::FentryFexit => "fentry/fexit",
             Method::Kprobe => "kprobe/kretprobe",
@@ -53,7 +62,8 @@ pub struct Choice {
 
 /// What this kernel offers, read from its BTF and release.
 pub struct Offer {
-    pub fsession_multi: bool,
+    /// BPF_TRACE_FSESSION_MULTI's value, if the kernel has it.
+    pub fsession_multi: Option<u32>,
     /// BPF_TRACE_FSESSION's value, if the kernel has it and its kfuncs.
     pub fsession: Option<u32>,
     /// bpf_get_func_ret() (5.17), which fexit probes need.
@@ -65,7 +75,7 @@ impl Offer {
         let session_kfuncs =
             kfuncs.has("bpf_session_cookie") && kfuncs.has("bpf_session_is_return");
         Self {
-            fsession_multi: kbtf.attach_types.contains_key("BPF_TRACE_FSESSION_MULTI"),
+            fsession_multi: kbtf.attach_types.get("BPF_TRACE_FSESSION_MULTI").copied(),
             fsession: kbtf
                 .attach_types
                 .get("BPF_TRACE_FSESSION")
@@ -79,24 +89,36 @@ impl Offer {
 }
 
 pub fn choose(offer: &Offer, arg: MethodArg) -> Result<Choice> {
+    let multi_reason = match (offer.fsession_multi, offer.fsession, arg) {
+        (Some(multi), Some(session), MethodArg::Auto | MethodArg::MultiSession) => {
+            return Ok(Choice {
+                method: Method::MultiSession { multi, session },
+                not_used: Vec::new(),
+            })
+        }
+        (_, _, MethodArg::MultiSession) => {
+            return Err(usage(
+                "--method multi-session: this kernel has no multi-link session programs \
+                 (BPF_TRACE_FSESSION_MULTI, BPF_TRACE_FSESSION and the session kfuncs): \
+                 use --method auto",
+            ))
+        }
+        (Some(_), Some(_), _) => "not asked for (--method)",
+        (Some(_), None, _) => "the kernel has BPF_TRACE_FSESSION_MULTI but no session kfuncs",
+        (None, _, _) => "the kernel has no BPF_TRACE_FSESSION_MULTI",
+    };
     let mut not_used = vec![NotUsed {
         method: "multi session".into(),
-        reason: if offer.fsession_multi {
-            "the kernel has BPF_TRACE_FSESSION_MULTI, which lsmpmon does not use yet: \
-             one program per hook"
-        } else {
-            "the kernel has no BPF_TRACE_FSESSION_MULTI"
-        }
-        .into(),
+        reason: multi_reason.into(),
     }];
     let session_reason = match (offer.fsession, arg) {
-        (Some(t), MethodArg::Auto | MethodArg::Session) => {
+        (Some(t), MethodArg::Auto | MethodArg::Session | MethodArg::MultiSession) => {
             return Ok(Choice {
                 method: Method::Session(t),
                 not_used,
             })
         }
-        (None, MethodArg::Session) => {
+        (None, MethodArg::Session | MethodArg::MultiSession) => {
             return Err(usage(
                 "--method session: this kernel has no session programs \
                  (BPF_TRACE_FSESSION and the kfuncs bpf_session_cookie, bpf_session_is_return): \
@@ -130,7 +152,7 @@ pub fn choose(offer: &Offer, arg: MethodArg) -> Result<Choice> {
 mod tests {
     use super::*;
 
-    fn offer(multi: bool, fsession: Option<u32>, func_ret: bool) -> Offer {
+    fn offer(multi: Option<u32>, fsession: Option<u32>, func_ret: bool) -> Offer {
         Offer {
             fsession_multi: multi,
             fsession,
@@ -139,27 +161,40 @@ mod tests {
     }
 
     #[test]
-    fn the_order_is_session_fentry_kprobe() {
-        let c = choose(&offer(true, Some(58), true), MethodArg::Auto).unwrap();
-        assert_eq!(c.method, Method::Session(58));
-        assert_eq!(c.not_used.len(), 1);
-        assert!(c.not_used[0].reason.contains("does not use yet"));
+    fn the_order_is_multi_session_session_fentry_kprobe() {
+        let c = choose(&offer(Some(61), Some(58), true), MethodArg::Auto).unwrap();
+        assert_eq!(
+            c.method,
+            Method::MultiSession {
+                multi: 61,
+                session: 58
+            }
+        );
+        assert!(c.not_used.is_empty());
 
-        let c = choose(&offer(false, None, true), MethodArg::Auto).unwrap();
+        let c = choose(&offer(None, Some(58), true), MethodArg::Auto).unwrap();
+        assert_eq!(c.method, Method::Session(58));
+        assert!(c.not_used[0].reason.contains("no BPF_TRACE_FSESSION_MULTI"));
+
+        let c = choose(&offer(None, None, true), MethodArg::Auto).unwrap();
         assert_eq!(c.method, Method::FentryFexit);
         let names: Vec<&str> = c.not_used.iter().map(|n| n.method.as_str()).collect();
         assert_eq!(names, ["multi session", "session"]);
 
-        let c = choose(&offer(false, None, false), MethodArg::Auto).unwrap();
+        let c = choose(&offer(None, None, false), MethodArg::Auto).unwrap();
         assert_eq!(c.method, Method::Kprobe);
         assert_eq!(c.not_used.len(), 3);
     }
 
     #[test]
     fn a_method_asked_for_is_used_or_refused() {
-        let c = choose(&offer(true, Some(58), true), MethodArg::FentryFexit).unwrap();
+        let c = choose(&offer(Some(61), Some(58), true), MethodArg::FentryFexit).unwrap();
         assert_eq!(c.method, Method::FentryFexit);
         assert!(c.not_used[1].reason.contains("--method fentry-fexit"));
-        assert!(choose(&offer(false, None, true), MethodArg::Session).is_err());
+        let c = choose(&offer(Some(61), Some(58), true), MethodArg::Session).unwrap();
+        assert_eq!(c.method, Method::Session(58));
+        assert!(c.not_used[0].reason.contains("not asked for"));
+        assert!(choose(&offer(None, None, true), MethodArg::Session).is_err());
+        assert!(choose(&offer(None, Some(58), true), MethodArg::MultiSession).is_err());
     }
 }

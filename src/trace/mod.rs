@@ -13,6 +13,7 @@ pub mod hooks;
 mod kretprobe;
 pub mod lsm_tables;
 pub mod method;
+mod multi;
 mod preempt;
 pub mod report;
 pub mod returns;
@@ -339,6 +340,11 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     let probes = setup::probes(&skel, choice.method, options, &kfuncs)?;
     setup::write_hook_meta(&skel, &plan.hooks)?;
     let attached = setup::attach_hooks(&probes, choice.method, &plan.hooks, options)?;
+    // The floor is measured with the method the hooks got.
+    let probes = match attached.multi_refused {
+        Some(_) => probes.without_multi(),
+        None => probes,
+    };
     let (calibration, pair_cost_ns) = match kbtf.funcs.get(calibrate::FUNCTION) {
         Some(f) => calibrate::run(
             skel.progs.test_run_driver.as_fd(),
@@ -424,9 +430,19 @@ fn probe_info(
     guard: &guard::Guard,
 ) -> ProbeInfo {
     let kprobe = choice.method == method::Method::Kprobe;
+    let (name, not_used) = match &attached.multi_refused {
+        Some(reason) => (
+            "session".to_string(),
+            vec![method::NotUsed {
+                method: "multi session".into(),
+                reason: format!("the kernel refused the multi-link: {reason}"),
+            }],
+        ),
+        None => (choice.method.name().to_string(), choice.not_used.clone()),
+    };
     ProbeInfo {
-        method: choice.method.name().into(),
-        not_used: choice.not_used.clone(),
+        method: name,
+        not_used,
         fallback: kprobe.then(|| {
             "kernel lacks bpf_get_func_ret() (5.17): kprobe/kretprobe fallback, \
              costlier probes"
@@ -437,7 +453,7 @@ fn probe_info(
         pair_cost_ns,
         floor_samples: 0,
         hooks_found: plan.hooks.len(),
-        hooks_attached: attached.pairs.len(),
+        hooks_attached: attached.hooks_attached,
         attach_ms: attached.attach_ms,
         detach_ms: None,
         detach_mode: format!("{:?}", args.detach).to_lowercase(),

@@ -216,8 +216,11 @@ impl Session<'_> {
             misses,
         } = self.since_reset()?;
         // A probe the kernel skipped is a dropped call of its hook.
+        // (A multi-link's misses are every hook's: counted in the total only.)
         for (p, m) in self.pairs.iter().zip(&misses) {
-            stats[p.hook_id as usize].dropped += m.recursion + m.lost_returns;
+            if let Some(s) = stats.get_mut(p.hook_id as usize) {
+                s.dropped += m.recursion + m.lost_returns;
+            }
         }
         self.probe.recursion_misses = misses.iter().map(|m| m.recursion).sum();
         if self.probe.kretprobe_maxactive.is_some() {

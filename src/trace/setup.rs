@@ -104,6 +104,7 @@ pub fn load<'obj>(
         .context("BPF object has no .rodata")?;
     set_filters(ro, args)?;
     let stat_rows = hooks.len() as u32 + 1;
+    ro.stat_rows = stat_rows;
     open.maps
         .cpus
         .set_max_entries(super::arrays::possible_cpus() as u32)?;
@@ -116,7 +117,7 @@ pub fn load<'obj>(
     // Only the templates of the method in use are loaded (and relocated).
     let (pair, session, kprobe) = (
         method == Method::FentryFexit,
-        matches!(method, Method::Session(_)),
+        matches!(method, Method::Session(_) | Method::MultiSession { .. }),
         method == Method::Kprobe,
     );
     let template_target = hooks[0].function.clone();
@@ -197,6 +198,10 @@ pub fn probes(
         Method::Session(attach_type) => {
             Probes::Session(t(&progs.hook_session, Kind::Session(attach_type))?)
         }
+        Method::MultiSession { multi, session } => Probes::MultiSession {
+            multi: t(&progs.hook_session, Kind::SessionMulti(multi))?,
+            single: t(&progs.hook_session, Kind::Session(session))?,
+        },
         Method::FentryFexit if options.empty => Probes::Pair(
             t(&progs.hook_empty, Kind::Fentry)?,
             t(&progs.hook_empty, Kind::Fexit)?,
@@ -239,13 +244,70 @@ pub fn write_hook_meta(skel: &LsmpmonSkel, hooks: &[Hook]) -> Result<()> {
 
 pub struct Attached {
     pub pairs: Vec<Pair>,
+    /// Hooks with probes (a multi-link's one pair serves them all).
+    pub hooks_attached: usize,
     pub failed: Vec<Excluded>,
     pub attach_ms: f64,
+    /// The multi-link was refused: one session program per hook instead, and why.
+    pub multi_refused: Option<String>,
+}
+
+/// Every hook with one multi-link; if the kernel refuses it (one function it
+/// will not trace refuses them all), one session program per hook instead.
+pub fn attach_hooks(
+    probes: &Probes,
+    method: Method,
+    hooks: &[Hook],
+    options: ProbeOptions,
+) -> Result<Attached> {
+    let Probes::MultiSession { multi, single } = probes else {
+        return attach_each(probes, method, hooks, options);
+    };
+    eprintln!(
+        "lsmpmon: attaching {} hooks with one session multi-link ...",
+        hooks.len()
+    );
+    let start = Instant::now();
+    let targets: Vec<attach::Target> = hooks
+        .iter()
+        .enumerate()
+        .map(|(i, h)| attach::Target {
+            consts: HookConsts::new(i as u32, h.args, h.returns_int, options),
+            btf_id: h.btf_id,
+            returns_int: h.returns_int,
+        })
+        .collect();
+    match attach::attach_multi(multi, &targets) {
+        Ok(pair) => {
+            let attach_ms = start.elapsed().as_secs_f64() * 1e3;
+            eprintln!(
+                "lsmpmon: {} hooks attached in {attach_ms:.0} ms",
+                hooks.len()
+            );
+            Ok(Attached {
+                pairs: vec![pair],
+                hooks_attached: hooks.len(),
+                failed: Vec::new(),
+                attach_ms,
+                multi_refused: None,
+            })
+        }
+        Err(reason) if reason.contains("Operation not permitted") => {
+            Err(refused("attaching", &reason))
+        }
+        Err(reason) => {
+            eprintln!("lsmpmon: the kernel refused the multi-link ({reason}): one session program per hook");
+            let single = Probes::Session(single.clone());
+            let mut attached = attach_each(&single, Method::Session(0), hooks, options)?;
+            attached.multi_refused = Some(reason);
+            Ok(attached)
+        }
+    }
 }
 
 /// One probe pair per hook; a hook that fails is reported, unless the
 /// kernel refuses the first one (then it refuses them all: lockdown).
-pub fn attach_hooks(
+fn attach_each(
     probes: &Probes,
     method: Method,
     hooks: &[Hook],
@@ -289,8 +351,10 @@ pub fn attach_hooks(
         }
     );
     Ok(Attached {
+        hooks_attached: pairs.len(),
         pairs,
         failed,
         attach_ms,
+        multi_refused: None,
     })
 }

@@ -75,6 +75,18 @@ enum lsmpmon_patch {
 	 * themselves): every program returns at once, recording nothing.
 	 */
 	LSMPMON_PATCH_EMPTY = 0x1badcb06,
+	/*
+	 * 1 in the one session program of a multi-link (BPF_TRACE_FSESSION_MULTI):
+	 * the per-hook constants come from the link's cookie for the hook
+	 * (enum lsmpmon_multi_cookie), not from patches.
+	 */
+	LSMPMON_PATCH_MULTI = 0x1badcb07,
+};
+
+/* A multi-link's cookie for one hook: what the patched constants say in a copy. */
+enum lsmpmon_multi_cookie {
+	LSMPMON_MULTI_HOOK_MASK = 0xffff,	/* the hook id (its statistics row) */
+	LSMPMON_MULTI_RETURNS_INT = 0x10000,	/* the hook returns int */
 };
 
 /*
@@ -181,7 +193,8 @@ struct lsmpmon_cpu {
 	__u32 subject_before_irq;
 	/* Session calls finished on this CPU (modulo 2^32). */
 	__u32 sessions_done;
-	__u32 pad2;
+	/* Multi-link: the running hook's cookie (enum lsmpmon_multi_cookie). */
+	__u32 multi_hook;
 	struct lsmpmon_frame frames[LSMPMON_MAX_DEPTH];
 };
 

@@ -36,6 +36,8 @@ const volatile __u8 filter_comm_on = 0;
 const volatile char filter_comm[LSMPMON_COMM_LEN] = {};
 const volatile __u8 filter_object_on = 0;
 const volatile char filter_object[LSMPMON_OBJ_NAME_LEN] = {};
+/* Statistics rows in each CPU's value (hooks + the calibration row). */
+const volatile __u32 stat_rows = 1;
 
 /* 0 until every hook is attached (the ready gate); then toggled by `trace ctl`. */
 __u32 enabled = 0;
@@ -120,6 +122,20 @@ struct {
  * helper calls (a callee-saved register costs a push and a pop per call).
  */
 #define HOOK_ID() PATCHED(LSMPMON_PATCH_HOOK_ID)
+
+/*
+ * The multi-link session program serves every hook: its per-hook constants
+ * are the link's cookie for the hook, which the program keeps in its CPU's
+ * multi_hook while it runs (a program does not nest on its CPU).
+ */
+#define MULTI() PATCHED(LSMPMON_PATCH_MULTI)
+
+static __always_inline __u32 hook_of(struct lsmpmon_cpu *c)
+{
+	if (MULTI())
+		return c->multi_hook & LSMPMON_MULTI_HOOK_MASK;
+	return HOOK_ID();
+}
 
 /* Kfuncs, by placeholder (enum lsmpmon_kfunc): see intf.h. */
 static void (*kf_preempt_disable)(void) = (void *)LSMPMON_KFUNC_PREEMPT_DISABLE;
@@ -225,6 +241,14 @@ static __always_inline struct lsmpmon_hook_stats *stats_of(struct lsmpmon_cpu *c
 {
 	__u32 off = PATCHED(LSMPMON_PATCH_STATS_OFF);
 
+	if (MULTI()) {
+		__u32 row = hook_of(c);
+
+		if (row >= stat_rows)
+			row = 0;
+		return (void *)(c + 1) + row * sizeof(struct lsmpmon_hook_stats);
+	}
+
 	asm volatile("%0 = %1" : "=w"(off) : "w"(off));
 	return (void *)c + off;
 }
@@ -313,9 +337,9 @@ static __always_inline __u64 func_arg(void *ctx, __u32 n, bool kp)
 	}
 }
 
-static __always_inline bool object_ok(void *ctx, bool kp)
+static __always_inline bool object_ok(void *ctx, struct lsmpmon_cpu *c, bool kp)
 {
-	__u32 id = HOOK_ID();
+	__u32 id = hook_of(c);
 	struct lsmpmon_hook_meta *meta = bpf_map_lookup_elem(&hook_meta, &id);
 	char name[LSMPMON_OBJ_NAME_LEN];
 	struct dentry *dentry;
@@ -341,11 +365,11 @@ static __always_inline bool object_ok(void *ctx, bool kp)
 	return str_eq(name, filter_object, LSMPMON_OBJ_NAME_LEN);
 }
 
-static __always_inline bool filters_ok(void *ctx, bool kp)
+static __always_inline bool filters_ok(void *ctx, struct lsmpmon_cpu *c, bool kp)
 {
 	if (!task_filters_ok())
 		return false;
-	return !filter_object_on || object_ok(ctx, kp);
+	return !filter_object_on || object_ok(ctx, c, kp);
 }
 
 /* Is this call of hook `id` one to record? */
@@ -365,7 +389,7 @@ static __always_inline bool call_ok(void *ctx, struct lsmpmon_cpu *c, bool kp)
 	}
 	if (!traced_task(c, kp))
 		return false;
-	return !filters_on || filters_ok(ctx, kp);
+	return !filters_on || filters_ok(ctx, c, kp);
 }
 
 /* Syscall nr + 1: 0 when not in a syscall; callers map >= LSMPMON_SYSCALL_SLOTS to 0. */
@@ -464,10 +488,17 @@ static __always_inline int on_entry(void *ctx, bool kp)
  * An int hook's return value (0 for void hooks). Its place among the fexit
  * context words is a patched constant: the verifier keeps one case.
  */
-static __always_inline int return_value(void *ctx, bool kp)
+static __always_inline int return_value(void *ctx, struct lsmpmon_cpu *c, bool kp)
 {
 	__u32 slot = PATCHED(LSMPMON_PATCH_RET_SLOT);
-	__u64 ret;
+	__u64 ret = 0;
+
+	/* The multi-link program's hooks have no one place for it: the helper. */
+	if (MULTI()) {
+		if (c->multi_hook & LSMPMON_MULTI_RETURNS_INT)
+			bpf_get_func_ret(ctx, &ret);
+		return (int)ret;
+	}
 
 	if (!slot)
 		return 0;
@@ -491,9 +522,10 @@ static __always_inline int return_value(void *ctx, bool kp)
 #define EACCES 13
 
 /* Denied (-EACCES, -EPERM), another error, or a value: 0 (allowed) costs one test. */
-static __always_inline void count_return(void *ctx, struct lsmpmon_hook_stats *s, bool kp)
+static __always_inline void count_return(void *ctx, struct lsmpmon_cpu *c,
+					 struct lsmpmon_hook_stats *s, bool kp)
 {
-	int ret = return_value(ctx, kp);
+	int ret = return_value(ctx, c, kp);
 
 	if (!ret)
 		return;
@@ -537,7 +569,7 @@ static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmp
 		s->count++;
 		return;
 	}
-	count_return(ctx, s, kp);
+	count_return(ctx, c, s, kp);
 	bucket = log2_u64(delta_ns);
 	/* Keep clang from folding the mask away: the verifier needs it. */
 	asm volatile("" : "+r"(bucket));
@@ -552,7 +584,7 @@ static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmp
 	else if (subject == LSMPMON_SUBJ_IRQ)
 		slot = LSMPMON_SLOT_IRQ_MARK | LSMPMON_SLOT_IRQ;
 	if (slot != s->pend_slot) {
-		idx = cell_slot(s->pend_slot) + HOOK_ID() * LSMPMON_SYSCALL_SLOTS;
+		idx = cell_slot(s->pend_slot) + hook_of(c) * LSMPMON_SYSCALL_SLOTS;
 		cell = bpf_map_lookup_elem(&syscall_cells, &idx);
 		if (cell && s->pend_count) {
 			__sync_fetch_and_add(&cell->sum_ns, s->pend_sum_ns);
@@ -630,7 +662,7 @@ static __always_inline void finish_unframed(void *ctx, struct lsmpmon_cpu *c, bo
 	s = stats_of(c);
 	s->cs_count++;
 	if (!PATCHED(LSMPMON_PATCH_LEAN))
-		count_return(ctx, s, kp);
+		count_return(ctx, c, s, kp);
 }
 
 /* The exit of a call that ended at `now`. */
@@ -759,7 +791,12 @@ static __always_inline void session_entry(void *ctx, __u64 *cookie)
 	if (!enabled && !PATCHED(LSMPMON_PATCH_CALIBRATION))
 		return;
 	c = this_cpu();
-	if (!c || !call_ok(ctx, c, false))
+	if (!c)
+		return;
+	/* At entry only the --object filter needs to know the hook. */
+	if (MULTI() && filter_object_on)
+		c->multi_hook = bpf_get_attach_cookie(ctx);
+	if (!call_ok(ctx, c, false))
 		return;
 	c->session_depth++;
 	v = 1 | (__u64)(c->sessions_done & LSMPMON_COOKIE_DONE_MASK) << LSMPMON_COOKIE_DONE_SHIFT;
@@ -781,12 +818,14 @@ static __always_inline void session_exit(void *ctx, __u64 cookie, __u64 now)
 	c = this_cpu();
 	if (!c)
 		return;
+	if (MULTI())
+		c->multi_hook = bpf_get_attach_cookie(ctx);
 	s = stats_of(c);
 	if (((task_switches() ^ (cookie >> LSMPMON_COOKIE_GEN_SHIFT)) & LSMPMON_COOKIE_GEN_MASK)) {
 		/* Switched out inside (on_switch has reset the CPU's depth). */
 		s->cs_count++;
 		if (!PATCHED(LSMPMON_PATCH_LEAN))
-			count_return(ctx, s, false);
+			count_return(ctx, c, s, false);
 		return;
 	}
 	depth = c->session_depth;
