@@ -2,6 +2,7 @@
 //! syscall that fails, a short read or a missing file fails the operation.
 mod bandwidth;
 mod files;
+pub mod ima;
 mod ipc;
 mod process;
 mod syscall;
@@ -106,6 +107,7 @@ pub fn all() -> Vec<OpDef> {
     v.extend(ipc::ops());
     v.extend(process::ops());
     v.extend(bandwidth::ops());
+    v.extend(ima::ops());
     v
 }
 
@@ -135,14 +137,19 @@ pub fn select(spec: &str) -> Result<Vec<OpDef>> {
     for word in spec.split(',').map(str::trim).filter(|w| !w.is_empty()) {
         let names: Vec<&str> = match word {
             "paper" => PAPER.to_vec(),
-            "lmbench" => all().iter().map(|o| o.name).collect(),
+            // The integrity-measurement study is not LMbench's: asked by name.
+            "lmbench" => all()
+                .iter()
+                .filter(|o| o.group != "ima")
+                .map(|o| o.name)
+                .collect(),
             g if all().iter().any(|o| o.group == g) => {
                 all().iter().filter(|o| o.group == g).map(|o| o.name).collect()
             }
             name if all().iter().any(|o| o.name == name) => vec![name],
             other => {
                 return Err(crate::error::usage(format!(
-                    "unknown operation or group '{other}': groups are syscall, files, ipc, proc, bw, lmbench, paper; \
+                    "unknown operation or group '{other}': groups are syscall, files, ipc, proc, bw, ima, lmbench, paper; \
                      ops are {}",
                     all().iter().map(|o| o.name).collect::<Vec<_>>().join(" ")
                 )))
@@ -274,9 +281,11 @@ mod tests {
         );
         assert!(names("lmbench").len() >= 30);
         assert!(select("nosuch").is_err());
+        assert!(names("lmbench").iter().all(|n| !n.starts_with("ima_")));
+        assert_eq!(names("ima").len(), 11);
         for op in all() {
             assert!(
-                ["syscall", "files", "ipc", "proc", "bw"].contains(&op.group),
+                ["syscall", "files", "ipc", "proc", "bw", "ima"].contains(&op.group),
                 "{}",
                 op.name
             );
