@@ -110,6 +110,9 @@ fn run(plan: &Plan, report: &mut Report) -> Result<()> {
     report.footprint = Some(footprint::collect(&plan.spec, mem_before)?);
     let bench = stage(report, "bench", || bench(plan, None))?;
     report.bench = Some(bench);
+    if plan.spec.proof.tpm {
+        proof::tpm_still_answers()?;
+    }
     if plan.trace {
         let (trace, traced) = stage(report, "trace", || traced_bench(plan))?;
         report.trace = Some(trace);

@@ -8,9 +8,10 @@ pub mod footprint;
 pub mod guest;
 mod plan;
 mod progress;
-mod proof;
+pub mod proof;
 pub mod results;
 pub mod spec;
+mod swtpm;
 
 use std::{
     path::{Path, PathBuf},

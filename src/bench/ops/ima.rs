@@ -33,12 +33,24 @@ pub fn ops() -> Vec<OpDef> {
         "ima",
         Unit::NsPerOp,
         &[
-            ("ima_mmap_cached", |c| make(c, Mmap, Cached, SMALL_FILE_BYTES)),
-            ("ima_mmap_rehash", |c| make(c, Mmap, Rehash, SMALL_FILE_BYTES)),
-            ("ima_mmap_extend", |c| make(c, Mmap, Extend, SMALL_FILE_BYTES)),
-            ("ima_read_cached", |c| make(c, Read, Cached, SMALL_FILE_BYTES)),
-            ("ima_read_rehash", |c| make(c, Read, Rehash, SMALL_FILE_BYTES)),
-            ("ima_read_extend", |c| make(c, Read, Extend, SMALL_FILE_BYTES)),
+            ("ima_mmap_cached", |c| {
+                make(c, Mmap, Cached, SMALL_FILE_BYTES)
+            }),
+            ("ima_mmap_rehash", |c| {
+                make(c, Mmap, Rehash, SMALL_FILE_BYTES)
+            }),
+            ("ima_mmap_extend", |c| {
+                make(c, Mmap, Extend, SMALL_FILE_BYTES)
+            }),
+            ("ima_read_cached", |c| {
+                make(c, Read, Cached, SMALL_FILE_BYTES)
+            }),
+            ("ima_read_rehash", |c| {
+                make(c, Read, Rehash, SMALL_FILE_BYTES)
+            }),
+            ("ima_read_extend", |c| {
+                make(c, Read, Extend, SMALL_FILE_BYTES)
+            }),
             ("ima_hash_512", |c| make(c, Mmap, Rehash, 512)),
             ("ima_hash_1k", |c| make(c, Mmap, Rehash, 1 << 10)),
             ("ima_hash_16k", |c| make(c, Mmap, Rehash, 16 << 10)),
@@ -125,7 +137,10 @@ impl Ima {
             Access::Read => libc::O_WRONLY,
         };
         // SAFETY: valid path; the fd is kept in self or closed below.
-        let fd = check(unsafe { libc::open(p.as_ptr(), flags | fd, 0o600) } as i64, "create")? as i32;
+        let fd = check(
+            unsafe { libc::open(p.as_ptr(), flags | fd, 0o600) } as i64,
+            "create",
+        )? as i32;
         self.write_all(fd)?;
         match self.access {
             Access::Mmap => self.fd = Some(fd),
@@ -151,8 +166,12 @@ impl Ima {
             Some(fd) => fd,
             // SAFETY: valid path; closed below.
             None => check(
-                unsafe { libc::open(p.as_ptr(), libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC) }
-                    as i64,
+                unsafe {
+                    libc::open(
+                        p.as_ptr(),
+                        libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                    )
+                } as i64,
                 "open for writing",
             )? as i32,
         };
@@ -160,7 +179,12 @@ impl Ima {
         close(fd)?;
         if self.access == Access::Mmap {
             // SAFETY: valid path; the fd is kept in self.
-            let fd = unsafe { libc::open(p.as_ptr(), libc::O_RDWR | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
+            let fd = unsafe {
+                libc::open(
+                    p.as_ptr(),
+                    libc::O_RDWR | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                )
+            };
             self.fd = Some(check(fd as i64, "reopen")? as i32);
         }
         Ok(())
@@ -201,15 +225,22 @@ impl Ima {
         let mut buf = [0u8; SMALL_FILE_BYTES];
         // SAFETY: valid path; closed below.
         let fd = check(
-            unsafe { libc::open(p.as_ptr(), libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC) }
-                as i64,
+            unsafe {
+                libc::open(
+                    p.as_ptr(),
+                    libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                )
+            } as i64,
             "open for reading",
         )? as i32;
         // SAFETY: our buffer and fd.
         let r = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
         close(fd)?;
         if r != self.data.len() as isize || buf[..] != self.data[..] {
-            bail!("read {r} bytes of a {} byte file, or other bytes", self.data.len());
+            bail!(
+                "read {r} bytes of a {} byte file, or other bytes",
+                self.data.len()
+            );
         }
         Ok(())
     }
@@ -257,6 +288,9 @@ impl Ima {
                 "IMA listed {added} new measurement(s) over {iters} {:?} op(s): not what the case means (a violation entry, or a policy that does not measure these files)",
                 self.case
             );
+        }
+        if before.pcr10.is_some() && after.pcr10.is_none() {
+            bail!("PCR 10 can no longer be read: the TPM stopped answering");
         }
         if added > 0 && before.pcr10.is_some() && before.pcr10 == after.pcr10 {
             bail!("IMA listed {added} new measurement(s) but PCR 10 did not change");
@@ -313,7 +347,9 @@ impl ListState {
             entries: std::fs::read_to_string(LIST_COUNT)
                 .ok()
                 .and_then(|s| s.trim().parse().ok()),
-            pcr10: std::fs::read_to_string(PCR10).ok().map(|s| s.trim().to_string()),
+            pcr10: std::fs::read_to_string(PCR10)
+                .ok()
+                .map(|s| s.trim().to_string()),
         }
     }
 }
