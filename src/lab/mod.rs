@@ -266,11 +266,14 @@ fn run(args: &RunArgs) -> Result<i32> {
     cells_done.extend(finished);
     progress.done();
     dir.write_index()?;
-    report(
-        &dir,
-        &m.configs.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
-        &m.kernels,
-    )?;
+    // Interrupted before any cell finished: no tables, only the interruption.
+    if !(cancel.load(Ordering::SeqCst) && cells_done.is_empty()) {
+        report(
+            &dir,
+            &m.configs.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
+            &m.kernels,
+        )?;
+    }
     if let Some(e) = write_err {
         return Err(e.context("writing a cell result (the others are kept)"));
     }

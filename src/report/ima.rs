@@ -217,8 +217,9 @@ fn case_notes(cols: &[&Run], form: Form) -> Vec<String> {
             );
             notes.push(format!(
                 "{}: extend samples range {:.0}-{:.0} µs (×{:.1}): swtpm runs on the host, outside \
-                 virtual time; the guest's TPM driver waits for it by sleeping and polling, so an \
-                 extend's virtual duration follows the host's wall time and is not deterministic.",
+                 virtual time; the guest's tpm_tis driver has no interrupt from QEMU's TPM and polls \
+                 it with short sleeps, so an extend's virtual duration follows the host's wall time \
+                 (its load, swtpm's speed) and is not deterministic, run to run or op to op.",
                 c.config,
                 lo / 1e3,
                 hi / 1e3,
@@ -284,9 +285,9 @@ fn hashing(kernel: &str, cols: &[&Run], base: Option<&Run>) -> Table {
                 time_mode(cols)
             ),
             "The last row is the hashing rate alone: (1 MiB − 128 KiB) ÷ the latency between them. \
-             Virtual time counts instructions: it prices the hash's instructions, not the memory \
-             traffic or the host CPU's SHA instructions (the guest kernel hashes with its generic C \
-             code: the accelerated modules are not loaded)."
+             Virtual time counts instructions: it prices the hash's instructions, not memory \
+             traffic. QEMU's emulated CPU (\"QEMU Virtual CPU\") has no SSSE3, AVX or SHA \
+             extensions, so every kernel hashes with its generic C code."
                 .into(),
         ],
         header,
