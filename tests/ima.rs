@@ -13,7 +13,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::{json, one_error_line, LSMPMON};
+use common::{json, one_error_line, validate, LSMPMON};
 use serde_json::Value;
 
 fn tmpdir(name: &str) -> PathBuf {
@@ -106,7 +106,10 @@ fn ima_ops_measure_the_three_cases_and_the_report_prints_the_papers_tables() {
     assert!(tpm_dirs(&tmp).is_empty(), "the TPM directory is removed");
     let all = cells(&res);
     for name in ["none", "ima", "ima-tpm", "ima-sha1"] {
-        assert_eq!(cell(&all, name)["status"], "passed", "{name}");
+        let c = cell(&all, name);
+        assert_eq!(c["status"], "passed", "{name}");
+        validate("lab-cell.schema.json", &c.to_string());
+        validate("bench.schema.json", &c["guest"]["bench"].to_string());
     }
     // The proofs: the list names the workload's files with the asked digest.
     let algo = |name: &str| {
@@ -176,6 +179,14 @@ fn ima_ops_measure_the_three_cases_and_the_report_prints_the_papers_tables() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&report.stdout);
+    let as_json = Command::new(LSMPMON)
+        .args(["report", "--format", "json", res.to_str().unwrap()])
+        .output()
+        .unwrap();
+    validate(
+        "report.schema.json",
+        &String::from_utf8_lossy(&as_json.stdout),
+    );
     for s in [
         "IMA measure-call latency, mmap",
         "IMA measure-call latency, open + read",

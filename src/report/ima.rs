@@ -216,10 +216,12 @@ fn case_notes(cols: &[&Run], form: Form) -> Vec<String> {
                 r["max"].as_f64().unwrap_or(0.0),
             );
             notes.push(format!(
-                "{}: extend samples range {:.0}-{:.0} µs (×{:.1}): swtpm runs on the host, outside \
-                 virtual time; the guest's tpm_tis driver has no interrupt from QEMU's TPM and polls \
-                 it with short sleeps, so an extend's virtual duration follows the host's wall time \
-                 (its load, swtpm's speed) and is not deterministic, run to run or op to op.",
+                "{}: extend samples range {:.0}-{:.0} µs (×{:.1}), not deterministic: swtpm runs on \
+                 the host, outside virtual time, and QEMU's tpm-tis gives the guest no interrupt, so \
+                 the driver polls: a command swtpm has not finished at the first status read costs a \
+                 1 ms sleep (tpm_msleep(TPM_TIMEOUT_POLL)), which -icount sleep=off turns into ≈1 ms \
+                 of virtual time. An extend therefore costs tens to hundreds of µs or ≈1.03 ms and \
+                 more, as host wall time decides.",
                 c.config,
                 lo / 1e3,
                 hi / 1e3,
