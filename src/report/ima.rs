@@ -342,3 +342,114 @@ fn incremental_row(cols: &[&Run]) -> Row {
         cells,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::results::CellStatus;
+    use crate::report::input::{Measured, Origin};
+
+    /// A lab cell of kernel 6.1 with these ops' medians (ns).
+    fn run(config: &str, measured: Option<Measured>, medians: &[(&str, f64)]) -> Run {
+        let results: Vec<serde_json::Value> = medians
+            .iter()
+            .map(|(op, ns)| {
+                serde_json::json!({"op": op, "unit": "ns/op", "median": ns, "min": ns * 0.5, "max": ns * 2.0})
+            })
+            .collect();
+        Run {
+            source: config.into(),
+            kernel: "6.1".into(),
+            config: config.into(),
+            status: CellStatus::Passed,
+            from_lab: true,
+            reason: None,
+            time: "virtual".into(),
+            started_unix_s: 1,
+            like_key: "k".into(),
+            measured_lsms: Vec::new(),
+            measured,
+            bench: Some(serde_json::json!({ "results": results })),
+            trace: None,
+            footprint: None,
+            bytes_added: None,
+            origin: Origin {
+                kernel_release: "6.1".into(),
+                environment: "guest".into(),
+                time: "virtual".into(),
+                hostname: "h".into(),
+                cpu_model: "c".into(),
+            },
+        }
+    }
+
+    fn ops(cached: f64, rehash: f64, extend: f64, hash_1m: f64) -> Vec<(&'static str, f64)> {
+        let mut v = vec![
+            ("ima_mmap_cached", cached),
+            ("ima_mmap_rehash", rehash),
+            ("ima_mmap_extend", extend),
+            ("ima_hash_128k", hash_1m / 8.0),
+            ("ima_hash_1m", hash_1m),
+        ];
+        v.extend([("ima_read_cached", cached), ("ima_read_rehash", rehash)]);
+        v
+    }
+
+    fn value(c: &Cell) -> f64 {
+        match c {
+            Cell::Value { value, .. } | Cell::Fixed { value, .. } => *value,
+            other => panic!("not a figure: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn shares_are_over_none_and_an_extend_without_tpm_says_so() {
+        let tpm = |t| {
+            Some(Measured {
+                tpm: t,
+                algo: Some("sha256".into()),
+            })
+        };
+        let runs = vec![
+            run("none", None, &ops(10_000.0, 10_000.0, 10_000.0, 10_000.0)),
+            run(
+                "ima",
+                tpm(false),
+                &ops(11_000.0, 40_000.0, 42_000.0, 1_058_576.0),
+            ),
+            run(
+                "ima-tpm",
+                tpm(true),
+                &ops(11_000.0, 40_000.0, 900_000.0, 1_058_576.0),
+            ),
+        ];
+        let t = tables(&runs, &["none".into(), "ima".into(), "ima-tpm".into()]);
+        let forms: Vec<&str> = t.iter().map(|t| t.form.as_str()).collect();
+        assert_eq!(forms, ["ima_mmap", "ima_read", "ima_hash"]);
+        let mmap = &t[0];
+        assert_eq!(
+            mmap.header[1..5],
+            ["ima µs", "ima − none µs", "ima-tpm µs", "ima-tpm − none µs"]
+        );
+        let rehash = &mmap.rows[1].cells;
+        assert_eq!(value(&rehash[1]), 30.0);
+        let extend = &mmap.rows[2].cells;
+        assert_eq!(extend[0], Cell::text("42 (no TPM)"));
+        assert_eq!(value(&extend[3]), 890.0);
+        assert!(mmap
+            .notes
+            .iter()
+            .any(|n| n.starts_with("ima-tpm: extend samples range 450-1800 µs")));
+        // Read ran no extend: said, not invented.
+        assert_eq!(t[1].rows[2].cells[0], Cell::missing("not run"));
+        // 1 MiB hashed in 1048.576 µs over none: 1000 bytes per µs, 1000 MB/s.
+        let hash = &t[2];
+        assert!(hash.header[1].contains("(sha256)"));
+        let mib = hash.rows.iter().find(|r| r.label == "1 MiB").unwrap();
+        assert_eq!(value(&mib.cells[1]), 1048.576);
+        assert!((value(&mib.cells[2]) - 1000.0).abs() < 1e-9);
+        let rate = hash.rows.last().unwrap();
+        let expected = (7 << 17) as f64 / ((1_058_576.0 - 1_058_576.0 / 8.0) / 1e3);
+        assert!((value(&rate.cells[2]) - expected).abs() < 1e-9);
+    }
+}
