@@ -100,7 +100,7 @@ fn make(c: &Ctx, access: Access, case: Case, size_bytes: usize) -> Result<Box<dy
     if case != Case::Extend {
         // One file, measured once now: cached stays clean, rehash dirties it.
         b.path = b.dir.join(name(0));
-        b.create(&b.path.clone())?;
+        b.create()?;
         b.access_once()?;
     }
     Ok(Box::new(b))
@@ -128,9 +128,9 @@ struct Ima {
 }
 
 impl Ima {
-    /// A new file holding `data`; for mmap ops it stays open read-write.
-    fn create(&mut self, path: &Path) -> Result<()> {
-        let p = cpath(path)?;
+    /// `path` as a new file holding `data`; for mmap ops it stays open read-write.
+    fn create(&mut self) -> Result<()> {
+        let p = cpath(&self.path)?;
         let flags = libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
         let fd = match self.access {
             Access::Mmap => libc::O_RDWR,
@@ -253,7 +253,7 @@ impl Ima {
             Case::Extend => {
                 self.seq += 1;
                 self.path = self.dir.join(name(self.seq));
-                self.create(&self.path.clone())
+                self.create()
             }
         }
     }
