@@ -4,6 +4,7 @@ mod compare;
 pub mod forker;
 pub mod landlock;
 mod ops;
+pub(crate) use ops::ima::HASH_SIZES as IMA_HASH_SIZES;
 mod runner;
 mod stats;
 mod workdir;
@@ -27,7 +28,7 @@ const COMPARE_ALPHA: f64 = 0.01;
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Operations and groups: syscall, files, ipc, proc, bw, yield, lmbench (all), paper
+    /// Operations and groups: syscall, files, ipc, proc, yield, bw, lmbench (all of those), ima, paper
     /// (LSMPMON, Table 3; embedded SELinux, Tables 1-2), or op names, comma-separated.
     #[arg(long, default_value = "paper", value_parser = crate::parse::list)]
     pub ops: String,

@@ -3,11 +3,10 @@
 //! the cell's result with its provenance.
 use std::{
     fs,
-    os::unix::fs::DirBuilderExt,
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     sync::atomic::AtomicBool,
-    time::{Duration, Instant},
+    time::Instant,
 };
 
 use anyhow::{bail, Context, Result};
@@ -16,6 +15,7 @@ use super::{
     guest::{self, Plan},
     results::{CellResult, CellStatus, ConfigRef, KernelRef, StageTime},
     spec::Config,
+    swtpm::Swtpm,
 };
 use crate::vm::{self, initramfs::Entry, kernel::Kernel, qemu, Machine};
 
@@ -72,8 +72,8 @@ fn boot(
     fs::create_dir_all(work)?;
     let (extra, bytes_added) = guest_files(job, work)?;
     result.bytes_added = bytes_added;
-    let tpm = if job.config.spec.proof.tpm {
-        Some(Swtpm::start(&work.join("tpm"))?)
+    let mut tpm = if job.config.spec.proof.tpm {
+        Some(Swtpm::start(work)?)
     } else {
         None
     };
@@ -114,7 +114,21 @@ fn boot(
             cancel,
         },
     });
+    // swtpm must outlive the guest: had it gone, TPM commands failed. QEMU
+    // shuts it down as it exits (status 0): only a failure or signal counts
+    // here; a clean exit mid-cell shows in the guest (PCR 10 unreadable).
+    let tpm_died = tpm.as_mut().and_then(|t| {
+        t.exited()
+            .filter(|st| !st.success())
+            .map(|st| (t.pid(), st))
+    });
     drop(tpm);
+    let tpm_died = tpm_died.map(|(pid, st)| {
+        format!(
+            "swtpm (pid {pid}, the guest's TPM) exited during the cell ({st}): TPM figures after that are not valid; log: {}",
+            work.join("swtpm.log").display()
+        )
+    });
     let marks = stage_log.into_inner().unwrap_or_else(|p| p.into_inner());
     // Wall time from one stage mark to the next; "boot" runs up to the first.
     let mut prev = ("boot".to_string(), 0.0);
@@ -126,9 +140,16 @@ fn boot(
         &prev.0,
         started.elapsed().as_secs_f64() - prev.1,
     ));
-    let code = code?;
+    let code = match (code, &tpm_died) {
+        (Err(_), Some(why)) => bail!("{why}"),
+        (code, _) => code?,
+    };
     let stdout = fs::read(work.join("stdout")).unwrap_or_default();
-    let report: guest::Report = serde_json::from_slice(&stdout).with_context(|| {
+    let parsed: Result<guest::Report, _> = serde_json::from_slice(&stdout);
+    if let (Err(_), Some(why)) = (&parsed, &tpm_died) {
+        bail!("{why}");
+    }
+    let report: guest::Report = parsed.with_context(|| {
         format!(
             "the guest's cell report is missing or malformed (exit status {code}); console log: {}",
             work.join("console.log").display()
@@ -152,6 +173,11 @@ fn boot(
         (None, None) => bail!("the guest reported no proof"),
     };
     result.guest = Some(report);
+    if let Some(why) = tpm_died {
+        // What the guest measured is kept; the cell is not valid.
+        result.status = CellStatus::Failed;
+        result.reason = Some(why);
+    }
     Ok(())
 }
 
@@ -277,90 +303,6 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// swtpm as the guest's TPM 2.0, its state in the cell's directory; killed
-/// when dropped.
-struct Swtpm {
-    child: Child,
-    socket: PathBuf,
-    sock_dir: PathBuf,
-}
-
-static TPM_SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-impl Swtpm {
-    fn start(dir: &Path) -> Result<Self> {
-        if crate::vm::qemu::which("swtpm").is_none() {
-            return Err(crate::error::usage(
-                "swtpm not found: apt-get install swtpm swtpm-tools (scripts/setup.sh does)",
-            ));
-        }
-        let _ = fs::remove_dir_all(dir);
-        fs::create_dir_all(dir)?;
-        // A Unix socket path must fit in 108 bytes: a private short directory.
-        let sock_dir = std::env::temp_dir().join(format!(
-            "lsmpmon-tpm-{}-{}",
-            std::process::id(),
-            TPM_SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-        ));
-        let _ = fs::remove_dir_all(&sock_dir);
-        fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&sock_dir)
-            .with_context(|| format!("creating {}", sock_dir.display()))?;
-        let socket = sock_dir.join("swtpm.sock");
-        let mut cmd = Command::new("swtpm");
-        crate::vm::qemu::dies_with_parent(&mut cmd);
-        let child = cmd
-            .args(["socket", "--tpm2", "--tpmstate"])
-            .arg(format!("dir={}", dir.display()))
-            .arg("--ctrl")
-            .arg(format!("type=unixio,path={}", socket.display()))
-            .args(["--flags", "startup-clear"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(fs::File::create(dir.join("swtpm.log"))?)
-            .spawn()
-            .context("starting swtpm")?;
-        let mut tpm = Self {
-            child,
-            socket,
-            sock_dir,
-        };
-        let t = Instant::now();
-        while !tpm.socket.exists() {
-            if t.elapsed() > Duration::from_secs(10) || tpm.child.try_wait()?.is_some() {
-                let log = fs::read_to_string(dir.join("swtpm.log")).unwrap_or_default();
-                bail!(
-                    "swtpm did not start ({}): {}",
-                    tpm.socket.display(),
-                    log.lines().last().unwrap_or("no message")
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Ok(tpm)
-    }
-
-    fn qemu_args(&self) -> Vec<String> {
-        vec![
-            "-chardev".into(),
-            format!("socket,id=chrtpm,path={}", self.socket.display()),
-            "-tpmdev".into(),
-            "emulator,id=tpm0,chardev=chrtpm".into(),
-            "-device".into(),
-            "tpm-tis,tpmdev=tpm0".into(),
-        ]
-    }
-}
-
-impl Drop for Swtpm {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = fs::remove_dir_all(&self.sock_dir);
-    }
 }
 
 /// The result's references to what the cell ran on.

@@ -108,8 +108,14 @@ fn run(plan: &Plan, report: &mut Report) -> Result<()> {
         return Ok(());
     }
     report.footprint = Some(footprint::collect(&plan.spec, mem_before)?);
-    let bench = stage(report, "bench", || bench(plan, None))?;
+    let bench = stage(report, "bench", || bench(plan, None)).inspect_err(|e| {
+        // An op failed: the others' figures stay in the report.
+        report.bench = e.downcast_ref::<Partial>().map(|p| p.0.clone());
+    })?;
     report.bench = Some(bench);
+    if plan.spec.proof.tpm {
+        proof::tpm_still_answers()?;
+    }
     if plan.trace {
         let (trace, traced) = stage(report, "trace", || traced_bench(plan))?;
         report.trace = Some(trace);
@@ -280,11 +286,28 @@ fn bench(plan: &Plan, trace_out: Option<&str>) -> Result<serde_json::Value> {
         .stdout(fs::File::create(out_file)?)
         .status()
         .context("starting the benchmark")?;
+    let written = fs::read(out_file).ok();
     if !status.success() {
-        bail!("the confined benchmark failed ({status})");
+        let why = format!("the confined benchmark failed ({status})");
+        return match written.and_then(|b| serde_json::from_slice(&b).ok()) {
+            Some(partial) => Err(Partial(partial, why).into()),
+            None => bail!("{why}"),
+        };
     }
-    serde_json::from_slice(&fs::read(out_file)?).context("reading the benchmark's JSON")
+    serde_json::from_slice(&written.unwrap_or_default()).context("reading the benchmark's JSON")
 }
+
+/// A benchmark that failed after writing the figures of the ops that did not.
+#[derive(Debug)]
+struct Partial(serde_json::Value, String);
+
+impl std::fmt::Display for Partial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.1)
+    }
+}
+
+impl std::error::Error for Partial {}
 
 fn traced_bench(plan: &Plan) -> Result<(serde_json::Value, serde_json::Value)> {
     let trace_file = "/tmp/lsmpmon-lab-trace.json";

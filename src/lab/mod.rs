@@ -8,9 +8,10 @@ pub mod footprint;
 pub mod guest;
 mod plan;
 mod progress;
-mod proof;
+pub mod proof;
 pub mod results;
 pub mod spec;
+mod swtpm;
 
 use std::{
     path::{Path, PathBuf},
@@ -268,11 +269,14 @@ fn run(args: &RunArgs) -> Result<i32> {
     cells_done.extend(finished);
     progress.done();
     dir.write_index()?;
-    report(
-        &dir,
-        &m.configs.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
-        &m.kernels,
-    )?;
+    // Interrupted before any cell finished: no tables, only the interruption.
+    if !(cancel.load(Ordering::SeqCst) && cells_done.is_empty()) {
+        report(
+            &dir,
+            &m.configs.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
+            &m.kernels,
+        )?;
+    }
     if let Some(e) = write_err {
         return Err(e.context("writing a cell result (the others are kept)"));
     }

@@ -233,6 +233,17 @@ fn clip(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
 }
 
+/// After the measurements of a TPM cell: the TPM must still answer (swtpm
+/// on the host can go away while the guest runs on).
+pub fn tpm_still_answers() -> Result<()> {
+    if read_trim(PCR10).is_none() {
+        anyhow::bail!(
+            "PCR 10 could not be read after the benchmark: the TPM (swtpm) stopped answering during the cell"
+        );
+    }
+    Ok(())
+}
+
 fn read_trim(path: &str) -> Option<String> {
     fs::read_to_string(path).ok().map(|s| s.trim().to_string())
 }

@@ -37,6 +37,8 @@ pub struct Run {
     pub like_key: String,
     /// Whose own functions fill the Table 4 form (empty: the hook itself).
     pub measured_lsms: Vec<String>,
+    /// A lab cell whose proof read IMA's measurement list.
+    pub measured: Option<Measured>,
     pub bench: Option<Value>,
     pub trace: Option<Value>,
     pub footprint: Option<Footprint>,
@@ -52,6 +54,32 @@ pub struct Origin {
     pub time: String,
     pub hostname: String,
     pub cpu_model: String,
+}
+
+/// What a `measure` proof showed about IMA.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measured {
+    /// PCR 10 was read: a TPM took the extends.
+    pub tpm: bool,
+    /// The file digests' algorithm in the list ("sha256", "sha1").
+    pub algo: Option<String>,
+}
+
+impl Measured {
+    fn from_proof(p: &crate::lab::proof::ProofReport) -> Option<Self> {
+        if p.kind != crate::lab::spec::ProofKind::Measure {
+            return None;
+        }
+        // "10 <template digest> <template> <algo>:<file digest> <path>"
+        let algo = p.measurements.iter().find_map(|l| {
+            let field = l.split_whitespace().nth(3)?;
+            Some(field.split_once(':')?.0.to_string())
+        });
+        Some(Self {
+            tpm: p.pcr10_before.is_some(),
+            algo,
+        })
+    }
 }
 
 impl Run {
@@ -215,6 +243,7 @@ fn from_cell(p: &Path, c: CellResult) -> Run {
             )
         },
         measured_lsms: c.config.measured_lsms.clone(),
+        measured: guest.proof.as_ref().and_then(Measured::from_proof),
         bench: guest.bench,
         trace: guest.trace,
         footprint: guest.footprint,
@@ -283,6 +312,7 @@ fn standalone(p: &Path, trace: Option<Value>, bench: Option<Value>) -> Result<Ru
             o.kernel_release, o.hostname, o.cpu_model, o.time, doc["options"]["samples"]
         ),
         measured_lsms: traced_lsms(trace.as_ref()),
+        measured: None,
         origin,
         bench,
         trace,

@@ -5,6 +5,7 @@ pub mod charts;
 pub mod compare;
 pub mod forms;
 mod html;
+mod ima;
 pub mod input;
 mod stats;
 mod studies;
@@ -100,6 +101,7 @@ pub fn tables(runs: &[Run], order: &[String], syscalls: &[String]) -> Vec<Table>
     let refs: Vec<&Run> = runs.iter().collect();
     out.extend(syscalls::tables(&refs, syscalls));
     out.extend(studies::yield_table(&refs));
+    out.extend(ima::tables(runs, order));
     for r in runs.iter().filter(|r| !r.from_lab) {
         if let Some(t) = &r.trace {
             let what = format!(", {} ({})", r.config, r.kernel);

@@ -2,6 +2,7 @@
 //! syscall that fails, a short read or a missing file fails the operation.
 mod bandwidth;
 mod files;
+pub mod ima;
 mod ipc;
 mod process;
 mod syscall;
@@ -108,6 +109,7 @@ pub fn all() -> Vec<OpDef> {
     v.extend(process::ops());
     v.extend(yielding::ops());
     v.extend(bandwidth::ops());
+    v.extend(ima::ops());
     v
 }
 
@@ -132,7 +134,9 @@ pub const PAPER: &[&str] = &[
 ];
 
 /// Every op's group, as `--ops` names them.
-pub const GROUPS: &[&str] = &["syscall", "files", "ipc", "proc", "yield", "bw"];
+pub const GROUPS: &[&str] = &["syscall", "files", "ipc", "proc", "yield", "bw", "ima"];
+/// Groups of the other papers' studies: not in `lmbench` (all the others).
+const STUDY_GROUPS: &[&str] = &["ima"];
 
 /// Resolves "paper", "lmbench", group names and op names, in order, no repeats.
 pub fn select(spec: &str) -> Result<Vec<OpDef>> {
@@ -140,20 +144,23 @@ pub fn select(spec: &str) -> Result<Vec<OpDef>> {
     for word in spec.split(',').map(str::trim).filter(|w| !w.is_empty()) {
         let names: Vec<&str> = match word {
             "paper" => PAPER.to_vec(),
-            "lmbench" => all().iter().map(|o| o.name).collect(),
+            // The other papers' studies are not LMbench's: asked for by name.
+            "lmbench" => all()
+                .iter()
+                .filter(|o| !STUDY_GROUPS.contains(&o.group))
+                .map(|o| o.name)
+                .collect(),
             g if all().iter().any(|o| o.group == g) => all()
                 .iter()
                 .filter(|o| o.group == g)
                 .map(|o| o.name)
                 .collect(),
             name if all().iter().any(|o| o.name == name) => vec![name],
-            other => {
-                return Err(crate::error::usage(format!(
+            other => return Err(crate::error::usage(format!(
                 "unknown operation or group '{other}': groups are {}, lmbench, paper; ops are {}",
                 GROUPS.join(", "),
                 all().iter().map(|o| o.name).collect::<Vec<_>>().join(" ")
-            )))
-            }
+            ))),
         };
         for n in names {
             if !out.iter().any(|o| o.name == n) {
@@ -281,6 +288,8 @@ mod tests {
         );
         assert!(names("lmbench").len() >= 30);
         assert!(select("nosuch").is_err());
+        assert!(names("lmbench").iter().all(|n| !n.starts_with("ima_")));
+        assert_eq!(names("ima").len(), 11);
         for op in all() {
             assert!(GROUPS.contains(&op.group), "{}", op.name);
         }
