@@ -156,11 +156,13 @@ pub fn select(spec: &str) -> Result<Vec<OpDef>> {
                 .map(|o| o.name)
                 .collect(),
             name if all().iter().any(|o| o.name == name) => vec![name],
-            other => return Err(crate::error::usage(format!(
+            other => {
+                return Err(crate::error::usage(format!(
                 "unknown operation or group '{other}': groups are {}, lmbench, paper; ops are {}",
                 GROUPS.join(", "),
                 all().iter().map(|o| o.name).collect::<Vec<_>>().join(" ")
-            ))),
+            )))
+            }
         };
         for n in names {
             if !out.iter().any(|o| o.name == n) {
