@@ -2,7 +2,7 @@
 //! kernel, in throwaway guests: boot, set up, prove, bench untraced, bench
 //! under `trace --per-lsm`, footprint; one result file per cell, the papers'
 //! Table 3 and Table 4 forms over them.
-mod access;
+pub mod access;
 mod cell;
 pub mod footprint;
 pub mod guest;
