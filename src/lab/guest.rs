@@ -269,7 +269,14 @@ fn bench(plan: &Plan, trace_out: Option<&str>) -> Result<serde_json::Value> {
         Some(trace_json) => {
             let inner = workload(plan, true, &bench_args(plan, true));
             let mut c = Command::new(LSMPMON);
-            c.args(["trace", "--per-lsm", "--json", "-o", trace_json, "--"])
+            c.args(["trace", "--per-lsm", "--json", "-o", trace_json]);
+            // A BPF LSM configuration's own lsm/ programs sit on the very
+            // bpf_lsm_* functions --per-lsm times: they are the module being
+            // measured, not someone else's probes (the result lists them).
+            if plan.spec.measured_lsms.iter().any(|l| l == "bpf") {
+                c.arg("--allow-other-probes");
+            }
+            c.arg("--")
                 .arg(inner.get_program())
                 .args(inner.get_args());
             c.stdin(Stdio::null());
