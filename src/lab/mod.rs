@@ -93,6 +93,11 @@ pub struct RunArgs {
     /// Also run the ops under `trace --per-lsm` (the Table 4 form).
     #[arg(long)]
     pub trace: bool,
+    /// Where the benchmark's files live in the guest (`bench --dir`; its
+    /// parents are made). Path depth changes what path-based modules cost:
+    /// only cells with the same directory are compared.
+    #[arg(long, default_value = results::DEFAULT_BENCH_DIR, value_name = "DIR", value_parser = absolute_dir)]
+    pub bench_dir: String,
     /// Guests at once (default: the number of CPUs).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub jobs: Option<u32>,
@@ -488,6 +493,7 @@ fn rerun(args: &RerunArgs) -> Result<i32> {
         ("--sample-ms", o.sample_ms.to_string()),
         ("--timeout", o.timeout_s.to_string()),
         ("--memory-mb", o.memory_mb.to_string()),
+        ("--bench-dir", o.bench_dir.clone()),
         ("--jobs", "1".to_string()),
     ] {
         argv.extend([flag.to_string(), value]);
@@ -529,8 +535,22 @@ fn results_root_of(cell: &Path) -> Result<PathBuf> {
     )))
 }
 
+/// An absolute guest path without empty, `.` or `..` components.
+fn absolute_dir(s: &str) -> std::result::Result<String, String> {
+    let ok = s.starts_with('/')
+        && s.len() > 1
+        && s[1..].split('/').all(|c| !c.is_empty() && c != "." && c != "..");
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err("give an absolute directory such as /tmp/lsmpmon-bench (no '.', '..' or '//')".into())
+    }
+}
+
 fn bench_args(args: &RunArgs) -> Vec<String> {
     vec![
+        "--dir".into(),
+        args.bench_dir.clone(),
         "--ops".into(),
         args.ops.clone(),
         "--samples".into(),
@@ -559,6 +579,7 @@ fn run_options(args: &RunArgs) -> RunOptions {
         rtc: m.rtc,
         kaslr: m.kaslr,
         timeout_s: args.timeout_s,
+        bench_dir: args.bench_dir.clone(),
     }
 }
 
