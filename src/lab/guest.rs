@@ -285,9 +285,7 @@ fn bench(plan: &Plan, trace_out: Option<&str>) -> Result<serde_json::Value> {
             if plan.spec.measured_lsms.iter().any(|l| l == "bpf") {
                 c.arg("--allow-other-probes");
             }
-            c.arg("--")
-                .arg(inner.get_program())
-                .args(inner.get_args());
+            c.arg("--").arg(inner.get_program()).args(inner.get_args());
             c.stdin(Stdio::null());
             c
         }

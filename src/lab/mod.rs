@@ -539,7 +539,9 @@ fn results_root_of(cell: &Path) -> Result<PathBuf> {
 fn absolute_dir(s: &str) -> std::result::Result<String, String> {
     let ok = s.starts_with('/')
         && s.len() > 1
-        && s[1..].split('/').all(|c| !c.is_empty() && c != "." && c != "..");
+        && s[1..]
+            .split('/')
+            .all(|c| !c.is_empty() && c != "." && c != "..");
     if ok {
         Ok(s.to_string())
     } else {
