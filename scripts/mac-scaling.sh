@@ -48,3 +48,4 @@ for rules in ${RULES:-10 100 1000}; do
     run "$out/rules-$rules" --config-dir "$tmp"
     rm -rf "$tmp"
 done
+python3 "$root/scripts/mac_curves.py" "$out"
