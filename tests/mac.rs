@@ -202,3 +202,56 @@ fn rename_link_malformed_and_unload() {
     );
     assert_eq!(said("malformed", "status"), "mac: 0 programs attached");
 }
+
+/// `lab run --bench-dir` (how the depth curve is run): the benchmark runs
+/// there, the cell records it, and a directory that is not absolute is one
+/// usage line before anything boots.
+#[test]
+fn bench_dir_is_where_the_benchmark_runs() {
+    let res = tmpdir("bench-dir");
+    let r = res.to_str().unwrap();
+    let out = run(&[
+        "lab",
+        "run",
+        "--configs",
+        "none",
+        "--bench-dir",
+        "tmp/x",
+        "--results",
+        r,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(common::one_error_line(&out).contains("--bench-dir"));
+    assert!(!res.join("cells").exists(), "nothing ran");
+
+    let deep = "/d1/d2/d3/d4";
+    let out = run(&[
+        "lab",
+        "run",
+        "--kernels",
+        "6.1",
+        "--configs",
+        "none",
+        "--ops",
+        "stat",
+        "--samples",
+        "1",
+        "--sample-ms",
+        "1",
+        "--bench-dir",
+        deep,
+        "--results",
+        r,
+    ]);
+    assert!(out.status.success());
+    let cell = std::fs::read_dir(res.join("cells"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap();
+    let c = json(&std::fs::read_to_string(cell.path()).unwrap());
+    assert_eq!(c["status"], "passed", "{}", c["reason"]);
+    assert_eq!(c["options"]["bench_dir"], deep);
+    assert_eq!(c["guest"]["bench"]["options"]["dir"], deep);
+    common::validate("lab-cell.schema.json", &c.to_string());
+}

@@ -92,6 +92,13 @@ fn parse_rule(line: &str) -> std::result::Result<Rule, String> {
             mac_limits::MAC_PATH_MAX - 1
         ));
     }
+    let components = path.split('/').filter(|c| !c.is_empty()).count();
+    if components > mac_limits::MAC_PATH_COMPONENTS as usize {
+        return Err(format!(
+            "the path has {components} components, more than {}",
+            mac_limits::MAC_PATH_COMPONENTS
+        ));
+    }
     let label_ok = label.len() <= 64
         && label
             .bytes()
@@ -160,5 +167,8 @@ mod tests {
         }
         let long = format!("deny open /{} l", "d".repeat(255));
         assert!(parse(&long).unwrap_err().contains("longer than 255"));
+        let deep = format!("deny open {} l", "/d".repeat(33));
+        assert!(parse(&deep).unwrap_err().contains("33 components, more than 32"));
+        assert!(parse(&format!("deny open {} l", "/d".repeat(32))).is_ok());
     }
 }

@@ -94,7 +94,7 @@ struct {
 	__type(value, __u32);
 } labels SEC(".maps");
 
-#define WALK_SLOTS 32 /* a power of two >= MAC_WALK_DEPTH's components kept */
+#define WALK_SLOTS MAC_PATH_COMPONENTS /* a power of two */
 
 struct scratch {
 	char buf[2 * MAC_PATH_MAX]; /* the key is the first MAC_PATH_MAX bytes */

@@ -26,8 +26,10 @@ enum mac_access {
 enum mac_limits {
 	/* A path key's size: up to 255 bytes and a NUL, zero-filled after it. */
 	MAC_PATH_MAX = 256,
-	/* Components a path_mknod walk follows before it gives up. */
+	/* Steps (components and mount crossings) a path_* walk takes at most. */
 	MAC_WALK_DEPTH = 40,
+	/* Components a path_* walk keeps: a longer path matches no rule. */
+	MAC_PATH_COMPONENTS = 32,
 	/* The subject's command name: bpf_get_current_comm's 16 bytes. */
 	MAC_COMM_LEN = 16,
 };
