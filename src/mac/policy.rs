@@ -168,7 +168,9 @@ mod tests {
         let long = format!("deny open /{} l", "d".repeat(255));
         assert!(parse(&long).unwrap_err().contains("longer than 255"));
         let deep = format!("deny open {} l", "/d".repeat(33));
-        assert!(parse(&deep).unwrap_err().contains("33 components, more than 32"));
+        assert!(parse(&deep)
+            .unwrap_err()
+            .contains("33 components, more than 32"));
         assert!(parse(&format!("deny open {} l", "/d".repeat(32))).is_ok());
     }
 }
