@@ -20,7 +20,7 @@ use libbpf_rs::{
 use super::policy::{self, Rule};
 use super::Method;
 use crate::error::usage;
-use crate::intf_mac::{mac_limits, mac_path_key};
+use crate::intf_mac::{mac_inode_key, mac_limits, mac_path_key};
 
 mod bpf {
     #![allow(clippy::all, dead_code, non_camel_case_types, non_snake_case)]
@@ -150,10 +150,19 @@ fn inode_key(path: &str) -> Result<Vec<u8>> {
         ))
     })?;
     let (major, minor) = (libc::major(st.st_dev), libc::minor(st.st_dev));
-    let mut key = st.st_ino.to_ne_bytes().to_vec();
-    key.extend_from_slice(&((major << 20) | minor).to_ne_bytes());
-    key.extend_from_slice(&0u32.to_ne_bytes());
-    Ok(key)
+    let key = mac_inode_key {
+        ino: st.st_ino,
+        dev: (major << 20) | minor,
+        pad: 0,
+    };
+    let bytes = [
+        &key.ino.to_ne_bytes()[..],
+        &key.dev.to_ne_bytes(),
+        &key.pad.to_ne_bytes(),
+    ]
+    .concat();
+    debug_assert_eq!(bytes.len(), std::mem::size_of::<mac_inode_key>());
+    Ok(bytes)
 }
 
 fn nix_stat(path: &str) -> std::io::Result<libc::stat> {
