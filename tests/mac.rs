@@ -116,6 +116,7 @@ for m in label path inode; do
     echo a > /srv/m/a
     lsmpmon mac label --policy /tmp/p >/dev/null
     lsmpmon mac load --method $m --policy /tmp/p >/dev/null || echo "$m load-failed"
+    echo "$m status-loaded $(lsmpmon mac status | sed 's/ attached:.*/ attached/')"
     try $m first read /srv/m/a
     ln /srv/m/a /srv/m/hardlink
     try $m hardlink read /srv/m/hardlink
@@ -185,6 +186,8 @@ fn rename_link_malformed_and_unload() {
         // /tmp is its own tmpfs: the path walk crosses the mount.
         assert_eq!(said(m, "create-in-mount"), "EACCES", "{m}");
         assert_eq!(said(m, "create-elsewhere"), "allowed", "{m}");
+        // status sees the links whoever holds them: six while loaded, none after.
+        assert_eq!(said(m, "status-loaded"), "mac: 6 programs attached", "{m}");
         assert_eq!(
             said(m, "status-after-unload"),
             "mac: 0 programs attached",
