@@ -44,6 +44,7 @@ pub struct Loaded {
 
 pub fn load(method: Method, rules: &[Rule], subject: &str) -> Result<Loaded> {
     check_bpf_lsm()?;
+    check_bpf_loop()?;
     if Path::new(PIN_DIR).exists() {
         return Err(usage(format!(
             "a reference MAC is already loaded ({PIN_DIR} exists): run `lsmpmon mac unload` first"
@@ -88,6 +89,30 @@ fn check_bpf_lsm() -> Result<()> {
                 lsms.trim()
             )));
         }
+    }
+    Ok(())
+}
+
+/// The path walk calls bpf_loop (Linux 5.17); without it the verifier only
+/// says EINVAL, so look for the helper in the kernel's BTF first.
+fn check_bpf_loop() -> Result<()> {
+    // SAFETY: libbpf returns an owned BTF object or NULL; freed below.
+    let btf = unsafe { libbpf_sys::btf__load_vmlinux_btf() };
+    if btf.is_null() {
+        return Ok(()); // the load itself will say what is missing
+    }
+    // SAFETY: btf is valid; the name is NUL-terminated.
+    let id = unsafe {
+        libbpf_sys::btf__find_by_name_kind(btf, c"bpf_loop".as_ptr(), libbpf_sys::BTF_KIND_FUNC)
+    };
+    // SAFETY: btf came from btf__load_vmlinux_btf and is not used after this.
+    unsafe { libbpf_sys::btf__free(btf) };
+    if id < 0 {
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        return Err(usage(format!(
+            "this kernel ({}) has no bpf_loop helper, which the reference MACs need (Linux 5.17 or later)",
+            release.trim()
+        )));
     }
     Ok(())
 }
