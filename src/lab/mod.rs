@@ -636,3 +636,18 @@ fn base_result(
         guest: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::absolute_dir;
+
+    #[test]
+    fn bench_dir_is_an_absolute_plain_path() {
+        for ok in ["/tmp/lsmpmon-bench", "/d1", "/d1/d2/d3/d4"] {
+            assert_eq!(absolute_dir(ok).as_deref(), Ok(ok));
+        }
+        for bad in ["", "/", "tmp/x", "/a//b", "/a/../b", "/a/./b", "/a/"] {
+            assert!(absolute_dir(bad).is_err(), "{bad:?}");
+        }
+    }
+}
