@@ -5,6 +5,7 @@ use std::{env, path::PathBuf};
 use libbpf_cargo::SkeletonBuilder;
 
 const BPF_DIR: &str = "src/trace/bpf";
+const MAC_DIR: &str = "src/mac/bpf";
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR is set by cargo"));
@@ -34,8 +35,36 @@ fn main() {
         .write_to_file(out.join("intf.rs"))
         .expect("writing intf.rs");
 
+    mac(&out);
     syscall_names(&out);
     println!("cargo:rerun-if-changed={BPF_DIR}");
+}
+
+/// The reference MACs' object and the Rust view of their `mac_intf.h`.
+fn mac(out: &std::path::Path) {
+    SkeletonBuilder::new()
+        .source(format!("{MAC_DIR}/mac.bpf.c"))
+        .clang_args([
+            "-I/usr/include/x86_64-linux-gnu",
+            "-I",
+            MAC_DIR,
+            "-D__TARGET_ARCH_x86",
+            "-mcpu=v3",
+        ])
+        .build_and_generate(out.join("mac.skel.rs"))
+        .expect("compiling src/mac/bpf/mac.bpf.c (needs clang and libbpf headers)");
+    bindgen::Builder::default()
+        .header(format!("{MAC_DIR}/mac_intf.h"))
+        .clang_arg("-I/usr/include/x86_64-linux-gnu")
+        .allowlist_type("mac_.*")
+        .allowlist_var("MAC_.*")
+        .constified_enum_module("mac_.*")
+        .derive_default(true)
+        .generate()
+        .expect("bindgen on mac_intf.h (needs libclang)")
+        .write_to_file(out.join("mac_intf.rs"))
+        .expect("writing mac_intf.rs");
+    println!("cargo:rerun-if-changed={MAC_DIR}");
 }
 
 /// x86_64 syscall numbers -> names, from the kernel's uapi header (linux-libc-dev).

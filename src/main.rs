@@ -2,7 +2,9 @@
 mod bench;
 mod error;
 mod intf;
+mod intf_mac;
 mod lab;
+mod mac;
 mod papers;
 mod parse;
 mod provenance;
@@ -36,6 +38,9 @@ enum Command {
     /// Throwaway QEMU guests with real Debian kernels.
     #[command(subcommand)]
     Vm(vm::VmCommand),
+    /// (guest) the reference MACs: label, path and inode identification.
+    #[command(hide = true)]
+    Mac(mac::MacCommand),
 }
 
 fn main() {
@@ -52,6 +57,7 @@ fn main() {
         Command::Lab(cmd) => lab::main(*cmd),
         Command::Report(args) => report::main(*args),
         Command::Compare(args) => report::compare_main(*args),
+        Command::Mac(cmd) => mac::main(cmd),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -87,7 +87,7 @@ fn stage<T>(report: &mut Report, name: &str, f: impl FnOnce() -> Result<T>) -> R
 }
 
 fn run(plan: &Plan, report: &mut Report) -> Result<()> {
-    stage(report, "prepare", prepare)?;
+    stage(report, "prepare", || prepare(plan))?;
     let before = stage(report, "access-unconfined", || {
         access_as_workload(plan, false)
     })?;
@@ -181,8 +181,14 @@ fn idle_share(window: std::time::Duration) -> f64 {
     }
 }
 
-fn prepare() -> Result<()> {
+fn prepare(plan: &Plan) -> Result<()> {
     settle()?;
+    // bench makes its --dir (0700) but not the parents a deep one needs.
+    let dir = plan.bench_args.iter().skip_while(|a| *a != "--dir").nth(1);
+    if let Some(parent) = dir.and_then(|d| Path::new(d).parent()) {
+        fs::create_dir_all(parent)
+            .with_context(|| format!("making {} for the benchmark", parent.display()))?;
+    }
     for (path, text) in [(PUBLIC, "public\n"), (SECRET, "secret\n")] {
         fs::create_dir_all(Path::new(path).parent().unwrap_or(Path::new("/")))?;
         fs::write(path, text)?;
@@ -256,7 +262,10 @@ fn access_as_workload(plan: &Plan, confined: bool) -> Result<Vec<Outcome>> {
 const TRACED_SAMPLES: &str = "1";
 
 fn bench_args(plan: &Plan, traced: bool) -> Vec<&str> {
-    let mut v = vec!["bench", "--json", "--dir", WORK_DIR];
+    let mut v = vec!["bench", "--json"];
+    if !plan.bench_args.iter().any(|a| a == "--dir") {
+        v.extend(["--dir", WORK_DIR]);
+    }
     let mut args = plan.bench_args.iter().map(String::as_str);
     while let Some(a) = args.next() {
         v.push(a);
@@ -275,9 +284,14 @@ fn bench(plan: &Plan, trace_out: Option<&str>) -> Result<serde_json::Value> {
         Some(trace_json) => {
             let inner = workload(plan, true, &bench_args(plan, true));
             let mut c = Command::new(LSMPMON);
-            c.args(["trace", "--per-lsm", "--json", "-o", trace_json, "--"])
-                .arg(inner.get_program())
-                .args(inner.get_args());
+            c.args(["trace", "--per-lsm", "--json", "-o", trace_json]);
+            // A BPF LSM configuration's own lsm/ programs sit on the very
+            // bpf_lsm_* functions --per-lsm times: they are the module being
+            // measured, not someone else's probes (the result lists them).
+            if plan.spec.measured_lsms.iter().any(|l| l == "bpf") {
+                c.arg("--allow-other-probes");
+            }
+            c.arg("--").arg(inner.get_program()).args(inner.get_args());
             c.stdin(Stdio::null());
             c
         }

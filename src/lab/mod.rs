@@ -2,7 +2,7 @@
 //! kernel, in throwaway guests: boot, set up, prove, bench untraced, bench
 //! under `trace --per-lsm`, footprint; one result file per cell, the papers'
 //! Table 3 and Table 4 forms over them.
-mod access;
+pub mod access;
 mod cell;
 pub mod footprint;
 pub mod guest;
@@ -97,6 +97,11 @@ pub struct RunArgs {
     /// Also run the ops under `trace --per-lsm` (the Table 4 form).
     #[arg(long)]
     pub trace: bool,
+    /// Where the benchmark's files live in the guest (`bench --dir`; its
+    /// parents are made). Path depth changes what path-based modules cost:
+    /// only cells with the same directory are compared.
+    #[arg(long, default_value = results::DEFAULT_BENCH_DIR, value_name = "DIR", value_parser = absolute_dir)]
+    pub bench_dir: String,
     /// Guests at once (default: the number of CPUs).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub jobs: Option<u32>,
@@ -495,6 +500,7 @@ fn rerun(args: &RerunArgs) -> Result<i32> {
         ("--sample-ms", o.sample_ms.to_string()),
         ("--timeout", o.timeout_s.to_string()),
         ("--memory-mb", o.memory_mb.to_string()),
+        ("--bench-dir", o.bench_dir.clone()),
         ("--jobs", "1".to_string()),
     ] {
         argv.extend([flag.to_string(), value]);
@@ -539,8 +545,24 @@ fn results_root_of(cell: &Path) -> Result<PathBuf> {
     )))
 }
 
+/// An absolute guest path without empty, `.` or `..` components.
+fn absolute_dir(s: &str) -> std::result::Result<String, String> {
+    let ok = s.starts_with('/')
+        && s.len() > 1
+        && s[1..]
+            .split('/')
+            .all(|c| !c.is_empty() && c != "." && c != "..");
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err("give an absolute directory such as /tmp/lsmpmon-bench (no '.', '..' or '//')".into())
+    }
+}
+
 fn bench_args(args: &RunArgs) -> Vec<String> {
     let mut v = vec![
+        "--dir".into(),
+        args.bench_dir.clone(),
         "--ops".into(),
         args.ops.clone(),
         "--samples".into(),
@@ -574,6 +596,7 @@ fn run_options(args: &RunArgs) -> RunOptions {
         rtc: m.rtc,
         kaslr: m.kaslr,
         timeout_s: args.timeout_s,
+        bench_dir: args.bench_dir.clone(),
     }
 }
 
@@ -626,5 +649,20 @@ fn base_result(
         bytes_added: 0,
         log_dir: String::new(),
         guest: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::absolute_dir;
+
+    #[test]
+    fn bench_dir_is_an_absolute_plain_path() {
+        for ok in ["/tmp/lsmpmon-bench", "/d1", "/d1/d2/d3/d4"] {
+            assert_eq!(absolute_dir(ok).as_deref(), Ok(ok));
+        }
+        for bad in ["", "/", "tmp/x", "/a//b", "/a/../b", "/a/./b", "/a/"] {
+            assert!(absolute_dir(bad).is_err(), "{bad:?}");
+        }
     }
 }

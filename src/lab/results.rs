@@ -62,6 +62,15 @@ pub struct RunOptions {
     pub rtc: String,
     pub kaslr: bool,
     pub timeout_s: u64,
+    /// Where the benchmark's files lived (cells from before it was an option: the default).
+    #[serde(default = "default_bench_dir")]
+    pub bench_dir: String,
+}
+
+pub const DEFAULT_BENCH_DIR: &str = "/tmp/lsmpmon-bench";
+
+fn default_bench_dir() -> String {
+    DEFAULT_BENCH_DIR.into()
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

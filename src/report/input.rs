@@ -230,7 +230,7 @@ fn from_cell(p: &Path, c: CellResult) -> Run {
         like_key: {
             let o = &c.options;
             format!(
-                "{} {} samples={} sample_ms={} {} {} {} mem={} kaslr={}",
+                "{} {} samples={} sample_ms={} {} {} {} mem={} kaslr={} dir={}",
                 c.kernel.deb_sha256,
                 c.time,
                 o.samples,
@@ -240,6 +240,7 @@ fn from_cell(p: &Path, c: CellResult) -> Run {
                 o.rtc,
                 o.memory_mb,
                 o.kaslr,
+                o.bench_dir,
             )
         },
         measured_lsms: c.config.measured_lsms.clone(),

@@ -106,7 +106,7 @@ impl Kallsyms {
             let Ok(addr) = u64::from_str_radix(addr, 16) else {
                 continue;
             };
-            if matches!(kind, "t" | "T") {
+            if is_function(kind) {
                 by_addr.entry(addr).or_insert_with(|| name.to_string());
             }
             by_name.insert(name.to_string(), addr);
@@ -118,6 +118,12 @@ impl Kallsyms {
         }
         Ok(Self { by_addr, by_name })
     }
+}
+
+/// A text symbol, strong or weak: from 7.x the BPF LSM's default hooks
+/// (`bpf_lsm_file_open`, ...) are weak (`W` in /proc/kallsyms).
+fn is_function(kind: &str) -> bool {
+    matches!(kind, "t" | "T" | "w" | "W")
 }
 
 fn member(s: &Struct, name: &str, what: &str) -> Result<u64> {
@@ -204,4 +210,20 @@ pub fn discover(btf: &KernelBtf, hooks: &[String]) -> Result<Vec<Impl>> {
         ));
     }
     Ok(impls)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_function;
+
+    #[test]
+    fn weak_functions_are_functions_data_is_not() {
+        // As 7.3 lists them: "ffffffff816258a0 W bpf_lsm_file_open".
+        for kind in ["T", "t", "W", "w"] {
+            assert!(is_function(kind), "{kind}");
+        }
+        for kind in ["D", "d", "R", "r", "B", "b", "V", "v", "A"] {
+            assert!(!is_function(kind), "{kind}");
+        }
+    }
 }

@@ -1,0 +1,112 @@
+//! `lsmpmon mac` (hidden, run in the guest by the mac-* lab configurations):
+//! three reference MACs as BPF LSM programs that enforce the same policy and
+//! differ only in how they identify a file: label, path or inode.
+mod load;
+pub mod policy;
+mod probe;
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Args, Subcommand, ValueEnum};
+
+use crate::error::EXIT_OK;
+use crate::intf_mac::mac_method;
+
+#[derive(Args, Debug)]
+pub struct MacCommand {
+    #[command(subcommand)]
+    pub sub: MacSub,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum MacSub {
+    /// Load a reference MAC and pin its links (it stays after this exits).
+    Load {
+        #[arg(long, value_enum)]
+        method: Method,
+        /// Policy file: `deny ACCESS[,ACCESS] /PATH LABEL` lines.
+        #[arg(long)]
+        policy: PathBuf,
+        /// The subject's command name (its first 15 bytes are compared).
+        #[arg(long, default_value = "lsmpmon-workload")]
+        subject: String,
+    },
+    /// Detach the loaded reference MAC (remove its pinned links).
+    Unload,
+    /// Write each rule's label into its file's security.lsmpmon xattr.
+    Label {
+        #[arg(long)]
+        policy: PathBuf,
+    },
+    /// Try one access as this process; print `ACCESS PATH: allowed|ERRNO`.
+    Try {
+        #[arg(value_enum)]
+        access: probe::Access,
+        path: PathBuf,
+    },
+    /// List the reference MACs' programs attached right now (any holder).
+    Status,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    Label,
+    Path,
+    Inode,
+}
+
+impl Method {
+    fn id(self) -> u32 {
+        match self {
+            Method::Label => mac_method::MAC_LABEL,
+            Method::Path => mac_method::MAC_PATH,
+            Method::Inode => mac_method::MAC_INODE,
+        }
+    }
+}
+
+pub fn main(cmd: MacCommand) -> Result<i32> {
+    match cmd.sub {
+        MacSub::Load {
+            method,
+            policy: file,
+            subject,
+        } => {
+            let rules = policy::read(&file)?;
+            let done = load::load(method, &rules, &subject)?;
+            println!(
+                "mac: {method:?} method loaded: {} rules ({} keys), {} labelled files cached, programs {}",
+                rules.len(),
+                done.rule_keys,
+                done.labelled_files,
+                done.programs.join(" ")
+            );
+            Ok(EXIT_OK)
+        }
+        MacSub::Unload => {
+            let n = load::unpin_all()?;
+            println!("mac: unloaded: {n} pinned links removed");
+            Ok(EXIT_OK)
+        }
+        MacSub::Label { policy: file } => {
+            let n = load::label(&policy::read(&file)?)?;
+            println!("mac: labelled {n} files ({})", load::XATTR);
+            Ok(EXIT_OK)
+        }
+        MacSub::Try { access, path } => {
+            let outcome = probe::attempt(access, &path);
+            println!("{access:?} {}: {outcome}", path.display());
+            Ok(EXIT_OK)
+        }
+        MacSub::Status => {
+            let progs = load::attached()?;
+            println!(
+                "mac: {} programs attached: {}",
+                progs.len(),
+                progs.join(" ")
+            );
+            Ok(EXIT_OK)
+        }
+    }
+}
