@@ -208,6 +208,63 @@ fn the_yield_study_sets_processes_against_threads() {
     assert!(!lab.contains("\"form\": \"yield\""));
 }
 
+/// The study end to end on this machine: bench with fixed rounds, then the
+/// report's paper form; a run whose rounds were calibrated has no total.
+#[test]
+fn the_yield_study_runs_end_to_end() {
+    let yield_table = |args: &[&str], name: &str| -> Value {
+        let path = tmp(name);
+        let mut bench = vec!["bench", "--ops", "yield_rounds_proc,yield_rounds_thread"];
+        bench.extend_from_slice(args);
+        bench.extend(["--samples", "3", "--json"]);
+        std::fs::write(&path, stdout_ok(&lsmpmon(&bench))).unwrap();
+        let out = stdout_ok(&lsmpmon(&[
+            "report",
+            path.to_str().unwrap(),
+            "--format",
+            "json",
+        ]));
+        let json: Value = serde_json::from_str(&out).unwrap();
+        json["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["form"] == "yield")
+            .expect("the yield table")
+            .clone()
+    };
+    let row = |t: &Value, label: &str| -> Value {
+        t["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["label"] == label)
+            .unwrap_or_else(|| panic!("no row {label}"))["cells"][0]
+            .clone()
+    };
+    let fixed = yield_table(&["--iterations", "2000"], "yield-2000.json");
+    assert_eq!(row(&fixed, "rounds")["value"], 2000.0);
+    let total = row(&fixed, "processes, N rounds (µs)")["value"]
+        .as_f64()
+        .unwrap();
+    // A round is two sched_yield calls and a switch: far over 0.1 µs, far under 1 ms.
+    assert!(total > 2000.0 * 0.1 && total < 2000.0 * 1000.0, "{total}");
+    // 2 000 rounds is not one of the paper's sizes: no figure of its own beside.
+    assert_eq!(
+        row(&fixed, "the paper: Linux, N rounds (µs)")["kind"],
+        "missing"
+    );
+    let calibrated = yield_table(&["--sample-ms", "2"], "yield-calibrated.json");
+    assert_eq!(row(&calibrated, "rounds")["kind"], "missing");
+    assert_eq!(
+        row(&calibrated, "processes, N rounds (µs)")["kind"],
+        "missing"
+    );
+    assert!(row(&calibrated, "processes ÷ threads (paired)")["value"]
+        .as_f64()
+        .is_some());
+}
+
 #[test]
 fn output_goes_only_where_it_can_go_whole() {
     // A link, a device or a directory at -o is never replaced.
