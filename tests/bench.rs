@@ -255,10 +255,14 @@ fn landlock_run_is_enforced_and_recorded() {
 
 #[test]
 fn errors_are_one_line_with_exit_2() {
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 6] = [
         (&["--ops", "nosuch"], "unknown operation or group 'nosuch'"),
         (&["--ops", "null", "--iterations", "0"], "--iterations"),
         (&["--ops", "null", "--iterations=-5"], "--iterations"),
+        (
+            &["--ops", "yield,null", "--iterations", "5"],
+            "applies to the yield group's ops only, not null",
+        ),
         (
             &["--ops", "null", "--dir", "/proc/lsmpmon-no"],
             "cannot create work directory",

@@ -171,6 +171,11 @@ echo "C $(lsmpmon trace ctl dump --json)"
 kill -INT $T
 wait $T
 echo "F $(cat /tmp/final.json | tr -d '\n')"
+# The object in a later argument (inode_unlink: the dentry, argument 1), next
+# to a hook whose object is argument 0: each call must read its own hook's.
+lsmpmon trace --hooks 'inode_getattr,inode_unlink' --object victim --json -o /tmp/u.json -- \
+  sh -c ': > /tmp/o/victim; : > /tmp/o/bystander; rm /tmp/o/bystander /tmp/o/victim' 2>/dev/null
+echo "U $(tr -d '\n' < /tmp/u.json)"
 "#;
     let text = guest_stdout(series, script);
     let part = |tag: &str| tagged(&text, tag);
@@ -196,6 +201,8 @@ echo "F $(cat /tmp/final.json | tr -d '\n')"
     assert_eq!(calls(&f, "inode_getattr"), 3);
     assert_eq!(f["options"]["object"], "target");
     validate("trace.schema.json", &serde_json::to_string(&f).unwrap());
+    let u = part("U");
+    assert_eq!(calls(&u, "inode_unlink"), 1, "only the victim's unlink");
 }
 
 /// A fanotify FAN_OPEN_PERM listener that answers slowly blocks each open

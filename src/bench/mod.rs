@@ -44,9 +44,9 @@ pub struct BenchArgs {
     /// Minimum duration of one sample; iterations grow until it is reached.
     #[arg(long, default_value_t = 10.0, value_parser = crate::parse::sample_ms)]
     pub sample_ms: f64,
-    /// Operations per sample, fixed instead of grown to --sample-ms (the pseudo
-    /// multi-process paper times 100 000 and 1 000 000 sched_yield rounds).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
+    /// Operations per sample, fixed instead of grown to --sample-ms: the yield
+    /// group's rounds (the pseudo multi-process paper times 100 000 and 1 000 000).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     pub iterations: Option<u64>,
     /// Pin the benchmark to this CPU.
     #[arg(long, value_parser = crate::parse::cpu)]
@@ -171,8 +171,24 @@ pub fn cpu_model() -> String {
 }
 
 /// Checks an `--ops` list (the lab validates before booting anything).
-pub fn check_ops(spec: &str) -> Result<()> {
-    ops::select(spec).map(|_| ())
+pub fn check_ops(spec: &str, iterations: Option<u64>) -> Result<()> {
+    check_iterations(&ops::select(spec)?, iterations)
+}
+
+/// `--iterations` fixes the rounds of the yield group's ops (the pseudo
+/// multi-process paper's N). Other ops grow theirs to --sample-ms: a fixed
+/// count could ask a file op for a billion files.
+fn check_iterations(selected: &[ops::OpDef], iterations: Option<u64>) -> Result<()> {
+    let Some(n) = iterations else {
+        return Ok(());
+    };
+    match selected.iter().find(|o| o.group != ops::YIELD_GROUP) {
+        Some(o) => Err(usage(format!(
+            "--iterations {n} applies to the yield group's ops only, not {}: select --ops yield (or its ops)",
+            o.name
+        ))),
+        None => Ok(()),
+    }
 }
 
 fn read_baseline(path: &Path) -> Result<serde_json::Value> {
@@ -354,6 +370,7 @@ fn report(
 
 pub fn main(args: BenchArgs) -> Result<i32> {
     let selected = ops::select(&args.ops)?;
+    check_iterations(&selected, args.iterations)?;
     let provenance = provenance();
     let baseline = check_baseline(&args, &selected, &provenance)?;
     catch_signals();

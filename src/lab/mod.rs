@@ -92,7 +92,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub sample_ms: u32,
     /// Operations per sample, fixed (bench --iterations; e.g. the sched_yield rounds).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     pub iterations: Option<u64>,
     /// Also run the ops under `trace --per-lsm` (the Table 4 form).
     #[arg(long)]
@@ -212,7 +212,7 @@ fn resolve(args: &RunArgs) -> Result<Matrix> {
         .iter()
         .map(|n| spec::load(n, &dirs))
         .collect::<Result<Vec<_>>>()?;
-    crate::bench::check_ops(&args.ops)?;
+    crate::bench::check_ops(&args.ops, args.iterations)?;
     Ok(Matrix {
         kernels,
         configs,

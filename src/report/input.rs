@@ -230,11 +230,12 @@ fn from_cell(p: &Path, c: CellResult) -> Run {
         like_key: {
             let o = &c.options;
             format!(
-                "{} {} samples={} sample_ms={} {} {} {} mem={} kaslr={} dir={}",
+                "{} {} samples={} sample_ms={} iterations={:?} {} {} {} mem={} kaslr={} dir={}",
                 c.kernel.deb_sha256,
                 c.time,
                 o.samples,
                 o.sample_ms,
+                o.iterations,
                 o.accel,
                 o.icount,
                 o.rtc,
@@ -309,8 +310,13 @@ fn standalone(p: &Path, trace: Option<Value>, bench: Option<Value>) -> Result<Ru
         time: o.time.clone(),
         started_unix_s: doc["provenance"]["started_unix_s"].as_u64().unwrap_or(0),
         like_key: format!(
-            "{} {} {} {} samples={}",
-            o.kernel_release, o.hostname, o.cpu_model, o.time, doc["options"]["samples"]
+            "{} {} {} {} samples={} iterations={}",
+            o.kernel_release,
+            o.hostname,
+            o.cpu_model,
+            o.time,
+            doc["options"]["samples"],
+            doc["options"]["iterations"]
         ),
         measured_lsms: traced_lsms(trace.as_ref()),
         measured: None,

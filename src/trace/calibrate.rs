@@ -63,6 +63,9 @@ pub fn run(
     attach: impl FnOnce() -> Option<Pair>,
 ) -> (Option<Pair>, Option<f64>) {
     let _name = comm.map(TaskName::set);
+    // The test runs pass through traced hooks (security_bpf): let the
+    // hooks' fresh attach settle too.
+    std::thread::sleep(SETTLE);
     let without = time_test_run(driver);
     let Some(pair) = attach() else {
         return (None, None);

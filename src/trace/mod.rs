@@ -339,7 +339,7 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     setup::attach_context(&mut skel)?;
     let probes = setup::probes(&skel, choice.method, options, &kfuncs)?;
     setup::write_hook_meta(&skel, &plan.hooks)?;
-    let attached = setup::attach_hooks(&probes, choice.method, &plan.hooks, options)?;
+    let attached = setup::attach_hooks(&probes, choice.method, args.method, &plan.hooks, options)?;
     // The floor is measured with the method the hooks got.
     let probes = match attached.multi_refused {
         Some(_) => probes.without_multi(),
@@ -435,7 +435,7 @@ fn probe_info(
             "session".to_string(),
             vec![method::NotUsed {
                 method: "multi session".into(),
-                reason: format!("the kernel refused the multi-link: {reason}"),
+                reason: format!("the kernel refused the multi-link session program: {reason}"),
             }],
         ),
         None => (choice.method.name().to_string(), choice.not_used.clone()),

@@ -10,7 +10,7 @@ use libbpf_rs::{MapCore, OpenObject};
 use super::attach::{self, HookConsts, Kind, Pair, ProbeOptions, Probes, Template};
 use super::bpf::*;
 use super::hooks::{self, Excluded, Hook};
-use super::method::Method;
+use super::method::{Method, MethodArg};
 use super::{btf, calibrate, cgroup_id, cpu_stats, fixed_bytes, refused, TraceArgs};
 use crate::intf::{lsmpmon_hook_meta, lsmpmon_limits as lim};
 
@@ -257,6 +257,7 @@ pub struct Attached {
 pub fn attach_hooks(
     probes: &Probes,
     method: Method,
+    asked: MethodArg,
     hooks: &[Hook],
     options: ProbeOptions,
 ) -> Result<Attached> {
@@ -295,11 +296,18 @@ pub fn attach_hooks(
         Err(reason) if reason.contains("Operation not permitted") => {
             Err(refused("attaching", &reason))
         }
+        // Asked for by name (--method multi-session): no quiet substitute.
+        Err(reason) if asked == MethodArg::MultiSession => Err(anyhow::anyhow!(
+            "--method multi-session: the kernel refused the multi-link session program ({reason}): \
+             use --method auto or session"
+        )),
         Err(reason) => {
             eprintln!("lsmpmon: the kernel refused the multi-link ({reason}): one session program per hook");
             let single = Probes::Session(single.clone());
             let mut attached = attach_each(&single, Method::Session(0), hooks, options)?;
             attached.multi_refused = Some(reason);
+            // The refused attempt took time too.
+            attached.attach_ms = start.elapsed().as_secs_f64() * 1e3;
             Ok(attached)
         }
     }

@@ -133,6 +133,9 @@ pub const PAPER: &[&str] = &[
     "udp",
 ];
 
+/// The group whose ops take a fixed number of rounds (`--iterations`).
+pub const YIELD_GROUP: &str = "yield";
+
 /// Every op's group, as `--ops` names them.
 pub const GROUPS: &[&str] = &["syscall", "files", "ipc", "proc", "yield", "bw", "ima"];
 /// Groups of the other papers' studies: not in `lmbench` (all the others).

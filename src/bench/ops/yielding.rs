@@ -11,7 +11,7 @@ use super::{fork_child, group, wait_ok, Bench, OpDef, Unit, Work};
 
 pub fn ops() -> Vec<OpDef> {
     group(
-        "yield",
+        super::YIELD_GROUP,
         Unit::NsPerOp,
         &[
             ("yield_proc", |_| Ok(Box::new(Yield { threads: false }))),

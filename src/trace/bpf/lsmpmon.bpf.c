@@ -860,7 +860,16 @@ int BPF_PROG(hook_session)
 		return 0;
 	}
 	if (!kf_session_is_return(ctx)) {
+		/*
+		 * One program for every hook has one recursion guard per CPU: a
+		 * task preempted in here would make the kernel skip every hook's
+		 * calls on this CPU until it ran again.
+		 */
+		if (MULTI())
+			preempt_off();
 		session_entry(ctx, cookie);
+		if (MULTI())
+			preempt_on();
 		return 0;
 	}
 	now = bpf_ktime_get_ns();
