@@ -8,6 +8,8 @@ mod runner;
 mod stats;
 mod workdir;
 
+pub use ops::web;
+
 use std::{
     path::{Path, PathBuf},
     sync::atomic::{AtomicBool, Ordering},
@@ -166,6 +168,11 @@ pub fn cpu_model() -> String {
 /// Checks an `--ops` list (the lab validates before booting anything).
 pub fn check_ops(spec: &str) -> Result<()> {
     ops::select(spec).map(|_| ())
+}
+
+/// Whether an `--ops` list holds a `web` op (the guest then needs nginx).
+pub fn needs_web_server(spec: &str) -> Result<bool> {
+    Ok(ops::select(spec)?.iter().any(|o| o.group == "web"))
 }
 
 fn read_baseline(path: &Path) -> Result<serde_json::Value> {

@@ -4,6 +4,7 @@
 //! Table 3 and Table 4 forms over them.
 mod access;
 mod cell;
+pub mod nginx;
 pub mod footprint;
 pub mod guest;
 mod plan;
@@ -11,6 +12,7 @@ mod progress;
 mod proof;
 pub mod results;
 pub mod spec;
+pub mod webserver;
 
 use std::{
     path::{Path, PathBuf},
@@ -66,6 +68,12 @@ pub enum LabSub {
         #[arg(long)]
         landlock: bool,
     },
+    /// (guest) start nginx serving the `web` ops' file mix on the loopback.
+    #[command(hide = true)]
+    WebServer {
+        #[arg(long, default_value = nginx::GUEST_BINARY)]
+        nginx: PathBuf,
+    },
 }
 
 #[derive(Args, Debug, Clone)]
@@ -81,7 +89,13 @@ pub struct RunArgs {
     /// More configuration directories (searched first). Repeatable.
     #[arg(long = "config-dir", value_name = "DIR")]
     pub config_dirs: Vec<PathBuf>,
-    /// Benchmark operations and groups, as `bench --ops`.
+    /// Guest CPU counts, comma-separated (1 to 8): one cell per kernel,
+    /// configuration and CPU count.
+    #[arg(long, default_value = "1", value_name = "LIST")]
+    pub cpus: String,
+    /// Benchmark operations and groups, as `bench --ops` (`web`: nginx in the
+    /// guest, loaded by 8/16/24/32 clients).
+    
     #[arg(long, default_value = "paper")]
     pub ops: String,
     /// Samples per op for the untraced run (the median is reported; bench's default).
@@ -152,6 +166,7 @@ pub fn main(cmd: LabCommand) -> Result<i32> {
         Some(LabSub::Guest { plan }) => guest::main(&plan),
         Some(LabSub::Confine { plan, command }) => guest::confine(&plan, &command),
         Some(LabSub::Access { plan, landlock }) => guest::access(&plan, landlock),
+        Some(LabSub::WebServer { nginx }) => webserver::main(&nginx),
     }
 }
 
@@ -166,9 +181,28 @@ fn split_list(s: &str) -> Vec<String> {
     out
 }
 
+/// `--cpus 1,2`: each count once, 1 to MAX_CPUS.
+fn cpu_counts(s: &str) -> Result<Vec<u32>> {
+    let counts = split_list(s)
+        .iter()
+        .map(|w| match w.parse::<u32>() {
+            Ok(n) if (1..=vm::MAX_CPUS).contains(&n) => Ok(n),
+            _ => Err(usage(format!(
+                "--cpus {s}: '{w}' is not a CPU count from 1 to {}",
+                vm::MAX_CPUS
+            ))),
+        })
+        .collect::<Result<Vec<u32>>>()?;
+    if counts.is_empty() {
+        return Err(usage("--cpus is empty"));
+    }
+    Ok(counts)
+}
+
 /// What one matrix needs, checked before anything boots.
 struct Matrix {
     kernels: Vec<String>,
+    cpus: Vec<u32>,
     configs: Vec<spec::Config>,
     access: spec::Matrix,
 }
@@ -206,6 +240,7 @@ fn resolve(args: &RunArgs) -> Result<Matrix> {
     crate::bench::check_ops(&args.ops)?;
     Ok(Matrix {
         kernels,
+        cpus: cpu_counts(&args.cpus)?,
         configs,
         access: spec::load_matrix()?,
     })
@@ -222,14 +257,21 @@ fn run(args: &RunArgs) -> Result<i32> {
             .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&cancel)))
             .context("installing signal handlers")?;
     }
-    let options = run_options(args);
+    let web = crate::bench::needs_web_server(&args.ops)?;
+    let nginx = if web { Some(nginx::ensure(&cache)?) } else { None };
     let mut jobs = Vec::new();
     let mut cells_done: Vec<CellResult> = Vec::new();
     for series in &m.kernels {
         let k = kernel::ensure(&cache, series, &args.flavour, args.mirror.as_deref())?;
         let kconf = plan::KernelConfig::read(&k.config, &k.release)?;
-        for c in &m.configs {
-            let base = base_result(&k, c, &options, jobs.len() + cells_done.len());
+        for (c, &cpus) in m
+            .configs
+            .iter()
+            .flat_map(|c| m.cpus.iter().map(move |n| (c, n)))
+        {
+            let options = run_options(args, cpus);
+            let mut base = base_result(&k, c, &options, jobs.len() + cells_done.len());
+            base.web_server = nginx.as_ref().map(|n| n.package.clone());
             if let Some(why) = kconf.not_applicable(c) {
                 let mut r = base;
                 r.status = CellStatus::NotApplicable;
@@ -247,10 +289,12 @@ fn run(args: &RunArgs) -> Result<i32> {
                         bench_args: bench_args(args),
                         trace: args.trace,
                         expected_lsms: kconf.expected_lsms(c.spec.lsm.as_deref()),
+                        web_server: web,
                     },
                     kernel: k.clone(),
                     config: c.clone(),
-                    machine: machine(args),
+                    machine: machine(args, cpus),
+                    nginx: nginx.as_ref().map(|n| n.binary.clone()),
                 },
                 base,
             ));
@@ -300,7 +344,10 @@ fn run_jobs(
                 let Some((job, mut base)) = next else { break };
                 let log_dir = dir.log_dir(&base.id);
                 base.log_dir = log_dir.display().to_string();
-                let label = format!("{} {}", job.kernel.series, job.config.name);
+                let label = match job.machine.cpus {
+                    1 => format!("{} {}", job.kernel.series, job.config.name),
+                    n => format!("{} {} {n}cpu", job.kernel.series, job.config.name),
+                };
                 let line = progress.start(&label);
                 let r = cell::run(&job, base, &log_dir, &|l| line.update(l), cancel);
                 progress.finished(&r);
@@ -488,6 +535,7 @@ fn rerun(args: &RerunArgs) -> Result<i32> {
         ("--sample-ms", o.sample_ms.to_string()),
         ("--timeout", o.timeout_s.to_string()),
         ("--memory-mb", o.memory_mb.to_string()),
+        ("--cpus", o.cpus.to_string()),
         ("--jobs", "1".to_string()),
     ] {
         argv.extend([flag.to_string(), value]);
@@ -540,14 +588,15 @@ fn bench_args(args: &RunArgs) -> Vec<String> {
     ]
 }
 
-fn machine(args: &RunArgs) -> Machine {
+fn machine(args: &RunArgs, cpus: u32) -> Machine {
     let mut m = Machine::deterministic(Duration::from_secs(args.timeout_s));
     m.memory_mb = args.memory_mb;
+    m.cpus = cpus;
     m
 }
 
-fn run_options(args: &RunArgs) -> RunOptions {
-    let m = machine(args);
+fn run_options(args: &RunArgs, cpus: u32) -> RunOptions {
+    let m = machine(args, cpus);
     RunOptions {
         ops: args.ops.clone(),
         samples: args.samples as usize,
@@ -559,6 +608,7 @@ fn run_options(args: &RunArgs) -> RunOptions {
         rtc: m.rtc,
         kaslr: m.kaslr,
         timeout_s: args.timeout_s,
+        cpus,
     }
 }
 
@@ -584,8 +634,14 @@ fn base_result(
             }
         })
         .collect();
+    // The CPU count is part of the cell's identity (`__c2`); one CPU keeps
+    // the names cells had before the option existed.
+    let cpus = match options.cpus {
+        1 => String::new(),
+        n => format!("__c{n}"),
+    };
     let id = format!(
-        "{}-{}__{}__{}-{}-{seq}-{}",
+        "{}-{}__{}{cpus}__{}-{}-{seq}-{}",
         k.series,
         k.flavour,
         c.name,
@@ -611,5 +667,6 @@ fn base_result(
         bytes_added: 0,
         log_dir: String::new(),
         guest: None,
+        web_server: None,
     }
 }

@@ -59,6 +59,13 @@ pub struct RunOptions {
     pub rtc: String,
     pub kaslr: bool,
     pub timeout_s: u64,
+    /// Guest CPUs (cells from before the option ran on one).
+    #[serde(default = "one_cpu")]
+    pub cpus: u32,
+}
+
+fn one_cpu() -> u32 {
+    1
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -101,6 +108,9 @@ pub struct CellResult {
     /// The guest's console log and run files.
     pub log_dir: String,
     pub guest: Option<Report>,
+    /// The web server's package, for cells running the `web` ops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub web_server: Option<super::nginx::PackageRef>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -5,6 +5,7 @@ mod files;
 mod ipc;
 mod process;
 mod syscall;
+pub mod web;
 
 use std::{
     ffi::CString,
@@ -76,6 +77,11 @@ pub trait Bench {
     fn child_timed_ns(&self) -> Option<f64> {
         None
     }
+    /// Each request's own latency (ns) since the last call, for ops that
+    /// serve many clients at once (web): the runner keeps the sampled ones.
+    fn take_latencies_ns(&mut self) -> Vec<f64> {
+        Vec::new()
+    }
 }
 
 pub type Make = fn(&Ctx) -> Result<Box<dyn Bench>>;
@@ -106,6 +112,7 @@ pub fn all() -> Vec<OpDef> {
     v.extend(ipc::ops());
     v.extend(process::ops());
     v.extend(bandwidth::ops());
+    v.extend(web::ops());
     v
 }
 
@@ -135,14 +142,18 @@ pub fn select(spec: &str) -> Result<Vec<OpDef>> {
     for word in spec.split(',').map(str::trim).filter(|w| !w.is_empty()) {
         let names: Vec<&str> = match word {
             "paper" => PAPER.to_vec(),
-            "lmbench" => all().iter().map(|o| o.name).collect(),
+            "lmbench" => all()
+                .iter()
+                .filter(|o| o.group != "web")
+                .map(|o| o.name)
+                .collect(),
             g if all().iter().any(|o| o.group == g) => {
                 all().iter().filter(|o| o.group == g).map(|o| o.name).collect()
             }
             name if all().iter().any(|o| o.name == name) => vec![name],
             other => {
                 return Err(crate::error::usage(format!(
-                    "unknown operation or group '{other}': groups are syscall, files, ipc, proc, bw, lmbench, paper; \
+                    "unknown operation or group '{other}': groups are syscall, files, ipc, proc, bw, web, lmbench, paper; \
                      ops are {}",
                     all().iter().map(|o| o.name).collect::<Vec<_>>().join(" ")
                 )))
@@ -274,9 +285,12 @@ mod tests {
         );
         assert!(names("lmbench").len() >= 30);
         assert!(select("nosuch").is_err());
+        // The web ops need a server: never in the lmbench set.
+        assert!(!names("lmbench").iter().any(|n| n.starts_with("web_")));
+        assert_eq!(names("web"), ["web_c8", "web_c16", "web_c24", "web_c32"]);
         for op in all() {
             assert!(
-                ["syscall", "files", "ipc", "proc", "bw"].contains(&op.group),
+                ["syscall", "files", "ipc", "proc", "bw", "web"].contains(&op.group),
                 "{}",
                 op.name
             );
