@@ -592,6 +592,11 @@ fn machine(args: &RunArgs, cpus: u32) -> Machine {
     let mut m = Machine::deterministic(Duration::from_secs(args.timeout_s));
     m.memory_mb = args.memory_mb;
     m.cpus = cpus;
+    if cpus > 1 {
+        // QEMU 7.2 never brings a second vCPU up under -icount (see
+        // vm::SMP_ICOUNT): such cells run in the emulation's real time.
+        m.icount = "off".into();
+    }
     m
 }
 
@@ -657,7 +662,11 @@ fn base_result(
         kernel: cell::kernel_ref(k),
         config: cell::config_ref(c),
         options: options.clone(),
-        time: "virtual".into(),
+        time: if options.icount == "off" {
+            "real".into()
+        } else {
+            "virtual".into()
+        },
         lsmpmon_version: env!("CARGO_PKG_VERSION").into(),
         hostname: host.hostname,
         host_cpu: crate::bench::cpu_model(),

@@ -192,7 +192,17 @@ pub struct Launch<'a> {
     pub output: qemu::Output<'a>,
 }
 
+/// Why `--cpus N` needs `--icount off`: found by booting 6.1 with -smp 2.
+pub const SMP_ICOUNT: &str = "QEMU 7.2 hangs bringing up a second vCPU under -icount \
+     (\"x86: Booting SMP configuration:\", virtual time stops)";
+
 pub fn run(args: &RunArgs) -> Result<i32> {
+    if args.cpus > 1 && args.accel == Accel::Tcg && args.icount != "off" {
+        return Err(usage(format!(
+            "--cpus {}: {SMP_ICOUNT}; add --icount off (real, not deterministic, time)",
+            args.cpus
+        )));
+    }
     let interrupt = interrupt::exit_now()?;
     let cache = args.cache.path();
     let extra = args

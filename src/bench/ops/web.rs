@@ -105,9 +105,10 @@ impl Web {
         for id in 0..clients {
             let (tx, rx) = mpsc::channel::<Job>();
             let (mix, done_tx) = (Arc::clone(&mix), done_tx.clone());
+            let start = id * mix.schedule.len() / clients;
             let t = std::thread::Builder::new()
                 .name(format!("web-client-{id}"))
-                .spawn(move || client(id, &mix, &rx, &done_tx))
+                .spawn(move || client(start, &mix, &rx, &done_tx))
                 .context("starting a client thread")?;
             jobs.push(tx);
             threads.push(t);
@@ -122,12 +123,13 @@ impl Web {
 }
 
 /// A client thread: for each job, its requests one after the other, each on
-/// a new connection; its place in the mix carries on from job to job.
-fn client(id: usize, mix: &Mix, jobs: &mpsc::Receiver<Job>, done: &mpsc::Sender<Done>) {
-    // Clients start at different places in the mix (37 is prime to 100).
-    let mut next = id * 37;
+/// a new connection. Every job starts from the client's own place in the mix
+/// (the clients' places spread evenly over it), so every sample of a run
+/// fetches the same files.
+fn client(start: usize, mix: &Mix, jobs: &mpsc::Receiver<Job>, done: &mpsc::Sender<Done>) {
     let mut buf = Vec::with_capacity(1 << 20);
     while let Ok(job) = jobs.recv() {
+        let mut next = start;
         let mut lat = Vec::with_capacity(job.requests as usize);
         let mut bytes = 0u64;
         let mut outcome = Ok(());
