@@ -196,7 +196,10 @@ mod tests {
     fn percentiles_are_nearest_rank() {
         let v: Vec<f64> = (1..=200).map(f64::from).collect();
         let l = Latency::of(&v).unwrap();
-        assert_eq!((l.p50_ns, l.p90_ns, l.p99_ns, l.max_ns), (100.0, 180.0, 198.0, 200.0));
+        assert_eq!(
+            (l.p50_ns, l.p90_ns, l.p99_ns, l.max_ns),
+            (100.0, 180.0, 198.0, 200.0)
+        );
         assert_eq!(l.requests, 200);
         assert_eq!(Latency::of(&[7.0]).unwrap().p99_ns, 7.0);
         assert!(Latency::of(&[]).is_none());

@@ -4,9 +4,9 @@
 //! Table 3 and Table 4 forms over them.
 mod access;
 mod cell;
-pub mod nginx;
 pub mod footprint;
 pub mod guest;
+pub mod nginx;
 mod plan;
 mod progress;
 mod proof;
@@ -95,7 +95,7 @@ pub struct RunArgs {
     pub cpus: String,
     /// Benchmark operations and groups, as `bench --ops` (`web`: nginx in the
     /// guest, loaded by 8/16/24/32 clients).
-    
+
     #[arg(long, default_value = "paper")]
     pub ops: String,
     /// Samples per op for the untraced run (the median is reported; bench's default).
@@ -258,7 +258,11 @@ fn run(args: &RunArgs) -> Result<i32> {
             .context("installing signal handlers")?;
     }
     let web = crate::bench::needs_web_server(&args.ops)?;
-    let nginx = if web { Some(nginx::ensure(&cache)?) } else { None };
+    let nginx = if web {
+        Some(nginx::ensure(&cache)?)
+    } else {
+        None
+    };
     let mut jobs = Vec::new();
     let mut cells_done: Vec<CellResult> = Vec::new();
     for series in &m.kernels {

@@ -83,9 +83,17 @@ fn fetch(dir: &Path, root: &Path) -> Result<PackageRef> {
         deb_sha256: crate::vm::kernel::sha256_file(&deb)?,
     };
     let _ = fs::remove_dir_all(root);
-    let x = Command::new("dpkg-deb").arg("-x").arg(&deb).arg(root).output()?;
+    let x = Command::new("dpkg-deb")
+        .arg("-x")
+        .arg(&deb)
+        .arg(root)
+        .output()?;
     if !x.status.success() {
-        bail!("dpkg-deb -x {} failed: {}", deb.display(), last_line(&x.stderr));
+        bail!(
+            "dpkg-deb -x {} failed: {}",
+            deb.display(),
+            last_line(&x.stderr)
+        );
     }
     let _ = fs::remove_dir_all(&download);
     Ok(package)

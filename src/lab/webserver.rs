@@ -73,7 +73,10 @@ pub fn start(nginx: &Path) -> Result<u32> {
         bail!(
             "nginx did not start ({}): {}",
             out.status,
-            err.lines().chain(log.lines()).last().unwrap_or("no message")
+            err.lines()
+                .chain(log.lines())
+                .last()
+                .unwrap_or("no message")
         );
     }
     let t = Instant::now();

@@ -129,13 +129,12 @@ impl Web {
 fn client(start: usize, mix: &Mix, jobs: &mpsc::Receiver<Job>, done: &mpsc::Sender<Done>) {
     let mut buf = Vec::with_capacity(1 << 20);
     while let Ok(job) = jobs.recv() {
-        let mut next = start;
         let mut lat = Vec::with_capacity(job.requests as usize);
         let mut bytes = 0u64;
         let mut outcome = Ok(());
-        for _ in 0..job.requests {
+        for slot in (start..).take(job.requests as usize) {
             let t = Instant::now();
-            match fetch(mix, next, &mut buf) {
+            match fetch(mix, slot, &mut buf) {
                 Ok(n) => bytes += n,
                 Err(e) => {
                     outcome = Err(e);
@@ -143,7 +142,6 @@ fn client(start: usize, mix: &Mix, jobs: &mpsc::Receiver<Job>, done: &mpsc::Send
                 }
             }
             lat.push(t.elapsed().as_nanos() as f64);
-            next += 1;
         }
         if done.send(outcome.map(|_| (lat, bytes))).is_err() {
             return;
@@ -260,9 +258,8 @@ mod tests {
     use super::*;
 
     fn response(status: &str, length: usize, body: &[u8]) -> Vec<u8> {
-        let mut r =
-            format!("HTTP/1.1 {status}\r\nServer: x\r\nContent-Length: {length}\r\n\r\n")
-                .into_bytes();
+        let mut r = format!("HTTP/1.1 {status}\r\nServer: x\r\nContent-Length: {length}\r\n\r\n")
+            .into_bytes();
         r.extend_from_slice(body);
         r
     }
