@@ -683,3 +683,16 @@ fn base_result(
         web_server: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::cpu_counts;
+
+    #[test]
+    fn cpu_counts_are_checked_and_kept_once_in_order() {
+        assert_eq!(cpu_counts("2,1,2").unwrap(), [2, 1]);
+        for bad in ["0", "9", "two", "", ","] {
+            assert!(cpu_counts(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -101,7 +101,7 @@ pub fn tables(runs: &[Run], order: &[String], syscalls: &[String]) -> Vec<Table>
     let refs: Vec<&Run> = runs.iter().collect();
     out.extend(syscalls::tables(&refs, syscalls));
     out.extend(studies::yield_table(&refs));
-    out.extend(webstone::tables(&refs));
+    out.extend(webstone::tables(&refs, order));
     for r in runs.iter().filter(|r| !r.from_lab) {
         if let Some(t) = &r.trace {
             let what = format!(", {} ({})", r.config, r.kernel);
