@@ -12,7 +12,10 @@
 use std::{
     io::{Read, Write},
     net::TcpStream,
-    sync::{mpsc, Arc},
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        mpsc, Arc,
+    },
     thread::JoinHandle,
     time::Instant,
 };
@@ -74,6 +77,10 @@ fn schedule() -> Vec<usize> {
 struct Mix {
     bodies: Vec<Vec<u8>>,
     schedule: Vec<usize>,
+    /// The run's next place in the schedule, shared by its clients and
+    /// reset at each run: a run of N requests fetches exactly the files of
+    /// schedule[0..N] (cyclically), whichever client takes which.
+    next: AtomicUsize,
 }
 
 /// One client's work for one sample: `requests` fetches.
@@ -85,6 +92,7 @@ struct Job {
 type Done = Result<(Vec<f64>, u64)>;
 
 struct Web {
+    mix: Arc<Mix>,
     jobs: Vec<mpsc::Sender<Job>>,
     done: mpsc::Receiver<Done>,
     threads: Vec<JoinHandle<()>>,
@@ -96,6 +104,7 @@ impl Web {
         let mix = Arc::new(Mix {
             bodies: FILES.iter().map(|&(_, size, _)| content(size)).collect(),
             schedule: schedule(),
+            next: AtomicUsize::new(0),
         });
         // One request first: a server that is not there fails here, clearly.
         fetch(&mix, 0, &mut Vec::new())?;
@@ -105,15 +114,15 @@ impl Web {
         for id in 0..clients {
             let (tx, rx) = mpsc::channel::<Job>();
             let (mix, done_tx) = (Arc::clone(&mix), done_tx.clone());
-            let start = id * mix.schedule.len() / clients;
             let t = std::thread::Builder::new()
                 .name(format!("web-client-{id}"))
-                .spawn(move || client(start, &mix, &rx, &done_tx))
+                .spawn(move || client(&mix, &rx, &done_tx))
                 .context("starting a client thread")?;
             jobs.push(tx);
             threads.push(t);
         }
         Ok(Self {
+            mix,
             jobs,
             done,
             threads,
@@ -123,16 +132,15 @@ impl Web {
 }
 
 /// A client thread: for each job, its requests one after the other, each on
-/// a new connection. Every job starts from the client's own place in the mix
-/// (the clients' places spread evenly over it), so every sample of a run
-/// fetches the same files.
-fn client(start: usize, mix: &Mix, jobs: &mpsc::Receiver<Job>, done: &mpsc::Sender<Done>) {
+/// a new connection, each for the run's next file of the mix.
+fn client(mix: &Mix, jobs: &mpsc::Receiver<Job>, done: &mpsc::Sender<Done>) {
     let mut buf = Vec::with_capacity(1 << 20);
     while let Ok(job) = jobs.recv() {
         let mut lat = Vec::with_capacity(job.requests as usize);
         let mut bytes = 0u64;
         let mut outcome = Ok(());
-        for slot in (start..).take(job.requests as usize) {
+        for _ in 0..job.requests {
+            let slot = mix.next.fetch_add(1, Ordering::Relaxed);
             let t = Instant::now();
             match fetch(mix, slot, &mut buf) {
                 Ok(n) => bytes += n,
@@ -212,6 +220,7 @@ impl Bench for Web {
         // Every client makes the same number of requests: iters rounded up
         // to a multiple of the clients (at most clients - 1 more).
         let per_client = iters.div_ceil(self.jobs.len() as u64);
+        self.mix.next.store(0, Ordering::Relaxed);
         for tx in &self.jobs {
             tx.send(Job {
                 requests: per_client,
