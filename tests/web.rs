@@ -112,6 +112,7 @@ fn every_request_is_answered_with_the_file_and_errors_fail_the_op() {
     let cell = web_cell("lab", "1");
     assert_eq!(cell["status"], "passed", "{cell}");
     assert_eq!(cell["options"]["cpus"], 1);
+    assert_eq!(cell["guest"]["bench"]["provenance"]["online_cpus"], 1);
     assert_eq!(cell["web_server"]["package"], "nginx");
     let c8 = op(&cell, "web_c8");
     let ops = c8["proof_ops"].as_u64().unwrap();
@@ -204,6 +205,8 @@ fn two_cpus_boot_two_and_are_part_of_the_cell() {
     let cell = web_cell("c2", "2");
     assert_eq!(cell["status"], "passed", "{cell}");
     assert_eq!(cell["options"]["cpus"], 2);
+    // The guest saw both (the bench's provenance).
+    assert_eq!(cell["guest"]["bench"]["provenance"]["online_cpus"], 2);
     assert_eq!(cell["options"]["icount"], "off");
     assert_eq!(cell["time"], "real");
     assert!(

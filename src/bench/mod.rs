@@ -85,6 +85,8 @@ pub struct BenchProvenance {
     pub boot_params: Vec<String>,
     pub cpu_model: String,
     pub clocksource: String,
+    /// CPUs online (a guest's -smp): the web ops' UP vs SMP.
+    pub online_cpus: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -151,7 +153,29 @@ fn provenance() -> BenchProvenance {
         boot_params,
         cpu_model,
         clocksource,
+        online_cpus: online_cpus(),
     }
+}
+
+/// CPUs online, from the kernel's own list ("0-1,3"); 1 if unreadable.
+fn online_cpus() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| cpu_list_len(s.trim()))
+        .unwrap_or(1)
+}
+
+/// How many CPUs a kernel CPU list names: "0", "0-1", "0-3,6".
+fn cpu_list_len(list: &str) -> Option<usize> {
+    list.split(',')
+        .map(|part| match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.parse().ok()?, b.parse().ok()?);
+                b.checked_sub(a).map(|d| d + 1)
+            }
+            None => part.parse::<usize>().ok().map(|_| 1),
+        })
+        .sum()
 }
 
 pub fn cpu_model() -> String {
@@ -442,4 +466,18 @@ fn table(r: &BenchResult) -> String {
     };
     let _ = writeln!(s, "{}", crate::report::table::plain(&t));
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cpu_list_len;
+
+    #[test]
+    fn cpu_lists_are_counted() {
+        assert_eq!(cpu_list_len("0"), Some(1));
+        assert_eq!(cpu_list_len("0-1"), Some(2));
+        assert_eq!(cpu_list_len("0-3,6"), Some(5));
+        assert_eq!(cpu_list_len("3-1"), None);
+        assert_eq!(cpu_list_len(""), None);
+    }
 }
