@@ -119,11 +119,11 @@ pub fn prepare<'a>(def: &'a OpDef, ctx: &Ctx, m: &Method, clock_ns: f64) -> Resu
         let scale = (target / el * 1.2).clamp(2.0, 16.0);
         ((iters as f64) * scale).ceil() as u64
     };
-    let mut iters = 1u64;
+    let mut iters = bench.whole_iterations(1);
     loop {
         let (el, _) = timed(bench.as_mut(), iters, clock_ns)?;
         if el < target && iters < MAX_ITERS {
-            iters = grow(iters, el);
+            iters = bench.whole_iterations(grow(iters, el));
             continue;
         }
         // The warm-up sample must confirm the count: one slow first run (a
@@ -133,7 +133,7 @@ pub fn prepare<'a>(def: &'a OpDef, ctx: &Ctx, m: &Method, clock_ns: f64) -> Resu
         if again >= target / 2.0 || iters >= MAX_ITERS {
             break;
         }
-        iters = grow(iters, again);
+        iters = bench.whole_iterations(grow(iters, again));
     }
     let overhead_ns = bench.overhead_ns()?;
     // Calibration and warm-up requests are not the op's figures.

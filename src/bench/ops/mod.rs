@@ -82,6 +82,11 @@ pub trait Bench {
     fn take_latencies_ns(&mut self) -> Vec<f64> {
         Vec::new()
     }
+    /// The iteration count a sample uses for `iters`: ops whose work comes
+    /// in units (whole file mixes shared by all clients) round it up.
+    fn whole_iterations(&self, iters: u64) -> u64 {
+        iters
+    }
 }
 
 pub type Make = fn(&Ctx) -> Result<Box<dyn Bench>>;

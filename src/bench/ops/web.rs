@@ -217,8 +217,7 @@ pub fn check_response(name: &str, response: &[u8], expected: &[u8]) -> Result<()
 
 impl Bench for Web {
     fn run(&mut self, iters: u64) -> Result<Work> {
-        // Every client makes the same number of requests: iters rounded up
-        // to a multiple of the clients (at most clients - 1 more).
+        // Whole mixes, shared equally (whole_iterations made iters so).
         let per_client = iters.div_ceil(self.jobs.len() as u64);
         self.mix.next.store(0, Ordering::Relaxed);
         for tx in &self.jobs {
@@ -251,6 +250,24 @@ impl Bench for Web {
     fn take_latencies_ns(&mut self) -> Vec<f64> {
         std::mem::take(&mut self.latencies_ns)
     }
+
+    /// A multiple of both the mix (every file exactly its share) and the
+    /// clients (each makes the same number of requests): however many
+    /// requests calibration asks, every configuration fetches the same mix.
+    fn whole_iterations(&self, iters: u64) -> u64 {
+        let step = lcm(self.mix.schedule.len() as u64, self.jobs.len() as u64);
+        iters.div_ceil(step).max(1) * step
+    }
+}
+
+fn lcm(a: u64, b: u64) -> u64 {
+    let gcd = |mut a: u64, mut b: u64| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    a / gcd(a, b) * b
 }
 
 impl Drop for Web {
@@ -299,6 +316,11 @@ mod tests {
         let e = check_response("f5k", &response("200 OK", 5000, &body), &body).unwrap_err();
         assert!(e.to_string().contains("Content-Length 5000"), "{e}");
         assert!(check_response("f5k", b"HTTP/1.1 200 OK\r\n", &body).is_err());
+    }
+
+    #[test]
+    fn lcm_of_mix_and_clients() {
+        assert_eq!([8, 16, 24, 32].map(|c| lcm(100, c)), [200, 400, 600, 800]);
     }
 
     #[test]
