@@ -79,10 +79,12 @@ pub fn start(nginx: &Path) -> Result<u32> {
                 .unwrap_or("no message")
         );
     }
+    // Serving, not only listening: a whole file back (the master listens
+    // before its workers are up).
     let t = Instant::now();
-    while TcpStream::connect(ADDR).is_err() {
+    while let Err(e) = fetch_smallest() {
         if t.elapsed() > Duration::from_secs(10) {
-            bail!("nginx started but does not accept connections on {ADDR} after 10 s");
+            bail!("nginx started but does not serve on {ADDR} after 10 s: {e:#}");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -91,6 +93,16 @@ pub fn start(nginx: &Path) -> Result<u32> {
         .and_then(|p| p.trim().parse().ok())
         .context("nginx wrote no pid file")?;
     Ok(pid)
+}
+
+fn fetch_smallest() -> Result<()> {
+    use std::io::{Read, Write};
+    let (name, size, _) = FILES[0];
+    let mut s = TcpStream::connect(ADDR)?;
+    write!(s, "GET /{name} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")?;
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf)?;
+    crate::bench::web::check_response(name, &buf, &content(size))
 }
 
 /// nginx's `user root root` looks both up: a bare initramfs has neither file.
