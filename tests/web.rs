@@ -160,7 +160,10 @@ fn every_request_is_answered_with_the_file_and_errors_fail_the_op() {
     args.extend(["--".into(), "sh".into(), "-c".into(), script]);
     let out = Command::new(LSMPMON).args(&args).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    eprintln!(
+        "{}\n--- guest stdout ---\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out.status.success(), "guest failed: {text}");
     assert!(text.contains("ok=0"), "{text}");
     // Killed mid-run: the op fails and prints no figure.

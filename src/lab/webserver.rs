@@ -99,7 +99,10 @@ fn fetch_smallest() -> Result<()> {
     use std::io::{Read, Write};
     let (name, size, _) = FILES[0];
     let mut s = TcpStream::connect(ADDR)?;
-    write!(s, "GET /{name} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")?;
+    write!(
+        s,
+        "GET /{name} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )?;
     let mut buf = Vec::new();
     s.read_to_end(&mut buf)?;
     crate::bench::web::check_response(name, &buf, &content(size))
