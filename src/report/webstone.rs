@@ -132,7 +132,7 @@ pub fn tables(runs: &[&Run], order: &[String]) -> Vec<Table> {
             ),
             kernel: kernels.clone(),
             notes: vec![
-                format!("{} time; nginx (Debian) serving a Webstone-like mix (500 B 35 %, 5 KiB 50 %, 50 KiB 14 %, 500 KiB 1 %) on the guest's loopback, started as the system (unconfined); the clients are the confined workload, one new connection per request, every response checked byte for byte. 1e9 / median ns per connection; (x %) = fewer connections/s than `{BASELINE}` on the same kernel and CPU count.", time_mode(&all)),
+                format!("Time: {}. nginx (Debian) serving a Webstone-like mix (500 B 35 %, 5 KiB 50 %, 50 KiB 14 %, 500 KiB 1 %) on the guest's loopback, started as the system (unconfined); the clients are the confined workload, one new connection per request, every response checked byte for byte. 1e9 / median ns per connection; (x %) = fewer connections/s than `{BASELINE}` on the same kernel and CPU count.", time_mode(&all)),
                 "Kernels named `… 2cpu`: 2 guest CPUs. QEMU 7.2 never brings a second vCPU up under -icount, so those cells run without it, in the emulation's real time (host-dependent, not deterministic, two host threads on a shared machine): compare them with each other, not with the 1-CPU virtual-time figures.".into(),
                 PAPER.into(),
             ],
@@ -144,7 +144,7 @@ pub fn tables(runs: &[&Run], order: &[String]) -> Vec<Table> {
             title: "Web request latency p50 / p90 / p99, µs (one connection, request and whole response)".into(),
             kernel: kernels,
             notes: vec![format!(
-                "{} time; every sampled request of the op, nearest-rank percentiles.",
+                "Time: {}. Every sampled request of the op, nearest-rank percentiles.",
                 time_mode(&all)
             )],
             header: header(),
