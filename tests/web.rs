@@ -113,6 +113,7 @@ fn every_request_is_answered_with_the_file_and_errors_fail_the_op() {
     assert_eq!(cell["status"], "passed", "{cell}");
     assert_eq!(cell["options"]["cpus"], 1);
     assert_eq!(cell["guest"]["bench"]["provenance"]["online_cpus"], 1);
+    assert_eq!(cell["guest"]["bench"]["provenance"]["time"], "virtual");
     assert_eq!(cell["web_server"]["package"], "nginx");
     let c8 = op(&cell, "web_c8");
     let ops = c8["proof_ops"].as_u64().unwrap();
@@ -216,6 +217,8 @@ fn two_cpus_boot_two_and_are_part_of_the_cell() {
     assert_eq!(cell["options"]["cpus"], 2);
     // The guest saw both (the bench's provenance).
     assert_eq!(cell["guest"]["bench"]["provenance"]["online_cpus"], 2);
+    // Without icount the guest's clock is the emulation's real time: said so.
+    assert_eq!(cell["guest"]["bench"]["provenance"]["time"], "real");
     assert_eq!(cell["options"]["icount"], "off");
     assert_eq!(cell["time"], "real");
     assert!(

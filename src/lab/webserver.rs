@@ -125,6 +125,13 @@ fn users() -> Result<()> {
 
 /// `lab web-server [--nginx PATH]`: start the server, print one line.
 pub fn main(nginx: &Path) -> Result<i32> {
+    // It writes /srv and /etc and leaves a daemon: a throwaway guest's job.
+    let cmdline = fs::read_to_string("/proc/cmdline").unwrap_or_default();
+    if !cmdline.contains(&format!("{}=", crate::provenance::VM_PARAM)) {
+        return Err(crate::error::usage(
+            "lab web-server runs only inside an lsmpmon guest (vm run / lab): it writes /srv and /etc and leaves nginx running",
+        ));
+    }
     let pid = start(nginx)?;
     let workers = fs::read_dir("/proc")?
         .flatten()

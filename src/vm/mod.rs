@@ -294,7 +294,12 @@ fn cmdline(l: &Launch) -> String {
         "console=ttyS0 quiet panic=-1 oops=panic{} {}={}",
         if m.kaslr { "" } else { " nokaslr" },
         crate::provenance::VM_PARAM,
-        if m.accel == Accel::Tcg { "tcg" } else { "kvm" }
+        // What the guest's clock is: virtual (tcg) or the emulation's real time.
+        match (m.accel, m.icount.as_str()) {
+            (Accel::Tcg, "off") => "tcg-real",
+            (Accel::Tcg, _) => "tcg",
+            (Accel::Kvm, _) => "kvm",
+        }
     );
     if let Some(lsm) = l.lsm {
         cmdline += &format!(" lsm={lsm}");
