@@ -394,9 +394,10 @@ fn summarize(cells: &[CellResult], dir: &ResultsDir, cancel: &AtomicBool) -> Res
         .collect();
     for c in &bad {
         eprintln!(
-            "lsmpmon: cell {} {}: {:?}: {} (log: {})",
+            "lsmpmon: cell {} {} ({} CPU): {:?}: {} (log: {})",
             c.kernel.series,
             c.config.name,
+            c.options.cpus,
             c.status,
             c.reason.as_deref().unwrap_or(""),
             c.log_dir
