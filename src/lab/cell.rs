@@ -202,9 +202,6 @@ fn guest_files(job: &CellJob, work: &Path) -> Result<(Vec<Entry>, u64)> {
             }
         }
     }
-    if let Some(nginx) = &job.nginx {
-        add_program(&mut entries, nginx, super::nginx::GUEST_BINARY)?;
-    }
     let bytes = entries
         .iter()
         .map(|e| match &e.source {
@@ -212,6 +209,11 @@ fn guest_files(job: &CellJob, work: &Path) -> Result<(Vec<Entry>, u64)> {
             vm::initramfs::Source::Bytes(b) => b.len() as u64,
         })
         .sum();
+    // The web ops' server is the workload's, not the configuration's: not
+    // in its footprint.
+    if let Some(nginx) = &job.nginx {
+        add_program(&mut entries, nginx, super::nginx::GUEST_BINARY)?;
+    }
     entries.push(Entry::bytes(
         guest::PLAN_PATH,
         0o644,
