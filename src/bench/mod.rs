@@ -8,7 +8,7 @@ mod runner;
 mod stats;
 mod workdir;
 
-pub use ops::web;
+pub use ops::{build, web};
 
 use std::{
     path::{Path, PathBuf},
@@ -197,6 +197,11 @@ pub fn check_ops(spec: &str) -> Result<()> {
 /// Whether an `--ops` list holds a `web` op (the guest then needs nginx).
 pub fn needs_web_server(spec: &str) -> Result<bool> {
     Ok(ops::select(spec)?.iter().any(|o| o.group == "web"))
+}
+
+/// Whether an `--ops` list holds a `build` op (the guest then needs tcc).
+pub fn needs_build_kit(spec: &str) -> Result<bool> {
+    Ok(ops::select(spec)?.iter().any(|o| o.group == "build"))
 }
 
 fn read_baseline(path: &Path) -> Result<serde_json::Value> {

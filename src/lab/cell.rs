@@ -27,6 +27,8 @@ pub struct CellJob {
     pub machine: Machine,
     /// The unpacked nginx binary on the host, for the `web` ops.
     pub nginx: Option<PathBuf>,
+    /// The `build` op's compiler, headers and sources: (host, guest) paths.
+    pub build_files: Vec<(PathBuf, String)>,
 }
 
 /// Runs the cell; never fails: a failure is a cell result with its reason.
@@ -209,10 +211,18 @@ fn guest_files(job: &CellJob, work: &Path) -> Result<(Vec<Entry>, u64)> {
             vm::initramfs::Source::Bytes(b) => b.len() as u64,
         })
         .sum();
-    // The web ops' server is the workload's, not the configuration's: not
-    // in its footprint.
+    // The web ops' server and the build op's compiler are the workload's,
+    // not the configuration's: not in its footprint.
     if let Some(nginx) = &job.nginx {
         add_program(&mut entries, nginx, super::nginx::GUEST_BINARY)?;
+    }
+    for (host, guest) in &job.build_files {
+        if !entries
+            .iter()
+            .any(|e| Path::new("/").join(&e.guest) == Path::new(guest))
+        {
+            entries.push(Entry::host(host.clone(), guest, 0o755));
+        }
     }
     entries.push(Entry::bytes(
         guest::PLAN_PATH,

@@ -3,6 +3,7 @@
 //! under `trace --per-lsm`, footprint; one result file per cell, the papers'
 //! Table 3 and Table 4 forms over them.
 mod access;
+mod buildkit;
 mod cell;
 pub mod footprint;
 pub mod guest;
@@ -263,6 +264,11 @@ fn run(args: &RunArgs) -> Result<i32> {
     } else {
         None
     };
+    let kit = if crate::bench::needs_build_kit(&args.ops)? {
+        Some(buildkit::ensure(&cache)?)
+    } else {
+        None
+    };
     let mut jobs = Vec::new();
     let mut cells_done: Vec<CellResult> = Vec::new();
     for series in &m.kernels {
@@ -276,6 +282,7 @@ fn run(args: &RunArgs) -> Result<i32> {
             let options = run_options(args, cpus);
             let mut base = base_result(&k, c, &options, jobs.len() + cells_done.len());
             base.web_server = nginx.as_ref().map(|n| n.package.clone());
+            base.compiler = kit.as_ref().map(|k| k.compiler.clone());
             if let Some(why) = kconf.not_applicable(c) {
                 let mut r = base;
                 r.status = CellStatus::NotApplicable;
@@ -299,6 +306,7 @@ fn run(args: &RunArgs) -> Result<i32> {
                     config: c.clone(),
                     machine: machine(args, cpus),
                     nginx: nginx.as_ref().map(|n| n.binary.clone()),
+                    build_files: kit.as_ref().map(|k| k.files.clone()).unwrap_or_default(),
                 },
                 base,
             ));
@@ -682,6 +690,7 @@ fn base_result(
         log_dir: String::new(),
         guest: None,
         web_server: None,
+        compiler: None,
     }
 }
 

@@ -1,4 +1,5 @@
-//! The web server the `web` ops load: Debian's nginx, fetched as a package
+//! Programs the guest needs from Debian without installing them on the host:
+//! the `web` ops' server (nginx) and the `build` op's compiler (tcc), fetched
 //! with this machine's own apt configuration (`apt-get download`, the
 //! machine's suite) and unpacked into lsmpmon's cache with `dpkg-deb -x`.
 //! Nothing is installed and no service is started on the host.
@@ -32,35 +33,42 @@ pub struct Nginx {
 
 /// The unpacked package in `<cache>/packages/nginx`, fetched once.
 pub fn ensure(cache_dir: &Path) -> Result<Nginx> {
-    let dir = cache::real_dir(cache_dir, Path::new("packages/nginx"))?;
-    let info_path = dir.join("package.json");
-    let root = dir.join("root");
+    let (root, package) = unpacked(cache_dir, PACKAGE, GUEST_BINARY)?;
     let binary = root.join(GUEST_BINARY.trim_start_matches('/'));
-    if let Ok(text) = fs::read_to_string(&info_path) {
-        if let Ok(package) = serde_json::from_str::<PackageRef>(&text) {
-            if binary.is_file() {
-                return Ok(Nginx { binary, package });
-            }
-        }
-    }
-    let package = fetch(&dir, &root)?;
-    fs::write(&info_path, serde_json::to_string_pretty(&package)?)?;
     Ok(Nginx { binary, package })
 }
 
-fn fetch(dir: &Path, root: &Path) -> Result<PackageRef> {
+/// Debian package `name` unpacked in `<cache>/packages/<name>/root` (fetched
+/// once: `file`, a path in the package, says it is there).
+pub fn unpacked(cache_dir: &Path, name: &str, file: &str) -> Result<(PathBuf, PackageRef)> {
+    let dir = cache::real_dir(cache_dir, &Path::new("packages").join(name))?;
+    let info_path = dir.join("package.json");
+    let root = dir.join("root");
+    if let Ok(text) = fs::read_to_string(&info_path) {
+        if let Ok(package) = serde_json::from_str::<PackageRef>(&text) {
+            if root.join(file.trim_start_matches('/')).is_file() {
+                return Ok((root, package));
+            }
+        }
+    }
+    let package = fetch(name, &dir, &root)?;
+    fs::write(&info_path, serde_json::to_string_pretty(&package)?)?;
+    Ok((root, package))
+}
+
+fn fetch(name: &str, dir: &Path, root: &Path) -> Result<PackageRef> {
     let download = dir.join("download");
     let _ = fs::remove_dir_all(&download);
     fs::create_dir_all(&download)?;
-    eprintln!("lsmpmon: fetching Debian's {PACKAGE} package (apt-get download)");
+    eprintln!("lsmpmon: fetching Debian's {name} package (apt-get download)");
     let out = Command::new("apt-get")
-        .args(["-q", "download", PACKAGE])
+        .args(["-q", "download", name])
         .current_dir(&download)
         .output()
-        .context("running apt-get (apt-get is needed to fetch nginx)")?;
+        .context("running apt-get (apt-get is needed to fetch Debian packages)")?;
     if !out.status.success() {
         bail!(
-            "apt-get download {PACKAGE} failed: {} (run apt-get update, or scripts/setup.sh)",
+            "apt-get download {name} failed: {} (run apt-get update, or scripts/setup.sh)",
             last_line(&out.stderr)
         );
     }

@@ -111,6 +111,9 @@ pub struct CellResult {
     /// The web server's package, for cells running the `web` ops.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub web_server: Option<super::nginx::PackageRef>,
+    /// The compiler's package, for cells running the `build` op.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiler: Option<super::nginx::PackageRef>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

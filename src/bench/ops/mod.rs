@@ -1,6 +1,7 @@
 //! The operations, one file per family. Each proves it did its work: a
 //! syscall that fails, a short read or a missing file fails the operation.
 mod bandwidth;
+pub mod build;
 mod files;
 mod ipc;
 mod process;
@@ -118,6 +119,7 @@ pub fn all() -> Vec<OpDef> {
     v.extend(process::ops());
     v.extend(bandwidth::ops());
     v.extend(web::ops());
+    v.extend(build::ops());
     v
 }
 
@@ -149,7 +151,7 @@ pub fn select(spec: &str) -> Result<Vec<OpDef>> {
             "paper" => PAPER.to_vec(),
             "lmbench" => all()
                 .iter()
-                .filter(|o| o.group != "web")
+                .filter(|o| o.group != "web" && o.group != "build")
                 .map(|o| o.name)
                 .collect(),
             g if all().iter().any(|o| o.group == g) => {
@@ -158,7 +160,7 @@ pub fn select(spec: &str) -> Result<Vec<OpDef>> {
             name if all().iter().any(|o| o.name == name) => vec![name],
             other => {
                 return Err(crate::error::usage(format!(
-                    "unknown operation or group '{other}': groups are syscall, files, ipc, proc, bw, web, lmbench, paper; \
+                    "unknown operation or group '{other}': groups are syscall, files, ipc, proc, bw, web, build, lmbench, paper; \
                      ops are {}",
                     all().iter().map(|o| o.name).collect::<Vec<_>>().join(" ")
                 )))
@@ -291,11 +293,13 @@ mod tests {
         assert!(names("lmbench").len() >= 30);
         assert!(select("nosuch").is_err());
         // The web ops need a server: never in the lmbench set.
-        assert!(!names("lmbench").iter().any(|n| n.starts_with("web_")));
+        assert!(!names("lmbench")
+            .iter()
+            .any(|n| n.starts_with("web_") || n.starts_with("build_")));
         assert_eq!(names("web"), ["web_c8", "web_c16", "web_c24", "web_c32"]);
         for op in all() {
             assert!(
-                ["syscall", "files", "ipc", "proc", "bw", "web"].contains(&op.group),
+                ["syscall", "files", "ipc", "proc", "bw", "web", "build"].contains(&op.group),
                 "{}",
                 op.name
             );
