@@ -4,7 +4,11 @@
 //! mk_elfconfig from Debian's linux-source-6.1), with Debian's tcc, one
 //! compiler process per program. `lab run --ops build` puts the compiler, the
 //! C library's headers and the sources in the guest.
-use std::{fs, path::Path, process::Command};
+use std::{
+    fs,
+    path::Path,
+    process::{Command, Stdio},
+};
 
 use anyhow::{bail, Context, Result};
 
@@ -60,7 +64,12 @@ impl Build {
             .arg(&out)
             .arg(source)
             .current_dir(SOURCE_DIR)
-            .stdin(std::process::Stdio::null())
+            .stdin(Stdio::null())
+            // One pipe only: with two, std's output() sets them non-blocking
+            // by ioctl(FIONBIO) and panics when a policy refuses that ioctl
+            // (TOMOYO's workload domain allows TCGETS only).
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
             .output()
             .with_context(|| format!("running {COMPILER}"))?;
         if !result.status.success() {
