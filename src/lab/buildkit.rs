@@ -99,7 +99,10 @@ fn sources(cache_dir: &Path) -> Result<PathBuf> {
     if !out.status.success() {
         bail!(
             "unpacking {TARBALL}: {}",
-            String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or("")
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .next()
+                .unwrap_or("")
         );
     }
     Ok(tree)
@@ -117,7 +120,10 @@ fn headers(tree: &Path) -> Result<Vec<PathBuf>> {
     if !out.status.success() {
         bail!(
             "clang -M on the kernel's host programs failed: {}",
-            String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or("")
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .next()
+                .unwrap_or("")
         );
     }
     let mut v: Vec<PathBuf> = String::from_utf8_lossy(&out.stdout)
@@ -131,7 +137,10 @@ fn headers(tree: &Path) -> Result<Vec<PathBuf>> {
 }
 
 fn libraries(prog: &Path) -> Result<Vec<PathBuf>> {
-    let ldd = Command::new("ldd").arg(prog).output().context("running ldd")?;
+    let ldd = Command::new("ldd")
+        .arg(prog)
+        .output()
+        .context("running ldd")?;
     Ok(String::from_utf8_lossy(&ldd.stdout)
         .lines()
         .filter_map(|l| {
