@@ -9,6 +9,8 @@ mod runner;
 mod stats;
 mod workdir;
 
+pub use ops::{build, web};
+
 use std::{
     path::{Path, PathBuf},
     sync::atomic::{AtomicBool, Ordering},
@@ -88,6 +90,8 @@ pub struct BenchProvenance {
     pub boot_params: Vec<String>,
     pub cpu_model: String,
     pub clocksource: String,
+    /// CPUs online (a guest's -smp): the web ops' UP vs SMP.
+    pub online_cpus: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -156,7 +160,29 @@ fn provenance() -> BenchProvenance {
         boot_params,
         cpu_model,
         clocksource,
+        online_cpus: online_cpus(),
     }
+}
+
+/// CPUs online, from the kernel's own list ("0-1,3"); 1 if unreadable.
+fn online_cpus() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| cpu_list_len(s.trim()))
+        .unwrap_or(1)
+}
+
+/// How many CPUs a kernel CPU list names: "0", "0-1", "0-3,6".
+fn cpu_list_len(list: &str) -> Option<usize> {
+    list.split(',')
+        .map(|part| match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.parse().ok()?, b.parse().ok()?);
+                b.checked_sub(a).map(|d| d + 1)
+            }
+            None => part.parse::<usize>().ok().map(|_| 1),
+        })
+        .sum()
 }
 
 pub fn cpu_model() -> String {
@@ -189,6 +215,16 @@ fn check_iterations(selected: &[ops::OpDef], iterations: Option<u64>) -> Result<
         ))),
         None => Ok(()),
     }
+}
+
+/// Whether an `--ops` list holds a `web` op (the guest then needs nginx).
+pub fn needs_web_server(spec: &str) -> Result<bool> {
+    Ok(ops::select(spec)?.iter().any(|o| o.group == "web"))
+}
+
+/// Whether an `--ops` list holds a `build` op (the guest then needs tcc).
+pub fn needs_build_kit(spec: &str) -> Result<bool> {
+    Ok(ops::select(spec)?.iter().any(|o| o.group == "build"))
 }
 
 fn read_baseline(path: &Path) -> Result<serde_json::Value> {
@@ -464,4 +500,18 @@ fn table(r: &BenchResult) -> String {
     };
     let _ = writeln!(s, "{}", crate::report::table::plain(&t));
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cpu_list_len;
+
+    #[test]
+    fn cpu_lists_are_counted() {
+        assert_eq!(cpu_list_len("0"), Some(1));
+        assert_eq!(cpu_list_len("0-1"), Some(2));
+        assert_eq!(cpu_list_len("0-3,6"), Some(5));
+        assert_eq!(cpu_list_len("3-1"), None);
+        assert_eq!(cpu_list_len(""), None);
+    }
 }

@@ -37,6 +37,34 @@ pub struct OpResult {
     /// (lmbench's lat_proc forks from its own small program).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub helper_rss_kb: Option<u64>,
+    /// Ops serving concurrent clients (web): each sampled request's latency.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latency>,
+}
+
+/// Percentiles of every sampled request's latency (nearest rank).
+#[derive(Debug, Clone, serde::Serialize, PartialEq)]
+pub struct Latency {
+    pub requests: usize,
+    pub p50_ns: f64,
+    pub p90_ns: f64,
+    pub p99_ns: f64,
+    pub max_ns: f64,
+}
+
+impl Latency {
+    pub fn of(values: &[f64]) -> Option<Self> {
+        let mut v = values.to_vec();
+        v.sort_by(f64::total_cmp);
+        let rank = |p: f64| v[((p / 100.0 * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
+        Some(Self {
+            requests: v.len(),
+            p50_ns: (!v.is_empty()).then(|| rank(50.0))?,
+            p90_ns: rank(90.0),
+            p99_ns: rank(99.0),
+            max_ns: *v.last()?,
+        })
+    }
 }
 
 /// Cost of one pair of clock reads, ns (median of many).
@@ -75,6 +103,7 @@ pub struct Prepared<'a> {
     iters: u64,
     overhead_ns: Option<f64>,
     samples: Vec<f64>,
+    latencies_ns: Vec<f64>,
     ops: u64,
     bytes: u64,
 }
@@ -95,12 +124,15 @@ pub fn prepare<'a>(def: &'a OpDef, ctx: &Ctx, m: &Method, clock_ns: f64) -> Resu
         None => calibrate(bench.as_mut(), m, clock_ns)?,
     };
     let overhead_ns = bench.overhead_ns()?;
+    // Calibration and warm-up requests are not the op's figures.
+    bench.take_latencies_ns();
     Ok(Prepared {
         def,
         bench,
         iters,
         overhead_ns,
         samples: Vec::new(),
+        latencies_ns: Vec::new(),
         ops: 0,
         bytes: 0,
     })
@@ -114,11 +146,11 @@ fn calibrate(bench: &mut dyn Bench, m: &Method, clock_ns: f64) -> Result<u64> {
         let scale = (target / el * 1.2).clamp(2.0, 16.0);
         ((iters as f64) * scale).ceil() as u64
     };
-    let mut iters = 1u64;
+    let mut iters = bench.whole_iterations(1);
     loop {
         let (el, _) = timed(bench, iters, clock_ns)?;
         if el < target && iters < MAX_ITERS {
-            iters = grow(iters, el);
+            iters = bench.whole_iterations(grow(iters, el));
             continue;
         }
         // The warm-up sample must confirm the count: one slow first run (a
@@ -128,7 +160,7 @@ fn calibrate(bench: &mut dyn Bench, m: &Method, clock_ns: f64) -> Result<u64> {
         if again >= target / 2.0 || iters >= MAX_ITERS {
             return Ok(iters);
         }
-        iters = grow(iters, again);
+        iters = bench.whole_iterations(grow(iters, again));
     }
 }
 
@@ -138,6 +170,7 @@ impl Prepared<'_> {
         let (el, work) = timed(self.bench.as_mut(), self.iters, clock_ns)?;
         self.ops += work.ops;
         self.bytes += work.bytes;
+        self.latencies_ns.extend(self.bench.take_latencies_ns());
         self.samples.push(match self.def.unit {
             Unit::NsPerOp => el / work.ops as f64 - self.overhead_ns.unwrap_or(0.0),
             Unit::MBps => work.bytes as f64 / el * 1e3,
@@ -164,6 +197,25 @@ impl Prepared<'_> {
             proof_bytes: self.bytes,
             helper_rss_kb: self.bench.helper_rss_kb(),
             overhead_ns: self.overhead_ns,
+            latency: Latency::of(&self.latencies_ns),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Latency;
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let v: Vec<f64> = (1..=200).map(f64::from).collect();
+        let l = Latency::of(&v).unwrap();
+        assert_eq!(
+            (l.p50_ns, l.p90_ns, l.p99_ns, l.max_ns),
+            (100.0, 180.0, 198.0, 200.0)
+        );
+        assert_eq!(l.requests, 200);
+        assert_eq!(Latency::of(&[7.0]).unwrap().p99_ns, 7.0);
+        assert!(Latency::of(&[]).is_none());
     }
 }

@@ -25,6 +25,10 @@ pub struct CellJob {
     pub config: Config,
     pub plan: Plan,
     pub machine: Machine,
+    /// The unpacked nginx binary on the host, for the `web` ops.
+    pub nginx: Option<PathBuf>,
+    /// The `build` op's compiler, headers and sources: (host, guest) paths.
+    pub build_files: Vec<(PathBuf, String)>,
 }
 
 /// Runs the cell; never fails: a failure is a cell result with its reason.
@@ -233,12 +237,38 @@ fn guest_files(job: &CellJob, work: &Path) -> Result<(Vec<Entry>, u64)> {
             vm::initramfs::Source::Bytes(b) => b.len() as u64,
         })
         .sum();
+    // The web ops' server and the build op's compiler are the workload's,
+    // not the configuration's: not in its footprint.
+    if let Some(nginx) = &job.nginx {
+        add_program(&mut entries, nginx, super::nginx::GUEST_BINARY)?;
+    }
+    for (host, guest) in &job.build_files {
+        if !entries
+            .iter()
+            .any(|e| Path::new("/").join(&e.guest) == Path::new(guest))
+        {
+            entries.push(Entry::host(host.clone(), guest, 0o755));
+        }
+    }
     entries.push(Entry::bytes(
         guest::PLAN_PATH,
         0o644,
         serde_json::to_vec(&job.plan)?,
     ));
     Ok((entries, bytes))
+}
+
+/// A program at `guest_path` and its libraries at their own paths (once each).
+fn add_program(entries: &mut Vec<Entry>, host: &Path, guest_path: &str) -> Result<()> {
+    let mut files = with_libraries(host)?.into_iter();
+    files.next();
+    entries.push(Entry::host(host.to_path_buf(), guest_path, 0o755));
+    for lib in files {
+        if !entries.iter().any(|e| Path::new("/").join(&e.guest) == lib) {
+            entries.push(Entry::host(lib.clone(), &lib.to_string_lossy(), 0o755));
+        }
+    }
+    Ok(())
 }
 
 fn check_packages(config: &Config) -> Result<()> {
@@ -278,6 +308,13 @@ fn with_libraries(prog: &Path) -> Result<Vec<PathBuf>> {
         .output()
         .context("running ldd")?;
     for line in String::from_utf8_lossy(&ldd.stdout).lines() {
+        if line.contains("=> not found") {
+            return Err(crate::error::usage(format!(
+                "{}: library {} is not on this machine (install the package that has it)",
+                prog.display(),
+                line.split_whitespace().next().unwrap_or("?")
+            )));
+        }
         // "libx.so.1 => /lib/.../libx.so.1 (0x…)" or "/lib64/ld-linux-x86-64.so.2 (0x…)"
         let path = match line.split_once("=>") {
             Some((_, rhs)) => rhs.split_whitespace().next(),

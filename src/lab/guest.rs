@@ -38,6 +38,10 @@ pub struct Plan {
     pub trace: bool,
     /// For a baseline proof: the exact list /sys/kernel/security/lsm must show.
     pub expected_lsms: Vec<String>,
+    /// Start nginx (as the system, unconfined) before the benchmark: the
+    /// `web` ops' server.
+    #[serde(default)]
+    pub web_server: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -108,6 +112,11 @@ fn run(plan: &Plan, report: &mut Report) -> Result<()> {
         return Ok(());
     }
     report.footprint = Some(footprint::collect(&plan.spec, mem_before)?);
+    if plan.web_server {
+        stage(report, "web-server", || {
+            super::webserver::main(Path::new(super::nginx::GUEST_BINARY)).map(|_| ())
+        })?;
+    }
     let bench = stage(report, "bench", || bench(plan, None)).inspect_err(|e| {
         // An op failed: the others' figures stay in the report.
         report.bench = e.downcast_ref::<Partial>().map(|p| p.0.clone());

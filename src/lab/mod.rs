@@ -3,15 +3,18 @@
 //! under `trace --per-lsm`, footprint; one result file per cell, the papers'
 //! Table 3 and Table 4 forms over them.
 pub mod access;
+mod buildkit;
 mod cell;
 pub mod footprint;
 pub mod guest;
+pub mod nginx;
 mod plan;
 mod progress;
 pub mod proof;
 pub mod results;
 pub mod spec;
 mod swtpm;
+pub mod webserver;
 
 use std::{
     path::{Path, PathBuf},
@@ -67,6 +70,12 @@ pub enum LabSub {
         #[arg(long)]
         landlock: bool,
     },
+    /// (guest) start nginx serving the `web` ops' file mix on the loopback.
+    #[command(hide = true)]
+    WebServer {
+        #[arg(long, default_value = nginx::GUEST_BINARY)]
+        nginx: PathBuf,
+    },
 }
 
 #[derive(Args, Debug, Clone)]
@@ -82,7 +91,13 @@ pub struct RunArgs {
     /// More configuration directories (searched first). Repeatable.
     #[arg(long = "config-dir", value_name = "DIR")]
     pub config_dirs: Vec<PathBuf>,
-    /// Benchmark operations and groups, as `bench --ops`.
+    /// Guest CPU counts, comma-separated (1 to 8): one cell per kernel,
+    /// configuration and CPU count.
+    #[arg(long, default_value = "1", value_name = "LIST")]
+    pub cpus: String,
+    /// Benchmark operations and groups, as `bench --ops` (`web`: nginx in the
+    /// guest, loaded by 8/16/24/32 clients).
+
     #[arg(long, default_value = "paper")]
     pub ops: String,
     /// Samples per op for the untraced run (the median is reported; bench's default).
@@ -161,6 +176,7 @@ pub fn main(cmd: LabCommand) -> Result<i32> {
         Some(LabSub::Guest { plan }) => guest::main(&plan),
         Some(LabSub::Confine { plan, command }) => guest::confine(&plan, &command),
         Some(LabSub::Access { plan, landlock }) => guest::access(&plan, landlock),
+        Some(LabSub::WebServer { nginx }) => webserver::main(&nginx),
     }
 }
 
@@ -175,9 +191,28 @@ fn split_list(s: &str) -> Vec<String> {
     out
 }
 
+/// `--cpus 1,2`: each count once, 1 to MAX_CPUS.
+fn cpu_counts(s: &str) -> Result<Vec<u32>> {
+    let counts = split_list(s)
+        .iter()
+        .map(|w| match w.parse::<u32>() {
+            Ok(n) if (1..=vm::MAX_CPUS).contains(&n) => Ok(n),
+            _ => Err(usage(format!(
+                "--cpus {s}: '{w}' is not a CPU count from 1 to {}",
+                vm::MAX_CPUS
+            ))),
+        })
+        .collect::<Result<Vec<u32>>>()?;
+    if counts.is_empty() {
+        return Err(usage("--cpus is empty"));
+    }
+    Ok(counts)
+}
+
 /// What one matrix needs, checked before anything boots.
 struct Matrix {
     kernels: Vec<String>,
+    cpus: Vec<u32>,
     configs: Vec<spec::Config>,
     access: spec::Matrix,
 }
@@ -215,6 +250,7 @@ fn resolve(args: &RunArgs) -> Result<Matrix> {
     crate::bench::check_ops(&args.ops, args.iterations)?;
     Ok(Matrix {
         kernels,
+        cpus: cpu_counts(&args.cpus)?,
         configs,
         access: spec::load_matrix()?,
     })
@@ -231,14 +267,31 @@ fn run(args: &RunArgs) -> Result<i32> {
             .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&cancel)))
             .context("installing signal handlers")?;
     }
-    let options = run_options(args);
+    let web = crate::bench::needs_web_server(&args.ops)?;
+    let nginx = if web {
+        Some(nginx::ensure(&cache)?)
+    } else {
+        None
+    };
+    let kit = if crate::bench::needs_build_kit(&args.ops)? {
+        Some(buildkit::ensure(&cache)?)
+    } else {
+        None
+    };
     let mut jobs = Vec::new();
     let mut cells_done: Vec<CellResult> = Vec::new();
     for series in &m.kernels {
         let k = kernel::ensure(&cache, series, &args.flavour, args.mirror.as_deref())?;
         let kconf = plan::KernelConfig::read(&k.config, &k.release)?;
-        for c in &m.configs {
-            let base = base_result(&k, c, &options, jobs.len() + cells_done.len());
+        for (c, &cpus) in m
+            .configs
+            .iter()
+            .flat_map(|c| m.cpus.iter().map(move |n| (c, n)))
+        {
+            let options = run_options(args, cpus);
+            let mut base = base_result(&k, c, &options, jobs.len() + cells_done.len());
+            base.web_server = nginx.as_ref().map(|n| n.package.clone());
+            base.compiler = kit.as_ref().map(|k| k.compiler.clone());
             if let Some(why) = kconf.not_applicable(c) {
                 let mut r = base;
                 r.status = CellStatus::NotApplicable;
@@ -256,10 +309,13 @@ fn run(args: &RunArgs) -> Result<i32> {
                         bench_args: bench_args(args),
                         trace: args.trace,
                         expected_lsms: kconf.expected_lsms(c.spec.lsm.as_deref()),
+                        web_server: web,
                     },
                     kernel: k.clone(),
                     config: c.clone(),
-                    machine: machine(args),
+                    machine: machine(args, cpus),
+                    nginx: nginx.as_ref().map(|n| n.binary.clone()),
+                    build_files: kit.as_ref().map(|k| k.files.clone()).unwrap_or_default(),
                 },
                 base,
             ));
@@ -312,7 +368,10 @@ fn run_jobs(
                 let Some((job, mut base)) = next else { break };
                 let log_dir = dir.log_dir(&base.id);
                 base.log_dir = log_dir.display().to_string();
-                let label = format!("{} {}", job.kernel.series, job.config.name);
+                let label = match job.machine.cpus {
+                    1 => format!("{} {}", job.kernel.series, job.config.name),
+                    n => format!("{} {} {n}cpu", job.kernel.series, job.config.name),
+                };
                 let line = progress.start(&label);
                 let r = cell::run(&job, base, &log_dir, &|l| line.update(l), cancel);
                 progress.finished(&r);
@@ -355,9 +414,10 @@ fn summarize(cells: &[CellResult], dir: &ResultsDir, cancel: &AtomicBool) -> Res
         .collect();
     for c in &bad {
         eprintln!(
-            "lsmpmon: cell {} {}: {:?}: {} (log: {})",
+            "lsmpmon: cell {} {} ({} CPU): {:?}: {} (log: {})",
             c.kernel.series,
             c.config.name,
+            c.options.cpus,
             c.status,
             c.reason.as_deref().unwrap_or(""),
             c.log_dir
@@ -501,6 +561,7 @@ fn rerun(args: &RerunArgs) -> Result<i32> {
         ("--timeout", o.timeout_s.to_string()),
         ("--memory-mb", o.memory_mb.to_string()),
         ("--bench-dir", o.bench_dir.clone()),
+        ("--cpus", o.cpus.to_string()),
         ("--jobs", "1".to_string()),
     ] {
         argv.extend([flag.to_string(), value]);
@@ -576,14 +637,20 @@ fn bench_args(args: &RunArgs) -> Vec<String> {
     v
 }
 
-fn machine(args: &RunArgs) -> Machine {
+fn machine(args: &RunArgs, cpus: u32) -> Machine {
     let mut m = Machine::deterministic(Duration::from_secs(args.timeout_s));
     m.memory_mb = args.memory_mb;
+    m.cpus = cpus;
+    if cpus > 1 {
+        // QEMU 7.2 never brings a second vCPU up under -icount (see
+        // vm::SMP_ICOUNT): such cells run in the emulation's real time.
+        m.icount = "off".into();
+    }
     m
 }
 
-fn run_options(args: &RunArgs) -> RunOptions {
-    let m = machine(args);
+fn run_options(args: &RunArgs, cpus: u32) -> RunOptions {
+    let m = machine(args, cpus);
     RunOptions {
         ops: args.ops.clone(),
         samples: args.samples as usize,
@@ -597,6 +664,7 @@ fn run_options(args: &RunArgs) -> RunOptions {
         kaslr: m.kaslr,
         timeout_s: args.timeout_s,
         bench_dir: args.bench_dir.clone(),
+        cpus,
     }
 }
 
@@ -622,8 +690,14 @@ fn base_result(
             }
         })
         .collect();
+    // The CPU count is part of the cell's identity (`__c2`); one CPU keeps
+    // the names cells had before the option existed.
+    let cpus = match options.cpus {
+        1 => String::new(),
+        n => format!("__c{n}"),
+    };
     let id = format!(
-        "{}-{}__{}__{}-{}-{seq}-{}",
+        "{}-{}__{}{cpus}__{}-{}-{seq}-{}",
         k.series,
         k.flavour,
         c.name,
@@ -639,7 +713,11 @@ fn base_result(
         kernel: cell::kernel_ref(k),
         config: cell::config_ref(c),
         options: options.clone(),
-        time: "virtual".into(),
+        time: if options.icount == "off" {
+            "real".into()
+        } else {
+            "virtual".into()
+        },
         lsmpmon_version: env!("CARGO_PKG_VERSION").into(),
         hostname: host.hostname,
         host_cpu: crate::bench::cpu_model(),
@@ -649,12 +727,22 @@ fn base_result(
         bytes_added: 0,
         log_dir: String::new(),
         guest: None,
+        web_server: None,
+        compiler: None,
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::absolute_dir;
+    use super::{absolute_dir, cpu_counts};
+
+    #[test]
+    fn cpu_counts_are_checked_and_kept_once_in_order() {
+        assert_eq!(cpu_counts("2,1,2").unwrap(), [2, 1]);
+        for bad in ["0", "9", "two", "", ","] {
+            assert!(cpu_counts(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn bench_dir_is_an_absolute_plain_path() {

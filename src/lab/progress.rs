@@ -66,8 +66,12 @@ impl Progress {
             .as_deref()
             .map(|w| format!(": {w}"))
             .unwrap_or_default();
+        let cpus = match r.options.cpus {
+            1 => String::new(),
+            n => format!(" {n}cpu"),
+        };
         self.println(&format!(
-            "lab: {} {}: {what}{why}",
+            "lab: {} {}{cpus}: {what}{why}",
             r.kernel.series, r.config.name
         ));
     }

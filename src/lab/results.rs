@@ -65,12 +65,19 @@ pub struct RunOptions {
     /// Where the benchmark's files lived (cells from before it was an option: the default).
     #[serde(default = "default_bench_dir")]
     pub bench_dir: String,
+    /// Guest CPUs (cells from before the option ran on one).
+    #[serde(default = "one_cpu")]
+    pub cpus: u32,
 }
 
 pub const DEFAULT_BENCH_DIR: &str = "/tmp/lsmpmon-bench";
 
 fn default_bench_dir() -> String {
     DEFAULT_BENCH_DIR.into()
+}
+
+fn one_cpu() -> u32 {
+    1
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -113,6 +120,12 @@ pub struct CellResult {
     /// The guest's console log and run files.
     pub log_dir: String,
     pub guest: Option<Report>,
+    /// The web server's package, for cells running the `web` ops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub web_server: Option<super::nginx::PackageRef>,
+    /// The compiler's package, for cells running the `build` op.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiler: Option<super::nginx::PackageRef>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -200,13 +200,19 @@ fn checked(r: Run) -> Result<Run, String> {
 }
 
 /// The kernel as tables name it: its series, and its flavour where the
-/// series does not say it ("6.1 (amd64)"; "6.1-smack" as it is).
+/// series does not say it ("6.1 (amd64)"; "6.1-smack" as it is), and the
+/// guest's CPUs when more than one ("6.1 2cpu"): cells on another CPU count
+/// are another machine, with their own tables and baseline.
 fn kernel_label(c: &CellResult) -> String {
     let k = &c.kernel;
-    if k.flavour == "cloud" || k.series.ends_with(&format!("-{}", k.flavour)) {
+    let base = if k.flavour == "cloud" || k.series.ends_with(&format!("-{}", k.flavour)) {
         k.series.clone()
     } else {
         format!("{} ({})", k.series, k.flavour)
+    };
+    match c.options.cpus {
+        1 => base,
+        n => format!("{base} {n}cpu"),
     }
 }
 
@@ -230,7 +236,7 @@ fn from_cell(p: &Path, c: CellResult) -> Run {
         like_key: {
             let o = &c.options;
             format!(
-                "{} {} samples={} sample_ms={} iterations={:?} {} {} {} mem={} kaslr={} dir={}",
+                "{} {} samples={} sample_ms={} iterations={:?} {} {} {} mem={} kaslr={} dir={} cpus={}",
                 c.kernel.deb_sha256,
                 c.time,
                 o.samples,
@@ -242,6 +248,7 @@ fn from_cell(p: &Path, c: CellResult) -> Run {
                 o.memory_mb,
                 o.kaslr,
                 o.bench_dir,
+                o.cpus,
             )
         },
         measured_lsms: c.config.measured_lsms.clone(),

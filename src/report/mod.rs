@@ -12,6 +12,7 @@ mod studies;
 mod syscalls;
 pub mod table;
 pub mod trace_tables;
+mod webstone;
 
 use std::path::PathBuf;
 
@@ -102,6 +103,7 @@ pub fn tables(runs: &[Run], order: &[String], syscalls: &[String]) -> Vec<Table>
     out.extend(syscalls::tables(&refs, syscalls));
     out.extend(studies::yield_table(&refs));
     out.extend(ima::tables(runs, order));
+    out.extend(webstone::tables(&refs, order));
     for r in runs.iter().filter(|r| !r.from_lab) {
         if let Some(t) = &r.trace {
             let what = format!(", {} ({})", r.config, r.kernel);

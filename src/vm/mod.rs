@@ -65,6 +65,9 @@ pub struct RunArgs {
     /// QEMU -rtc setting ("clock=vm": the guest's wall clock follows virtual time).
     #[arg(long, default_value = "clock=vm")]
     pub rtc: String,
+    /// Guest CPUs (QEMU -smp). With tcg and -icount they take turns on one host thread.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=MAX_CPUS as i64))]
+    pub cpus: u32,
     /// Keep kernel address-space randomisation (default: nokaslr, for repeatability).
     #[arg(long)]
     pub kaslr: bool,
@@ -122,6 +125,8 @@ pub struct CacheArgs {
 pub const MIN_MEMORY_MB: u32 = 96;
 /// QEMU's `-m` above this is refused before booting.
 pub const MAX_MEMORY_MB: u32 = 65_536;
+/// Guest CPUs accepted by `--cpus`.
+pub const MAX_CPUS: u32 = 8;
 
 /// `--memory-mb`: enough for the guest to boot, at most MAX_MEMORY_MB.
 pub fn memory_mb(s: &str) -> Result<u32, String> {
@@ -153,6 +158,9 @@ pub struct Machine {
     pub rtc: String,
     pub kaslr: bool,
     pub timeout: Duration,
+    /// Guest CPUs (QEMU -smp). Under TCG with -icount they run one at a
+    /// time, round-robin, on one host thread (see BENCHMARKS.md).
+    pub cpus: u32,
 }
 
 impl Machine {
@@ -165,6 +173,7 @@ impl Machine {
             rtc: "clock=vm".into(),
             kaslr: false,
             timeout,
+            cpus: 1,
         }
     }
 }
@@ -183,7 +192,17 @@ pub struct Launch<'a> {
     pub output: qemu::Output<'a>,
 }
 
+/// Why `--cpus N` needs `--icount off`: found by booting 6.1 with -smp 2.
+pub const SMP_ICOUNT: &str = "QEMU 7.2 hangs bringing up a second vCPU under -icount \
+     (\"x86: Booting SMP configuration:\", virtual time stops)";
+
 pub fn run(args: &RunArgs) -> Result<i32> {
+    if args.cpus > 1 && args.accel == Accel::Tcg && args.icount != "off" {
+        return Err(usage(format!(
+            "--cpus {}: {SMP_ICOUNT}; add --icount off (real, not deterministic, time)",
+            args.cpus
+        )));
+    }
     let interrupt = interrupt::exit_now()?;
     let cache = args.cache.path();
     let extra = args
@@ -206,6 +225,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         rtc: args.rtc.clone(),
         kaslr: args.kaslr,
         timeout: Duration::from_secs(args.timeout),
+        cpus: args.cpus,
     };
     let stop = interrupt.into_stop_flag()?;
     let run_dir = RunDir(new_run_dir(&cache)?);
@@ -274,7 +294,12 @@ fn cmdline(l: &Launch) -> String {
         "console=ttyS0 quiet panic=-1 oops=panic{} {}={}",
         if m.kaslr { "" } else { " nokaslr" },
         crate::provenance::VM_PARAM,
-        if m.accel == Accel::Tcg { "tcg" } else { "kvm" }
+        // What the guest's clock is: virtual (tcg) or the emulation's real time.
+        match (m.accel, m.icount.as_str()) {
+            (Accel::Tcg, "off") => "tcg-real",
+            (Accel::Tcg, _) => "tcg",
+            (Accel::Kvm, _) => "kvm",
+        }
     );
     if let Some(lsm) = l.lsm {
         cmdline += &format!(" lsm={lsm}");

@@ -92,7 +92,7 @@ pub fn boot(b: &Boot) -> Result<i32> {
     if !m.rtc.is_empty() {
         cmd.args(["-rtc", &m.rtc]);
     }
-    cmd.args(["-m", &m.memory_mb.to_string(), "-smp", "1"])
+    cmd.args(["-m", &m.memory_mb.to_string(), "-smp", &m.cpus.to_string()])
         .args([
             "-nodefaults",
             "-display",

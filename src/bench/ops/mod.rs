@@ -1,11 +1,13 @@
 //! The operations, one file per family. Each proves it did its work: a
 //! syscall that fails, a short read or a missing file fails the operation.
 mod bandwidth;
+pub mod build;
 mod files;
 pub mod ima;
 mod ipc;
 mod process;
 mod syscall;
+pub mod web;
 mod yielding;
 
 use std::{
@@ -78,6 +80,16 @@ pub trait Bench {
     fn child_timed_ns(&self) -> Option<f64> {
         None
     }
+    /// Each request's own latency (ns) since the last call, for ops that
+    /// serve many clients at once (web): the runner keeps the sampled ones.
+    fn take_latencies_ns(&mut self) -> Vec<f64> {
+        Vec::new()
+    }
+    /// The iteration count a sample uses for `iters`: ops whose work comes
+    /// in units (whole file mixes shared by all clients) round it up.
+    fn whole_iterations(&self, iters: u64) -> u64 {
+        iters
+    }
 }
 
 pub type Make = fn(&Ctx) -> Result<Box<dyn Bench>>;
@@ -110,6 +122,8 @@ pub fn all() -> Vec<OpDef> {
     v.extend(yielding::ops());
     v.extend(bandwidth::ops());
     v.extend(ima::ops());
+    v.extend(web::ops());
+    v.extend(build::ops());
     v
 }
 
@@ -137,9 +151,11 @@ pub const PAPER: &[&str] = &[
 pub const YIELD_GROUP: &str = "yield";
 
 /// Every op's group, as `--ops` names them.
-pub const GROUPS: &[&str] = &["syscall", "files", "ipc", "proc", "yield", "bw", "ima"];
+pub const GROUPS: &[&str] = &[
+    "syscall", "files", "ipc", "proc", "yield", "bw", "ima", "web", "build",
+];
 /// Groups of the other papers' studies: not in `lmbench` (all the others).
-const STUDY_GROUPS: &[&str] = &["ima"];
+const STUDY_GROUPS: &[&str] = &["ima", "web", "build"];
 
 /// Resolves "paper", "lmbench", group names and op names, in order, no repeats.
 pub fn select(spec: &str) -> Result<Vec<OpDef>> {
@@ -295,6 +311,11 @@ mod tests {
         assert!(select("nosuch").is_err());
         assert!(names("lmbench").iter().all(|n| !n.starts_with("ima_")));
         assert_eq!(names("ima").len(), 11);
+        // The web ops need a server: never in the lmbench set.
+        assert!(!names("lmbench")
+            .iter()
+            .any(|n| n.starts_with("web_") || n.starts_with("build_")));
+        assert_eq!(names("web"), ["web_c8", "web_c16", "web_c24", "web_c32"]);
         for op in all() {
             assert!(GROUPS.contains(&op.group), "{}", op.name);
         }

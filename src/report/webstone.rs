@@ -1,0 +1,154 @@
+//! The LSM paper's Webstone tables: connections per second with 8, 16, 24
+//! and 32 clients, per configuration and CPU count (UP vs SMP), and the
+//! request latency percentiles behind them (bench ops web_c8 … web_c32).
+use serde_json::Value;
+
+use super::forms::{time_mode, BASELINE};
+use super::input::Run;
+use super::table::{Cell, Row, Table};
+use crate::papers;
+
+const OPS: [(&str, &str); 4] = [
+    ("web_c8", "8 clients"),
+    ("web_c16", "16 clients"),
+    ("web_c24", "24 clients"),
+    ("web_c32", "32 clients"),
+];
+
+/// The paper's SELinux overhead on connection rate (UP, SMP) beside ours.
+const PAPER: &str = "The paper (Linux 2.5.7, real hardware): SELinux cost 16.4 / 15.5 / 16.6 / 16.8 % of the connection rate on one CPU (766.58 vs 916.56 conn/s at 8 clients) and 21.3 / 21.3 / 21.6 / 20.1 % on SMP (949.56 vs 1206.05); the LSM framework alone 4.7-5.2 % UP, 6.7-7.5 % SMP.";
+
+fn op<'a>(r: &'a Run, name: &str) -> Option<&'a Value> {
+    r.bench.as_ref()?["results"]
+        .as_array()?
+        .iter()
+        .find(|o| o["op"] == name)
+}
+
+/// Connections per second: one op is one connection, its median ns each.
+fn conn_per_s(r: &Run, name: &str) -> Option<f64> {
+    let ns = op(r, name)?["median"].as_f64()?;
+    (ns > 0.0).then(|| 1e9 / ns)
+}
+
+fn has_web(r: &Run) -> bool {
+    OPS.iter().any(|(o, _)| op(r, o).is_some())
+}
+
+/// The runs with web figures, grouped by kernel label (which carries the CPU
+/// count; one CPU first), configurations in `order` (others after, as found).
+fn groups<'a>(runs: &[&'a Run], order: &[String]) -> Vec<(String, Vec<&'a Run>)> {
+    let mut out: Vec<(String, Vec<&Run>)> = Vec::new();
+    for r in runs.iter().copied().filter(|r| r.passed() && has_web(r)) {
+        match out.iter_mut().find(|g| g.0 == r.kernel) {
+            Some(g) => g.1.push(r),
+            None => out.push((r.kernel.clone(), vec![r])),
+        }
+    }
+    let rank = |c: &str| order.iter().position(|o| o == c).unwrap_or(order.len());
+    for g in &mut out {
+        // Stable: equal ranks keep the order found.
+        g.1.sort_by_key(|r| (r.config != BASELINE, rank(&r.config)));
+    }
+    out.sort_by_key(|g| g.0.ends_with("cpu"));
+    out
+}
+
+fn rate_row(r: &Run, base: Option<&Run>) -> Row {
+    let cells = OPS
+        .iter()
+        .map(|(o, _)| match conn_per_s(r, o) {
+            None => Cell::missing("–"),
+            Some(v) => {
+                let pct = base
+                    .filter(|b| b.like_key == r.like_key && !std::ptr::eq(*b, r))
+                    .and_then(|b| conn_per_s(b, o))
+                    // Positive = slower: fewer connections per second.
+                    .map(|b| (b - v) / b * 100.0);
+                Cell::Value {
+                    value: v,
+                    pct,
+                    mark: None,
+                }
+            }
+        })
+        .collect();
+    Row {
+        label: format!("{} ({})", r.config, r.kernel),
+        cells,
+    }
+}
+
+fn latency_row(r: &Run) -> Row {
+    let cells = OPS
+        .iter()
+        .map(|(o, _)| {
+            let l = op(r, o).map(|v| &v["latency"]);
+            let us = |k: &str| l.and_then(|l| l[k].as_f64()).map(|ns| ns / 1e3);
+            match (us("p50_ns"), us("p90_ns"), us("p99_ns")) {
+                (Some(a), Some(b), Some(c)) => Cell::text(format!("{a:.0} / {b:.0} / {c:.0}")),
+                _ => Cell::missing("–"),
+            }
+        })
+        .collect();
+    Row {
+        label: format!("{} ({})", r.config, r.kernel),
+        cells,
+    }
+}
+
+/// Both Webstone tables over every run holding web figures.
+pub fn tables(runs: &[&Run], order: &[String]) -> Vec<Table> {
+    let groups = groups(runs, order);
+    if groups.is_empty() {
+        return Vec::new();
+    }
+    let all: Vec<&Run> = groups.iter().flat_map(|g| g.1.iter().copied()).collect();
+    let kernels = groups
+        .iter()
+        .map(|g| g.0.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let header = || {
+        std::iter::once("configuration (kernel, CPUs)".to_string())
+            .chain(OPS.iter().map(|(_, h)| h.to_string()))
+            .collect::<Vec<_>>()
+    };
+    let mut rates = Vec::new();
+    let mut lats = Vec::new();
+    for (_, cols) in &groups {
+        let base = cols.iter().copied().find(|c| c.config == BASELINE);
+        for r in cols {
+            rates.push(rate_row(r, base));
+            lats.push(latency_row(r));
+        }
+    }
+    vec![
+        Table {
+            form: "webstone".into(),
+            title: format!(
+                "Web server connection rate, connections/s ({})",
+                papers::cite(&papers::LSM, "Webstone, UP and SMP")
+            ),
+            kernel: kernels.clone(),
+            notes: vec![
+                format!("Time: {}. nginx (Debian) serving a Webstone-like mix (500 B 35 %, 5 KiB 50 %, 50 KiB 14 %, 500 KiB 1 %) on the guest's loopback, started as the system (unconfined); the clients are the confined workload, one new connection per request, every response checked byte for byte. 1e9 / median ns per connection; (x %) = fewer connections/s than `{BASELINE}` on the same kernel and CPU count.", time_mode(&all)),
+                "Kernels named `… 2cpu`: 2 guest CPUs. QEMU 7.2 never brings a second vCPU up under -icount, so those cells run without it, in the emulation's real time (host-dependent, not deterministic, two host threads on a shared machine): compare them with each other, not with the 1-CPU virtual-time figures.".into(),
+                PAPER.into(),
+            ],
+            header: header(),
+            rows: rates,
+        },
+        Table {
+            form: "webstone-latency".into(),
+            title: "Web request latency p50 / p90 / p99, µs (one connection, request and whole response)".into(),
+            kernel: kernels,
+            notes: vec![format!(
+                "Time: {}. Every sampled request of the op, nearest-rank percentiles.",
+                time_mode(&all)
+            )],
+            header: header(),
+            rows: lats,
+        },
+    ]
+}
