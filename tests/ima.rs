@@ -13,14 +13,13 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::{json, one_error_line, validate, LSMPMON};
-use serde_json::Value;
+use common::{
+    cell_median as median, fresh_dir, lab_cell as cell, lab_cells as cells, one_error_line,
+    validate, LSMPMON,
+};
 
 fn tmpdir(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("ima-{name}"));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    fresh_dir("ima", name)
 }
 
 /// `lsmpmon lab run` with its own TMPDIR (where swtpm's directory goes).
@@ -36,32 +35,6 @@ fn output(mut c: Command) -> Output {
     let out = c.output().expect("running lsmpmon lab run");
     eprintln!("--- stderr ---\n{}", String::from_utf8_lossy(&out.stderr));
     out
-}
-
-fn cells(results: &Path) -> Vec<Value> {
-    std::fs::read_dir(results.join("cells"))
-        .unwrap()
-        .flatten()
-        .map(|e| json(&std::fs::read_to_string(e.path()).unwrap()))
-        .collect()
-}
-
-fn cell<'a>(cells: &'a [Value], config: &str) -> &'a Value {
-    cells
-        .iter()
-        .find(|c| c["config"]["name"] == config)
-        .unwrap_or_else(|| panic!("no cell for {config}"))
-}
-
-fn median(c: &Value, op: &str) -> f64 {
-    c["guest"]["bench"]["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["op"] == op)
-        .unwrap_or_else(|| panic!("{op} missing in {}", c["config"]["name"]))["median"]
-        .as_f64()
-        .unwrap()
 }
 
 /// swtpm directories left in `tmp`.

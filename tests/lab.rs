@@ -8,11 +8,18 @@ use std::{
     process::{Command, Output},
 };
 
-use common::{json, one_error_line, validate, LSMPMON};
+use common::{
+    cell_median as median, fresh_dir, json, lab_cell as cell, lab_cells as cells, one_error_line,
+    validate, LSMPMON,
+};
 use serde_json::Value;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/configs");
 const SHIPPED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/configs");
+
+fn tmpdir(name: &str) -> PathBuf {
+    fresh_dir("lab", name)
+}
 
 fn lab(args: &[&str]) -> Output {
     let out = Command::new(LSMPMON)
@@ -25,42 +32,6 @@ fn lab(args: &[&str]) -> Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("lab-{name}"));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn cells(results: &Path) -> Vec<Value> {
-    let mut v: Vec<Value> = std::fs::read_dir(results.join("cells"))
-        .unwrap()
-        .flatten()
-        .map(|e| json(&std::fs::read_to_string(e.path()).unwrap()))
-        .collect();
-    v.sort_by_key(|c| c["started_unix_s"].as_u64());
-    v
-}
-
-fn cell<'a>(cells: &'a [Value], config: &str) -> &'a Value {
-    cells
-        .iter()
-        .rev()
-        .find(|c| c["config"]["name"] == config)
-        .unwrap_or_else(|| panic!("no cell for {config}"))
-}
-
-fn median(c: &Value, op: &str) -> f64 {
-    c["guest"]["bench"]["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["op"] == op)
-        .unwrap_or_else(|| panic!("{op} missing"))["median"]
-        .as_f64()
-        .unwrap()
 }
 
 /// The shipped configurations (every directory with a spec).

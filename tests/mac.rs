@@ -4,35 +4,16 @@
 //! malformed policy is one line; nothing stays attached after unload.
 mod common;
 
-use std::{
-    collections::BTreeMap,
-    path::PathBuf,
-    process::{Command, Output},
-};
+use std::{collections::BTreeMap, path::PathBuf};
 
-use common::{json, LSMPMON};
+use common::{fresh_dir, json, run_logged as run};
 use serde_json::Value;
 
-const METHODS: [&str; 3] = ["label", "path", "inode"];
-
 fn tmpdir(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("mac-{name}"));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    fresh_dir("mac", name)
 }
 
-fn run(args: &[&str]) -> Output {
-    let out = Command::new(LSMPMON)
-        .args(args)
-        .output()
-        .expect("running lsmpmon");
-    eprintln!(
-        "--- {args:?} stderr ---\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
+const METHODS: [&str; 3] = ["label", "path", "inode"];
 
 /// Each mac-* cell passes its deny proof row by row with the MAC's own
 /// errno (EACCES) and record; on the allowed rows all four configurations

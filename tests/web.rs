@@ -5,29 +5,14 @@ mod common;
 
 use std::{
     path::{Path, PathBuf},
-    process::{Command, Output},
+    process::Command,
 };
 
-use common::{json, one_error_line, validate, LSMPMON};
+use common::{fresh_dir, json, one_error_line, run_logged as run, validate, LSMPMON};
 use serde_json::Value;
 
 fn tmpdir(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("web-{name}"));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn run(args: &[&str]) -> Output {
-    let out = Command::new(LSMPMON)
-        .args(args)
-        .output()
-        .expect("running lsmpmon");
-    eprintln!(
-        "--- {args:?} stderr ---\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    fresh_dir("web", name)
 }
 
 fn only_cell(results: &Path) -> Value {

@@ -152,3 +152,56 @@ pub fn syscall_hook_count(result: &serde_json::Value, syscall: &str, hook: &str)
         .map(|h| h["count"].as_u64().unwrap())
         .sum()
 }
+
+/// A fresh, empty directory under the test target's tmp: `<prefix>-<name>`.
+pub fn fresh_dir(prefix: &str, name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{prefix}-{name}"));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Runs lsmpmon with `args`, its stderr shown in the test's output.
+pub fn run_logged(args: &[&str]) -> Output {
+    let out = Command::new(LSMPMON)
+        .args(args)
+        .output()
+        .expect("running lsmpmon");
+    eprintln!(
+        "--- {args:?} stderr ---\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// A lab results directory's cells, oldest first.
+pub fn lab_cells(results: &Path) -> Vec<serde_json::Value> {
+    let mut v: Vec<serde_json::Value> = std::fs::read_dir(results.join("cells"))
+        .unwrap()
+        .flatten()
+        .map(|e| json(&std::fs::read_to_string(e.path()).unwrap()))
+        .collect();
+    v.sort_by_key(|c| c["started_unix_s"].as_u64());
+    v
+}
+
+/// The newest cell of configuration `config`.
+pub fn lab_cell<'a>(cells: &'a [serde_json::Value], config: &str) -> &'a serde_json::Value {
+    cells
+        .iter()
+        .rev()
+        .find(|c| c["config"]["name"] == config)
+        .unwrap_or_else(|| panic!("no cell for {config}"))
+}
+
+/// A cell's untraced median of `op`.
+pub fn cell_median(c: &serde_json::Value, op: &str) -> f64 {
+    c["guest"]["bench"]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["op"] == op)
+        .unwrap_or_else(|| panic!("{op} missing in {}", c["config"]["name"]))["median"]
+        .as_f64()
+        .unwrap()
+}
