@@ -52,7 +52,8 @@ fn cell_line(out: &Output, config: &str) -> String {
     let err = String::from_utf8_lossy(&out.stderr);
     let lines: Vec<&str> = err
         .lines()
-        .filter(|l| l.starts_with(&format!("lsmpmon: cell 6.1 {config}:")))
+        // "lsmpmon: cell 6.1 ima-tpm (1 CPU): …"
+        .filter(|l| l.starts_with(&format!("lsmpmon: cell 6.1 {config} ")))
         .collect();
     assert_eq!(lines.len(), 1, "one line for the failed cell in: {err}");
     lines[0].to_string()
