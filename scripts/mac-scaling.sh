@@ -4,7 +4,7 @@
 #   path depth: `lab run --bench-dir` puts the benchmark's files DEPTH
 #               directories deep (/d1/.../dDEPTH, on the guest's root);
 #   rules:      copies of the mac-* configurations (a --config-dir, searched
-#               first) with a `pad_rules` file: setup.sh adds that many rules
+#               first) with a `pad_rules` file: `lsmpmon mac setup` adds that many rules
 #               naming other files, so the policy has RULES rules in all.
 # Usage: scripts/mac-scaling.sh [KERNEL [OUT]]
 # Environment: DEPTHS ("1 4 16"), RULES ("10 100 1000"),

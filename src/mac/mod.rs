@@ -4,6 +4,7 @@
 mod load;
 pub mod policy;
 mod probe;
+mod setup;
 
 use std::path::PathBuf;
 
@@ -29,6 +30,19 @@ pub enum MacSub {
         #[arg(long)]
         policy: PathBuf,
         /// The subject's command name (its first 15 bytes are compared).
+        #[arg(long, default_value = "lsmpmon-workload")]
+        subject: String,
+    },
+    /// What a mac-* lab configuration does: mount bpffs and tracefs, add
+    /// the scaling runs' unmatched rules, label, load, turn tracing on.
+    Setup {
+        #[arg(long, value_enum)]
+        method: Method,
+        #[arg(long)]
+        policy: PathBuf,
+        /// A file holding a number of extra, unmatched rules (scaling runs); absent or empty: none.
+        #[arg(long)]
+        pad_rules: Option<PathBuf>,
         #[arg(long, default_value = "lsmpmon-workload")]
         subject: String,
     },
@@ -78,6 +92,21 @@ pub fn main(cmd: MacCommand) -> Result<i32> {
             println!(
                 "mac: {method:?} method loaded: {} rules ({} keys), {} labelled files cached, programs {}",
                 rules.len(),
+                done.rule_keys,
+                done.labelled_files,
+                done.programs.join(" ")
+            );
+            Ok(EXIT_OK)
+        }
+        MacSub::Setup {
+            method,
+            policy: file,
+            pad_rules,
+            subject,
+        } => {
+            let done = setup::run(method, &file, pad_rules.as_deref(), &subject)?;
+            println!(
+                "mac: {method:?} method set up: {} rule keys, {} labelled files cached, programs {}",
                 done.rule_keys,
                 done.labelled_files,
                 done.programs.join(" ")
