@@ -403,6 +403,16 @@ pub struct Target {
 }
 
 impl Probes {
+    /// What the progress lines call them.
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Probes::Pair(t, _) if t.kind == Kind::Kprobe => "kprobe/kretprobe probe pairs",
+            Probes::Pair(..) => "fentry/fexit probe pairs",
+            Probes::Session(_) => "session probes",
+            Probes::MultiSession { .. } => "hooks with one session multi-link",
+        }
+    }
+
     /// What replaces a refused multi-link: one session program per hook.
     pub fn without_multi(self) -> Probes {
         match self {

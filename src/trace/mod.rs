@@ -339,7 +339,7 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     setup::attach_context(&mut skel)?;
     let probes = setup::probes(&skel, choice.method, options, &kfuncs)?;
     setup::write_hook_meta(&skel, &plan.hooks)?;
-    let attached = setup::attach_hooks(&probes, choice.method, args.method, &plan.hooks, options)?;
+    let attached = setup::attach_hooks(&probes, args.method, &plan.hooks, options)?;
     // The floor is measured with the method the hooks got.
     let probes = match attached.multi_refused {
         Some(_) => probes.without_multi(),

@@ -256,17 +256,17 @@ pub struct Attached {
 /// will not trace refuses them all), one session program per hook instead.
 pub fn attach_hooks(
     probes: &Probes,
-    method: Method,
     asked: MethodArg,
     hooks: &[Hook],
     options: ProbeOptions,
 ) -> Result<Attached> {
     let Probes::MultiSession { multi, single } = probes else {
-        return attach_each(probes, method, hooks, options);
+        return attach_each(probes, hooks, options);
     };
     eprintln!(
-        "lsmpmon: attaching {} hooks with one session multi-link ...",
-        hooks.len()
+        "lsmpmon: attaching {} {} ...",
+        hooks.len(),
+        probes.describe()
     );
     let start = Instant::now();
     let targets: Vec<attach::Target> = hooks
@@ -304,7 +304,7 @@ pub fn attach_hooks(
         Err(reason) => {
             eprintln!("lsmpmon: the kernel refused the multi-link ({reason}): one session program per hook");
             let single = Probes::Session(single.clone());
-            let mut attached = attach_each(&single, Method::Session(0), hooks, options)?;
+            let mut attached = attach_each(&single, hooks, options)?;
             attached.multi_refused = Some(reason);
             // The refused attempt took time too.
             attached.attach_ms = start.elapsed().as_secs_f64() * 1e3;
@@ -315,16 +315,8 @@ pub fn attach_hooks(
 
 /// One probe pair per hook; a hook that fails is reported, unless the
 /// kernel refuses the first one (then it refuses them all: lockdown).
-fn attach_each(
-    probes: &Probes,
-    method: Method,
-    hooks: &[Hook],
-    options: ProbeOptions,
-) -> Result<Attached> {
-    let what = match method {
-        Method::Session(_) => "session probes".to_string(),
-        m => format!("{} probe pairs", m.name()),
-    };
+fn attach_each(probes: &Probes, hooks: &[Hook], options: ProbeOptions) -> Result<Attached> {
+    let what = probes.describe();
     eprintln!("lsmpmon: attaching {} {what} ...", hooks.len());
     let start = Instant::now();
     let mut pairs = Vec::with_capacity(hooks.len());
