@@ -5,9 +5,9 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 use super::{BenchProvenance, BenchResult};
-use crate::error::usage;
+use crate::base::error::usage;
+use crate::base::table::{plain, Cell, Row, Table};
 use crate::report::input::Origin;
-use crate::report::table::{plain, Cell, Row, Table};
 
 pub struct CompareRow {
     pub op: String,

@@ -6,7 +6,7 @@ use std::{ffi::CString, os::fd::AsRawFd, path::Path};
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use crate::error::usage;
+use crate::base::error::usage;
 
 const SYS_CREATE_RULESET: libc::c_long = 444;
 const SYS_ADD_RULE: libc::c_long = 445;

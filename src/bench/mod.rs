@@ -21,8 +21,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
 
-use crate::error::usage;
-use crate::results::Provenance;
+use crate::base::error::usage;
+use crate::model::Provenance;
 
 pub const SCHEMA: &str = "lsmpmon.bench/1";
 /// Significance level of `--compare`'s real-time test (as `lsmpmon compare`'s default).
@@ -32,7 +32,7 @@ const COMPARE_ALPHA: f64 = 0.01;
 pub struct BenchArgs {
     /// Operations and groups: syscall, files, ipc, proc, yield, bw, lmbench (all of those), ima, paper
     /// (LSMPMON, Table 3; embedded SELinux, Tables 1-2), or op names, comma-separated.
-    #[arg(long, default_value = "paper", value_parser = crate::parse::list)]
+    #[arg(long, default_value = "paper", value_parser = crate::base::parse::list)]
     pub ops: String,
     /// Where file operations run: each op gets a fresh private directory
     /// DIR/<op>.XXXXXX, removed after; DIR is left as it was (made 0700 and
@@ -44,14 +44,14 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 11, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000))]
     pub samples: usize,
     /// Minimum duration of one sample; iterations grow until it is reached.
-    #[arg(long, default_value_t = 10.0, value_parser = crate::parse::sample_ms)]
+    #[arg(long, default_value_t = 10.0, value_parser = crate::base::parse::sample_ms)]
     pub sample_ms: f64,
     /// Operations per sample, fixed instead of grown to --sample-ms: the yield
     /// group's rounds (the pseudo multi-process paper times 100 000 and 1 000 000).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     pub iterations: Option<u64>,
     /// Pin the benchmark to this CPU.
-    #[arg(long, value_parser = crate::parse::cpu)]
+    #[arg(long, value_parser = crate::base::parse::cpu)]
     pub cpu: Option<usize>,
     /// Bytes mapped by the mmap op.
     #[arg(long, default_value_t = 64 * 1024, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1 << 30))]
@@ -156,7 +156,7 @@ fn provenance() -> BenchProvenance {
             .trim()
             .to_string();
     BenchProvenance {
-        base: crate::provenance::collect(),
+        base: crate::model::provenance::collect(),
         boot_params,
         cpu_model,
         clocksource,
@@ -330,7 +330,11 @@ fn prepare_all<'a>(
         match runner::prepare(def, &ctx, &method, clock_ns) {
             Ok(p) => prepared.push(p),
             Err(e) => {
-                eprintln!("bench: {} FAILED: {}", def.name, crate::error::one_line(&e));
+                eprintln!(
+                    "bench: {} FAILED: {}",
+                    def.name,
+                    crate::base::error::one_line(&e)
+                );
                 failed.push(def.name);
             }
         }
@@ -360,7 +364,7 @@ fn sample_rounds<'a>(
                     eprintln!(
                         "bench: {} FAILED: {}",
                         p.def.name,
-                        crate::error::one_line(&e)
+                        crate::base::error::one_line(&e)
                     );
                     failed.push(p.def.name);
                 }
@@ -453,7 +457,7 @@ pub fn main(args: BenchArgs) -> Result<i32> {
 }
 
 fn table(r: &BenchResult) -> String {
-    use crate::report::table::{Cell, Row, Table};
+    use crate::base::table::{Cell, Row, Table};
     use std::fmt::Write;
     let p = &r.provenance.base;
     let mut s = String::new();
@@ -498,7 +502,7 @@ fn table(r: &BenchResult) -> String {
             })
             .collect(),
     };
-    let _ = writeln!(s, "{}", crate::report::table::plain(&t));
+    let _ = writeln!(s, "{}", crate::base::table::plain(&t));
     s
 }
 

@@ -14,8 +14,8 @@ use std::{
 
 use anyhow::Result;
 
-use crate::error::usage;
-use crate::secure_fs::trusted_path;
+use crate::base::error::usage;
+use crate::base::secure_fs::trusted_path;
 
 pub struct WorkDir {
     /// The user's --dir, resolved (symlinks followed once, at the start).

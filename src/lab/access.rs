@@ -1,5 +1,6 @@
 //! The access matrix, tried by the workload itself (`lab access`, hidden):
 //! each row's call and what it returned.
+use crate::base::error::errno_name;
 use std::{
     fs::OpenOptions,
     io::Read,
@@ -93,24 +94,6 @@ fn attempt(op: AccessOp, path: &Path) -> Result<(), i32> {
         }
     }
     Ok(())
-}
-
-pub fn errno_name(e: i32) -> String {
-    let name = match e {
-        libc::EACCES => "EACCES",
-        libc::EPERM => "EPERM",
-        libc::ENOENT => "ENOENT",
-        libc::EEXIST => "EEXIST",
-        libc::EROFS => "EROFS",
-        libc::ECHILD => "exit status not 0",
-        libc::EINVAL => "EINVAL",
-        _ => "",
-    };
-    if name.is_empty() {
-        format!("errno {e}")
-    } else {
-        name.into()
-    }
 }
 
 #[cfg(test)]

@@ -77,7 +77,7 @@ fn sources(cache_dir: &Path) -> Result<PathBuf> {
         return Ok(tree);
     }
     if !Path::new(TARBALL).is_file() {
-        return Err(crate::error::usage(format!(
+        return Err(crate::base::error::usage(format!(
             "{TARBALL} is missing: apt-get install linux-source-6.1 (scripts/setup.sh does)"
         )));
     }

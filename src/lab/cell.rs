@@ -59,7 +59,7 @@ pub fn run(
         } else {
             CellStatus::Failed
         };
-        result.reason = Some(crate::error::one_line(&e));
+        result.reason = Some(crate::base::error::one_line(&e));
     }
     result
 }
@@ -285,7 +285,7 @@ fn check_packages(config: &Config) -> Result<()> {
         .map(String::as_str)
         .collect();
     if !missing.is_empty() {
-        return Err(crate::error::usage(format!(
+        return Err(crate::base::error::usage(format!(
             "configuration {} needs Debian packages on the host: apt-get install {} (scripts/setup.sh does)",
             config.name,
             missing.join(" ")
@@ -297,7 +297,7 @@ fn check_packages(config: &Config) -> Result<()> {
 /// A program and the shared libraries `ldd` says it loads (with the loader).
 fn with_libraries(prog: &Path) -> Result<Vec<PathBuf>> {
     if !prog.is_file() {
-        return Err(crate::error::usage(format!(
+        return Err(crate::base::error::usage(format!(
             "program {} is not on this machine (spec field programs)",
             prog.display()
         )));
@@ -309,7 +309,7 @@ fn with_libraries(prog: &Path) -> Result<Vec<PathBuf>> {
         .context("running ldd")?;
     for line in String::from_utf8_lossy(&ldd.stdout).lines() {
         if line.contains("=> not found") {
-            return Err(crate::error::usage(format!(
+            return Err(crate::base::error::usage(format!(
                 "{}: library {} is not on this machine (install the package that has it)",
                 prog.display(),
                 line.split_whitespace().next().unwrap_or("?")

@@ -72,7 +72,7 @@ pub fn main(plan_path: &Path) -> Result<i32> {
         .with_context(|| format!("reading {}", plan_path.display()))?;
     let mut report = Report::default();
     if let Err(e) = run(&plan, &mut report) {
-        report.error = Some(crate::error::one_line(&e));
+        report.error = Some(crate::base::error::one_line(&e));
     }
     println!("{}", serde_json::to_string(&report)?);
     let ok = report.error.is_none() && report.proof.as_ref().is_some_and(|p| p.passed);
@@ -97,7 +97,7 @@ fn run(plan: &Plan, report: &mut Report) -> Result<()> {
     })?;
     let mem_before = footprint::meminfo()?;
     stage(report, "setup", || setup(&plan.spec))?;
-    report.active_lsms = crate::provenance::active_lsms();
+    report.active_lsms = crate::model::provenance::active_lsms();
     let p = stage(report, "proof", || {
         proof::prove(plan, &before, || access_as_workload(plan, true))
     })?;

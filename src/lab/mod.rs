@@ -28,7 +28,7 @@ use std::{
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 
-use crate::error::{usage, EXIT_FAILURE, EXIT_OK};
+use crate::base::error::{usage, EXIT_FAILURE, EXIT_OK};
 use crate::vm::{self, kernel, Machine};
 use cell::CellJob;
 use results::{CellResult, CellStatus, ResultsDir, RunOptions, CELL_SCHEMA};
@@ -387,7 +387,7 @@ fn run_jobs(
                     eprintln!(
                         "lsmpmon: cell {}: cannot write its result: {}",
                         r.id,
-                        crate::error::one_line(&e)
+                        crate::base::error::one_line(&e)
                     );
                     *lock(&write_err) = Some(e);
                 }
@@ -425,7 +425,7 @@ fn summarize(cells: &[CellResult], dir: &ResultsDir, cancel: &AtomicBool) -> Res
     }
     eprintln!("lsmpmon: results in {}", dir.root.display());
     if cancel.load(Ordering::SeqCst) {
-        return Err(crate::error::with_code(
+        return Err(crate::base::error::with_code(
             EXIT_FAILURE,
             format!(
                 "interrupted: {} finished cell(s) kept in {}",
@@ -435,7 +435,7 @@ fn summarize(cells: &[CellResult], dir: &ResultsDir, cancel: &AtomicBool) -> Res
         ));
     }
     if !bad.is_empty() {
-        return Err(crate::error::with_code(
+        return Err(crate::base::error::with_code(
             EXIT_FAILURE,
             format!("{} of {} cell(s) failed (above)", bad.len(), cells.len()),
         ));
@@ -446,7 +446,8 @@ fn summarize(cells: &[CellResult], dir: &ResultsDir, cancel: &AtomicBool) -> Res
 /// Prints the tables for this run's kernels and configurations; writes all
 /// of them (every cell in the directory) as Markdown and JSON.
 fn report(dir: &ResultsDir, order: &[String], kernels: &[String]) -> Result<()> {
-    use crate::report::{forms::BASELINE, input, table};
+    use crate::base::table;
+    use crate::report::{forms::BASELINE, input};
     let runs = input::load(std::slice::from_ref(&dir.root), true)?;
     // This run's cells, with the baseline's from the directory for the percentages.
     let mut shown: Vec<String> = order.to_vec();
@@ -475,7 +476,8 @@ fn report(dir: &ResultsDir, order: &[String], kernels: &[String]) -> Result<()> 
 }
 
 fn show_tables(args: &TablesArgs) -> Result<i32> {
-    use crate::report::{input, table};
+    use crate::base::table;
+    use crate::report::input;
     if !args.dir.join("cells").is_dir() {
         return Err(usage(format!(
             "{} is not a lab results directory (no cells/)",
@@ -678,7 +680,7 @@ fn base_result(
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
-    let host = crate::provenance::collect();
+    let host = crate::model::provenance::collect();
     let safe_host: String = host
         .hostname
         .chars()

@@ -81,7 +81,7 @@ pub fn prove(
         measurements: Vec::new(),
         pcr10_before: None,
         pcr10_after: None,
-        active_lsms: crate::provenance::active_lsms(),
+        active_lsms: crate::model::provenance::active_lsms(),
         expected_lsms: plan.expected_lsms.clone(),
     };
     if let Some(o) = unconfined.iter().find(|o| !o.allowed()) {

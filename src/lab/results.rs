@@ -31,7 +31,7 @@ pub enum CellStatus {
     Interrupted,
 }
 
-pub use crate::results::KernelRef;
+pub use crate::model::KernelRef;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ConfigRef {
@@ -153,7 +153,7 @@ pub struct ResultsDir {
 impl ResultsDir {
     pub fn open(root: &Path) -> Result<Self> {
         fs::create_dir_all(root.join("cells")).map_err(|e| {
-            crate::error::usage(format!(
+            crate::base::error::usage(format!(
                 "cannot create results directory {}: {e}: choose another with --results",
                 root.display()
             ))
@@ -165,7 +165,7 @@ impl ResultsDir {
         for d in [root.to_path_buf(), root.join("cells")] {
             let m = fs::symlink_metadata(&d)?;
             if !m.is_dir() || m.uid() != euid || m.mode() & 0o022 != 0 {
-                return Err(crate::error::usage(format!(
+                return Err(crate::base::error::usage(format!(
                     "results directory {} is not a directory owned by you and writable only by you: choose another with --results",
                     d.display()
                 )));
@@ -256,5 +256,5 @@ fn read_capped(p: &Path) -> Result<Vec<u8>> {
 
 /// Written to a temporary file in the same directory, then renamed.
 pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    crate::secure_fs::write_atomic(path, text.as_bytes())
+    crate::base::secure_fs::write_atomic(path, text.as_bytes())
 }

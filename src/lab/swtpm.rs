@@ -30,7 +30,7 @@ impl Swtpm {
     /// its log when it stops.
     pub fn start(log_dir: &Path) -> Result<Self> {
         if crate::vm::qemu::which("swtpm").is_none() {
-            return Err(crate::error::usage(
+            return Err(crate::base::error::usage(
                 "swtpm not found: apt-get install swtpm swtpm-tools (scripts/setup.sh does)",
             ));
         }

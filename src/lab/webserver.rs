@@ -127,8 +127,8 @@ fn users() -> Result<()> {
 pub fn main(nginx: &Path) -> Result<i32> {
     // It writes /srv and /etc and leaves a daemon: a throwaway guest's job.
     let cmdline = fs::read_to_string("/proc/cmdline").unwrap_or_default();
-    if !cmdline.contains(&format!("{}=", crate::provenance::VM_PARAM)) {
-        return Err(crate::error::usage(
+    if !cmdline.contains(&format!("{}=", crate::model::provenance::VM_PARAM)) {
+        return Err(crate::base::error::usage(
             "lab web-server runs only inside an lsmpmon guest (vm run / lab): it writes /srv and /etc and leaves nginx running",
         ));
     }

@@ -19,8 +19,8 @@ use libbpf_rs::{
 
 use super::policy::{self, Rule};
 use super::Method;
-use crate::error::usage;
-use crate::intf_mac::{mac_inode_key, mac_limits, mac_path_key};
+use crate::base::error::usage;
+use crate::mac::intf::{mac_inode_key, mac_limits, mac_path_key};
 
 mod bpf {
     #![allow(clippy::all, dead_code, non_camel_case_types, non_snake_case)]

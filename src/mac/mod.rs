@@ -1,6 +1,7 @@
 //! `lsmpmon mac` (hidden, run in the guest by the mac-* lab configurations):
 //! three reference MACs as BPF LSM programs that enforce the same policy and
 //! differ only in how they identify a file: label, path or inode.
+pub mod intf;
 mod load;
 pub mod policy;
 mod probe;
@@ -11,8 +12,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 
-use crate::error::EXIT_OK;
-use crate::intf_mac::mac_method;
+use crate::base::error::EXIT_OK;
+use crate::mac::intf::mac_method;
 
 #[derive(Args, Debug)]
 pub struct MacCommand {

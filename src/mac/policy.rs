@@ -14,8 +14,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::error::usage;
-use crate::intf_mac::{mac_access, mac_limits};
+use crate::base::error::usage;
+use crate::mac::intf::{mac_access, mac_limits};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {

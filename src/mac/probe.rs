@@ -4,7 +4,7 @@ use std::{fs::OpenOptions, io::Read, os::unix::fs::OpenOptionsExt, path::Path};
 
 use clap::ValueEnum;
 
-use crate::lab::access::errno_name;
+use crate::base::error::errno_name;
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
 pub enum Access {

@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::{load, policy, Method};
-use crate::error::usage;
+use crate::base::error::usage;
 
 const BPF_FS: &str = "/sys/fs/bpf";
 const TRACING: &str = "/sys/kernel/tracing";

@@ -9,8 +9,8 @@ use serde_json::Value;
 use super::forms::{bench_medians, floor, latest, overhead_pct, trace};
 use super::input::{Origin, Run};
 use super::stats;
-use super::table::{Cell, Row, Table};
-use crate::error::usage;
+use crate::base::error::usage;
+use crate::base::table::{Cell, Row, Table};
 
 /// What virtual time repeats to across boots (LAB-FACTS; BENCHMARKS §2).
 pub const VIRTUAL_DETERMINISM_PCT: f64 = 0.5;
@@ -305,7 +305,7 @@ pub fn table(changes: &[Change], pairs: &[(&Run, &Run)], forced: &[String]) -> T
                     Cell::text(&c.unit),
                     Cell::value(c.a),
                     Cell::value(c.b),
-                    Cell::text(super::table::fmt_pct(c.overhead_pct, 2)),
+                    Cell::text(crate::base::table::fmt_pct(c.overhead_pct, 2)),
                     Cell::text(c.verdict.word()),
                     Cell::text(&c.test),
                 ],

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::input::Run;
-use super::table::{Cell, Row, Table};
+use crate::base::papers;
+use crate::base::table::{Cell, Row, Table};
 use crate::lab::results::CellStatus;
-use crate::papers;
 
 /// The hooks of the LSMPMON paper's Table 4 (dentry_open is file_open today).
 pub const PAPER_HOOKS: &[&str] = &[

@@ -8,8 +8,8 @@ use serde_json::Value;
 use super::charts::{self, Series};
 use super::forms::{self, trace};
 use super::input::Run;
-use super::table::{fmt_cell, Cell, Table};
-use crate::papers;
+use crate::base::papers;
+use crate::base::table::{fmt_cell, Cell, Table};
 
 const TEMPLATE: &str = include_str!("templates/report.html");
 /// Histograms drawn per traced run: its hooks with the most time.

@@ -4,8 +4,8 @@
 //! implies. One table of each per kernel.
 use super::forms::{bench_medians, by_kernel, missing, time_mode, BASELINE};
 use super::input::Run;
-use super::table::{Cell, Row, Table};
-use crate::papers;
+use crate::base::papers;
+use crate::base::table::{Cell, Row, Table};
 
 /// (our op, case label, paper's latency µs, paper's hook share µs).
 type PaperCase = (&'static str, &'static str, f64, Option<f64>);
@@ -172,7 +172,7 @@ fn case_cells(c: &Run, op: &str, base_us: Option<f64>) -> [Cell; 2] {
     if no_tpm {
         // Listed, not extended: the figure must not read as the paper's extend.
         return [
-            Cell::text(format!("{} (no TPM)", super::table::fmt_value(us))),
+            Cell::text(format!("{} (no TPM)", crate::base::table::fmt_value(us))),
             share,
         ];
     }

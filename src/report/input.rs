@@ -10,7 +10,7 @@ use std::{
 use anyhow::Result;
 use serde_json::Value;
 
-use crate::error::usage;
+use crate::base::error::usage;
 use crate::lab::{
     footprint::Footprint,
     results::{CellResult, CellStatus, CELL_SCHEMA},
@@ -107,7 +107,7 @@ pub fn load(paths: &[PathBuf], skip: bool) -> Result<Vec<Run>> {
             match load_file(&f) {
                 Ok(r) => runs.push(r),
                 Err(e) if skip => {
-                    eprintln!("lsmpmon: skipping {}", crate::error::one_line(&e))
+                    eprintln!("lsmpmon: skipping {}", crate::base::error::one_line(&e))
                 }
                 Err(e) => return Err(e),
             }
@@ -175,7 +175,7 @@ pub fn load_file(p: &Path) -> Result<Run> {
         crate::bench::SCHEMA => standalone(p, None, Some(v))
             .and_then(checked)
             .map_err(malformed),
-        crate::results::TRACE_SCHEMA => standalone(p, Some(v), None)
+        crate::model::TRACE_SCHEMA => standalone(p, Some(v), None)
             .and_then(checked)
             .map_err(malformed),
         "" => Err(usage(format!(
@@ -186,7 +186,7 @@ pub fn load_file(p: &Path) -> Result<Run> {
             "{}: schema {other} is not one report reads ({CELL_SCHEMA}, {}, {})",
             p.display(),
             crate::bench::SCHEMA,
-            crate::results::TRACE_SCHEMA
+            crate::model::TRACE_SCHEMA
         ))),
     }
 }

@@ -10,8 +10,7 @@ pub mod input;
 mod stats;
 mod studies;
 mod syscalls;
-pub mod table;
-pub mod trace_tables;
+
 mod webstone;
 
 use std::path::PathBuf;
@@ -19,9 +18,10 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 
-use crate::error::{usage, with_code, EXIT_FAILURE, EXIT_OK};
+use crate::base::error::{usage, with_code, EXIT_FAILURE, EXIT_OK};
+use crate::base::table::{self, Table};
+use crate::trace::tables as trace_tables;
 use input::Run;
-use table::Table;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -197,13 +197,13 @@ fn emit(output: Option<&PathBuf>, text: &str) -> Result<()> {
             )));
         }
     }
-    crate::secure_fs::write_atomic(p, text.as_bytes()).map_err(|e| {
+    crate::base::secure_fs::write_atomic(p, text.as_bytes()).map_err(|e| {
         with_code(
             EXIT_FAILURE,
             format!(
                 "cannot write {}: {}",
                 p.display(),
-                crate::error::one_line(&e)
+                crate::base::error::one_line(&e)
             ),
         )
     })
@@ -224,13 +224,13 @@ fn write_stdout(text: &str) -> Result<()> {
 
 pub fn main(args: ReportArgs) -> Result<i32> {
     if args.papers {
-        let list: String = crate::papers::ALL
+        let list: String = crate::base::papers::ALL
             .iter()
             .map(|p| {
                 format!(
                     "{}: {}\n  used for: {}\n",
                     p.short,
-                    crate::papers::reference(p),
+                    crate::base::papers::reference(p),
                     p.used_for
                 )
             })

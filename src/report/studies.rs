@@ -3,8 +3,8 @@
 //! multi-process, Table 3).
 use super::forms::{bench_medians, figure_row, time_mode};
 use super::input::Run;
-use super::table::Table;
-use crate::papers;
+use crate::base::papers;
+use crate::base::table::Table;
 
 /// The paper's Table 3: µs for N rounds on Linux (two processes) and on its
 /// system (two tasks in one address space).

@@ -5,8 +5,8 @@ use serde_json::Value;
 
 use super::forms::{flag_fallback, floor, missing, time_mode, trace};
 use super::input::Run;
-use super::table::{Cell, Row, Table};
-use crate::papers;
+use crate::base::papers;
+use crate::base::table::{Cell, Row, Table};
 
 const DEFAULT_SYSCALLS: usize = 3;
 

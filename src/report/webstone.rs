@@ -5,8 +5,8 @@ use serde_json::Value;
 
 use super::forms::{time_mode, BASELINE};
 use super::input::Run;
-use super::table::{Cell, Row, Table};
-use crate::papers;
+use crate::base::papers;
+use crate::base::table::{Cell, Row, Table};
 
 const OPS: [(&str, &str); 4] = [
     ("web_c8", "8 clients"),

@@ -11,11 +11,11 @@ use anyhow::{bail, Result};
 use libbpf_sys::bpf_insn;
 
 use super::cpu_stats;
-use crate::intf::lsmpmon_kfunc::{
+use crate::base::intf::lsmpmon_kfunc::{
     LSMPMON_KFUNC_PREEMPT_DISABLE, LSMPMON_KFUNC_PREEMPT_ENABLE, LSMPMON_KFUNC_SESSION_COOKIE,
     LSMPMON_KFUNC_SESSION_IS_RETURN,
 };
-use crate::intf::lsmpmon_patch::{
+use crate::base::intf::lsmpmon_patch::{
     LSMPMON_PATCH_CALIBRATION, LSMPMON_PATCH_EMPTY, LSMPMON_PATCH_HOOK_ID, LSMPMON_PATCH_LEAN,
     LSMPMON_PATCH_MULTI, LSMPMON_PATCH_NO_PREEMPT, LSMPMON_PATCH_RET_SLOT, LSMPMON_PATCH_SESSION,
     LSMPMON_PATCH_STATS_OFF, LSMPMON_PATCH_SYSCALL_TIME,

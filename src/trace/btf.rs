@@ -4,7 +4,7 @@ use std::{collections::HashMap, ffi::CStr};
 
 use anyhow::Result;
 
-use crate::error::usage;
+use crate::base::error::usage;
 
 const BTF_KIND_INT: u32 = 1;
 const BTF_KIND_PTR: u32 = 2;

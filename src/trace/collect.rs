@@ -3,10 +3,10 @@
 use std::collections::BTreeMap;
 
 use super::hooks::Hook;
-use crate::intf::{
+use crate::base::intf::{
     lsmpmon_hook_stats, lsmpmon_limits as lim, lsmpmon_syscall_cell, lsmpmon_syscall_time,
 };
-use crate::results::{Bucket, HookResult, SyscallHook, SyscallResult};
+use crate::model::{Bucket, HookResult, SyscallHook, SyscallResult};
 
 include!(concat!(env!("OUT_DIR"), "/syscall_names.rs"));
 

@@ -12,7 +12,7 @@ use std::{
 
 use anyhow::Result;
 
-use crate::error::usage;
+use crate::base::error::usage;
 
 /// The last SIGINT/SIGTERM received, and how many.
 static SIGNAL: AtomicI32 = AtomicI32::new(0);

@@ -7,7 +7,7 @@ use std::os::fd::RawFd;
 
 use anyhow::{bail, Result};
 
-use crate::intf::{lsmpmon_cpu, lsmpmon_hook_stats};
+use crate::base::intf::{lsmpmon_cpu, lsmpmon_hook_stats};
 
 /// The map's value size for `rows` statistics rows (hooks + calibration).
 pub fn value_size(rows: u32) -> u32 {

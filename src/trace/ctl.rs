@@ -17,8 +17,8 @@ use std::{
 use anyhow::{Context, Result};
 use clap::ValueEnum;
 
-use crate::error::usage;
-use crate::secure_fs::{check_private, euid, private_dir};
+use crate::base::error::usage;
+use crate::base::secure_fs::{check_private, euid, private_dir};
 
 pub const SOCKET_DIR: &str = "/run/lsmpmon";
 
@@ -394,7 +394,7 @@ mod tests {
     #[test]
     fn stale_sockets_of_dead_traces_are_removed() {
         let dir = scratch("stale");
-        crate::secure_fs::private_dir(&dir).unwrap();
+        crate::base::secure_fs::private_dir(&dir).unwrap();
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let dead = child.id();
         child.wait().unwrap();

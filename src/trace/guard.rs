@@ -24,7 +24,7 @@ use std::{
 
 use anyhow::Result;
 
-use crate::error::with_code;
+use crate::base::error::with_code;
 
 const LOCK_PATH: &str = "/run/lsmpmon-trace.lock";
 const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
@@ -43,7 +43,7 @@ pub struct Guard {
 /// Why a trace may not start, as one line (exit code 1).
 fn refuse(what: String) -> anyhow::Error {
     with_code(
-        crate::error::EXIT_FAILURE,
+        crate::base::error::EXIT_FAILURE,
         format!("{what}; they would inflate every figure: wait or stop them, or pass --allow-other-probes (then recorded in the result)"),
     )
 }
@@ -115,7 +115,7 @@ fn lock(stop: &dyn Fn() -> bool) -> Result<Holder> {
         }
         if stop() {
             return Err(with_code(
-                crate::error::EXIT_FAILURE,
+                crate::base::error::EXIT_FAILURE,
                 "interrupted while waiting for an earlier trace's release",
             ));
         }
@@ -145,7 +145,7 @@ fn open_lock() -> Result<File> {
     // SAFETY: plain query.
     let euid = unsafe { libc::geteuid() };
     if !meta.is_file() || meta.uid() != euid || meta.mode() & 0o022 != 0 {
-        return Err(crate::error::usage(format!(
+        return Err(crate::base::error::usage(format!(
             "{LOCK_PATH} is not a private file of uid {euid}: remove it and retry"
         )));
     }

@@ -7,8 +7,8 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::btf::{ArgType, Func, KernelBtf};
-use crate::error::usage;
-use crate::intf::lsmpmon_obj_kind as obj;
+use crate::base::error::usage;
+use crate::base::intf::lsmpmon_obj_kind as obj;
 
 /// Hooks the tracer must stay off, and why.
 pub const DENY_LIST: &[(&str, &str)] = &[(
@@ -44,11 +44,7 @@ pub struct Hook {
     pub also: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct Excluded {
-    pub hook: String,
-    pub reason: String,
-}
+pub use crate::model::Excluded;
 
 pub struct Discovery {
     pub hooks: Vec<Hook>,

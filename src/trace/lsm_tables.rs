@@ -7,7 +7,7 @@ use std::{collections::HashMap, fs::File, io::Read, os::unix::fs::FileExt};
 use anyhow::{bail, Context, Result};
 
 use super::btf::{KernelBtf, Struct};
-use crate::error::usage;
+use crate::base::error::usage;
 
 /// The BTF structs the walk needs.
 pub const STRUCTS: &[&str] = &[

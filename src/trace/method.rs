@@ -2,11 +2,10 @@
 //! offers, in the order multi session → session → fentry/fexit →
 //! kprobe/kretprobe. Each method passed over is recorded with its reason.
 use anyhow::Result;
-use serde::Serialize;
 
 use super::attach::Kfuncs;
 use super::btf::KernelBtf;
-use crate::error::usage;
+use crate::base::error::usage;
 
 /// `trace --method`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -47,12 +46,7 @@ impl Method {
     }
 }
 
-/// A method passed over, and why.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct NotUsed {
-    pub method: String,
-    pub reason: String,
-}
+pub use crate::model::NotUsed;
 
 pub struct Choice {
     pub method: Method,

@@ -19,6 +19,7 @@ pub mod report;
 pub mod returns;
 mod session;
 mod setup;
+pub mod tables;
 
 mod bpf {
     #![allow(clippy::all, dead_code, non_camel_case_types, non_snake_case)]
@@ -37,9 +38,9 @@ use std::{
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 
-use crate::error::usage;
-use crate::intf::lsmpmon_limits as lim;
-use crate::results::{ProbeInfo, TraceOptions, TraceResult};
+use crate::base::error::usage;
+use crate::base::intf::lsmpmon_limits as lim;
+use crate::model::{ProbeInfo, TraceOptions, TraceResult};
 use attach::{HookConsts, ProbeOptions};
 use cpu_stats::CpuStats;
 use report::{SortKey, View};
@@ -72,31 +73,31 @@ pub enum TraceSub {
 #[derive(Args, Debug, Clone)]
 pub struct TraceArgs {
     /// Hooks to trace: comma-separated globs on the hook (inode_*) or function (security_*) name.
-    #[arg(long, default_value = "*", value_parser = crate::parse::list)]
+    #[arg(long, default_value = "*", value_parser = crate::base::parse::list)]
     pub hooks: String,
     /// List the hooks this kernel has (and those excluded, with why) and exit.
     #[arg(long)]
     pub list_hooks: bool,
     /// Subject filter: only tasks with this command name (LSMPMON's `s foo`).
-    #[arg(long, value_parser = crate::parse::comm)]
+    #[arg(long, value_parser = crate::base::parse::comm)]
     pub comm: Option<String>,
     /// Subject filter: only this process (thread group id; it must exist).
-    #[arg(long, value_parser = crate::parse::live_pid)]
+    #[arg(long, value_parser = crate::base::parse::live_pid)]
     pub pid: Option<u32>,
     /// Subject filter: only this user id.
-    #[arg(long, value_parser = crate::parse::uid)]
+    #[arg(long, value_parser = crate::base::parse::uid)]
     pub uid: Option<u32>,
     /// Subject filter: only tasks in this cgroup (v2 path, absolute or under /sys/fs/cgroup).
-    #[arg(long, value_parser = crate::parse::cgroup)]
+    #[arg(long, value_parser = crate::base::parse::cgroup)]
     pub cgroup: Option<String>,
     /// Object filter: only calls on a file/dentry/path with this base name (LSMPMON's `o bar`).
-    #[arg(long, value_parser = crate::parse::object)]
+    #[arg(long, value_parser = crate::base::parse::object)]
     pub object: Option<String>,
     /// Stop after this many seconds (default: when COMMAND exits, or on Ctrl-C).
-    #[arg(long, value_parser = crate::parse::seconds)]
+    #[arg(long, value_parser = crate::base::parse::seconds)]
     pub duration: Option<f64>,
     /// Print the statistics every this many seconds (NDJSON with --json).
-    #[arg(long, value_parser = crate::parse::seconds)]
+    #[arg(long, value_parser = crate::base::parse::seconds)]
     pub interval: Option<f64>,
     /// Machine-readable output (schema/trace.schema.json). COMMAND's stdout then goes to stderr.
     #[arg(long)]
@@ -375,7 +376,7 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
         pairs: attached.pairs,
         calibration,
         options: trace_options(args),
-        provenance: crate::provenance::collect(),
+        provenance: crate::model::provenance::collect(),
         enabled_at: None,
         elapsed: Duration::ZERO,
         baseline: Default::default(),
@@ -386,7 +387,7 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     session.set_enabled(true);
     let server = ctl::Server::start()
         .map_err(|e| {
-            let why = crate::error::one_line(&e);
+            let why = crate::base::error::one_line(&e);
             eprintln!("lsmpmon: warning: no trace ctl for this trace: {why}");
         })
         .ok();
@@ -502,7 +503,7 @@ fn finish(mut session: Session, args: &TraceArgs, status: Option<i32>) -> Result
     );
     let text = render(&result, args, args.interval.is_some())?;
     match &args.output {
-        Some(path) => crate::secure_fs::write_no_follow(path, text.as_bytes())
+        Some(path) => crate::base::secure_fs::write_no_follow(path, text.as_bytes())
             .with_context(|| format!("writing {}", path.display()))?,
         None => {
             let mut out = std::io::stdout().lock();
@@ -513,7 +514,7 @@ fn finish(mut session: Session, args: &TraceArgs, status: Option<i32>) -> Result
     Ok(match status {
         Some(code) if code != 0 => {
             eprintln!("lsmpmon: the traced command exited with status {code}");
-            crate::error::EXIT_FAILURE
+            crate::base::error::EXIT_FAILURE
         }
         _ => 0,
     })
@@ -521,7 +522,7 @@ fn finish(mut session: Session, args: &TraceArgs, status: Option<i32>) -> Result
 
 /// (major, minor) of the running kernel.
 fn kernel_version() -> (u32, u32) {
-    let release = crate::provenance::collect().kernel_release;
+    let release = crate::model::provenance::collect().kernel_release;
     let mut nums = release
         .split(|c: char| !c.is_ascii_digit())
         .filter_map(|p| p.parse::<u32>().ok());

@@ -5,7 +5,7 @@
 //! so it is made with the bpf syscall itself.
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-use crate::intf::lsmpmon_multi_cookie::{LSMPMON_MULTI_HOOK_MASK, LSMPMON_MULTI_RETURNS_INT};
+use crate::base::intf::lsmpmon_multi_cookie::{LSMPMON_MULTI_HOOK_MASK, LSMPMON_MULTI_RETURNS_INT};
 
 /// `union bpf_attr` as BPF_LINK_CREATE reads it for a tracing multi-link
 /// (the 7.x UAPI: link_create.tracing_multi after prog_fd, target_fd,
@@ -77,7 +77,7 @@ mod tests {
         assert_eq!(cookie(7, false), 7);
         assert_eq!(cookie(7, true), 7 | 0x10000);
         // Every hook id lsmpmon can trace fits the cookie.
-        let max = crate::intf::lsmpmon_limits::LSMPMON_MAX_HOOKS - 1;
+        let max = crate::base::intf::lsmpmon_limits::LSMPMON_MAX_HOOKS - 1;
         assert_eq!(cookie(max, false), max as u64);
         assert_eq!(std::mem::size_of::<LinkCreateMulti>(), 40);
     }

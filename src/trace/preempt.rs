@@ -8,14 +8,14 @@
 //! Debian's kernels only offer `full` and `lazy`.)
 use anyhow::Result;
 
-use crate::error::usage;
+use crate::base::error::usage;
 
 /// The preemption model the running kernel uses, if it can be told.
 pub fn model() -> Option<String> {
     dynamic_model()
         .or_else(|| cmdline_model(&std::fs::read_to_string("/proc/cmdline").ok()?))
         .or_else(|| {
-            let release = crate::provenance::collect().kernel_release;
+            let release = crate::model::provenance::collect().kernel_release;
             config_model(&std::fs::read_to_string(format!("/boot/config-{release}")).ok()?)
         })
 }

@@ -4,8 +4,9 @@ use std::fmt::Write;
 
 use clap::ValueEnum;
 
-use crate::report::{table, trace_tables};
-use crate::results::{HookResult, TraceResult};
+use super::tables as trace_tables;
+use crate::base::table;
+use crate::model::{HookResult, TraceResult};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SortKey {

@@ -11,10 +11,10 @@ use anyhow::Result;
 use super::attach::Pair;
 use super::bpf::LsmpmonSkel;
 use super::{arrays, collect, cpu_stats::CpuStats, hooks::Hook};
-use crate::intf::{
+use crate::base::intf::{
     lsmpmon_hook_stats, lsmpmon_limits as lim, lsmpmon_syscall_cell, lsmpmon_syscall_time,
 };
-use crate::results::{ProbeInfo, TraceOptions, TraceResult, TRACE_SCHEMA};
+use crate::model::{ProbeInfo, TraceOptions, TraceResult, TRACE_SCHEMA};
 
 /// The counters at the last `trace ctl reset`: later snapshots subtract them.
 /// Nothing is zeroed under the probes' feet (a probe adding to a sum while
@@ -57,7 +57,7 @@ pub struct Session<'obj> {
     pub calibration: Option<Pair>,
     pub probe: ProbeInfo,
     pub options: TraceOptions,
-    pub provenance: crate::results::Provenance,
+    pub provenance: crate::model::Provenance,
     pub enabled_at: Option<Instant>,
     pub elapsed: Duration,
     pub baseline: Baseline,
@@ -241,12 +241,12 @@ impl Session<'_> {
                     for other in &h.also {
                         let mut shared = r.clone();
                         shared.hook = other.clone();
-                        per_lsm.push(crate::results::LsmHookResult {
+                        per_lsm.push(crate::model::LsmHookResult {
                             lsm: lsm.clone(),
                             stats: shared,
                         });
                     }
-                    per_lsm.push(crate::results::LsmHookResult {
+                    per_lsm.push(crate::model::LsmHookResult {
                         lsm: lsm.clone(),
                         stats: r,
                     });

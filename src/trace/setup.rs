@@ -12,7 +12,7 @@ use super::bpf::*;
 use super::hooks::{self, Excluded, Hook};
 use super::method::{Method, MethodArg};
 use super::{btf, calibrate, cgroup_id, cpu_stats, fixed_bytes, refused, TraceArgs};
-use crate::intf::{lsmpmon_hook_meta, lsmpmon_limits as lim};
+use crate::base::intf::{lsmpmon_hook_meta, lsmpmon_limits as lim};
 
 /// The functions to probe: the selected hooks, then (with --per-lsm) each
 /// active module's implementation of them.

@@ -15,8 +15,8 @@ use anyhow::{bail, Context, Result};
 
 use super::cache::real_dir;
 use super::kernel::{self, Kernel};
-use crate::error::usage;
-use crate::results::PackageRef;
+use crate::base::error::usage;
+use crate::model::PackageRef;
 
 pub struct Recipe {
     /// The name `--kernel` takes.

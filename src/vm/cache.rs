@@ -12,7 +12,7 @@ use std::{
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
-use crate::error::usage;
+use crate::base::error::usage;
 
 /// What to tell the user when a cache entry cannot be trusted.
 pub const REFETCH_HINT: &str = "run `lsmpmon vm cache --clean --all` to fetch it again";
@@ -102,7 +102,7 @@ pub fn read_no_follow(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-pub use crate::secure_fs::write_atomic;
+pub use crate::base::secure_fs::write_atomic;
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
     format!("{:x}", Sha256::digest(bytes))

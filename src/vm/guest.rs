@@ -20,13 +20,7 @@ pub struct RunSpec {
     pub argv: Vec<String>,
     /// The kernel the guest boots, for the provenance of what runs in it.
     #[serde(default)]
-    pub kernel: Option<crate::results::KernelRef>,
-}
-
-/// The kernel `vm run` booted this guest with (None on a host).
-pub fn booted_kernel() -> Option<crate::results::KernelRef> {
-    let bytes = fs::read(Path::new("/").join(super::initramfs::RUN_FILE)).ok()?;
-    serde_json::from_slice::<RunSpec>(&bytes).ok()?.kernel
+    pub kernel: Option<crate::model::KernelRef>,
 }
 
 fn open_raw(path: &str) -> Result<File> {
@@ -48,9 +42,13 @@ fn open_raw(path: &str) -> Result<File> {
 pub fn exec(spec_path: &Path) -> Result<()> {
     let code = run_command(spec_path).unwrap_or_else(|e| {
         if let Ok(mut err) = open_raw(GUEST_STDERR) {
-            let _ = writeln!(err, "lsmpmon: error: guest: {}", crate::error::one_line(&e));
+            let _ = writeln!(
+                err,
+                "lsmpmon: error: guest: {}",
+                crate::base::error::one_line(&e)
+            );
         }
-        crate::error::EXIT_USAGE
+        crate::base::error::EXIT_USAGE
     });
     if let Ok(mut st) = open_raw(GUEST_STATUS) {
         let _ = writeln!(st, "status {code}");

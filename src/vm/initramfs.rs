@@ -25,11 +25,17 @@ exec /bin/lsmpmon vm guest-exec /lsmpmon/run.json
 "#;
 
 /// Path in the guest of the run description written by `vm run`.
-pub const RUN_FILE: &str = "lsmpmon/run.json";
+pub const RUN_FILE: &str = crate::model::provenance::GUEST_RUN_FILE;
 
 pub struct Cpio {
     buf: Vec<u8>,
     ino: u32,
+}
+
+impl Default for Cpio {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Cpio {

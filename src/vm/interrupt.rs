@@ -10,7 +10,7 @@ use signal_hook::{
     low_level, SigId,
 };
 
-use crate::error::EXIT_FAILURE;
+use crate::base::error::EXIT_FAILURE;
 
 const MESSAGE: &[u8] = b"lsmpmon: error: interrupted before the guest started\n";
 

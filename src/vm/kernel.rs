@@ -14,8 +14,8 @@ use super::cache::{
     check_sha256, inside, not_followed, read_no_follow, real_dir, refuse_links_under, write_atomic,
 };
 use super::lock::FetchLock;
-use crate::error::usage;
-use crate::results::{KernelRef, PackageRef};
+use crate::base::error::usage;
+use crate::model::{KernelRef, PackageRef};
 
 const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
 

@@ -4,7 +4,7 @@ use std::{fs, path::Path};
 
 use anyhow::Result;
 
-use crate::error::usage;
+use crate::base::error::usage;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mirrors {

@@ -20,7 +20,7 @@ use std::{
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 
-use crate::error::usage;
+use crate::base::error::usage;
 use qemu::Accel;
 
 #[derive(Subcommand, Debug)]
@@ -45,7 +45,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "cloud")]
     pub flavour: String,
     /// LSMs to activate, in order (the kernel's lsm= parameter). Default: the kernel's own.
-    #[arg(long, value_parser = crate::parse::list)]
+    #[arg(long, value_parser = crate::base::parse::list)]
     pub lsm: Option<String>,
     /// Extra kernel command-line parameters.
     #[arg(long, default_value = "")]
@@ -145,7 +145,7 @@ pub fn main(cmd: VmCommand) -> Result<i32> {
     match cmd {
         VmCommand::Run(args) => run(&args),
         VmCommand::Cache(args) => cache(&args),
-        VmCommand::GuestExec { spec } => guest::exec(&spec).map(|_| crate::error::EXIT_OK),
+        VmCommand::GuestExec { spec } => guest::exec(&spec).map(|_| crate::base::error::EXIT_OK),
     }
 }
 
@@ -293,7 +293,7 @@ fn cmdline(l: &Launch) -> String {
     let mut cmdline = format!(
         "console=ttyS0 quiet panic=-1 oops=panic{} {}={}",
         if m.kaslr { "" } else { " nokaslr" },
-        crate::provenance::VM_PARAM,
+        crate::model::provenance::VM_PARAM,
         // What the guest's clock is: virtual (tcg) or the emulation's real time.
         match (m.accel, m.icount.as_str()) {
             (Accel::Tcg, "off") => "tcg-real",

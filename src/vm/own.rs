@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 
 use super::cache::real_dir;
 use super::kernel::{self, Kernel};
-use crate::error::usage;
+use crate::base::error::usage;
 
 /// What `--kernel` accepts besides the series (for error messages).
 pub const ACCEPTED: &str =

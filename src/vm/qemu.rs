@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
 
-use crate::error::{usage, with_code, EXIT_GUEST_TIMEOUT};
+use crate::base::error::{usage, with_code, EXIT_GUEST_TIMEOUT};
 
 /// Serial ports: ttyS0 console, ttyS1 COMMAND's stdout, ttyS2 its stderr,
 /// ttyS3 the exit status. Separate files, so the console never mixes in.
@@ -190,7 +190,7 @@ pub fn boot(b: &Boot) -> Result<i32> {
 
 fn interrupted(console: &Path) -> anyhow::Error {
     with_code(
-        crate::error::EXIT_FAILURE,
+        crate::base::error::EXIT_FAILURE,
         format!(
             "guest stopped (interrupted); console log: {}",
             console.display()

@@ -176,7 +176,7 @@ pub fn select(spec: &str) -> Result<Vec<OpDef>> {
                 .collect(),
             name if all().iter().any(|o| o.name == name) => vec![name],
             other => {
-                return Err(crate::error::usage(format!(
+                return Err(crate::base::error::usage(format!(
                 "unknown operation or group '{other}': groups are {}, lmbench, paper; ops are {}",
                 GROUPS.join(", "),
                 all().iter().map(|o| o.name).collect::<Vec<_>>().join(" ")
@@ -190,7 +190,7 @@ pub fn select(spec: &str) -> Result<Vec<OpDef>> {
         }
     }
     if out.is_empty() {
-        return Err(crate::error::usage("no operation selected"));
+        return Err(crate::base::error::usage("no operation selected"));
     }
     Ok(out)
 }

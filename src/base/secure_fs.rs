@@ -8,7 +8,7 @@ use std::{
 
 use anyhow::Result;
 
-use crate::error::usage;
+use crate::base::error::usage;
 
 /// The effective user id.
 pub fn euid() -> u32 {

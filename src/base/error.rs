@@ -71,6 +71,25 @@ pub fn clap_line(rendered: &str) -> String {
     format!("{}; see --help", first.trim_end_matches('.'))
 }
 
+/// An errno as its name where the proofs and matrices use one.
+pub fn errno_name(e: i32) -> String {
+    let name = match e {
+        libc::EACCES => "EACCES",
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::EEXIST => "EEXIST",
+        libc::EROFS => "EROFS",
+        libc::ECHILD => "exit status not 0",
+        libc::EINVAL => "EINVAL",
+        _ => "",
+    };
+    if name.is_empty() {
+        format!("errno {e}")
+    } else {
+        name.into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

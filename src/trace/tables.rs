@@ -2,8 +2,8 @@
 //! syscall), built from its JSON so that `trace` and `report` print the same.
 use serde_json::Value;
 
-use super::table::{Cell, Row, Table};
-use crate::papers;
+use crate::base::papers;
+use crate::base::table::{Cell, Row, Table};
 
 fn unit(t: &Value) -> &'static str {
     if t["provenance"]["time"] == "virtual" {

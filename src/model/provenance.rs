@@ -2,7 +2,7 @@
 //! virtual time. Read from the running system, never assumed.
 use std::{fs, time::SystemTime};
 
-use crate::results::Provenance;
+use crate::model::{KernelRef, Provenance};
 
 /// Kernel parameter `vm run` adds so the guest knows how its clock runs.
 pub const VM_PARAM: &str = "lsmpmon.vm";
@@ -42,8 +42,23 @@ pub fn collect() -> Provenance {
             .duration_since(SystemTime::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0),
-        kernel: vm.and_then(|_| crate::vm::guest::booted_kernel()),
+        kernel: vm.and_then(|_| booted_kernel()),
     }
+}
+
+/// Where `vm run` puts the guest's run description (argv, the kernel it
+/// booted) in the initramfs, relative to `/`.
+pub const GUEST_RUN_FILE: &str = "lsmpmon/run.json";
+
+/// The kernel `vm run` booted this guest with (None on a host).
+pub fn booted_kernel() -> Option<KernelRef> {
+    #[derive(serde::Deserialize)]
+    struct Booted {
+        #[serde(default)]
+        kernel: Option<KernelRef>,
+    }
+    let bytes = fs::read(std::path::Path::new("/").join(GUEST_RUN_FILE)).ok()?;
+    serde_json::from_slice::<Booted>(&bytes).ok()?.kernel
 }
 
 /// Active LSMs in order, from securityfs (empty if securityfs is not mounted).

@@ -66,7 +66,7 @@ fn bounded(s: &str, max: usize) -> Result<String, String> {
 pub fn comm(s: &str) -> Result<String, String> {
     bounded(
         s,
-        crate::intf::lsmpmon_limits::LSMPMON_COMM_LEN as usize - 1,
+        crate::base::intf::lsmpmon_limits::LSMPMON_COMM_LEN as usize - 1,
     )
 }
 
@@ -74,7 +74,7 @@ pub fn comm(s: &str) -> Result<String, String> {
 pub fn object(s: &str) -> Result<String, String> {
     let s = bounded(
         s,
-        crate::intf::lsmpmon_limits::LSMPMON_OBJ_NAME_LEN as usize - 1,
+        crate::base::intf::lsmpmon_limits::LSMPMON_OBJ_NAME_LEN as usize - 1,
     )?;
     if s.contains('/') {
         return Err("a base name has no '/': nothing could match".into());

@@ -1,5 +1,7 @@
 //! The result schema shared by every subcommand (serde), versioned. The JSON
 //! Schema files under `schema/` describe the same shapes for other tools.
+pub mod provenance;
+
 use serde::{Deserialize, Serialize};
 
 pub const TRACE_SCHEMA: &str = "lsmpmon.trace/1";
@@ -100,7 +102,7 @@ pub struct ProbeInfo {
     pub method: String,
     /// The methods before it in the order (multi session, session,
     /// fentry/fexit, kprobe/kretprobe) and why each was not used.
-    pub not_used: Vec<crate::trace::method::NotUsed>,
+    pub not_used: Vec<NotUsed>,
     /// Why the fallback method was used, if it was: results are flagged.
     pub fallback: Option<String>,
     /// On a kernel that can preempt a task anywhere (preempt=full, lazy):
@@ -139,7 +141,19 @@ pub struct ProbeInfo {
     pub other_probes: Vec<String>,
 }
 
-pub use crate::trace::hooks::Excluded;
+/// A hook (or LSM function) left out, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Excluded {
+    pub hook: String,
+    pub reason: String,
+}
+
+/// An attach method passed over, and why.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct NotUsed {
+    pub method: String,
+    pub reason: String,
+}
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct HookResult {

@@ -1,0 +1,8 @@
+//! The bottom layer: what every other layer uses and that uses nothing of
+//! lsmpmon's above it.
+pub mod error;
+pub mod intf;
+pub mod papers;
+pub mod parse;
+pub mod secure_fs;
+pub mod table;

@@ -1,0 +1,73 @@
+//! The command line: the subcommands and their dispatch, one-line errors and
+//! exit codes.
+use crate::{base::error, bench, lab, mac, report, trace, vm};
+
+use clap::{error::ErrorKind, Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(name = "lsmpmon", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Time every LSM hook with eBPF (fentry/fexit): per hook, per syscall.
+    Trace(Box<trace::TraceCommand>),
+    /// LMbench/Unixbench-class microbenchmarks with honest statistics.
+    Bench(Box<bench::BenchArgs>),
+    /// Every secure OS with a real, enforcing policy, kernel by kernel: the papers' Tables 3 and 4.
+    Lab(Box<lab::LabCommand>),
+    /// The papers' tables and charts from any results: text, Markdown, CSV, JSON, one HTML page.
+    Report(Box<report::ReportArgs>),
+    /// Every figure two runs share, its change and a verdict: faster, slower, within noise.
+    Compare(Box<report::CompareArgs>),
+    /// Throwaway QEMU guests with real Debian kernels.
+    #[command(subcommand)]
+    Vm(vm::VmCommand),
+    /// (guest) the reference MACs: label, path and inode identification.
+    #[command(hide = true)]
+    Mac(mac::MacCommand),
+}
+
+pub fn main() -> ! {
+    bench::forker::serve_if_helper();
+    let cli = Cli::try_parse().unwrap_or_else(|e| usage_error(e));
+    // libbpf's own chatter would bury lsmpmon's one-line errors.
+    if std::env::var_os("LSMPMON_LIBBPF_LOG").is_none() {
+        libbpf_rs::set_print(None);
+    }
+    let result = match cli.command {
+        Command::Trace(cmd) => trace::main(*cmd),
+        Command::Bench(args) => bench::main(*args),
+        Command::Vm(cmd) => vm::main(cmd),
+        Command::Lab(cmd) => lab::main(*cmd),
+        Command::Report(args) => report::main(*args),
+        Command::Compare(args) => report::compare_main(*args),
+        Command::Mac(cmd) => mac::main(cmd),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(err) => {
+            eprintln!("lsmpmon: error: {}", error::one_line(&err));
+            std::process::exit(error::exit_code(&err));
+        }
+    }
+}
+
+/// Help and version as clap prints them (exit 0); every usage error as one
+/// line, `lsmpmon: error: <what clap says first>; see --help`, exit 2.
+fn usage_error(e: clap::Error) -> ! {
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        e.exit();
+    }
+    let line = match e.kind() {
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
+            "a subcommand is needed; see --help".to_string()
+        }
+        _ => error::clap_line(&e.to_string()),
+    };
+    eprintln!("lsmpmon: error: {line}");
+    std::process::exit(error::EXIT_USAGE);
+}
