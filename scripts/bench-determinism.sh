@@ -4,7 +4,7 @@
 # runs the same stat loop; prints the spread of ns/op across boots.
 . "$(dirname "$0")/bench-common.sh"
 BOOTS=${BOOTS:-3}
-out=bench/determinism-6.1.json
+out=results/determinism-6.1.json
 echo '{"benchmark":"determinism","kernel":"6.1","commit":"'"$(git rev-parse --short HEAD)"'","date":"'"$(date -I)"'","configs":[' > "$out"
 first=1
 while IFS='|' read -r name icount rtc kaslr; do

@@ -4,8 +4,8 @@
 #   LMBENCH_BIN=/path/to/lmbench/bin RUNS=3 scripts/bench-lmbench.sh host
 # LMBENCH_BIN holds lmbench binaries you built yourself from its public
 # source (statically: they are copied into the guest); this script never
-# downloads or commits them. Writes bench/lmbench-<kernel>.json (or
-# bench/lmbench-host.json: RUNS runs of both on this machine, real time,
+# downloads or commits them. Writes results/lmbench-<kernel>.json (or
+# results/lmbench-host.json: RUNS runs of both on this machine, real time,
 # each op's figures from every run) and prints the comparison table.
 . "$(dirname "$0")/bench-common.sh"
 : "${LMBENCH_BIN:?set LMBENCH_BIN to a directory of statically built lmbench binaries}"
@@ -37,7 +37,7 @@ lm bw_bcopy "$(bw_mem -N '"$N"' 8m bcopy 2>&1 | awk "{print \$2}")"
 echo "LSM $(lsmpmon bench --json --dir $T/lsmb --samples '"$N"' \
   --ops null,stat,pipe,unix,fork_exit,ctx,bw_pipe,bw_unix,bw_mem_rd,bw_mem_wr,bw_bcopy 2>/dev/null | tr -d "\n")"
 '
-RAW="bench/lmbench-$KERNEL.raw"
+RAW="results/lmbench-$KERNEL.raw"
 : > "$RAW"
 if [ "$KERNEL" = host ]; then
   # Real time on this machine, RUNS times: the host is noisy, so its noise
@@ -58,7 +58,7 @@ else
   "$LSMPMON" vm run --timeout 3600 --kernel "$KERNEL" "${COPY[@]}" -- sh -c "$GUEST" > "$RAW"
   MODE="guest, virtual time"
 fi
-python3 - "$KERNEL" "$RAW" "$(git rev-parse --short HEAD)" "$MODE" > "bench/lmbench-$KERNEL.json" <<'PY'
+python3 - "$KERNEL" "$RAW" "$(git rev-parse --short HEAD)" "$MODE" > "results/lmbench-$KERNEL.json" <<'PY'
 import json, statistics, sys
 kernel, raw, commit, mode = sys.argv[1:]
 lmb, lsm = {}, []
@@ -95,7 +95,7 @@ json.dump({"benchmark": "lmbench-comparison", "kernel": kernel, "commit": commit
            "provenance": lsm[0]["provenance"]}, sys.stdout, indent=1)
 PY
 rm -f "$RAW"
-python3 - "bench/lmbench-$KERNEL.json" <<'PY'
+python3 - "results/lmbench-$KERNEL.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 many = d["runs"] > 1

@@ -3,8 +3,8 @@
 # long attaching and detaching every hook takes, in a guest (virtual ns).
 #   scripts/bench-probe.sh [KERNEL...]      default: 6.1 6.12 (7.3: multi session, session, fentry/fexit)
 #   METHODS=multi-session scripts/bench-probe.sh 7.3     only these methods
-#                                          (-> bench/probe-7.3-multi-session.json)
-# Writes bench/probe-<kernel>.json and prints a table.
+#                                          (-> results/probe-7.3-multi-session.json)
+# Writes results/probe-<kernel>.json and prints a table.
 . "$(dirname "$0")/bench-common.sh"
 N=${N:-20000}
 REPEAT=${REPEAT:-3}
@@ -55,10 +55,10 @@ echo "detachbg $(tr -d "\n" < /tmp/r.json)"
 for kernel in "${@:-6.1 6.12}"; do
   for k in $kernel; do
     echo "bench-probe: kernel $k ..." >&2
-    out=bench/probe-$k${METHODS:+-${METHODS// /-}}
+    out=results/probe-$k${METHODS:+-${METHODS// /-}}
     "$LSMPMON" vm run --timeout 3600 --kernel "$k" --copy "$WORKLOAD" -- sh -c "$GUEST" > "$out.raw"
     python3 scripts/probe_report.py "$k" "$out.raw" "$(git rev-parse --short HEAD)" > "$out.json"
     rm -f "$out.raw"
   done
 done
-python3 scripts/probe_report.py --table bench/probe-*.json
+python3 scripts/probe_report.py --table results/probe-*.json

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): run-to-run spread of `lsmpmon bench` medians, on the
 # host (real time, RUNS runs) and in a 6.1 guest (virtual time, BOOTS boots),
-# and the lmbench group's wall time. Writes bench/spread.json, prints a table.
+# and the lmbench group's wall time. Writes results/spread.json, prints a table.
 . "$(dirname "$0")/bench-common.sh"
 RUNS=${RUNS:-5}
 BOOTS=${BOOTS:-3}
@@ -19,7 +19,7 @@ done
 echo "bench-spread: lmbench group, host and guest" >&2
 "$LSMPMON" bench --ops lmbench --json --dir "$tmp/work" > "$tmp/lm-host.json" 2>/dev/null
 "$LSMPMON" vm run --kernel 6.1 -- sh -c "sleep 3; lsmpmon bench --ops lmbench --json" > "$tmp/lm-guest.json" 2>/dev/null
-python3 - "$tmp" "$RUNS" "$BOOTS" "$(git rev-parse --short HEAD)" > bench/spread.json <<'PY'
+python3 - "$tmp" "$RUNS" "$BOOTS" "$(git rev-parse --short HEAD)" > results/spread.json <<'PY'
 import datetime, json, statistics, sys
 tmp, runs, boots, commit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 def load(p): return json.load(open(p))
@@ -43,7 +43,7 @@ print(json.dumps(out, indent=1))
 PY
 python3 - <<'PY'
 import json
-d = json.load(open("bench/spread.json"))
+d = json.load(open("results/spread.json"))
 print(f"{'op':<14} {'unit':<6} {'host median':>12} {'host CoV %':>10} {'guest median':>13} {'guest CoV %':>11}")
 for op, h in d["host"]["ops"].items():
     g = d["guest"]["ops"].get(op, {})

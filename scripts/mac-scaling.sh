@@ -11,7 +11,7 @@
 #   OPS ("stat,open_close,create_0k"), SAMPLES (5), LSMPMON (the binary).
 set -eu
 kernel=${1:-6.1}
-out=${2:-bench/mac-scaling-$kernel}
+out=${2:-results/mac-scaling-$kernel}
 lsmpmon=${LSMPMON:-target/x86_64-unknown-linux-gnu/release/lsmpmon}
 ops=${OPS:-stat,open_close,create_0k}
 samples=${SAMPLES:-5}

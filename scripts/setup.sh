@@ -28,14 +28,18 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
 fi
 
+# Rust: rustup's toolchain where present; otherwise Debian 12's own rustc-web
+# and cargo-web (1.96, in bookworm's security suite), installed as rustc/cargo.
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
-if ! command -v cargo >/dev/null; then
-  echo "setup: error: cargo not found: install Rust with rustup (Debian 12's rustc is too old), then rerun" >&2
-  exit 2
+rust_minor() { rustc --version 2>/dev/null | sed -E 's/^rustc 1\.([0-9]+).*/\1/'; }
+if ! command -v cargo >/dev/null || [ "$(rust_minor)" -lt 82 ] 2>/dev/null || [ -z "$(rust_minor)" ]; then
+  echo "setup: no Rust >= 1.82 (rustup's or Debian's): installing Debian's rustc-web cargo-web" >&2
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get update -q >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends rustc-web cargo-web >&2
 fi
-rust_minor=$(rustc --version | sed -E 's/^rustc 1\.([0-9]+).*/\1/')
-if [ "${rust_minor:-0}" -lt 82 ]; then
-  echo "setup: error: $(rustc --version) is too old (need >= 1.82): install Rust with rustup, then rerun" >&2
+if [ "$(rust_minor)" -lt 82 ] 2>/dev/null || [ -z "$(rust_minor)" ]; then
+  echo "setup: error: $(rustc --version 2>&1) is too old or missing (need >= 1.82): install rustc-web/cargo-web or Rust with rustup, then rerun" >&2
   exit 2
 fi
 

@@ -397,3 +397,15 @@ fn own_kernel_paths_that_cannot_work_are_one_line() {
     assert_eq!(vmcache::run_dirs(&cache), Vec::<std::path::PathBuf>::new());
     std::fs::remove_dir_all(&cache).unwrap();
 }
+
+#[test]
+fn missing_arguments_are_named_on_the_one_line() {
+    let out = run(&["compare", "a"]);
+    assert_eq!(out.status.code(), Some(2));
+    let line = one_error_line(&out);
+    assert!(line.contains("not provided: <B>"), "{line}");
+    let out = run(&["vm", "run"]);
+    assert_eq!(out.status.code(), Some(2));
+    let line = one_error_line(&out);
+    assert!(line.contains("not provided: <COMMAND>"), "{line}");
+}

@@ -62,13 +62,25 @@ pub fn one_line(err: &anyhow::Error) -> String {
 /// clap's multi-line usage error as one line: its first line without the
 /// "error: " prefix, then where to look.
 pub fn clap_line(rendered: &str) -> String {
-    let first = rendered
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("bad usage");
+    let mut lines = rendered.lines().skip_while(|l| l.trim().is_empty());
+    let first = lines.next().map(str::trim).unwrap_or("bad usage");
     let first = first.strip_prefix("error: ").unwrap_or(first);
-    format!("{}; see --help", first.trim_end_matches('.'))
+    // "the following required arguments were not provided:" is followed by
+    // the arguments, one per indented line: keep them on the one line.
+    let listed: Vec<&str> = if first.ends_with(':') {
+        lines
+            .take_while(|l| l.starts_with(char::is_whitespace) && !l.trim().is_empty())
+            .map(str::trim)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let line = if listed.is_empty() {
+        first.trim_end_matches(['.', ':']).to_string()
+    } else {
+        format!("{} {}", first, listed.join(", "))
+    };
+    format!("{line}; see --help")
 }
 
 /// An errno as its name where the proofs and matrices use one.
@@ -93,6 +105,19 @@ pub fn errno_name(e: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clap_line_keeps_what_is_missing() {
+        let rendered = "error: the following required arguments were not provided:\n  <B>\n  <C>\n\nUsage: lsmpmon compare <A> <B>\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            clap_line(rendered),
+            "the following required arguments were not provided: <B>, <C>; see --help"
+        );
+        assert_eq!(
+            clap_line("error: unexpected argument '--x' found\n\nUsage: …\n"),
+            "unexpected argument '--x' found; see --help"
+        );
+    }
 
     #[test]
     fn clap_errors_become_one_line() {
