@@ -3,6 +3,7 @@
 pub mod error;
 pub mod intf;
 pub mod papers;
+pub mod output;
 pub mod parse;
 pub mod secure_fs;
 pub mod table;

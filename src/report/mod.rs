@@ -187,7 +187,7 @@ pub fn render(
 /// Output to a file (atomically; only a regular file is replaced) or stdout.
 fn emit(output: Option<&PathBuf>, text: &str) -> Result<()> {
     let Some(p) = output else {
-        return write_stdout(text);
+        return crate::base::output::stdout(text);
     };
     if let Ok(m) = std::fs::symlink_metadata(p) {
         if !m.is_file() {
@@ -209,19 +209,6 @@ fn emit(output: Option<&PathBuf>, text: &str) -> Result<()> {
     })
 }
 
-/// Standard output; a reader that went away (`| head`) is not an error.
-fn write_stdout(text: &str) -> Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(with_code(
-            EXIT_FAILURE,
-            format!("cannot write to standard output: {e}"),
-        )),
-        _ => Ok(()),
-    }
-}
-
 pub fn main(args: ReportArgs) -> Result<i32> {
     if args.papers {
         let list: String = crate::base::papers::ALL
@@ -235,7 +222,7 @@ pub fn main(args: ReportArgs) -> Result<i32> {
                 )
             })
             .collect();
-        write_stdout(&list)?;
+        crate::base::output::stdout(&list)?;
         return Ok(EXIT_OK);
     }
     let runs = input::load(&args.results, args.skip_invalid)?;
@@ -294,7 +281,7 @@ pub fn compare_main(args: CompareArgs) -> Result<i32> {
         let t = [compare::table(&changes, &pairs, &forced)];
         render(args.format, &t, &[], &[], &[])?
     };
-    write_stdout(&text)?;
+    crate::base::output::stdout(&text)?;
     let slower = changes
         .iter()
         .filter(|c| c.verdict == compare::Verdict::Slower)
