@@ -39,7 +39,7 @@ if ! command -v cargo >/dev/null || [ "$(rust_minor)" -lt 82 ] 2>/dev/null || [ 
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends rustc-web cargo-web >&2
 fi
 if [ "$(rust_minor)" -lt 82 ] 2>/dev/null || [ -z "$(rust_minor)" ]; then
-  echo "setup: error: $(rustc --version 2>&1) is too old or missing (need >= 1.82): install rustc-web/cargo-web or Rust with rustup, then rerun" >&2
+  echo "setup: error: $(rustc --version 2>/dev/null || echo no rustc) is too old or missing (need >= 1.82): install rustc-web/cargo-web or Rust with rustup, then rerun" >&2
   exit 2
 fi
 
