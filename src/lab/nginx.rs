@@ -88,7 +88,7 @@ fn fetch(name: &str, dir: &Path, root: &Path) -> Result<PackageRef> {
     let package = PackageRef {
         package: field("Package")?,
         version: field("Version")?,
-        deb_sha256: crate::vm::kernel::sha256_file(&deb)?,
+        deb_sha256: crate::vm::cache::sha256_file(&deb)?,
     };
     let _ = fs::remove_dir_all(root);
     let x = Command::new("dpkg-deb")
