@@ -27,16 +27,16 @@ pub fn main(args: &CacheArgs) -> Result<i32> {
     let owner = fs::metadata(&cache)
         .ok()
         .filter(|m| m.uid() != crate::base::secure_fs::euid())
-        .map(|m| format!(" (the cache belongs to uid {})", m.uid()))
+        .map(|m| format!("; the cache belongs to uid {}: run as that user", m.uid()))
         .unwrap_or_default();
     Err(with_code(
         EXIT_FAILURE,
-        format!("could not remove {}{owner}", failed.join(", ")),
+        format!("could not remove {}{owner}", failed.join("; ")),
     ))
 }
 
 /// Removes the guest logs (and with `all` the kernels and apt lists); what
-/// could not be removed, as `PATH (why)`.
+/// could not be removed, as `PATH: why`.
 fn clean(cache: &Path, all: bool) -> Vec<String> {
     let targets: &[&str] = if all {
         &["runs", "kernels", "apt"]
