@@ -416,7 +416,7 @@ fn a_failed_fetch_leaves_nothing_that_looks_cached() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
-    assert!(one_error_line(&out).contains("dpkg-deb failed"), "{out:?}");
+    assert!(one_error_line(&out).contains("dpkg-deb"), "{out:?}");
     let left: Vec<_> = fs::read_dir(cache.join("kernels"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
