@@ -88,8 +88,9 @@ fn check(cmd: &Command, status: ExitStatus, last_line: &str) -> Result<()> {
     bail!("{} failed ({status}): {last_line}", name(cmd))
 }
 
-/// The last non-empty line read from `from`, each line copied to lsmpmon's
-/// stderr as it comes if `echo`.
+/// The last line read from `from` that says something (not empty, not one of
+/// apt's `W:` warnings, which follow its error), each line copied to
+/// lsmpmon's stderr as it comes if `echo`.
 fn last_line_of(from: impl Read, echo: bool) -> String {
     let mut last = String::new();
     let mut reader = BufReader::new(from);
@@ -99,8 +100,9 @@ fn last_line_of(from: impl Read, echo: bool) -> String {
             let _ = std::io::stderr().write_all(&line);
         }
         let text = String::from_utf8_lossy(&line);
-        if !text.trim().is_empty() {
-            last = text.trim().to_string();
+        let text = text.trim();
+        if !text.is_empty() && !text.starts_with("W: ") {
+            last = text.to_string();
         }
         line.clear();
     }
@@ -160,7 +162,7 @@ mod tests {
     #[test]
     fn a_failure_names_the_program_and_its_last_stderr_line() {
         let err = run(&mut sh(
-            "echo first >&2; echo; echo 'the cause' >&2; echo >&2; exit 3",
+            "echo first >&2; echo; echo 'the cause' >&2; echo >&2; echo 'W: a warning' >&2; exit 3",
         ))
         .unwrap_err();
         assert_eq!(one_line(&err), "sh failed (exit status: 3): the cause");
