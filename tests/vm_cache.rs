@@ -1,15 +1,19 @@
 //! lsmpmon runs as root against the user's cache: what it boots must be what
 //! it fetched, from inside the cache, and it never writes through a symlink.
-//! Every test but the last fails before booting anything (no guest, no network).
+//! Every test but the two that boot fails before booting anything (no guest,
+//! no network); `vm cache` says what it could not do (issue 27, item 7).
 mod common;
 #[path = "common/vmcache.rs"]
 mod vmcache;
 
 use std::{
     fs,
-    os::unix::fs::symlink,
-    path::Path,
-    process::{Command, Output},
+    os::unix::{
+        fs::{symlink, PermissionsExt},
+        process::CommandExt,
+    },
+    path::{Path, PathBuf},
+    process::{Command, Output, Stdio},
 };
 
 use common::{one_error_line, LSMPMON};
@@ -259,4 +263,196 @@ fn own_bzimage_and_debian_packages_boot_with_their_sha256() {
         ]
     );
     fs::remove_dir_all(&cache).unwrap();
+}
+
+/// A cache `name` holding guest logs, a kernel entry and apt lists: `bytes`
+/// in the entry's image, every directory 0755 and file 0644 (root's, as a
+/// root lsmpmon leaves it).
+fn filled_cache(name: &str, bytes: usize) -> PathBuf {
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = fs::remove_dir_all(&cache);
+    let files = [
+        ("runs/1-1/console.log", 10),
+        ("kernels/6.1-cloud/root/boot/vmlinuz-6.1", bytes),
+        ("apt/bookworm/sources.list", 10),
+    ];
+    for (file, len) in files {
+        let path = cache.join(file);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, vec![b'x'; len]).unwrap();
+    }
+    for d in ["", "runs", "runs/1-1", "kernels", "apt"] {
+        fs::set_permissions(cache.join(d), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    cache
+}
+
+/// `lsmpmon vm cache ARGS` on `cache`, as `uid` (root: None).
+fn vm_cache(cache: &Path, uid: Option<u32>, args: &[&str]) -> Output {
+    let mut cmd = Command::new(LSMPMON);
+    cmd.args(["vm", "cache"])
+        .args(args)
+        .env("LSMPMON_CACHE", cache);
+    if let Some(uid) = uid {
+        cmd.uid(uid).gid(uid);
+    }
+    cmd.output().unwrap()
+}
+
+/// Another user, if the tests run as root (as CI does); None otherwise.
+fn nobody() -> Option<u32> {
+    // SAFETY: plain query.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to act as another user");
+        return None;
+    }
+    Some(65534)
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn cleaning_another_users_cache_says_what_it_could_not_remove() {
+    let Some(uid) = nobody() else { return };
+    let cache = filled_cache("cache-other-user", 10);
+    let out = vm_cache(&cache, Some(uid), &["--clean", "--all"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let line = one_error_line(&out);
+    for sub in ["runs", "kernels", "apt"] {
+        let path = cache.join(sub).display().to_string();
+        assert!(line.contains(&path), "{path} not in: {line}");
+        assert!(cache.join(sub).exists(), "{sub} removed");
+    }
+    assert!(
+        line.contains("could not remove") && line.contains("uid 0"),
+        "{line}"
+    );
+    // Only the guest logs: what it could not remove is all it names.
+    let out = vm_cache(&cache, Some(uid), &["--clean"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(!one_error_line(&out).contains("kernels"));
+    // Its owner can.
+    let out = vm_cache(&cache, None, &["--clean", "--all"]);
+    assert!(out.status.success(), "{out:?}");
+    for sub in ["runs", "kernels", "apt"] {
+        assert!(!cache.join(sub).exists(), "{sub} left");
+    }
+}
+
+#[test]
+fn unreadable_directories_are_said_not_counted_as_nothing() {
+    let Some(uid) = nobody() else { return };
+    let cache = filled_cache("cache-unreadable", 1 << 20);
+    let entry = cache.join("kernels/6.1-cloud");
+    fs::set_permissions(&entry, fs::Permissions::from_mode(0o700)).unwrap();
+    let out = vm_cache(&cache, Some(uid), &[]);
+    assert!(out.status.success(), "{out:?}");
+    let text = stdout(&out);
+    let kernels = text.lines().find(|l| l.starts_with("  kernels")).unwrap();
+    assert!(
+        kernels.contains("or more: cannot read") && kernels.contains(&entry.display().to_string()),
+        "{text}"
+    );
+    let total = text.lines().find(|l| l.starts_with("  total")).unwrap();
+    assert!(total.contains("cannot read"), "{text}");
+    // Its owner reads it all.
+    let text = stdout(&vm_cache(&cache, None, &[]));
+    assert!(text.contains("  kernels     1.0 MiB\n"), "{text}");
+}
+
+#[test]
+fn a_symlinked_cache_is_measured_through_the_link() {
+    let cache = filled_cache("cache-linked-target", 3 << 20);
+    let link = cache.with_file_name("cache-linked");
+    let _ = fs::remove_file(&link);
+    symlink(&cache, &link).unwrap();
+    let out = vm_cache(&link, None, &[]);
+    assert!(out.status.success(), "{out:?}");
+    let text = stdout(&out);
+    assert!(text.contains("  total       3.0 MiB\n"), "{text}");
+    assert!(text.contains("    6.1-cloud (incomplete"), "{text}");
+}
+
+#[test]
+fn a_cache_dir_that_is_not_a_directory_is_refused() {
+    for args in [
+        &["vm", "cache", "--cache-dir", "/etc/hostname"][..],
+        &["vm", "run", "--cache-dir", "/etc/hostname", "--", "true"],
+    ] {
+        let out = Command::new(LSMPMON).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let line = one_error_line(&out);
+        assert!(
+            line.contains("/etc/hostname") && line.contains("not a directory"),
+            "{line}"
+        );
+        assert!(out.stdout.is_empty(), "{out:?}");
+    }
+    let out = Command::new(LSMPMON)
+        .args(["vm", "cache"])
+        .env("LSMPMON_CACHE", "/etc/hostname")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}
+
+#[test]
+fn a_failed_fetch_leaves_nothing_that_looks_cached() {
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache-failed-fetch");
+    let _ = fs::remove_dir_all(&cache);
+    fs::create_dir_all(&cache).unwrap();
+    let out = vm_run(&cache);
+    assert!(!out.status.success(), "{out:?}");
+    // A package that dpkg-deb cannot read fails after its staging directory is made.
+    let bad = cache.with_file_name("cache-failed-fetch.deb");
+    fs::write(&bad, b"!<arch>\ndebian-binary   truncated").unwrap();
+    let out = Command::new(LSMPMON)
+        .args(["vm", "run", "--kernel"])
+        .arg(&bad)
+        .env("LSMPMON_CACHE", &cache)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(one_error_line(&out).contains("dpkg-deb"), "{out:?}");
+    let left: Vec<_> = fs::read_dir(cache.join("kernels"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != ".fetch.lock")
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let text = stdout(&vm_cache(&cache, None, &[]));
+    let listed: Vec<&str> = text.lines().filter(|l| l.starts_with("    ")).collect();
+    assert!(listed.is_empty(), "{text}");
+}
+
+#[test]
+fn a_closed_or_full_stdout_is_one_line_not_a_panic() {
+    let cache = filled_cache("cache-stdout", 10);
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(LSMPMON)
+        .args(["vm", "cache"])
+        .env("LSMPMON_CACHE", &cache)
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(out.stderr.is_empty(), "{out:?}");
+    let full = fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = Command::new(LSMPMON)
+        .args(["vm", "cache"])
+        .env("LSMPMON_CACHE", &cache)
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let line = one_error_line(&out);
+    assert!(line.contains("cannot write to standard output"), "{line}");
 }

@@ -1,5 +1,6 @@
 //! The bottom layer: what every other layer uses and that uses nothing of
 //! lsmpmon's above it.
+pub mod command;
 pub mod error;
 pub mod intf;
 pub mod papers;

@@ -9,9 +9,10 @@ use std::{
     process::Command,
 };
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::base::command;
 use crate::vm::cache;
 
 pub const PACKAGE: &str = "nginx";
@@ -61,57 +62,31 @@ fn fetch(name: &str, dir: &Path, root: &Path) -> Result<PackageRef> {
     let _ = fs::remove_dir_all(&download);
     fs::create_dir_all(&download)?;
     eprintln!("lsmpmon: fetching Debian's {name} package (apt-get download)");
-    let out = Command::new("apt-get")
-        .args(["-q", "download", name])
-        .current_dir(&download)
-        .output()
-        .context("running apt-get (apt-get is needed to fetch Debian packages)")?;
-    if !out.status.success() {
-        bail!(
-            "apt-get download {name} failed: {} (run apt-get update, or scripts/setup.sh)",
-            last_line(&out.stderr)
-        );
-    }
+    command::run(
+        Command::new("apt-get")
+            .args(["-q", "download", name])
+            .current_dir(&download),
+    )
+    .with_context(|| {
+        format!("apt-get download {name} (run apt-get update, or scripts/setup.sh)")
+    })?;
     let deb = fs::read_dir(&download)?
         .flatten()
         .map(|e| e.path())
         .find(|p| p.extension().is_some_and(|x| x == "deb"))
         .context("apt-get download left no .deb")?;
     let field = |name: &str| -> Result<String> {
-        let o = Command::new("dpkg-deb")
-            .arg("--field")
-            .arg(&deb)
-            .arg(name)
-            .output()?;
-        Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+        let value = command::output(Command::new("dpkg-deb").arg("--field").arg(&deb).arg(name))?;
+        Ok(value.trim().to_string())
     };
     let package = PackageRef {
         package: field("Package")?,
         version: field("Version")?,
-        deb_sha256: crate::vm::kernel::sha256_file(&deb)?,
+        deb_sha256: crate::vm::cache::sha256_file(&deb)?,
     };
     let _ = fs::remove_dir_all(root);
-    let x = Command::new("dpkg-deb")
-        .arg("-x")
-        .arg(&deb)
-        .arg(root)
-        .output()?;
-    if !x.status.success() {
-        bail!(
-            "dpkg-deb -x {} failed: {}",
-            deb.display(),
-            last_line(&x.stderr)
-        );
-    }
+    command::run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(root))
+        .with_context(|| format!("dpkg-deb -x {}", deb.display()))?;
     let _ = fs::remove_dir_all(&download);
     Ok(package)
-}
-
-fn last_line(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes)
-        .lines()
-        .rfind(|l| !l.trim().is_empty() && !l.starts_with("W:"))
-        .unwrap_or("no message")
-        .trim()
-        .to_string()
 }

@@ -29,7 +29,7 @@ impl Swtpm {
     /// Starts swtpm and waits for its control socket; `log_dir` receives
     /// its log when it stops.
     pub fn start(log_dir: &Path) -> Result<Self> {
-        if crate::vm::qemu::which("swtpm").is_none() {
+        if crate::base::command::which("swtpm").is_none() {
             return Err(crate::base::error::usage(
                 "swtpm not found: apt-get install swtpm swtpm-tools (scripts/setup.sh does)",
             ));
@@ -48,7 +48,7 @@ impl Swtpm {
             .with_context(|| format!("creating the TPM's directory {}", dir.display()))?;
         let log = dir.join("swtpm.log");
         let mut cmd = Command::new("swtpm");
-        crate::vm::qemu::dies_with_parent(&mut cmd);
+        crate::base::command::dies_with_parent(&mut cmd);
         let spawned = cmd
             .args(["socket", "--tpm2", "--tpmstate"])
             .arg(format!("dir={}", dir.join("state").display()))

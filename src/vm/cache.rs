@@ -108,6 +108,11 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     format!("{:x}", Sha256::digest(bytes))
 }
 
+pub fn sha256_file(path: &Path) -> Result<String> {
+    let bytes = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(sha256_hex(&bytes))
+}
+
 /// `path`'s bytes, if their sha256 is `sha256` (recorded when it was fetched).
 pub fn check_sha256(path: &Path, sha256: &str) -> Result<Vec<u8>> {
     let bytes = read_no_follow(path).with_context(|| format!("reading {}", path.display()))?;

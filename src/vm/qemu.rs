@@ -4,7 +4,7 @@ use std::{
     fs,
     io::{Read, Seek, SeekFrom, Write},
     path::{Path, PathBuf},
-    process::{Command, Stdio},
+    process::{Child, Command, ExitStatus, Stdio},
     thread,
     time::{Duration, Instant},
 };
@@ -15,6 +15,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
 
+use super::machine::{Accel, Machine};
+use crate::base::command::{dies_with_parent, which};
 use crate::base::error::{usage, with_code, EXIT_GUEST_TIMEOUT};
 
 /// Serial ports: ttyS0 console, ttyS1 COMMAND's stdout, ttyS2 its stderr,
@@ -23,21 +25,12 @@ pub const GUEST_STDOUT: &str = "/dev/ttyS1";
 pub const GUEST_STDERR: &str = "/dev/ttyS2";
 pub const GUEST_STATUS: &str = "/dev/ttyS3";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Accel {
-    /// Software emulation with instruction-counted (virtual, deterministic) time.
-    Tcg,
-    /// Hardware virtualisation: real time, not deterministic. Only on request.
-    Kvm,
-}
-
 pub struct Boot<'a> {
     /// The kernel image and the initramfs, as files QEMU inherits.
     pub vmlinuz: &'a fs::File,
     pub initramfs: &'a fs::File,
     pub cmdline: String,
-    pub machine: &'a super::Machine,
+    pub machine: &'a Machine,
     /// More QEMU arguments (a TPM, say).
     pub extra_args: &'a [String],
     pub run_dir: &'a Path,
@@ -57,27 +50,73 @@ pub enum Output<'a> {
     },
 }
 
+const QEMU: &str = "qemu-system-x86_64";
+
+/// The guest's serial output files in its run directory, one per port.
+struct Ports {
+    console: PathBuf,
+    stdout: PathBuf,
+    stderr: PathBuf,
+    status: PathBuf,
+}
+
+impl Ports {
+    fn new(run_dir: &Path) -> Self {
+        Self {
+            console: run_dir.join("console.log"),
+            stdout: run_dir.join("stdout"),
+            stderr: run_dir.join("stderr"),
+            status: run_dir.join("status"),
+        }
+    }
+}
+
+impl Boot<'_> {
+    fn cancelled(&self) -> bool {
+        match self.output {
+            Output::Terminal { cancel } | Output::Quiet { cancel, .. } => {
+                cancel.load(Ordering::SeqCst)
+            }
+        }
+    }
+}
+
 /// Runs the guest to completion; returns COMMAND's exit status.
 pub fn boot(b: &Boot) -> Result<i32> {
-    let qemu = "qemu-system-x86_64";
-    if which(qemu).is_none() {
+    if which(QEMU).is_none() {
         return Err(usage(
             "qemu-system-x86_64 not found: apt-get install qemu-system-x86 (scripts/setup.sh does)",
         ));
     }
-    let console = b.run_dir.join("console.log");
-    let files = [
-        console.clone(),
-        b.run_dir.join("stdout"),
-        b.run_dir.join("stderr"),
-        b.run_dir.join("status"),
-    ];
+    let ports = Ports::new(b.run_dir);
+    let mut cmd = command(b, &ports)?;
+    if b.cancelled() {
+        return Err(interrupted(&ports.console));
+    }
+    let child = cmd.spawn().context("starting qemu-system-x86_64")?;
+    let exited = supervise(b, &ports, child)?;
+    if exited.is_none() && b.cancelled() {
+        return Err(interrupted(&ports.console));
+    }
+    if exited.is_none() {
+        return Err(with_code(
+            EXIT_GUEST_TIMEOUT,
+            format!(
+                "guest did not finish within {} s (raise --timeout); console log: {}",
+                b.machine.timeout.as_secs(),
+                ports.console.display()
+            ),
+        ));
+    }
+    status(b, &ports)
+}
+
+/// The QEMU command line for `b`: its ports written to files, its own
+/// output to `qemu.log`, dying with lsmpmon.
+fn command(b: &Boot, ports: &Ports) -> Result<Command> {
     let m = b.machine;
-    let cancelled = || match b.output {
-        Output::Terminal { cancel } | Output::Quiet { cancel, .. } => cancel.load(Ordering::SeqCst),
-    };
     let mut cmd_fds = Vec::new();
-    let mut cmd = Command::new(qemu);
+    let mut cmd = Command::new(QEMU);
     match m.accel {
         Accel::Tcg => {
             cmd.args(["-accel", "tcg"]);
@@ -106,7 +145,7 @@ pub fn boot(b: &Boot) -> Result<i32> {
         .arg("-initrd")
         .arg(handed_on(&mut cmd_fds, b.initramfs))
         .args(["-append", &b.cmdline]);
-    for f in &files {
+    for f in [&ports.console, &ports.stdout, &ports.stderr, &ports.status] {
         cmd.arg("-serial").arg(format!("file:{}", f.display()));
     }
     cmd.args(b.extra_args);
@@ -118,31 +157,17 @@ pub fn boot(b: &Boot) -> Result<i32> {
     dies_with_parent(&mut cmd);
     // Its own process group: a terminal's Ctrl-C goes to lsmpmon, which stops it.
     cmd.process_group(0);
-    if cancelled() {
-        return Err(interrupted(&console));
-    }
-    let mut child = cmd.spawn().context("starting qemu-system-x86_64")?;
+    Ok(cmd)
+}
 
+/// Forwards the guest's output until QEMU exits (its status) or the timeout
+/// or a cancel stops it (None).
+fn supervise(b: &Boot, ports: &Ports, mut child: Child) -> Result<Option<ExitStatus>> {
     let start = Instant::now();
-    let mut out = Tail::new(&files[1]);
-    let mut err = Tail::new(&files[2]);
-    let mut pending = Vec::new();
-    let mut forward = |out: &mut Tail, err: &mut Tail| match b.output {
-        Output::Terminal { .. } => {
-            out.copy_to(&mut std::io::stdout());
-            err.copy_to(&mut std::io::stderr());
-        }
-        Output::Quiet { progress, .. } => {
-            err.copy_to(&mut pending);
-            while let Some(nl) = pending.iter().position(|&c| c == b'\n') {
-                let line: Vec<u8> = pending.drain(..=nl).collect();
-                progress(String::from_utf8_lossy(&line).trim_end());
-            }
-        }
-    };
+    let mut forward = Forward::new(ports);
     let exited = loop {
-        forward(&mut out, &mut err);
-        if start.elapsed() > m.timeout || cancelled() {
+        forward.step(b.output);
+        if start.elapsed() > b.machine.timeout || b.cancelled() {
             let _ = child.kill();
             let _ = child.wait();
             break None;
@@ -152,38 +177,61 @@ pub fn boot(b: &Boot) -> Result<i32> {
         }
         thread::sleep(Duration::from_millis(50));
     };
-    forward(&mut out, &mut err);
+    forward.step(b.output);
+    Ok(exited)
+}
 
-    if exited.is_none() && cancelled() {
-        return Err(interrupted(&console));
+/// COMMAND's status from its port, or why there is none.
+fn status(b: &Boot, ports: &Ports) -> Result<i32> {
+    let status = fs::read_to_string(&ports.status).unwrap_or_default();
+    if let Some(code) = parse_status(&status) {
+        return Ok(code);
     }
-    if exited.is_none() {
-        return Err(with_code(
-            EXIT_GUEST_TIMEOUT,
-            format!(
-                "guest did not finish within {} s (raise --timeout); console log: {}",
-                m.timeout.as_secs(),
-                console.display()
-            ),
-        ));
+    let qemu_err = fs::read_to_string(b.run_dir.join("qemu.log")).unwrap_or_default();
+    let why = if qemu_err.trim().is_empty() {
+        "guest stopped before its command finished (kernel panic?)".to_string()
+    } else {
+        format!(
+            "qemu failed: {}",
+            qemu_err.lines().last().unwrap_or("").trim()
+        )
+    };
+    Err(with_code(
+        EXIT_GUEST_TIMEOUT,
+        format!("{why}; console log: {}", ports.console.display()),
+    ))
+}
+
+/// COMMAND's stdout and stderr, followed as QEMU writes them.
+struct Forward {
+    out: Tail,
+    err: Tail,
+    /// stderr not yet ended by a newline (`Output::Quiet`).
+    pending: Vec<u8>,
+}
+
+impl Forward {
+    fn new(ports: &Ports) -> Self {
+        Self {
+            out: Tail::new(&ports.stdout),
+            err: Tail::new(&ports.stderr),
+            pending: Vec::new(),
+        }
     }
-    let status = fs::read_to_string(&files[3]).unwrap_or_default();
-    match parse_status(&status) {
-        Some(code) => Ok(code),
-        None => {
-            let qemu_err = fs::read_to_string(b.run_dir.join("qemu.log")).unwrap_or_default();
-            let why = if qemu_err.trim().is_empty() {
-                "guest stopped before its command finished (kernel panic?)".to_string()
-            } else {
-                format!(
-                    "qemu failed: {}",
-                    qemu_err.lines().last().unwrap_or("").trim()
-                )
-            };
-            Err(with_code(
-                EXIT_GUEST_TIMEOUT,
-                format!("{why}; console log: {}", console.display()),
-            ))
+
+    fn step(&mut self, output: &Output) {
+        match output {
+            Output::Terminal { .. } => {
+                self.out.copy_to(&mut std::io::stdout());
+                self.err.copy_to(&mut std::io::stderr());
+            }
+            Output::Quiet { progress, .. } => {
+                self.err.copy_to(&mut self.pending);
+                while let Some(nl) = self.pending.iter().position(|&c| c == b'\n') {
+                    let line: Vec<u8> = self.pending.drain(..=nl).collect();
+                    progress(String::from_utf8_lossy(&line).trim_end());
+                }
+            }
         }
     }
 }
@@ -214,26 +262,6 @@ fn inherit(cmd: &mut Command, fds: Vec<RawFd>) {
                 if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
-            }
-            Ok(())
-        });
-    }
-}
-
-/// The child is killed when the thread that started it ends, whatever ends
-/// it (a signal, a panic, SIGKILL): no QEMU or swtpm outlives lsmpmon.
-pub fn dies_with_parent(cmd: &mut Command) {
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: prctl and getppid are async-signal-safe.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // Had the parent died between fork and prctl, no signal would come:
-            // the child now belongs to another process.
-            if libc::getppid() != parent {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
             }
             Ok(())
         });
@@ -275,14 +303,6 @@ impl Tail {
             let _ = w.flush();
         }
     }
-}
-
-pub fn which(program: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| Path::new(d).join(program))
-        .find(|p| p.is_file())
 }
 
 #[cfg(test)]

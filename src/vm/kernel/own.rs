@@ -1,8 +1,7 @@
 //! `--kernel PATH`: the user's own kernel. Either a bzImage with its config
 //! beside it (`config-<release>`, as in /boot, or `config`, as in
 //! /usr/lib/modules/<release>/), or a Debian kernel package file (.deb),
-//! unpacked into the cache under its sha256. What `trace` needs is read
-//! from the config before anything boots.
+//! unpacked into the cache under its sha256.
 use std::{
     fs,
     io::Read,
@@ -11,9 +10,11 @@ use std::{
 
 use anyhow::{Context, Result};
 
-use super::cache::real_dir;
-use super::kernel::{self, Kernel};
+use super::deb;
+use super::entry::{ensure_entry, Staging};
+use super::manifest::Kernel;
 use crate::base::error::usage;
+use crate::vm::cache::{sha256_file, sha256_hex};
 
 /// What `--kernel` accepts besides the series (for error messages).
 pub const ACCEPTED: &str =
@@ -87,7 +88,7 @@ fn from_bzimage(path: &Path) -> Result<Kernel> {
                  build config there (lsmpmon reads what trace needs from it)"
             ))
         })?;
-    let sha = super::cache::sha256_hex(&image);
+    let sha = sha256_hex(&image);
     Ok(Kernel {
         series: SERIES.into(),
         flavour: String::new(),
@@ -97,7 +98,7 @@ fn from_bzimage(path: &Path) -> Result<Kernel> {
         packages: Vec::new(),
         release,
         vmlinuz: path.to_path_buf(),
-        config_sha256: kernel::sha256_file(&config)?,
+        config_sha256: sha256_file(&config)?,
         config,
         vmlinuz_sha256: sha,
         path: Some(path.to_path_buf()),
@@ -108,21 +109,16 @@ fn from_bzimage(path: &Path) -> Result<Kernel> {
 /// A 7.x `linux-binary-*` package holds no config: its `linux-base-<release>`
 /// package is taken from the same directory.
 fn from_deb(cache: &Path, path: &Path) -> Result<Kernel> {
-    let sha = kernel::sha256_file(path)?;
+    let sha = sha256_file(path)?;
     let cache = std::path::absolute(cache)?;
-    let dir = real_dir(
-        &cache,
-        &Path::new("kernels").join(format!("deb-{}", &sha[..16])),
-    )?;
-    let mut k = kernel::ensure_entry(&cache, &dir, |dir| {
+    let rel = Path::new("kernels").join(format!("deb-{}", &sha[..16]));
+    let mut k = ensure_entry(&cache, &rel, |dir| {
         let mut debs = vec![path.to_path_buf()];
         debs.extend(base_beside(path)?);
-        let staging = dir.join(".fetch");
-        let _ = fs::remove_dir_all(&staging);
-        fs::create_dir(&staging).with_context(|| format!("creating {}", staging.display()))?;
-        let mut k = kernel::unpack(&debs, &staging.join("root"))?;
+        let staging = Staging::new(dir, ".fetch")?;
+        let mut k = deb::unpack(&debs, &staging.path().join("root"))?;
         k.series = SERIES.into();
-        kernel::move_in(&staging, dir, &mut k)?;
+        deb::move_in(staging.path(), dir, &mut k)?;
         Ok(k)
     })?;
     k.path = Some(path.to_path_buf());
@@ -164,51 +160,6 @@ fn file_name(p: &Path) -> String {
         .into_owned()
 }
 
-/// Config options `lsmpmon trace` needs, and what each gives it.
-const TRACE_NEEDS: &[(&str, &str)] = &[
-    ("CONFIG_BPF_SYSCALL", "the bpf() syscall"),
-    ("CONFIG_DEBUG_INFO_BTF", "BTF"),
-    ("CONFIG_BPF_JIT", "the BPF JIT, for trampolines"),
-    ("CONFIG_FUNCTION_TRACER", "ftrace's fentry call sites"),
-    ("CONFIG_SECURITY", "LSM hooks"),
-];
-
-/// What of [`TRACE_NEEDS`] a kernel config lacks, as `OPTION (what)`.
-pub fn trace_missing(config: &str) -> Vec<String> {
-    TRACE_NEEDS
-        .iter()
-        .filter(|(opt, _)| !config.lines().any(|l| l.trim() == format!("{opt}=y")))
-        .map(|(opt, what)| format!("{opt} ({what})"))
-        .collect()
-}
-
-/// Whether a guest command runs `lsmpmon trace` (also inside `sh -c '…'`).
-pub fn runs_trace(argv: &[String]) -> bool {
-    let words: Vec<&str> = argv.iter().flat_map(|a| a.split_whitespace()).collect();
-    words
-        .windows(2)
-        .any(|w| w[0].rsplit('/').next() == Some("lsmpmon") && w[1] == "trace")
-}
-
-/// Refuses, before booting, a kernel that cannot run `lsmpmon trace`.
-pub fn check_trace(k: &Kernel) -> Result<()> {
-    let config = super::cache::check_sha256(&k.config, &k.config_sha256)?;
-    let missing = trace_missing(&String::from_utf8_lossy(&config));
-    if missing.is_empty() {
-        return Ok(());
-    }
-    let what = k
-        .path
-        .as_ref()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|| format!("{} {}", k.series, k.release));
-    Err(usage(format!(
-        "kernel {what} cannot run lsmpmon trace: its config ({}) lacks {}; build it with them",
-        k.config.display(),
-        missing.join(", ")
-    )))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,32 +177,5 @@ mod tests {
         );
         image[0x20e..0x210].copy_from_slice(&0xffffu16.to_le_bytes());
         assert_eq!(bzimage_release(&image), None);
-    }
-
-    #[test]
-    fn what_trace_needs_is_read_from_the_config() {
-        let all = "CONFIG_BPF_SYSCALL=y\nCONFIG_DEBUG_INFO_BTF=y\nCONFIG_BPF_JIT=y\n\
-                   CONFIG_FUNCTION_TRACER=y\nCONFIG_SECURITY=y\n";
-        assert!(trace_missing(all).is_empty());
-        let no_btf = all.replace(
-            "CONFIG_DEBUG_INFO_BTF=y",
-            "# CONFIG_DEBUG_INFO_BTF is not set",
-        );
-        assert_eq!(trace_missing(&no_btf), ["CONFIG_DEBUG_INFO_BTF (BTF)"]);
-        assert_eq!(trace_missing("").len(), TRACE_NEEDS.len());
-    }
-
-    #[test]
-    fn trace_is_seen_in_the_guest_command() {
-        let argv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert!(runs_trace(&argv(&["lsmpmon", "trace", "--", "true"])));
-        assert!(runs_trace(&argv(&["/bin/lsmpmon", "trace"])));
-        assert!(runs_trace(&argv(&[
-            "sh",
-            "-c",
-            "x; lsmpmon trace --json -- ls"
-        ])));
-        assert!(!runs_trace(&argv(&["lsmpmon", "bench"])));
-        assert!(!runs_trace(&argv(&["echo", "trace"])));
     }
 }

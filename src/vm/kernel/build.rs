@@ -13,10 +13,11 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 
-use super::cache::real_dir;
-use super::kernel::{self, Kernel};
-use crate::base::error::usage;
+use super::entry::{ensure_entry, Staging};
+use super::manifest::Kernel;
+use crate::base::{command, error::usage};
 use crate::model::PackageRef;
+use crate::vm::cache::{sha256_file, sha256_hex};
 
 pub struct Recipe {
     /// The name `--kernel` takes.
@@ -33,7 +34,7 @@ pub const RECIPES: &[Recipe] = &[Recipe {
     flavour: "smack",
     source_package: "linux-source-6.1",
     tarball: "/usr/src/linux-source-6.1.tar.xz",
-    fragment: include_str!("../../kernels/6.1-smack.config"),
+    fragment: include_str!("../../../kernels/6.1-smack.config"),
 }];
 
 /// Host programs the build runs, and the Debian 12 package of each.
@@ -54,14 +55,15 @@ pub fn recipe(name: &str) -> Option<&'static Recipe> {
 /// The built kernel, building it first if the cache has none.
 pub fn ensure(cache: &Path, r: &Recipe) -> Result<Kernel> {
     let cache = std::path::absolute(cache)?;
-    let dir = real_dir(&cache, &Path::new("kernels").join(r.name))?;
-    kernel::ensure_entry(&cache, &dir, |dir| build(r, dir))
+    ensure_entry(&cache, &Path::new("kernels").join(r.name), |dir| {
+        build(r, dir)
+    })
 }
 
 fn check_tools(r: &Recipe) -> Result<()> {
     let missing: Vec<&str> = TOOLS
         .iter()
-        .filter(|(prog, _)| super::qemu::which(prog).is_none())
+        .filter(|(prog, _)| command::which(prog).is_none())
         .map(|(_, pkg)| *pkg)
         .collect();
     let tarball = Path::new(r.tarball);
@@ -81,30 +83,10 @@ fn check_tools(r: &Recipe) -> Result<()> {
 }
 
 fn installed_version(package: &str) -> Result<String> {
-    let out = Command::new("dpkg-query")
-        .args(["-W", "-f=${Version}", package])
-        .output()
-        .context("running dpkg-query")?;
-    if !out.status.success() {
-        bail!("{package} is not installed");
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
-fn run(cmd: &mut Command, what: &str) -> Result<()> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("running {what}"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        bail!(
-            "{what} failed ({}): {}",
-            out.status,
-            err.lines().last().unwrap_or("")
-        );
-    }
-    Ok(())
+    let version =
+        command::output(Command::new("dpkg-query").args(["-W", "-f=${Version}", package]))
+            .with_context(|| format!("{package} is not installed"))?;
+    Ok(version.trim().to_string())
 }
 
 /// The options the fragment asks for that the final config does not have
@@ -122,55 +104,17 @@ fn lost_options(fragment: &str, config: &str) -> Vec<String> {
 fn build(r: &Recipe, dir: &Path) -> Result<Kernel> {
     check_tools(r)?;
     let version = installed_version(r.source_package)?;
-    let tree = dir.join(".build");
-    let _ = fs::remove_dir_all(&tree);
-    fs::create_dir_all(&tree).with_context(|| format!("creating {}", tree.display()))?;
+    // Removed however the build ends: a failed one leaves no source tree.
+    let tree = Staging::new(dir, ".build")?;
     let started = Instant::now();
     eprintln!(
         "lsmpmon: building the {} kernel from {} {version} in {} (once; about 20 minutes on 2 cores)",
         r.name,
         r.source_package,
-        tree.display()
+        tree.path().display()
     );
-    run(
-        Command::new("tar")
-            .arg("-xJf")
-            .arg(r.tarball)
-            .arg("-C")
-            .arg(&tree),
-        "unpacking the kernel source",
-    )?;
-    let src = fs::read_dir(&tree)?
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.is_dir())
-        .context("the source tarball holds no directory")?;
-    let fragment = tree.join("lsmpmon.config");
-    fs::write(&fragment, r.fragment)?;
-    run(
-        Command::new("make").arg("-C").arg(&src).arg("tinyconfig"),
-        "make tinyconfig",
-    )?;
-    run(
-        Command::new("scripts/kconfig/merge_config.sh")
-            .current_dir(&src)
-            .args(["-m", ".config"])
-            .arg(&fragment),
-        "merging lsmpmon's options",
-    )?;
-    run(
-        Command::new("make").arg("-C").arg(&src).arg("olddefconfig"),
-        "make olddefconfig",
-    )?;
-    let config = fs::read_to_string(src.join(".config"))?;
-    let lost = lost_options(r.fragment, &config);
-    if !lost.is_empty() {
-        bail!(
-            "the kernel config dropped {} (a dependency is missing from kernels/{}.config)",
-            lost.join(", "),
-            r.name
-        );
-    }
+    let src = unpack_source(r, tree.path())?;
+    let config = configure(r, &src, tree.path())?;
     make_bzimage(&src)?;
     let image = fs::read(src.join("arch/x86/boot/bzImage")).context("reading the bzImage")?;
     let release = fs::read_to_string(src.join("include/config/kernel.release"))?
@@ -182,8 +126,8 @@ fn build(r: &Recipe, dir: &Path) -> Result<Kernel> {
     let config_path = boot.join(format!("config-{release}"));
     fs::write(&vmlinuz, &image)?;
     fs::write(&config_path, &config)?;
-    let _ = fs::remove_dir_all(&tree);
-    let source_sha = kernel::sha256_file(Path::new(r.tarball))?;
+    drop(tree);
+    let source_sha = sha256_file(Path::new(r.tarball))?;
     eprintln!(
         "lsmpmon: built {} ({release}) in {:.1} min",
         r.name,
@@ -201,18 +145,65 @@ fn build(r: &Recipe, dir: &Path) -> Result<Kernel> {
             sha256: source_sha,
         }],
         release,
-        vmlinuz_sha256: super::cache::sha256_hex(&image),
-        config_sha256: super::cache::sha256_hex(config.as_bytes()),
+        vmlinuz_sha256: sha256_hex(&image),
+        config_sha256: sha256_hex(config.as_bytes()),
         vmlinuz,
         config: config_path,
         path: None,
     })
 }
 
+/// The recipe's source tarball unpacked in `tree`; its top directory.
+fn unpack_source(r: &Recipe, tree: &Path) -> Result<std::path::PathBuf> {
+    command::run(
+        Command::new("tar")
+            .arg("-xJf")
+            .arg(r.tarball)
+            .arg("-C")
+            .arg(tree),
+    )
+    .context("unpacking the kernel source")?;
+    fs::read_dir(tree)?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .context("the source tarball holds no directory")
+}
+
+/// `make tinyconfig` with the recipe's options merged in; the final config,
+/// refused if it lost any of them.
+fn configure(r: &Recipe, src: &Path, tree: &Path) -> Result<String> {
+    let fragment = tree.join("lsmpmon.config");
+    fs::write(&fragment, r.fragment)?;
+    command::run(Command::new("make").arg("-C").arg(src).arg("tinyconfig"))
+        .context("make tinyconfig")?;
+    command::run(
+        Command::new("scripts/kconfig/merge_config.sh")
+            .current_dir(src)
+            .args(["-m", ".config"])
+            .arg(&fragment),
+    )
+    .context("merging lsmpmon's options")?;
+    command::run(Command::new("make").arg("-C").arg(src).arg("olddefconfig"))
+        .context("make olddefconfig")?;
+    let config = fs::read_to_string(src.join(".config"))?;
+    let lost = lost_options(r.fragment, &config);
+    if !lost.is_empty() {
+        bail!(
+            "the kernel config dropped {} (a dependency is missing from kernels/{}.config)",
+            lost.join(", "),
+            r.name
+        );
+    }
+    Ok(config)
+}
+
 /// `make bzImage` on every CPU, its progress as a line every 30 s.
 fn make_bzimage(src: &Path) -> Result<()> {
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut child = Command::new("make")
+    let mut cmd = Command::new("make");
+    command::dies_with_parent(&mut cmd);
+    let mut child = cmd
         .arg("-C")
         .arg(src)
         .arg(format!("-j{jobs}"))
@@ -279,7 +270,7 @@ mod tests {
             assert!(r.fragment.lines().any(|l| l == opt), "{opt}");
         }
         // What `trace` refuses a kernel without must all be asked for.
-        let missing = super::super::own::trace_missing(r.fragment);
+        let missing = super::super::trace_needs::trace_missing(r.fragment);
         assert!(missing.is_empty(), "{missing:?}");
     }
 }

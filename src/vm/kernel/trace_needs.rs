@@ -1,0 +1,84 @@
+//! What `lsmpmon trace` needs of a guest kernel, read from its config before
+//! anything boots.
+use anyhow::Result;
+
+use super::manifest::Kernel;
+use crate::base::error::usage;
+use crate::vm::cache::check_sha256;
+
+/// Config options `lsmpmon trace` needs, and what each gives it.
+const TRACE_NEEDS: &[(&str, &str)] = &[
+    ("CONFIG_BPF_SYSCALL", "the bpf() syscall"),
+    ("CONFIG_DEBUG_INFO_BTF", "BTF"),
+    ("CONFIG_BPF_JIT", "the BPF JIT, for trampolines"),
+    ("CONFIG_FUNCTION_TRACER", "ftrace's fentry call sites"),
+    ("CONFIG_SECURITY", "LSM hooks"),
+];
+
+/// What of [`TRACE_NEEDS`] a kernel config lacks, as `OPTION (what)`.
+pub fn trace_missing(config: &str) -> Vec<String> {
+    TRACE_NEEDS
+        .iter()
+        .filter(|(opt, _)| !config.lines().any(|l| l.trim() == format!("{opt}=y")))
+        .map(|(opt, what)| format!("{opt} ({what})"))
+        .collect()
+}
+
+/// Whether a guest command runs `lsmpmon trace` (also inside `sh -c '…'`).
+pub fn runs_trace(argv: &[String]) -> bool {
+    let words: Vec<&str> = argv.iter().flat_map(|a| a.split_whitespace()).collect();
+    words
+        .windows(2)
+        .any(|w| w[0].rsplit('/').next() == Some("lsmpmon") && w[1] == "trace")
+}
+
+/// Refuses, before booting, a kernel that cannot run `lsmpmon trace`.
+pub fn check_trace(k: &Kernel) -> Result<()> {
+    let config = check_sha256(&k.config, &k.config_sha256)?;
+    let missing = trace_missing(&String::from_utf8_lossy(&config));
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let what = k
+        .path
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| format!("{} {}", k.series, k.release));
+    Err(usage(format!(
+        "kernel {what} cannot run lsmpmon trace: its config ({}) lacks {}; build it with them",
+        k.config.display(),
+        missing.join(", ")
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_trace_needs_is_read_from_the_config() {
+        let all = "CONFIG_BPF_SYSCALL=y\nCONFIG_DEBUG_INFO_BTF=y\nCONFIG_BPF_JIT=y\n\
+                   CONFIG_FUNCTION_TRACER=y\nCONFIG_SECURITY=y\n";
+        assert!(trace_missing(all).is_empty());
+        let no_btf = all.replace(
+            "CONFIG_DEBUG_INFO_BTF=y",
+            "# CONFIG_DEBUG_INFO_BTF is not set",
+        );
+        assert_eq!(trace_missing(&no_btf), ["CONFIG_DEBUG_INFO_BTF (BTF)"]);
+        assert_eq!(trace_missing("").len(), TRACE_NEEDS.len());
+    }
+
+    #[test]
+    fn trace_is_seen_in_the_guest_command() {
+        let argv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(runs_trace(&argv(&["lsmpmon", "trace", "--", "true"])));
+        assert!(runs_trace(&argv(&["/bin/lsmpmon", "trace"])));
+        assert!(runs_trace(&argv(&[
+            "sh",
+            "-c",
+            "x; lsmpmon trace --json -- ls"
+        ])));
+        assert!(!runs_trace(&argv(&["lsmpmon", "bench"])));
+        assert!(!runs_trace(&argv(&["echo", "trace"])));
+    }
+}

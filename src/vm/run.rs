@@ -1,0 +1,125 @@
+//! `lsmpmon vm run`: COMMAND in a throwaway guest; its run directory.
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use anyhow::{Context, Result};
+
+use super::args::RunArgs;
+use super::kernel::{self, trace_needs};
+use super::launch::{launch, Launch};
+use super::machine::{Accel, Machine, SMP_ICOUNT};
+use super::{cache, initramfs, interrupt, qemu};
+use crate::base::error::usage;
+
+pub fn run(args: &RunArgs) -> Result<i32> {
+    if args.cpus > 1 && args.accel == Accel::Tcg && args.icount != "off" {
+        return Err(usage(format!(
+            "--cpus {}: {SMP_ICOUNT}; add --icount off (real, not deterministic, time)",
+            args.cpus
+        )));
+    }
+    let interrupt = interrupt::exit_now()?;
+    let cache = args.cache.path();
+    let extra = args
+        .copies
+        .iter()
+        .map(|c| parse_copy(c).map(|(h, g)| initramfs::Entry::host(h, &g, 0o755)))
+        .collect::<Result<Vec<_>>>()?;
+    let kernel = kernel::ensure(&cache, &args.kernel, &args.flavour, args.mirror.as_deref())?;
+    if trace_needs::runs_trace(&args.command) {
+        trace_needs::check_trace(&kernel)?;
+    }
+    let bin = match &args.lsmpmon_bin {
+        Some(p) => p.clone(),
+        None => std::env::current_exe().context("locating the lsmpmon binary")?,
+    };
+    let machine = Machine {
+        memory_mb: args.memory_mb,
+        accel: args.accel,
+        icount: args.icount.clone(),
+        rtc: args.rtc.clone(),
+        kaslr: args.kaslr,
+        timeout: Duration::from_secs(args.timeout),
+        cpus: args.cpus,
+    };
+    let stop = interrupt.into_stop_flag()?;
+    let run_dir = RunDir(new_run_dir(&cache)?);
+    launch(&Launch {
+        kernel: &kernel,
+        lsm: args.lsm.as_deref(),
+        append: &args.append,
+        extra,
+        argv: args.command.clone(),
+        lsmpmon_bin: bin,
+        machine: &machine,
+        qemu_args: Vec::new(),
+        run_dir: &run_dir.0,
+        output: qemu::Output::Terminal { cancel: &stop },
+    })
+}
+
+/// A `vm run` directory, removed when nothing was logged in it (the run
+/// failed before QEMU started: a `--copy` that cannot be read, say).
+struct RunDir(PathBuf);
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        // Only an empty directory is removed: logs are kept.
+        let _ = fs::remove_dir(&self.0);
+    }
+}
+
+/// `HOST[:GUEST]` -> (host path, guest path without the leading '/').
+fn parse_copy(spec: &str) -> Result<(PathBuf, String)> {
+    let (host, guest) = match spec.split_once(':') {
+        Some((h, g)) => (PathBuf::from(h), g.to_string()),
+        None => {
+            let name = Path::new(spec)
+                .file_name()
+                .ok_or_else(|| usage(format!("--copy {spec}: not a file name")))?;
+            (
+                PathBuf::from(spec),
+                format!("/usr/bin/{}", name.to_string_lossy()),
+            )
+        }
+    };
+    if !host.is_file() {
+        return Err(usage(format!(
+            "--copy {spec}: {} is not a file",
+            host.display()
+        )));
+    }
+    let guest = guest.trim_start_matches('/').to_string();
+    if guest.is_empty() || guest.split('/').any(|c| c == "..") {
+        return Err(usage(format!("--copy {spec}: bad guest path")));
+    }
+    Ok((host, guest))
+}
+
+/// Guest logs kept in the cache; older ones are pruned at each run.
+const RUNS_KEPT: usize = 50;
+
+pub fn new_run_dir(cache: &Path) -> Result<PathBuf> {
+    let runs = cache::real_dir(cache, Path::new("runs"))?;
+    let mut old: Vec<PathBuf> = fs::read_dir(&runs)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    // Names start with a millisecond timestamp: sorting by name is by age.
+    old.sort();
+    if old.len() >= RUNS_KEPT {
+        for p in &old[..=old.len() - RUNS_KEPT] {
+            let _ = fs::remove_dir_all(p);
+        }
+    }
+    let stamp = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis();
+    let dir = runs.join(format!("{stamp}-{}", std::process::id()));
+    // Made now, by us: nothing planted there beforehand is written through.
+    fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
