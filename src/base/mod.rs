@@ -3,8 +3,8 @@
 pub mod command;
 pub mod error;
 pub mod intf;
-pub mod papers;
 pub mod output;
+pub mod papers;
 pub mod parse;
 pub mod secure_fs;
 pub mod table;

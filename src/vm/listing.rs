@@ -20,7 +20,7 @@ pub fn main(args: &CacheArgs) -> Result<i32> {
     } else {
         Vec::new()
     };
-    write_stdout(&listing(&cache))?;
+    crate::base::output::stdout(&listing(&cache))?;
     if failed.is_empty() {
         return Ok(EXIT_OK);
     }
@@ -158,20 +158,6 @@ fn human_bytes(n: u64) -> String {
         i += 1;
     }
     format!("{v:.1} {}", UNITS[i])
-}
-
-/// Standard output; a reader that went away (`| head`) is not an error, a
-/// full disk is (one line, exit 1).
-fn write_stdout(text: &str) -> Result<()> {
-    use std::io::Write;
-    let mut out = io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(with_code(
-            EXIT_FAILURE,
-            format!("cannot write to standard output: {e}"),
-        )),
-        _ => Ok(()),
-    }
 }
 
 #[cfg(test)]
