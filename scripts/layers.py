@@ -112,8 +112,12 @@ def edges(files):
         spans = inline_modules(text)
         paths = []
         for m in USE_RE.finditer(text):
-            paths += [(m.start(), p) for p in expand_use(m.group(1))]
+            paths += [(m.start(), p) for p in expand_use(m.group(1)) if "::" in p]
         paths += [(m.start(), m.group(1) + m.group(2)) for m in PATH_RE.finditer(text)]
+        # A bare `child::item` names a module this file declares (`mod child;`).
+        for child in re.findall(r"\bmod\s+([A-Za-z_][A-Za-z0-9_]*)\s*;", text):
+            bare = re.compile(r"(?<![A-Za-z0-9_:])" + child + r"((?:::[A-Za-z_][A-Za-z0-9_]*)+)")
+            paths += [(m.start(), "self::" + child + m.group(1)) for m in bare.finditer(text)]
         for pos, p in paths:
             inner = [name for (a, b, name) in spans if a <= pos < b]
             target = resolve(mod + tuple(inner), p, files)
