@@ -1,6 +1,6 @@
 //! How a matrix ended, for the command line: where its results are, what it
 //! ran (the tables show those kernels and configurations), and its exit.
-use std::path::PathBuf;
+use std::{fs, path::PathBuf};
 
 use anyhow::Result;
 
@@ -23,9 +23,14 @@ pub struct RunOutcome {
 }
 
 impl RunOutcome {
-    /// Tables, unless the run was interrupted before any cell finished.
+    /// Tables, unless the run was interrupted before any cell finished or
+    /// the directory holds no cell (none could be written).
     pub fn has_tables(&self) -> bool {
-        !(self.interrupted && self.cells.is_empty())
+        let any_cell = fs::read_dir(self.results.join("cells")).is_ok_and(|d| {
+            d.flatten()
+                .any(|e| e.path().extension().is_some_and(|x| x == "json"))
+        });
+        any_cell && !(self.interrupted && self.cells.is_empty())
     }
 
     /// Records a file of the run that could not be written (the first counts).

@@ -200,3 +200,103 @@ fn results_root_of(cell: &Path) -> Result<PathBuf> {
         cell.display()
     )))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::jobs;
+
+    fn recorded_cell() -> CellResult {
+        serde_json::from_str(include_str!(
+            "../../tests/fixtures/report/lab/cells/6.1-cloud__none__1795500718528-17793-0-vm.json"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn recorded_guest_settings_are_only_ones_lsmpmon_runs() {
+        let base = recorded_cell().options;
+        assert!(recorded_machine(&base).is_ok());
+        let with = |f: &dyn Fn(&mut RunOptions)| {
+            let mut o = base.clone();
+            f(&mut o);
+            recorded_machine(&o)
+        };
+        for ok in ["off", "shift=auto", "shift=10,align=on,sleep=on"] {
+            assert!(with(&|o| o.icount = ok.into()).is_ok(), "{ok}");
+        }
+        assert!(with(&|o| o.rtc = String::new()).is_ok());
+        assert!(with(&|o| o.rtc = "clock=host,base=utc,driftfix=slew".into()).is_ok());
+        for bad in [
+            "shift=0,rr=record,rrfile=/etc/passwd",
+            "shift=0 -monitor stdio",
+            "sleep=off",
+            "shift=0,shift=1",
+            "shift=11",
+            "",
+        ] {
+            let err = with(&|o| o.icount = bad.into()).unwrap_err();
+            assert!(err.contains("icount"), "{bad}: {err}");
+        }
+        for bad in [
+            "clock=vm,base=2006-06-17T16:01:21",
+            "base=utc",
+            "clock=vm;x",
+        ] {
+            assert!(with(&|o| o.rtc = bad.into()).is_err(), "{bad}");
+        }
+        assert!(with(&|o| o.accel = "kvm".into()).is_err());
+        let err = with(&|o| o.cpus = 2).unwrap_err();
+        assert!(err.contains("vCPU"), "{err}");
+        assert!(with(&|o| {
+            o.cpus = 2;
+            o.icount = "off".into()
+        })
+        .is_ok());
+    }
+
+    #[test]
+    fn a_rerun_boots_and_records_the_guest_settings_of_its_cell() {
+        let mut old = recorded_cell();
+        old.options.icount = "shift=1,sleep=off".into();
+        old.options.rtc = "clock=host".into();
+        old.options.kaslr = true;
+        let args = recorded_args(&old).unwrap();
+        let recorded = recorded_machine(&old.options).unwrap();
+        let m = jobs::machine(&args, old.options.cpus, Some(&recorded));
+        assert_eq!(
+            (m.icount.as_str(), m.rtc.as_str(), m.kaslr),
+            ("shift=1,sleep=off", "clock=host", true)
+        );
+        let o = jobs::run_options(&args, &m);
+        assert_eq!(
+            (o.icount, o.rtc, o.kaslr),
+            (old.options.icount, old.options.rtc, true)
+        );
+        // A run's guests: deterministic time, no KASLR, real time with 2 CPUs.
+        let m = jobs::machine(&args, 1, None);
+        assert_eq!((m.icount.as_str(), m.kaslr), ("shift=0,sleep=off", false));
+        assert_eq!(jobs::machine(&args, 2, None).icount, "off");
+    }
+
+    #[test]
+    fn recorded_options_go_through_the_command_line_parser() {
+        let mut old = recorded_cell();
+        assert_eq!(recorded_args(&old).unwrap().samples, 3);
+        old.options.samples = 0;
+        let err = recorded_args(&old).unwrap_err();
+        assert!(err.contains("--samples"), "{err}");
+        let mut old = recorded_cell();
+        old.options.bench_dir = "/a/../etc".into();
+        assert!(recorded_args(&old).is_err());
+    }
+
+    #[test]
+    fn a_cell_outside_cells_needs_results() {
+        assert_eq!(
+            results_root_of(Path::new("/r/cells/x.json")).unwrap(),
+            Path::new("/r")
+        );
+        assert!(results_root_of(Path::new("/r/x.json")).is_err());
+    }
+}

@@ -71,3 +71,30 @@ fn probe_fails(dir: &Path) -> bool {
     let _ = fs::remove_file(&probe);
     written.is_err_and(|e| is_enospc(&e))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enospc_in_the_error_is_named_as_the_cause() {
+        let dir = std::env::temp_dir();
+        let full = anyhow::Error::from(std::io::Error::from_raw_os_error(libc::ENOSPC))
+            .context("writing console.log");
+        let why = out_of_space(&dir, &full).unwrap();
+        assert!(
+            why.contains("ENOSPC") && why.contains(&*dir.to_string_lossy()),
+            "{why}"
+        );
+        // Another failure, with room to write: not a space problem.
+        let other = anyhow::anyhow!("guest stopped before its command finished (kernel panic?)");
+        assert_eq!(out_of_space(&dir, &other), None);
+    }
+
+    #[test]
+    fn room_is_what_a_cell_needs() {
+        assert!(free_bytes(Path::new("/nonexistent-lsmpmon")).is_err());
+        let free = free_bytes(&std::env::temp_dir()).unwrap();
+        assert_eq!(check(&std::env::temp_dir()).is_ok(), free >= CELL_BYTES);
+    }
+}
