@@ -614,3 +614,37 @@ fn a_disk_full_mid_cell_is_named_and_its_result_kept() {
         "{reason}"
     );
 }
+
+/// Issue 27 item 10: a rerun boots its guest as the cell recorded (clock,
+/// RTC, KASLR), and records that again.
+#[test]
+fn rerun_boots_as_its_cell_recorded() {
+    let res = tmpdir("rerun-recorded");
+    std::fs::create_dir_all(res.join("cells")).unwrap();
+    let mut old = json(&std::fs::read_to_string(NONE_CELL).unwrap());
+    for (field, value) in [
+        ("ops", Value::from("null")),
+        ("samples", Value::from(1)),
+        ("sample_ms", Value::from(1.0)),
+        ("trace", Value::from(false)),
+        ("icount", Value::from("shift=1,sleep=off")),
+        ("rtc", Value::from("clock=host")),
+        ("kaslr", Value::from(true)),
+    ] {
+        old["options"][field] = value;
+    }
+    let file = res.join("cells").join("recorded.json");
+    std::fs::write(&file, old.to_string()).unwrap();
+    // --force: the fixture's kernel package and configuration are older.
+    let out = lab(&["rerun", "--force", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let new = cells(&res)
+        .into_iter()
+        .find(|c| c["id"] != old["id"])
+        .expect("a new cell");
+    assert_eq!(new["status"], "passed", "{}", new["reason"]);
+    for field in ["icount", "rtc", "kaslr", "ops", "samples"] {
+        assert_eq!(new["options"][field], old["options"][field], "{field}");
+    }
+    assert_eq!(new["time"], "virtual");
+}
