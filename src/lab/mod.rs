@@ -22,7 +22,7 @@ pub mod results;
 mod run;
 pub mod save;
 mod schedule;
-pub mod space;
+mod space;
 pub mod spec;
 mod swtpm;
 pub mod webserver;
