@@ -4,18 +4,29 @@
 mod common;
 
 use std::{
+    os::unix::fs::PermissionsExt,
     path::{Path, PathBuf},
-    process::{Command, Output},
+    process::{Command, Output, Stdio},
+    time::{Duration, Instant},
 };
 
 use common::{
     cell_median as median, fresh_dir, json, lab_cell as cell, lab_cells as cells, one_error_line,
     validate, LSMPMON,
 };
+use lsmpmon::lab::{
+    results::{CellResult, ResultsDir},
+    save,
+};
 use serde_json::Value;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/configs");
 const SHIPPED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/configs");
+/// A recorded 6.1 `none` cell (stat, open_close; 3 samples; traced).
+const NONE_CELL: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/report/lab/cells/6.1-cloud__none__1795500718528-17793-0-vm.json"
+);
 
 fn tmpdir(name: &str) -> PathBuf {
     fresh_dir("lab", name)
@@ -374,4 +385,266 @@ fn landlock_on_5_10_is_not_applicable() {
     assert!(all[0]["guest"].is_null());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("not applicable"), "{stdout}");
+}
+
+/// A small tmpfs on a fresh directory, unmounted when dropped (a failed
+/// assertion included).
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(name: &str, size: &str) -> Self {
+        let dir = tmpdir(name);
+        let _ = Command::new("umount")
+            .arg(&dir)
+            .stderr(Stdio::null())
+            .status();
+        let st = Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
+            .arg(&dir)
+            .status()
+            .expect("running mount");
+        assert!(st.success(), "mounting a tmpfs on {}", dir.display());
+        Self(dir)
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("--lazy").arg(&self.0).status();
+    }
+}
+
+fn cell_files(results: &Path) -> usize {
+    std::fs::read_dir(results.join("cells"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// Issue 27 item 9: a results directory without room for a cell is refused
+/// before anything is fetched or booted, in one line saying how much and where.
+#[test]
+fn a_results_directory_without_room_is_refused_before_any_cell() {
+    let fs = Tmpfs::mount("no-room", "64k");
+    let res = fs.0.join("r");
+    let r = res.to_str().unwrap();
+    let out = lab(&[
+        "run",
+        "--kernels",
+        "6.1",
+        "--configs",
+        "none,tomoyo",
+        "--ops",
+        "null,stat",
+        "--samples",
+        "3",
+        "--results",
+        r,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let line = one_error_line(&out);
+    assert!(
+        line.contains(r) && line.contains("free") && line.contains("16.00 MiB"),
+        "{line}"
+    );
+    assert_eq!(cell_files(&res), 0);
+}
+
+/// Issue 27 item 9: a result the results directory cannot take is kept in
+/// a file elsewhere, whole.
+#[test]
+fn a_result_that_cannot_be_written_is_kept_elsewhere() {
+    let fs = Tmpfs::mount("full", "64k");
+    let dir = ResultsDir::open(&fs.0.join("r")).unwrap();
+    // Fill what is left (the write stops at ENOSPC).
+    let _ = std::fs::write(fs.0.join("filler"), vec![0u8; 128 << 10]);
+    let cell: CellResult =
+        serde_json::from_str(&std::fs::read_to_string(NONE_CELL).unwrap()).unwrap();
+    let elsewhere = tmpdir("kept");
+    let err = save::cell(&dir, &cell, &elsewhere).unwrap_err();
+    assert!(
+        format!("{err:#}").contains("No space left on device"),
+        "{err:#}"
+    );
+    assert_eq!(cell_files(&dir.root), 0, "nothing half-written left");
+    let kept = elsewhere.join(format!("lsmpmon-cell-{}.json", cell.id));
+    let back = json(&std::fs::read_to_string(&kept).unwrap());
+    assert_eq!(back, serde_json::to_value(&cell).unwrap());
+    let mode = std::fs::metadata(&kept).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+}
+
+/// Issue 27 item 10: without QEMU, `lab run` is a usage error (exit 2) in
+/// one line, before any cell is recorded.
+#[test]
+fn lab_run_without_qemu_is_exit_2_before_any_cell() {
+    let res = tmpdir("no-qemu");
+    let out = Command::new(LSMPMON)
+        .args([
+            "lab",
+            "run",
+            "--kernels",
+            "6.1",
+            "--configs",
+            "none,landlock",
+        ])
+        .args(["--ops", "null", "--results", res.to_str().unwrap()])
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        one_error_line(&out).contains("qemu-system-x86_64 not found"),
+        "{err}"
+    );
+    assert_eq!(cell_files(&res), 0);
+}
+
+/// Issue 27 item 10: a rerun checks every recorded option (its guest
+/// settings too) before it fetches the kernel.
+#[test]
+fn rerun_refuses_invalid_recorded_options_before_the_kernel_fetch() {
+    let res = tmpdir("rerun-invalid");
+    let cache = tmpdir("rerun-invalid-cache");
+    std::fs::create_dir_all(res.join("cells")).unwrap();
+    let edits: [(&str, Value); 3] = [
+        ("samples", Value::from(0)),
+        (
+            "icount",
+            Value::from("shift=0,rr=record,rrfile=/etc/passwd"),
+        ),
+        ("rtc", Value::from("clock=vm,base=1970-01-01")),
+    ];
+    for (field, value) in edits {
+        let mut cell = json(&std::fs::read_to_string(NONE_CELL).unwrap());
+        cell["options"][field] = value;
+        let file = res.join("cells").join(format!("edited-{field}.json"));
+        std::fs::write(&file, cell.to_string()).unwrap();
+        let out = Command::new(LSMPMON)
+            .args(["lab", "rerun", "--force", "--cache-dir"])
+            .args([&cache, &file])
+            // A fetch would fail on this: the refusal must come first.
+            .env("LSMPMON_MIRROR", "http://127.0.0.1:9/debian")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{field}");
+        let line = one_error_line(&out);
+        assert!(
+            line.contains("recorded options are not valid") && line.contains(field),
+            "{field}: {line}"
+        );
+        assert!(!cache.join("kernels").exists(), "{field}: nothing fetched");
+    }
+}
+
+/// Issue 27 item 9: the disk fills while a cell runs. The cell's reason
+/// names ENOSPC (not a guest crash) and its result, which the results
+/// directory cannot take, is kept elsewhere.
+#[test]
+fn a_disk_full_mid_cell_is_named_and_its_result_kept() {
+    let fs = Tmpfs::mount("fills", "24m");
+    let res = fs.0.join("r");
+    let elsewhere = tmpdir("fills-kept");
+    let mut child = Command::new(LSMPMON)
+        .args([
+            "lab",
+            "run",
+            "--kernels",
+            "6.1",
+            "--configs",
+            "none",
+            "--ops",
+            "null",
+        ])
+        .args(["--samples", "1", "--sample-ms", "1", "--results"])
+        .arg(&res)
+        .env("TMPDIR", &elsewhere)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once QEMU has its console log, nothing more fits.
+    let started = Instant::now();
+    let console = || {
+        std::fs::read_dir(res.join("logs"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|d| d.path().join("console.log").exists())
+    };
+    while !console() {
+        if child.try_wait().unwrap().is_some() || started.elapsed() > Duration::from_secs(600) {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("no guest started: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = std::fs::write(fs.0.join("filler"), vec![0u8; 32 << 20]);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    eprintln!("--- stderr ---\n{err}");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!err.contains("kernel panic"), "{err}");
+    let kept: Vec<PathBuf> = std::fs::read_dir(&elsewhere)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("lsmpmon-cell-")
+        })
+        .collect();
+    assert_eq!(kept.len(), 1, "{err}");
+    assert!(err.contains(&*kept[0].to_string_lossy()), "{err}");
+    let cell = json(&std::fs::read_to_string(&kept[0]).unwrap());
+    assert_eq!(cell["status"], "failed");
+    let reason = cell["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("ENOSPC") && reason.contains(res.to_str().unwrap()),
+        "{reason}"
+    );
+}
+
+/// Issue 27 item 10: a rerun boots its guest as the cell recorded (clock,
+/// RTC, KASLR), and records that again.
+#[test]
+fn rerun_boots_as_its_cell_recorded() {
+    let res = tmpdir("rerun-recorded");
+    std::fs::create_dir_all(res.join("cells")).unwrap();
+    let mut old = json(&std::fs::read_to_string(NONE_CELL).unwrap());
+    for (field, value) in [
+        ("ops", Value::from("null")),
+        ("samples", Value::from(1)),
+        ("sample_ms", Value::from(1.0)),
+        ("trace", Value::from(false)),
+        ("icount", Value::from("shift=1,sleep=off")),
+        ("rtc", Value::from("clock=host")),
+        ("kaslr", Value::from(true)),
+    ] {
+        old["options"][field] = value;
+    }
+    let file = res.join("cells").join("recorded.json");
+    std::fs::write(&file, old.to_string()).unwrap();
+    // --force: the fixture's kernel package and configuration are older.
+    let out = lab(&["rerun", "--force", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let new = cells(&res)
+        .into_iter()
+        .find(|c| c["id"] != old["id"])
+        .expect("a new cell");
+    assert_eq!(new["status"], "passed", "{}", new["reason"]);
+    for field in ["icount", "rtc", "kaslr", "ops", "samples"] {
+        assert_eq!(new["options"][field], old["options"][field], "{field}");
+    }
+    assert_eq!(new["time"], "virtual");
 }

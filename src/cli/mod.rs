@@ -1,6 +1,8 @@
 //! The command line: the subcommands and their dispatch, one-line errors and
 //! exit codes.
-use crate::{base::error, bench, lab, mac, report, trace, vm};
+mod lab;
+
+use crate::{base::error, bench, mac, report, trace, vm};
 
 use clap::{error::ErrorKind, Parser, Subcommand};
 

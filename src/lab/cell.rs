@@ -12,7 +12,8 @@ use std::{
 use anyhow::{bail, Context, Result};
 
 use super::{
-    guest::{self, Plan},
+    guest,
+    guest_plan::{self, Plan},
     results::{CellResult, CellStatus, ConfigRef, KernelRef, StageTime},
     spec::Config,
     swtpm::Swtpm,
@@ -54,12 +55,16 @@ pub fn run(
     result.wall_s = started.elapsed().as_secs_f64();
     result.stages = stages;
     if let Err(e) = outcome {
-        result.status = if cancel.load(std::sync::atomic::Ordering::SeqCst) {
+        let interrupted = cancel.load(std::sync::atomic::Ordering::SeqCst);
+        result.status = if interrupted {
             CellStatus::Interrupted
         } else {
             CellStatus::Failed
         };
-        result.reason = Some(crate::base::error::one_line(&e));
+        let full = (!interrupted)
+            .then(|| super::space::out_of_space(work, &e))
+            .flatten();
+        result.reason = Some(full.unwrap_or_else(|| crate::base::error::one_line(&e)));
     }
     result
 }
@@ -86,11 +91,66 @@ fn boot(
         "host-build",
         started.elapsed().as_secs_f64(),
     ));
+    let guest = launch(job, work, extra, tpm.as_ref(), progress, cancel);
+    // swtpm must outlive the guest: had it gone, TPM commands failed.
+    let tpm_died = tpm.as_mut().and_then(|t| tpm_failure(t, work));
+    drop(tpm);
+    stages.extend(guest.stage_times());
+    let code = match (guest.code, &tpm_died) {
+        (Err(_), Some(why)) => bail!("{why}"),
+        (code, _) => code?,
+    };
+    let report = read_report(work, code, tpm_died.as_deref())?;
+    for s in &report.stages {
+        if let Some(st) = stages.iter_mut().find(|x| x.name == s.name) {
+            st.guest_ms = Some(s.guest_ms);
+        }
+    }
+    judge(result, report)?;
+    if let Some(why) = tpm_died {
+        // What the guest measured is kept; the cell is not valid.
+        result.status = CellStatus::Failed;
+        result.reason = Some(why);
+    }
+    Ok(())
+}
+
+/// A guest's run: its exit status, and when each of its stages began.
+struct GuestRun {
+    code: Result<i32>,
+    /// (stage, seconds after the boot began), from the guest's
+    /// `lab: stage NAME` lines.
+    marks: Vec<(String, f64)>,
+    wall_s: f64,
+}
+
+impl GuestRun {
+    /// Wall time from one stage mark to the next; "boot" runs up to the first.
+    fn stage_times(&self) -> Vec<StageTime> {
+        let mut times = Vec::new();
+        let mut prev = ("boot", 0.0);
+        for (name, at) in &self.marks {
+            times.push(StageTime::wall(prev.0, at - prev.1));
+            prev = (name, *at);
+        }
+        times.push(StageTime::wall(prev.0, self.wall_s - prev.1));
+        times
+    }
+}
+
+fn launch(
+    job: &CellJob,
+    work: &Path,
+    extra: Vec<Entry>,
+    tpm: Option<&Swtpm>,
+    progress: &(dyn Fn(&str) + Sync),
+    cancel: &AtomicBool,
+) -> GuestRun {
     let started = Instant::now();
-    let stage_log = std::sync::Mutex::new(Vec::<(String, f64)>::new());
+    let marks = std::sync::Mutex::new(Vec::<(String, f64)>::new());
     let track = |line: &str| {
         if let Some(name) = line.strip_prefix("lab: stage ") {
-            stage_log
+            marks
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .push((name.to_string(), started.elapsed().as_secs_f64()));
@@ -106,64 +166,55 @@ fn boot(
             "/bin/lsmpmon".into(),
             "lab".into(),
             "guest".into(),
-            guest::PLAN_PATH.into(),
+            guest_plan::PLAN_PATH.into(),
         ],
         // The running binary, even if a rebuild has replaced the file since.
         lsmpmon_bin: PathBuf::from("/proc/self/exe"),
         machine: &job.machine,
-        qemu_args: tpm.as_ref().map(Swtpm::qemu_args).unwrap_or_default(),
+        qemu_args: tpm.map(Swtpm::qemu_args).unwrap_or_default(),
         run_dir: work,
         output: qemu::Output::Quiet {
             progress: &track,
             cancel,
         },
     });
-    // swtpm must outlive the guest: had it gone, TPM commands failed. QEMU
-    // shuts it down as it exits (status 0): only a failure or signal counts
-    // here; a clean exit mid-cell shows in the guest (PCR 10 unreadable).
-    let tpm_died = tpm.as_mut().and_then(|t| {
-        t.exited()
-            .filter(|st| !st.success())
-            .map(|st| (t.pid(), st))
-    });
-    drop(tpm);
-    let tpm_died = tpm_died.map(|(pid, st)| {
-        format!(
-            "swtpm (pid {pid}, the guest's TPM) exited during the cell ({st}): TPM figures after that are not valid; log: {}",
-            work.join("swtpm.log").display()
-        )
-    });
-    let marks = stage_log.into_inner().unwrap_or_else(|p| p.into_inner());
-    // Wall time from one stage mark to the next; "boot" runs up to the first.
-    let mut prev = ("boot".to_string(), 0.0);
-    for (name, at) in marks {
-        stages.push(StageTime::wall(&prev.0, at - prev.1));
-        prev = (name, at);
+    GuestRun {
+        code,
+        marks: marks.into_inner().unwrap_or_else(|p| p.into_inner()),
+        wall_s: started.elapsed().as_secs_f64(),
     }
-    stages.push(StageTime::wall(
-        &prev.0,
-        started.elapsed().as_secs_f64() - prev.1,
-    ));
-    let code = match (code, &tpm_died) {
-        (Err(_), Some(why)) => bail!("{why}"),
-        (code, _) => code?,
-    };
+}
+
+/// Why the TPM's figures are not valid, if swtpm failed during the cell.
+/// QEMU shuts it down as it exits (status 0): only a failure or signal
+/// counts here; a clean exit mid-cell shows in the guest (PCR 10 unreadable).
+fn tpm_failure(tpm: &mut Swtpm, work: &Path) -> Option<String> {
+    let st = tpm.exited().filter(|st| !st.success())?;
+    Some(format!(
+        "swtpm (pid {}, the guest's TPM) exited during the cell ({st}): TPM figures after that are not valid; log: {}",
+        tpm.pid(),
+        work.join("swtpm.log").display()
+    ))
+}
+
+/// The guest's report from its stdout; a dead TPM explains a missing one.
+fn read_report(work: &Path, code: i32, tpm_died: Option<&str>) -> Result<guest::Report> {
     let stdout = fs::read(work.join("stdout")).unwrap_or_default();
     let parsed: Result<guest::Report, _> = serde_json::from_slice(&stdout);
-    if let (Err(_), Some(why)) = (&parsed, &tpm_died) {
+    if let (Err(_), Some(why)) = (&parsed, tpm_died) {
         bail!("{why}");
     }
-    let report: guest::Report = parsed.with_context(|| {
+    parsed.with_context(|| {
         format!(
             "the guest's cell report is missing or malformed (exit status {code}); console log: {}",
             work.join("console.log").display()
         )
-    })?;
-    for s in &report.stages {
-        if let Some(st) = stages.iter_mut().find(|x| x.name == s.name) {
-            st.guest_ms = Some(s.guest_ms);
-        }
-    }
+    })
+}
+
+/// The cell's status from the guest's report: proved and measured, not
+/// proved, or failed with the guest's own reason.
+fn judge(result: &mut CellResult, report: guest::Report) -> Result<()> {
     result.status = match (&report.proof, &report.error) {
         (_, Some(e)) => {
             result.reason = Some(e.clone());
@@ -177,10 +228,15 @@ fn boot(
         (None, None) => bail!("the guest reported no proof"),
     };
     result.guest = Some(report);
-    if let Some(why) = tpm_died {
-        // What the guest measured is kept; the cell is not valid.
-        result.status = CellStatus::Failed;
-        result.reason = Some(why);
+    Ok(())
+}
+
+/// What a configuration needs on the host, checked before a matrix starts:
+/// its Debian packages, and its programs with their libraries.
+pub fn check_host_files(config: &Config) -> Result<()> {
+    check_packages(config)?;
+    for prog in &config.spec.programs {
+        with_libraries(prog)?;
     }
     Ok(())
 }
@@ -216,7 +272,7 @@ fn guest_files(job: &CellJob, work: &Path) -> Result<(Vec<Entry>, u64)> {
     for rel in files {
         entries.push(Entry::host(
             copy.join(&rel),
-            &format!("{}/{rel}", guest::CONFIG_DIR),
+            &format!("{}/{rel}", guest_plan::CONFIG_DIR),
             0o755,
         ));
     }
@@ -251,7 +307,7 @@ fn guest_files(job: &CellJob, work: &Path) -> Result<(Vec<Entry>, u64)> {
         }
     }
     entries.push(Entry::bytes(
-        guest::PLAN_PATH,
+        guest_plan::PLAN_PATH,
         0o644,
         serde_json::to_vec(&job.plan)?,
     ));

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     access::Outcome,
-    guest::{Plan, PUBLIC, WORKLOAD},
+    guest_plan::{Plan, PUBLIC, WORKLOAD},
     spec::{Proof, ProofKind},
 };
 

@@ -1,0 +1,142 @@
+//! `lsmpmon lab`: its subcommands, and the tables printed over a matrix's
+//! cells (the lab runs the cells, the report layer draws the tables).
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Args, Subcommand};
+
+use crate::base::error::{usage, EXIT_OK};
+use crate::base::table;
+use crate::lab::{self, nginx, results, RerunArgs, RunArgs, RunOutcome};
+use crate::report::{self, forms::BASELINE, input};
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct LabCommand {
+    #[command(subcommand)]
+    pub sub: Option<LabSub>,
+    /// `lsmpmon lab [OPTIONS]` is `lab run --trace [OPTIONS]`: the main job.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum LabSub {
+    /// Run kernels × configurations × ops; each cell proves its policy first.
+    Run(RunArgs),
+    /// Repeat one cell from its result's own provenance (kernel, configuration, options).
+    Rerun(RerunArgs),
+    /// Print the tables of a results directory (cells from any machine).
+    Tables(TablesArgs),
+    /// (guest) run one cell: setup, proof, bench, trace.
+    #[command(hide = true)]
+    Guest { plan: PathBuf },
+    /// (guest) apply the configuration's confinement, then exec COMMAND.
+    #[command(hide = true)]
+    Confine {
+        plan: PathBuf,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// (guest, as the workload) try the access matrix, print the outcomes.
+    #[command(hide = true)]
+    Access {
+        plan: PathBuf,
+        #[arg(long)]
+        landlock: bool,
+    },
+    /// (guest) start nginx serving the `web` ops' file mix on the loopback.
+    #[command(hide = true)]
+    WebServer {
+        #[arg(long, default_value = nginx::GUEST_BINARY)]
+        nginx: PathBuf,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct TablesArgs {
+    /// Results directory.
+    #[arg(default_value = "lab-results")]
+    pub dir: PathBuf,
+    /// text, markdown or json.
+    #[arg(long, default_value = "text", value_parser = ["text", "markdown", "json"])]
+    pub format: String,
+}
+
+pub fn main(cmd: LabCommand) -> Result<i32> {
+    match cmd.sub {
+        None => {
+            let mut args = cmd.run;
+            args.trace = true;
+            finish(lab::run(&args)?)
+        }
+        Some(LabSub::Run(args)) => finish(lab::run(&args)?),
+        Some(LabSub::Rerun(args)) => finish(lab::rerun(&args)?),
+        Some(LabSub::Tables(args)) => show_tables(&args),
+        Some(LabSub::Guest { plan }) => lab::guest::main(&plan),
+        Some(LabSub::Confine { plan, command }) => lab::guest::confine(&plan, &command),
+        Some(LabSub::Access { plan, landlock }) => lab::guest::access(&plan, landlock),
+        Some(LabSub::WebServer { nginx }) => lab::webserver::main(&nginx),
+    }
+}
+
+/// The run's tables, then its exit.
+fn finish(mut outcome: RunOutcome) -> Result<i32> {
+    if outcome.has_tables() {
+        let runs = input::load(std::slice::from_ref(&outcome.results), true)?;
+        print!("{}", table::text(&run_tables(&outcome, &runs)));
+        if let Err(e) = write_tables(&outcome, &runs) {
+            outcome.write_failed(e);
+        }
+    }
+    outcome.finish()
+}
+
+/// The tables for this run's kernels and configurations, with the
+/// baseline's cells from the directory for the percentages.
+fn run_tables(outcome: &RunOutcome, runs: &[input::Run]) -> Vec<table::Table> {
+    let mut shown = outcome.configs.clone();
+    if !shown.iter().any(|c| c == BASELINE) {
+        shown.insert(0, BASELINE.to_string());
+    }
+    let series = |r: &input::Run| r.kernel.split(' ').next().unwrap_or("").to_string();
+    let mine: Vec<input::Run> = runs
+        .iter()
+        .filter(|r| outcome.kernels.contains(&series(r)) && shown.contains(&r.config))
+        .cloned()
+        .collect();
+    report::tables(&mine, &shown, &[])
+}
+
+/// All the directory's tables (every cell in it), as Markdown and JSON.
+fn write_tables(outcome: &RunOutcome, runs: &[input::Run]) -> Result<()> {
+    let dir = &outcome.results;
+    let all = report::tables(runs, &outcome.configs, &[]);
+    results::write_atomic(&dir.join("tables.md"), &table::markdown(&all))?;
+    let inputs = [dir.display().to_string()];
+    let warnings = input::warnings(runs);
+    results::write_atomic(
+        &dir.join("tables.json"),
+        &report::json(&all, runs, &inputs, &warnings)?,
+    )
+}
+
+fn show_tables(args: &TablesArgs) -> Result<i32> {
+    if !args.dir.join("cells").is_dir() {
+        return Err(usage(format!(
+            "{} is not a lab results directory (no cells/)",
+            args.dir.display()
+        )));
+    }
+    let runs = input::load(std::slice::from_ref(&args.dir), true)?;
+    let t = report::tables(&runs, &lab::split_list(lab::DEFAULT_CONFIGS), &[]);
+    match args.format.as_str() {
+        "markdown" => print!("{}", table::markdown(&t)),
+        "json" => print!(
+            "{}",
+            report::json(&t, &runs, &[args.dir.display().to_string()], &[])?
+        ),
+        _ => print!("{}", table::text(&t)),
+    }
+    Ok(EXIT_OK)
+}

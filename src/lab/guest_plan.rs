@@ -1,0 +1,30 @@
+//! What the host asks of a cell's guest, and where the guest keeps things:
+//! shared by the host side (`cell.rs`) and the guest side (`guest.rs`,
+//! `proof.rs`).
+use serde::{Deserialize, Serialize};
+
+use super::spec::{Matrix, Spec};
+
+pub const PLAN_PATH: &str = "/lab/cell.json";
+pub const CONFIG_DIR: &str = "/lab/config";
+pub const WORKLOAD: &str = "/usr/libexec/lsmpmon-workload";
+pub const PUBLIC: &str = "/etc/lsmpmon-lab/public";
+pub const SECRET: &str = "/srv/lsmpmon-lab/secret";
+pub const WORK_DIR: &str = "/tmp/lsmpmon-bench";
+
+/// What the host asks of the guest.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Plan {
+    pub config: String,
+    pub spec: Spec,
+    pub matrix: Matrix,
+    /// `bench` options after `--json --dir`: ops, samples, sample length.
+    pub bench_args: Vec<String>,
+    pub trace: bool,
+    /// For a baseline proof: the exact list /sys/kernel/security/lsm must show.
+    pub expected_lsms: Vec<String>,
+    /// Start nginx (as the system, unconfined) before the benchmark: the
+    /// `web` ops' server.
+    #[serde(default)]
+    pub web_server: bool,
+}
