@@ -82,7 +82,7 @@ def expand_use(tree):
     return out
 
 
-def resolve(mod, path, files):
+def resolve(mod, path, files, depth=0):
     """The file a path names, from module `mod`, or None (an outside crate)."""
     parts = path.split("::")
     if parts[0] == "crate":
@@ -99,8 +99,30 @@ def resolve(mod, path, files):
     for n in range(len(rest), -1, -1):
         key = tuple(base + rest[:n])
         if key in files:
+            # An item the module only re-exports (`pub use child::Item`) is
+            # imported from where it is defined.
+            again = REEXPORTS.get(files[key], {}).get(rest[n]) if n < len(rest) else None
+            if again and depth < 8:
+                return resolve(key, again, files, depth + 1) or files[key]
             return files[key]
     return None
+
+
+REEXPORTS = {}
+
+
+def reexports(files):
+    """{file: {name: path}} for every `pub use path::Name;` of each file."""
+    for mod, rel in files.items():
+        with open(os.path.join(ROOT, rel), encoding="utf-8") as f:
+            text = strip_comments(f.read())
+        names = {}
+        for m in re.finditer(r"\bpub(?:\([a-z]+\))?\s+use\s+([^;]+);", text):
+            for p in expand_use(m.group(1)):
+                if not p.startswith(("crate::", "super::", "self::")):
+                    p = "self::" + p
+                names[p.rsplit("::", 1)[-1]] = p
+        REEXPORTS[rel] = names
 
 
 def edges(files):
@@ -181,6 +203,7 @@ def cycles(nodes, adj):
 
 def main():
     files = module_files()
+    reexports(files)
     file_edges = edges(files)
     problems = []
     unknown = sorted({top(r) for r in files.values()} - set(LAYER_OF) - {"lib"})

@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::{cell, spec::Config};
-use crate::{base::error::usage, vm::qemu::which};
+use crate::base::{command::which, error::usage};
 
 const QEMU: &str = "qemu-system-x86_64";
 const BUSYBOX: &str = "/bin/busybox";
