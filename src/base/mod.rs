@@ -2,6 +2,7 @@
 //! lsmpmon's above it.
 pub mod error;
 pub mod intf;
+pub mod output;
 pub mod papers;
 pub mod parse;
 pub mod secure_fs;

@@ -15,8 +15,6 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::attach::Pair;
-
 /// The empty kernel function both are measured on (net/bpf/test_run.c).
 pub const FUNCTION: &str = "bpf_fentry_test1";
 /// Test runs are timed in blocks; the fastest block counts (the others met
@@ -52,35 +50,31 @@ fn time_test_run(driver: BorrowedFd) -> Option<Duration> {
     best
 }
 
-/// The calibration probe pair, attached by `attach`, and the pair cost in ns
-/// (None if test runs do not work here). The pair records the floor while
-/// the runs are timed: the caller reads it from the pair's statistics.
-/// With `comm` (--comm), lsmpmon calibrates under that name, so that the
-/// probe's name check costs what it costs for a traced task.
-pub fn run(
-    driver: BorrowedFd,
-    comm: Option<&str>,
-    attach: impl FnOnce() -> Option<Pair>,
-) -> (Option<Pair>, Option<f64>) {
+/// Attaches the calibration probe with `attach` (false: it could not be),
+/// and returns the pair cost in ns (None if test runs do not work here).
+/// The probe records the floor while the runs are timed: the caller reads it
+/// from the probe's statistics. With `comm` (--comm), lsmpmon calibrates
+/// under that name, so that the probe's name check costs what it costs for
+/// a traced task.
+pub fn run(driver: BorrowedFd, comm: Option<&str>, attach: impl FnOnce() -> bool) -> Option<f64> {
     let _name = comm.map(TaskName::set);
     // The test runs pass through traced hooks (security_bpf): let the
     // hooks' fresh attach settle too.
     std::thread::sleep(SETTLE);
     let without = time_test_run(driver);
-    let Some(pair) = attach() else {
-        return (None, None);
-    };
+    if !attach() {
+        return None;
+    }
     // Right after an attach the kernel may still route the call through a
     // slower path until its deferred work has run: on 7.3, in about one first
     // trace after boot in three, +1 800 ns per call for more than 20 ms
     // (a pair cost of 2 461 instead of 692); never in 8 boots after 300 ms.
     std::thread::sleep(SETTLE);
     let with = time_test_run(driver);
-    let cost = match (without, with) {
+    match (without, with) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a).as_secs_f64() * 1e9),
         _ => None,
-    };
-    (Some(pair), cost)
+    }
 }
 
 /// The calling thread's name (comm), restored on drop.
