@@ -7,9 +7,7 @@ use anyhow::{bail, Result};
 const BATCH: u32 = 4096;
 
 pub fn possible_cpus() -> usize {
-    // SAFETY: plain query.
-    let n = unsafe { libbpf_sys::libbpf_num_possible_cpus() };
-    n.max(1) as usize
+    libbpf_rs::num_possible_cpus().unwrap_or(1).max(1)
 }
 
 /// Calls `f(key, value)` for every key < `n_keys`.

@@ -355,11 +355,9 @@ fn start<'obj>(
             returns_int: true,
             function: calibrate::FUNCTION,
         };
-        calibrate::run(
-            skel.progs.test_run_driver.as_fd(),
-            args.comm.as_deref(),
-            || attacher.attach_calibration(&target),
-        )
+        calibrate::run(&skel.progs.test_run_driver, args.comm.as_deref(), || {
+            attacher.attach_calibration(&target)
+        })
     });
     if args.syscall_time {
         skel.links.sys_enter = Some(skel.progs.sys_enter.attach()?);
