@@ -25,7 +25,6 @@ pub mod tables;
 use std::{
     mem::MaybeUninit,
     os::fd::AsFd,
-    os::fd::AsRawFd,
     path::PathBuf,
     time::{Duration, Instant},
 };
@@ -328,7 +327,7 @@ fn start<'obj>(
 ) -> Result<Session<'obj>> {
     let mut skel = setup::load(open_object, args, &plan.hooks, kbtf, &attacher)?;
     let stats = CpuStats::map(
-        skel.maps.cpus.as_fd().as_raw_fd(),
+        skel.maps.cpus.as_fd(),
         arrays::possible_cpus(),
         plan.hooks.len() as u32 + 1,
         args.lean,

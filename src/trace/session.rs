@@ -2,7 +2,7 @@
 //! BPF maps into a result at any moment (final, --interval, `trace ctl dump`).
 use std::{
     collections::BTreeMap,
-    os::fd::{AsFd, AsRawFd},
+    os::fd::AsFd,
     time::{Duration, Instant},
 };
 
@@ -126,7 +126,7 @@ impl Session<'_> {
             c.sum_ns += sum_ns;
         };
         arrays::for_each::<lsmpmon_syscall_cell>(
-            self.skel.maps.syscall_cells.as_fd().as_raw_fd(),
+            self.skel.maps.syscall_cells.as_fd(),
             self.n_cells(),
             |k, v| {
                 if v.count > 0 {
@@ -143,7 +143,7 @@ impl Session<'_> {
         let mut times = Times::new();
         if self.options.syscall_time {
             arrays::for_each::<lsmpmon_syscall_time>(
-                self.skel.maps.syscall_time.as_fd().as_raw_fd(),
+                self.skel.maps.syscall_time.as_fd(),
                 lim::LSMPMON_SYSCALL_SLOTS,
                 |k, v| {
                     let e = times.entry(k).or_default();
