@@ -1,19 +1,18 @@
 //! Reading BPF array maps in batches (one syscall per few
 //! thousand entries instead of one per entry).
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, BorrowedFd};
 
 use anyhow::{bail, Result};
 
 const BATCH: u32 = 4096;
 
 pub fn possible_cpus() -> usize {
-    // SAFETY: plain query.
-    let n = unsafe { libbpf_sys::libbpf_num_possible_cpus() };
-    n.max(1) as usize
+    libbpf_rs::num_possible_cpus().unwrap_or(1).max(1)
 }
 
 /// Calls `f(key, value)` for every key < `n_keys`.
-pub fn for_each<T: Copy>(fd: RawFd, n_keys: u32, mut f: impl FnMut(u32, &T)) -> Result<()> {
+pub fn for_each<T: Copy>(map: BorrowedFd, n_keys: u32, mut f: impl FnMut(u32, &T)) -> Result<()> {
+    let fd = map.as_raw_fd();
     let stride = std::mem::size_of::<T>();
     let mut keys = vec![0u32; BATCH as usize];
     let mut values = vec![0u8; BATCH as usize * stride];

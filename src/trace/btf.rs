@@ -1,22 +1,12 @@
 //! The running kernel's BTF: which functions exist, their parameters and
 //! return types. Hooks are discovered here, never listed in the source.
-use std::{collections::HashMap, ffi::CStr};
+//! Read through `libbpf_rs::btf`, which owns every raw-pointer walk.
+use std::collections::HashMap;
 
 use anyhow::Result;
+use libbpf_rs::btf::{types, Btf, BtfKind, BtfType, HasSize, ReferencesType, TypeId};
 
 use crate::base::error::usage;
-
-const BTF_KIND_INT: u32 = 1;
-const BTF_KIND_PTR: u32 = 2;
-const BTF_KIND_ARRAY: u32 = 3;
-const BTF_KIND_STRUCT: u32 = 4;
-const BTF_KIND_ENUM: u32 = 6;
-const BTF_KIND_TYPEDEF: u32 = 8;
-const BTF_KIND_VOLATILE: u32 = 9;
-const BTF_KIND_CONST: u32 = 10;
-const BTF_KIND_RESTRICT: u32 = 11;
-const BTF_KIND_FUNC: u32 = 12;
-const BTF_KIND_TYPE_TAG: u32 = 18;
 
 /// A parameter or return type, as far as the tracer cares.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,122 +46,98 @@ pub struct KernelBtf {
     pub structs: HashMap<String, Struct>,
 }
 
-struct Raw(*mut libbpf_sys::btf);
+/// How many typedefs and modifiers a type is followed through.
+const MAX_DEPTH: usize = 16;
 
-impl Drop for Raw {
-    fn drop(&mut self) {
-        // SAFETY: pointer came from btf__load_vmlinux_btf and is freed once.
-        unsafe { libbpf_sys::btf__free(self.0) }
-    }
+fn name(t: &BtfType) -> String {
+    t.name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
-impl Raw {
-    fn ty(&self, id: u32) -> Option<&libbpf_sys::btf_type> {
-        // SAFETY: libbpf returns NULL or a pointer into the loaded BTF, alive as long as self.
-        unsafe { libbpf_sys::btf__type_by_id(self.0, id).as_ref() }
-    }
-
-    fn name(&self, off: u32) -> String {
-        // SAFETY: as above; names are NUL-terminated.
-        unsafe {
-            let p = libbpf_sys::btf__name_by_offset(self.0, off);
-            if p.is_null() {
-                String::new()
-            } else {
-                CStr::from_ptr(p).to_string_lossy().into_owned()
-            }
+/// What a parameter or return of type `t` is.
+fn classify(mut t: BtfType) -> ArgType {
+    for _ in 0..MAX_DEPTH {
+        match t.kind() {
+            BtfKind::Void => return ArgType::Void,
+            BtfKind::Int | BtfKind::Enum => return ArgType::Int,
+            BtfKind::Typedef
+            | BtfKind::Volatile
+            | BtfKind::Const
+            | BtfKind::Restrict
+            | BtfKind::TypeTag => match t.next_type() {
+                Some(next) => t = next,
+                None => return ArgType::Other,
+            },
+            BtfKind::Ptr => return t.next_type().map_or(ArgType::Other, pointee),
+            _ => return ArgType::Other,
         }
     }
+    ArgType::Other
+}
 
-    fn classify(&self, mut id: u32) -> ArgType {
-        for _ in 0..16 {
-            if id == 0 {
-                return ArgType::Void;
-            }
-            let Some(t) = self.ty(id) else {
-                return ArgType::Other;
-            };
-            // SAFETY: `type_` and `size` share a union; all kinds used here read `type_`.
-            let next = unsafe { t.__bindgen_anon_1.type_ };
-            match kind(t) {
-                BTF_KIND_INT | BTF_KIND_ENUM => return ArgType::Int,
-                BTF_KIND_TYPEDEF | BTF_KIND_VOLATILE | BTF_KIND_CONST | BTF_KIND_RESTRICT
-                | BTF_KIND_TYPE_TAG => id = next,
-                BTF_KIND_PTR => return self.pointee(next),
-                _ => return ArgType::Other,
-            }
-        }
-        ArgType::Other
-    }
-
-    fn layout(&self, t: &libbpf_sys::btf_type) -> Struct {
-        // SAFETY: a STRUCT is followed by vlen btf_member records; `size` is its size.
-        let (members, size) = unsafe {
-            let first = (t as *const libbpf_sys::btf_type).add(1) as *const libbpf_sys::btf_member;
-            (
-                std::slice::from_raw_parts(first, vlen(t)),
-                t.__bindgen_anon_1.size,
-            )
-        };
-        let bitfield = (t.info >> 31) & 1 == 1;
-        let members = members
-            .iter()
-            .map(|m| {
-                let bits = if bitfield {
-                    m.offset & 0xff_ffff
-                } else {
-                    m.offset
-                };
-                let nelems = self
-                    .ty(m.type_)
-                    .filter(|mt| kind(mt) == BTF_KIND_ARRAY)
-                    .map(|mt| {
-                        // SAFETY: an ARRAY is followed by one btf_array record.
-                        unsafe {
-                            (*((mt as *const libbpf_sys::btf_type).add(1)
-                                as *const libbpf_sys::btf_array))
-                                .nelems
-                        }
-                    });
-                (
-                    self.name(m.name_off),
-                    Member {
-                        offset: u64::from(bits / 8),
-                        nelems,
-                    },
-                )
-            })
-            .collect();
-        Struct {
-            size: u64::from(size),
-            members,
-        }
-    }
-
-    fn pointee(&self, mut id: u32) -> ArgType {
-        for _ in 0..16 {
-            let Some(t) = self.ty(id) else {
-                return ArgType::Other;
-            };
-            match kind(t) {
-                BTF_KIND_STRUCT => return ArgType::StructPtr(self.name(t.name_off)),
-                BTF_KIND_CONST | BTF_KIND_VOLATILE | BTF_KIND_TYPE_TAG | BTF_KIND_TYPEDEF => {
-                    // SAFETY: see classify.
-                    id = unsafe { t.__bindgen_anon_1.type_ };
+/// What a pointer to `t` points to.
+fn pointee(mut t: BtfType) -> ArgType {
+    for _ in 0..MAX_DEPTH {
+        match t.kind() {
+            BtfKind::Struct => return ArgType::StructPtr(name(&t)),
+            BtfKind::Const | BtfKind::Volatile | BtfKind::TypeTag | BtfKind::Typedef => {
+                match t.next_type() {
+                    Some(next) => t = next,
+                    None => return ArgType::Other,
                 }
-                _ => return ArgType::Other,
             }
+            _ => return ArgType::Other,
         }
-        ArgType::Other
+    }
+    ArgType::Other
+}
+
+/// A struct's size and members (offsets in bytes; bitfields at their byte).
+fn layout(btf: &Btf, s: &types::Struct) -> Struct {
+    let members = s
+        .iter()
+        .map(|m| {
+            let bits = match m.attr {
+                types::MemberAttr::Normal { offset }
+                | types::MemberAttr::BitField { offset, .. } => offset,
+            };
+            let nelems = btf
+                .type_by_id::<types::Array>(m.ty)
+                .map(|a| a.capacity() as u32);
+            let name = m
+                .name
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            (
+                name,
+                Member {
+                    offset: u64::from(bits / 8),
+                    nelems,
+                },
+            )
+        })
+        .collect();
+    Struct {
+        size: s.size() as u64,
+        members,
     }
 }
 
-fn kind(t: &libbpf_sys::btf_type) -> u32 {
-    (t.info >> 24) & 0x1f
-}
-
-fn vlen(t: &libbpf_sys::btf_type) -> usize {
-    (t.info & 0xffff) as usize
+/// A function's parameters and return type.
+fn signature(btf: &Btf, f: &types::Func) -> Option<(Vec<ArgType>, ArgType)> {
+    let proto = btf.type_by_id::<types::FuncProto>(f.referenced_type_id())?;
+    let params = proto
+        .iter()
+        .map(|p| {
+            btf.type_by_id::<BtfType>(p.ty)
+                .map_or(ArgType::Other, classify)
+        })
+        .collect();
+    let ret = btf
+        .type_by_id::<BtfType>(proto.referenced_type_id())
+        .map_or(ArgType::Other, classify);
+    Some((params, ret))
 }
 
 impl KernelBtf {
@@ -184,74 +150,93 @@ impl KernelBtf {
                  trace in a guest instead: lsmpmon vm run -- lsmpmon trace ...",
             ));
         }
-        // SAFETY: plain constructor; NULL on failure.
-        let raw = Raw(unsafe { libbpf_sys::btf__load_vmlinux_btf() });
-        if raw.0.is_null() {
-            return Err(usage(format!(
-                "cannot read kernel BTF: {}",
-                std::io::Error::last_os_error()
-            )));
-        }
-        // SAFETY: raw is valid.
-        let count = unsafe { libbpf_sys::btf__type_cnt(raw.0) };
-        let mut funcs = HashMap::new();
-        let mut found_structs = HashMap::new();
-        let mut attach_types = HashMap::new();
-        for id in 1..count {
-            let Some(t) = raw.ty(id) else { continue };
-            if kind(t) == BTF_KIND_ENUM && raw.name(t.name_off) == "bpf_attach_type" {
-                // SAFETY: an ENUM is followed by vlen btf_enum records.
-                let values = unsafe {
-                    let first =
-                        (t as *const libbpf_sys::btf_type).add(1) as *const libbpf_sys::btf_enum;
-                    std::slice::from_raw_parts(first, vlen(t))
-                };
-                for v in values {
-                    attach_types.insert(raw.name(v.name_off), v.val as u32);
-                }
-                continue;
-            }
-            if kind(t) == BTF_KIND_STRUCT {
-                let name = raw.name(t.name_off);
-                if structs.contains(&name.as_str()) && !found_structs.contains_key(&name) {
-                    found_structs.insert(name, raw.layout(t));
-                }
-                continue;
-            }
-            if kind(t) != BTF_KIND_FUNC {
-                continue;
-            }
-            let name = raw.name(t.name_off);
-            if !keep(&name) {
-                continue;
-            }
-            // SAFETY: a FUNC's `type_` is its FUNC_PROTO.
-            let proto_id = unsafe { t.__bindgen_anon_1.type_ };
-            let Some(proto) = raw.ty(proto_id) else {
+        let btf = Btf::from_vmlinux().map_err(|e| usage(format!("cannot read kernel BTF: {e}")))?;
+        let mut kbtf = Self {
+            funcs: HashMap::new(),
+            attach_types: HashMap::new(),
+            structs: HashMap::new(),
+        };
+        for id in 1..btf.len() as u32 {
+            let Some(t) = btf.type_by_id::<BtfType>(TypeId::from(id)) else {
                 continue;
             };
-            // SAFETY: a FUNC_PROTO is followed by vlen btf_param records.
-            let params = unsafe {
-                let first =
-                    (proto as *const libbpf_sys::btf_type).add(1) as *const libbpf_sys::btf_param;
-                std::slice::from_raw_parts(first, vlen(proto))
-            };
-            let params = params.iter().map(|p| raw.classify(p.type_)).collect();
-            // SAFETY: see classify.
-            let ret = raw.classify(unsafe { proto.__bindgen_anon_1.type_ });
-            funcs.insert(
-                name,
-                Func {
-                    btf_id: id,
-                    params,
-                    ret,
-                },
-            );
+            match t.kind() {
+                BtfKind::Enum if name(&t) == "bpf_attach_type" => kbtf.read_attach_types(t),
+                BtfKind::Struct => {
+                    let n = name(&t);
+                    if structs.contains(&n.as_str()) && !kbtf.structs.contains_key(&n) {
+                        if let Ok(s) = types::Struct::try_from(t) {
+                            kbtf.structs.insert(n, layout(&btf, &s));
+                        }
+                    }
+                }
+                BtfKind::Func => {
+                    let n = name(&t);
+                    if !keep(&n) {
+                        continue;
+                    }
+                    let Some((params, ret)) = types::Func::try_from(t)
+                        .ok()
+                        .and_then(|f| signature(&btf, &f))
+                    else {
+                        continue;
+                    };
+                    let f = Func {
+                        btf_id: id,
+                        params,
+                        ret,
+                    };
+                    kbtf.funcs.insert(n, f);
+                }
+                _ => {}
+            }
         }
-        Ok(Self {
-            funcs,
-            attach_types,
-            structs: found_structs,
-        })
+        Ok(kbtf)
+    }
+
+    fn read_attach_types(&mut self, t: BtfType) {
+        let Ok(values) = types::Enum::try_from(t) else {
+            return;
+        };
+        for v in values.iter() {
+            let n = v.name.map(|n| n.to_string_lossy().into_owned());
+            self.attach_types
+                .insert(n.unwrap_or_default(), v.value as u32);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The running kernel's BTF, read as the tracer reads it (every kernel
+    /// lsmpmon runs on has these).
+    #[test]
+    fn reads_functions_enums_and_struct_layouts() {
+        if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+            eprintln!("skipped: no kernel BTF here");
+            return;
+        }
+        let btf = KernelBtf::load(
+            |n| n == "security_file_open" || n == "security_task_free",
+            &["list_head", "task_struct"],
+        )
+        .unwrap();
+        let open = &btf.funcs["security_file_open"];
+        assert_eq!(open.params, [ArgType::StructPtr("file".into())]);
+        assert_eq!(open.ret, ArgType::Int);
+        let free = &btf.funcs["security_task_free"];
+        assert_eq!(free.ret, ArgType::Void);
+        assert!(!btf.funcs.contains_key("security_inode_create"), "not kept");
+        assert_eq!(
+            btf.attach_types["BPF_TRACE_FEXIT"],
+            libbpf_sys::BPF_TRACE_FEXIT
+        );
+        let list = &btf.structs["list_head"];
+        assert_eq!(list.size, 16);
+        assert_eq!(list.members["prev"].offset, 8);
+        assert_eq!(list.members["next"].nelems, None);
+        assert_eq!(btf.structs["task_struct"].members["comm"].nelems, Some(16));
     }
 }

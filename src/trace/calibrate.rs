@@ -10,12 +10,9 @@
 //!   calls other traced functions (a per-LSM implementation, a nested hook)
 //!   contains their whole probe pairs; the probes count them and take this
 //!   cost out once per pair (`nested_probes`).
-use std::{
-    os::fd::{AsRawFd, BorrowedFd},
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
-use super::attach::Pair;
+use libbpf_rs::{ProgramInput, ProgramMut};
 
 /// The empty kernel function both are measured on (net/bpf/test_run.c).
 pub const FUNCTION: &str = "bpf_fentry_test1";
@@ -26,18 +23,13 @@ const RUNS_PER_BLOCK: u32 = 400;
 const SETTLE: Duration = Duration::from_millis(300);
 
 /// Runs the kernel's tracing test run once: one call of [`FUNCTION`].
-fn test_run(driver: BorrowedFd) -> bool {
-    let mut opts = libbpf_sys::bpf_test_run_opts {
-        sz: std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _,
-        ..Default::default()
-    };
-    // SAFETY: a valid program fd and options.
-    unsafe { libbpf_sys::bpf_prog_test_run_opts(driver.as_raw_fd(), &mut opts) == 0 }
+fn test_run(driver: &ProgramMut) -> bool {
+    driver.test_run(ProgramInput::default()).is_ok()
 }
 
 /// The time of one test run, the fastest block's average; None if the kernel
 /// refuses test runs.
-fn time_test_run(driver: BorrowedFd) -> Option<Duration> {
+fn time_test_run(driver: &ProgramMut) -> Option<Duration> {
     let mut best: Option<Duration> = None;
     for _ in 0..BLOCKS {
         let start = Instant::now();
@@ -52,35 +44,31 @@ fn time_test_run(driver: BorrowedFd) -> Option<Duration> {
     best
 }
 
-/// The calibration probe pair, attached by `attach`, and the pair cost in ns
-/// (None if test runs do not work here). The pair records the floor while
-/// the runs are timed: the caller reads it from the pair's statistics.
-/// With `comm` (--comm), lsmpmon calibrates under that name, so that the
-/// probe's name check costs what it costs for a traced task.
-pub fn run(
-    driver: BorrowedFd,
-    comm: Option<&str>,
-    attach: impl FnOnce() -> Option<Pair>,
-) -> (Option<Pair>, Option<f64>) {
+/// Attaches the calibration probe with `attach` (false: it could not be),
+/// and returns the pair cost in ns (None if test runs do not work here).
+/// The probe records the floor while the runs are timed: the caller reads it
+/// from the probe's statistics. With `comm` (--comm), lsmpmon calibrates
+/// under that name, so that the probe's name check costs what it costs for
+/// a traced task.
+pub fn run(driver: &ProgramMut, comm: Option<&str>, attach: impl FnOnce() -> bool) -> Option<f64> {
     let _name = comm.map(TaskName::set);
     // The test runs pass through traced hooks (security_bpf): let the
     // hooks' fresh attach settle too.
     std::thread::sleep(SETTLE);
     let without = time_test_run(driver);
-    let Some(pair) = attach() else {
-        return (None, None);
-    };
+    if !attach() {
+        return None;
+    }
     // Right after an attach the kernel may still route the call through a
     // slower path until its deferred work has run: on 7.3, in about one first
     // trace after boot in three, +1 800 ns per call for more than 20 ms
     // (a pair cost of 2 461 instead of 692); never in 8 boots after 300 ms.
     std::thread::sleep(SETTLE);
     let with = time_test_run(driver);
-    let cost = match (without, with) {
+    match (without, with) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a).as_secs_f64() * 1e9),
         _ => None,
-    };
-    (Some(pair), cost)
+    }
 }
 
 /// The calling thread's name (comm), restored on drop.

@@ -10,7 +10,11 @@ use std::{
     sync::atomic::{AtomicI32, AtomicU32, Ordering},
 };
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+use signal_hook::{
+    consts::{SIGINT, SIGTERM},
+    low_level,
+};
 
 use crate::base::error::usage;
 
@@ -18,18 +22,19 @@ use crate::base::error::usage;
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 static SIGNALS: AtomicU32 = AtomicU32::new(0);
 
-extern "C" fn on_signal(sig: libc::c_int) {
-    SIGNAL.store(sig, Ordering::SeqCst);
-    SIGNALS.fetch_add(1, Ordering::SeqCst);
-}
-
 /// Catches SIGINT and SIGTERM (stop tracing, then print) from here on.
-pub fn catch_signals() {
-    // SAFETY: the handler only stores to atomics.
-    unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+pub fn catch_signals() -> Result<()> {
+    for sig in [SIGINT, SIGTERM] {
+        // SAFETY: the action only stores to atomics (async-signal-safe).
+        unsafe {
+            low_level::register(sig, move || {
+                SIGNAL.store(sig, Ordering::SeqCst);
+                SIGNALS.fetch_add(1, Ordering::SeqCst);
+            })
+        }
+        .context("catching SIGINT and SIGTERM")?;
     }
+    Ok(())
 }
 
 /// A SIGINT or SIGTERM has arrived.
@@ -133,11 +138,19 @@ fn give_terminal(pgid: libc::pid_t) -> Option<libc::pid_t> {
     Some(ours)
 }
 
+/// Gives the terminal to `pgid`. From a background group (lsmpmon, once
+/// CMD has the terminal) that raises SIGTTOU unless it is blocked: it is
+/// blocked in this thread around the call, as a shell ignores it.
 fn set_foreground(pgid: libc::pid_t) {
-    // SAFETY: SIGTTOU is ignored around tcsetpgrp, as a shell does.
+    // SAFETY: sigset operations on our own set, then the thread's mask
+    // changed and restored around tcsetpgrp on fd 0.
     unsafe {
-        let old = libc::signal(libc::SIGTTOU, libc::SIG_IGN);
+        let mut ttou: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut ttou);
+        libc::sigaddset(&mut ttou, libc::SIGTTOU);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &ttou, &mut old);
         libc::tcsetpgrp(0, pgid);
-        libc::signal(libc::SIGTTOU, old);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
     }
 }

@@ -3,7 +3,7 @@
 //! (n = the calibration probe). Reading and resetting it take no syscalls.
 //! To save the probes work, `min_ns` starts at `u64::MAX`, and `count` is
 //! kept only with `--lean` (otherwise it is the histogram's total).
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, BorrowedFd};
 
 use anyhow::{bail, Result};
 
@@ -29,9 +29,9 @@ pub struct CpuStats {
 }
 
 impl CpuStats {
-    /// Maps the array `fd` of `cpus` values holding `rows` statistics rows
+    /// Maps the array `map` of `cpus` values holding `rows` statistics rows
     /// each, and makes every row empty.
-    pub fn map(fd: RawFd, cpus: usize, rows: u32, lean: bool) -> Result<Self> {
+    pub fn map(map: BorrowedFd, cpus: usize, rows: u32, lean: bool) -> Result<Self> {
         // SAFETY: plain query.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
         let len = (cpus * Self::elem_size(rows)).div_ceil(page) * page;
@@ -42,7 +42,7 @@ impl CpuStats {
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED,
-                fd,
+                map.as_raw_fd(),
                 0,
             )
         };

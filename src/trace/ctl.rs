@@ -328,6 +328,7 @@ mod tests {
         // SAFETY: umask is process-wide; the old value is restored at once.
         let old = unsafe { libc::umask(0) };
         let server = Server::start_in(&dir);
+        // SAFETY: as above.
         unsafe { libc::umask(old) };
         let server = server.unwrap();
         assert_eq!(mode(&dir), 0o700);

@@ -94,7 +94,7 @@ enum Holder {
 
 /// Takes the trace lock, waiting while an earlier trace's release holds it.
 fn lock(stop: &dyn Fn() -> bool) -> Result<Holder> {
-    let mut file = open_lock()?;
+    let mut file = open_lock(LOCK_PATH)?;
     let mut told = None;
     let start = Instant::now();
     loop {
@@ -132,22 +132,30 @@ fn lock(stop: &dyn Fn() -> bool) -> Result<Holder> {
     Ok(Holder::Us(file))
 }
 
-fn open_lock() -> Result<File> {
+/// The lock file at `path`: a private regular file of ours, never followed
+/// through a link (anyone could have planted one where a trace's lock goes).
+fn open_lock(path: &str) -> Result<File> {
+    // SAFETY: plain query.
+    let euid = unsafe { libc::geteuid() };
+    let not_ours = |what: &str| {
+        crate::base::error::usage(format!(
+            "{path} is {what}, not a private file of uid {euid}: remove it and retry"
+        ))
+    };
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(LOCK_PATH)
-        .map_err(|e| anyhow::anyhow!("opening the trace lock {LOCK_PATH}: {e}"))?;
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => not_ours("a symbolic link"),
+            _ => anyhow::anyhow!("opening the trace lock {path}: {e}"),
+        })?;
     let meta = file.metadata()?;
-    // SAFETY: plain query.
-    let euid = unsafe { libc::geteuid() };
     if !meta.is_file() || meta.uid() != euid || meta.mode() & 0o022 != 0 {
-        return Err(crate::base::error::usage(format!(
-            "{LOCK_PATH} is not a private file of uid {euid}: remove it and retry"
-        )));
+        return Err(not_ours("not a regular file or not private"));
     }
     Ok(file)
 }
@@ -215,6 +223,7 @@ fn taken_in(enabled_functions: &str, functions: &[String]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn finds_functions_with_callbacks() {
@@ -231,6 +240,29 @@ mod tests {
             ["security_file_open", "security_inode_permission"]
         );
         assert!(taken_in("", &fns).is_empty());
+    }
+
+    #[test]
+    fn a_planted_link_is_refused_in_one_line() {
+        let dir = std::env::temp_dir().join(format!("lsmpmon-lock-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("target");
+        std::fs::write(&target, "").unwrap();
+        let link = dir.join("trace.lock");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let err = open_lock(link.to_str().unwrap()).unwrap_err();
+        let line = crate::base::error::one_line(&err);
+        assert_eq!(crate::base::error::exit_code(&err), 2, "{line}");
+        assert!(line.contains("is a symbolic link"), "{line}");
+        assert!(!line.contains("os error"), "{line}");
+        // A file of ours that others may write is refused too; a private one is taken.
+        let file = dir.join("open.lock");
+        std::fs::write(&file, "").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(open_lock(file.to_str().unwrap()).is_err());
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(open_lock(file.to_str().unwrap()).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! kprobe/kretprobe. Each method passed over is recorded with its reason.
 use anyhow::Result;
 
-use super::attach::Kfuncs;
 use super::btf::KernelBtf;
+use super::kfuncs::Kfuncs;
 use crate::base::error::usage;
 
 /// `trace --method`.

@@ -10,39 +10,36 @@ mod cpu_stats;
 pub mod ctl;
 mod guard;
 pub mod hooks;
-mod kretprobe;
+pub mod kfuncs;
 pub mod lsm_tables;
 pub mod method;
-mod multi;
 mod preempt;
+mod refused;
 pub mod report;
 pub mod returns;
 mod session;
 mod setup;
+mod skel;
 pub mod tables;
 
-mod bpf {
-    #![allow(clippy::all, dead_code, non_camel_case_types, non_snake_case)]
-    include!(concat!(env!("OUT_DIR"), "/lsmpmon.skel.rs"));
-}
-
 use std::{
-    io::Write,
     mem::MaybeUninit,
     os::fd::AsFd,
-    os::fd::AsRawFd,
     path::PathBuf,
     time::{Duration, Instant},
 };
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
+use libbpf_rs::OpenObject;
 
 use crate::base::error::usage;
 use crate::base::intf::lsmpmon_limits as lim;
+use crate::base::output::stdout;
 use crate::model::{ProbeInfo, TraceOptions, TraceResult};
-use attach::{HookConsts, ProbeOptions};
+use attach::{Attacher, HookConsts, ProbeOptions, Target};
 use cpu_stats::CpuStats;
+use kfuncs::Kfuncs;
 use report::{SortKey, View};
 use session::Session;
 
@@ -153,7 +150,7 @@ pub struct TraceArgs {
 pub fn main(cmd: TraceCommand) -> Result<i32> {
     match cmd.ctl {
         Some(TraceSub::Ctl { action, pid, json }) => {
-            print!("{}", ctl::send(pid, action, json)?);
+            stdout(&ctl::send(pid, action, json)?)?;
             Ok(0)
         }
         None => run(&cmd.args),
@@ -177,7 +174,7 @@ fn discover(args: &TraceArgs) -> Result<(hooks::Discovery, btf::KernelBtf)> {
             all || n.starts_with("security_")
                 || n.starts_with("bpf_lsm_")
                 || n == calibrate::FUNCTION
-                || attach::Kfuncs::ALL.iter().any(|(_, k)| *k == n)
+                || Kfuncs::ALL.iter().any(|(_, k)| *k == n)
         },
         if all { lsm_tables::STRUCTS } else { &[] },
     )?;
@@ -193,39 +190,16 @@ fn discover(args: &TraceArgs) -> Result<(hooks::Discovery, btf::KernelBtf)> {
     Ok((d, kbtf))
 }
 
-fn list_hooks(d: &hooks::Discovery) {
+fn list_hooks(d: &hooks::Discovery) -> String {
+    let mut out = String::new();
     for h in &d.hooks {
         let obj = if h.object.is_some() { "object" } else { "-" };
-        println!("{:<32} {:<40} {obj}", h.name, h.function);
+        out += &format!("{:<32} {:<40} {obj}\n", h.name, h.function);
     }
     for e in &d.excluded {
-        println!("# excluded {}: {}", e.hook, e.reason);
+        out += &format!("# excluded {}: {}\n", e.hook, e.reason);
     }
-}
-
-/// Why the kernel refused our programs, as one actionable line.
-fn refused(what: &str, err: &dyn std::fmt::Display) -> anyhow::Error {
-    let text = err.to_string();
-    if text.contains("Operation not permitted") || text.contains("EPERM") {
-        let lockdown = std::fs::read_to_string("/sys/kernel/security/lockdown")
-            .ok()
-            .and_then(|l| {
-                l.split_whitespace()
-                    .find(|w| w.starts_with('['))
-                    .map(|w| w.trim_matches(['[', ']']).to_string())
-            });
-        let why = match lockdown.as_deref() {
-            Some("none") | None => {
-                "the kernel refused fentry programs (EPERM; kernel lockdown or missing CAP_BPF)"
-                    .to_string()
-            }
-            Some(mode) => format!("kernel lockdown ({mode}) refuses fentry programs"),
-        };
-        return usage(format!(
-            "{why}: trace inside a guest instead: lsmpmon vm run --kernel 6.1 -- lsmpmon trace ..."
-        ));
-    }
-    anyhow::anyhow!("{what}: {text}")
+    out
 }
 
 fn raise_nofile(needed: u64) {
@@ -300,89 +274,34 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     check_root()?;
     let (discovery, kbtf) = discover(args)?;
     if args.list_hooks {
-        list_hooks(&discovery);
+        stdout(&list_hooks(&discovery))?;
         return Ok(0);
     }
     let plan = setup::plan(args, discovery, &kbtf)?;
-    let kfuncs = attach::Kfuncs::resolve(&kbtf);
+    let kfuncs = Kfuncs::resolve(&kbtf);
     let choice = choose_method(args, &kbtf, &kfuncs)?;
     let preemptible =
         preempt::check(kfuncs.has("bpf_preempt_disable") && kfuncs.has("bpf_preempt_enable"))?;
-
-    command::catch_signals();
-    raise_nofile(plan.hooks.len() as u64 * 4 + 256);
-    let mut functions: Vec<String> = plan.hooks.iter().map(|h| h.function.clone()).collect();
-    functions.push(calibrate::FUNCTION.into());
-    let guard = guard::acquire(&functions, args.allow_other_probes, &command::stopped)?;
-
     let options = ProbeOptions {
         lean: args.lean,
         syscall_time: args.syscall_time,
         no_preempt: preemptible.is_some(),
         empty: args.empty_probes,
     };
-    let mut open_object = MaybeUninit::uninit();
-    let mut skel = setup::load(
-        &mut open_object,
-        args,
-        &plan.hooks,
-        &kbtf,
-        choice.method,
-        options,
-    )?;
-    let stats = CpuStats::map(
-        skel.maps.cpus.as_fd().as_raw_fd(),
-        arrays::possible_cpus(),
-        plan.hooks.len() as u32 + 1,
-        args.lean,
-    )?;
-    // Before any hook: context switches and interrupt handlers change what a call belongs to.
-    setup::attach_context(&mut skel)?;
-    let probes = setup::probes(&skel, choice.method, options, &kfuncs)?;
-    setup::write_hook_meta(&skel, &plan.hooks)?;
-    let attached = setup::attach_hooks(&probes, args.method, &plan.hooks, options)?;
-    // The floor is measured with the method the hooks got.
-    let probes = match attached.multi_refused {
-        Some(_) => probes.without_multi(),
-        None => probes,
-    };
-    let (calibration, pair_cost_ns) = match kbtf.funcs.get(calibrate::FUNCTION) {
-        Some(f) => calibrate::run(
-            skel.progs.test_run_driver.as_fd(),
-            args.comm.as_deref(),
-            || {
-                let consts = HookConsts {
-                    calibration: true,
-                    ..HookConsts::new(plan.hooks.len() as u32, f.params.len(), true, options)
-                };
-                probes.attach(consts, f.btf_id, calibrate::FUNCTION).ok()
-            },
-        ),
-        None => (None, None),
-    };
-    if args.syscall_time {
-        skel.links.sys_enter = Some(skel.progs.sys_enter.attach()?);
-        skel.links.sys_exit = Some(skel.progs.sys_exit.attach()?);
-    }
+    let attacher = Attacher::new(choice, args.method, options, kfuncs);
 
-    let mut probe = probe_info(args, &choice, &plan, &attached, pair_cost_ns, &guard);
-    probe.preemption = preemptible
+    command::catch_signals()?;
+    raise_nofile(plan.hooks.len() as u64 * 4 + 256);
+    let mut functions: Vec<String> = plan.hooks.iter().map(|h| h.function.clone()).collect();
+    functions.push(calibrate::FUNCTION.into());
+    let guard = guard::acquire(&functions, args.allow_other_probes, &command::stopped)?;
+
+    let mut open_object = MaybeUninit::uninit();
+    let mut session = start(&mut open_object, args, &kbtf, plan, attacher, &guard)?;
+    session.probe.preemption = preemptible
         .map(|m| format!("{m}: the probes run with preemption disabled (bpf_preempt_disable)"));
-    let mut session = Session {
-        skel,
-        stats,
-        probe,
-        hooks: plan.hooks,
-        pairs: attached.pairs,
-        calibration,
-        options: trace_options(args),
-        provenance: crate::model::provenance::collect(),
-        enabled_at: None,
-        elapsed: Duration::ZERO,
-        baseline: Default::default(),
-    };
     session.measure_floor();
-    session.set_nested_cost(pair_cost_ns);
+    session.set_nested_cost(session.probe.pair_cost_ns);
     // The ready gate: nothing is recorded until every hook is attached.
     session.set_enabled(true);
     let server = ctl::Server::start()
@@ -396,11 +315,73 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     finish(session, args, status)
 }
 
+/// Loads the BPF object, attaches every probe and calibrates: a session
+/// ready to open its gate.
+fn start<'obj>(
+    open_object: &'obj mut MaybeUninit<OpenObject>,
+    args: &TraceArgs,
+    kbtf: &btf::KernelBtf,
+    plan: setup::Plan,
+    mut attacher: Attacher,
+    guard: &guard::Guard,
+) -> Result<Session<'obj>> {
+    let mut skel = setup::load(open_object, args, &plan.hooks, kbtf, &attacher)?;
+    let stats = CpuStats::map(
+        skel.maps.cpus.as_fd(),
+        arrays::possible_cpus(),
+        plan.hooks.len() as u32 + 1,
+        args.lean,
+    )?;
+    // Before any hook: context switches and interrupt handlers change what a call belongs to.
+    setup::attach_context(&mut skel)?;
+    attacher.load(&skel.progs)?;
+    setup::write_hook_meta(&skel, &plan.hooks)?;
+    let attached = attacher.attach(&plan.hooks)?;
+    // The floor is measured with the method the hooks got.
+    let pair_cost_ns = kbtf.funcs.get(calibrate::FUNCTION).and_then(|f| {
+        let consts = HookConsts::new(
+            plan.hooks.len() as u32,
+            f.params.len(),
+            true,
+            attacher.options(),
+        );
+        let target = Target {
+            consts: HookConsts {
+                calibration: true,
+                ..consts
+            },
+            btf_id: f.btf_id,
+            returns_int: true,
+            function: calibrate::FUNCTION,
+        };
+        calibrate::run(&skel.progs.test_run_driver, args.comm.as_deref(), || {
+            attacher.attach_calibration(&target)
+        })
+    });
+    if args.syscall_time {
+        skel.links.sys_enter = Some(skel.progs.sys_enter.attach()?);
+        skel.links.sys_exit = Some(skel.progs.sys_exit.attach()?);
+    }
+    let probe = probe_info(args, &plan, &attached, &attacher, pair_cost_ns, guard);
+    Ok(Session {
+        skel,
+        stats,
+        probe,
+        hooks: plan.hooks,
+        attacher,
+        options: trace_options(args),
+        provenance: crate::model::provenance::collect(),
+        enabled_at: None,
+        elapsed: Duration::ZERO,
+        baseline: Default::default(),
+    })
+}
+
 /// The attach method (method.rs), and what the kprobe fallback needs.
 fn choose_method(
     args: &TraceArgs,
     kbtf: &btf::KernelBtf,
-    kfuncs: &attach::Kfuncs,
+    kfuncs: &Kfuncs,
 ) -> Result<method::Choice> {
     let offer = method::Offer::read(kbtf, kfuncs, kernel_version());
     // The method is in the result (probe.method, the text's probe line): a
@@ -413,42 +394,23 @@ fn choose_method(
                 "--syscall-time needs kernel 5.17 or later (fentry tracing)",
             ));
         }
-        if !kretprobe::usable() {
-            eprintln!("lsmpmon: warning: no tracefs kprobe_events: return probes keep the kernel's default maxactive, and returns lost while tasks sleep in a hook are not counted");
-        }
-        // A SIGKILLed trace's return probes would count as another tool's.
-        kretprobe::remove_stale();
     }
     Ok(choice)
 }
 
 fn probe_info(
     args: &TraceArgs,
-    choice: &method::Choice,
     plan: &setup::Plan,
-    attached: &setup::Attached,
+    attached: &attach::Attached,
+    attacher: &Attacher,
     pair_cost_ns: Option<f64>,
     guard: &guard::Guard,
 ) -> ProbeInfo {
-    let kprobe = choice.method == method::Method::Kprobe;
-    let (name, not_used) = match &attached.multi_refused {
-        Some(reason) => (
-            "session".to_string(),
-            vec![method::NotUsed {
-                method: "multi session".into(),
-                reason: format!("the kernel refused the multi-link session program: {reason}"),
-            }],
-        ),
-        None => (choice.method.name().to_string(), choice.not_used.clone()),
-    };
+    let method = attacher.report();
     ProbeInfo {
-        method: name,
-        not_used,
-        fallback: kprobe.then(|| {
-            "kernel lacks bpf_get_func_ret() (5.17): kprobe/kretprobe fallback, \
-             costlier probes"
-                .to_string()
-        }),
+        method: method.method,
+        not_used: method.not_used,
+        fallback: method.fallback,
         preemption: None,
         floor_ns: None,
         pair_cost_ns,
@@ -467,7 +429,7 @@ fn probe_info(
         },
         unmapped: plan.unmapped.clone(),
         recursion_misses: 0,
-        kretprobe_maxactive: kretprobe::maxactive(),
+        kretprobe_maxactive: method.kretprobe_maxactive,
         kretprobe_missed: None,
         other_probes: guard.other_probes.clone(),
     }
@@ -493,10 +455,8 @@ fn trace_options(args: &TraceArgs) -> TraceOptions {
 fn finish(mut session: Session, args: &TraceArgs, status: Option<i32>) -> Result<i32> {
     // Read everything before detaching: detaching cannot lose a measurement.
     let mut result = session.snapshot()?;
-    let mut pairs = std::mem::take(&mut session.pairs);
-    pairs.extend(session.calibration.take());
     eprintln!("lsmpmon: detaching ...");
-    result.probe.detach_ms = Some(attach::detach_all(pairs, args.detach));
+    result.probe.detach_ms = Some(session.attacher.free(args.detach));
     eprintln!(
         "lsmpmon: detached in {:.0} ms",
         result.probe.detach_ms.unwrap_or(0.0)
@@ -505,11 +465,7 @@ fn finish(mut session: Session, args: &TraceArgs, status: Option<i32>) -> Result
     match &args.output {
         Some(path) => crate::base::secure_fs::write_no_follow(path, text.as_bytes())
             .with_context(|| format!("writing {}", path.display()))?,
-        None => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes())?;
-            out.flush()?;
-        }
+        None => stdout(&text)?,
     }
     Ok(match status {
         Some(code) if code != 0 => {
@@ -560,8 +516,7 @@ fn watch(s: &mut Session, args: &TraceArgs, server: Option<&ctl::Server>) -> Res
         if let (Some(at), Some(i)) = (next_print, args.interval) {
             if Instant::now() >= at {
                 let snap = s.snapshot()?;
-                print!("{}", render(&snap, args, true)?);
-                let _ = std::io::stdout().flush();
+                stdout(&render(&snap, args, true)?)?;
                 next_print = Some(at + Duration::from_secs_f64(i));
             }
         }

@@ -6,7 +6,7 @@ use clap::ValueEnum;
 
 use super::tables as trace_tables;
 use crate::base::table;
-use crate::model::{HookResult, TraceResult};
+use crate::model::{Excluded, HookResult, TraceResult};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SortKey {
@@ -37,12 +37,63 @@ pub struct View {
 
 pub fn text(r: &TraceResult, view: &View) -> String {
     let mut out = String::new();
-    let p = &r.probe;
     let unit = if r.provenance.time == "virtual" {
         "virtual ns"
     } else {
         "ns"
     };
+    probe_lines(&mut out, r, unit);
+    let mut hooks: Vec<&HookResult> = r.hooks.iter().filter(|h| h.calls > 0).collect();
+    sort_hooks(&mut hooks, view.sort);
+    let shown = view.top.unwrap_or(hooks.len()).min(hooks.len());
+    // One renderer for every table lsmpmon prints (report's), fed the JSON form.
+    let json = serde_json::to_value(r).unwrap_or_default();
+    let rows: Vec<serde_json::Value> = hooks[..shown]
+        .iter()
+        .map(|h| serde_json::to_value(h).unwrap_or_default())
+        .collect();
+    let rows: Vec<&serde_json::Value> = rows.iter().collect();
+    let _ = writeln!(
+        out,
+        "\n{}",
+        table::plain(&trace_tables::hooks(&json, &rows, ""))
+    );
+    hook_notes(&mut out, &hooks, shown);
+    if view.hist {
+        for h in &hooks[..shown] {
+            histogram(&mut out, h, unit);
+        }
+    }
+    if !r.per_lsm.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{}",
+            table::plain(&trace_tables::per_lsm(&json, &rows))
+        );
+        if !r.probe.unmapped.is_empty() {
+            let _ = writeln!(out, "not traced: {}", listed(&r.probe.unmapped));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n{}",
+        table::plain(&trace_tables::per_syscall(&json, view.top, 8))
+    );
+    out
+}
+
+/// "hook (reason), ..."
+fn listed(items: &[Excluded]) -> String {
+    items
+        .iter()
+        .map(|f| format!("{} ({})", f.hook, f.reason))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What was traced, and how: the lines above the tables.
+fn probe_lines(out: &mut String, r: &TraceResult, unit: &str) {
+    let p = &r.probe;
     let _ = writeln!(
         out,
         "lsmpmon trace: {} of {} probes attached on {} ({}), lsm={}; {:.3} s traced",
@@ -86,31 +137,12 @@ pub fn text(r: &TraceResult, view: &View) -> String {
         );
     }
     if !p.failed.is_empty() {
-        let _ = writeln!(
-            out,
-            "not attached: {}",
-            p.failed
-                .iter()
-                .map(|f| format!("{} ({})", f.hook, f.reason))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        let _ = writeln!(out, "not attached: {}", listed(&p.failed));
     }
-    let mut hooks: Vec<&HookResult> = r.hooks.iter().filter(|h| h.calls > 0).collect();
-    sort_hooks(&mut hooks, view.sort);
-    let shown = view.top.unwrap_or(hooks.len()).min(hooks.len());
-    // One renderer for every table lsmpmon prints (report's), fed the JSON form.
-    let json = serde_json::to_value(r).unwrap_or_default();
-    let rows: Vec<serde_json::Value> = hooks[..shown]
-        .iter()
-        .map(|h| serde_json::to_value(h).unwrap_or_default())
-        .collect();
-    let rows: Vec<&serde_json::Value> = rows.iter().collect();
-    let _ = writeln!(
-        out,
-        "\n{}",
-        table::plain(&trace_tables::hooks(&json, &rows, ""))
-    );
+}
+
+/// The lines under the hook table: values that are not decisions, rows cut by --top.
+fn hook_notes(out: &mut String, hooks: &[&HookResult], shown: usize) {
     let values: Vec<&str> = hooks[..shown]
         .iter()
         .filter(|h| h.not_a_decision.is_some())
@@ -130,36 +162,6 @@ pub fn text(r: &TraceResult, view: &View) -> String {
             hooks.len() - shown
         );
     }
-    if view.hist {
-        for h in &hooks[..shown] {
-            histogram(&mut out, h, unit);
-        }
-    }
-    if !r.per_lsm.is_empty() {
-        let _ = writeln!(
-            out,
-            "\n{}",
-            table::plain(&trace_tables::per_lsm(&json, &rows))
-        );
-        if !r.probe.unmapped.is_empty() {
-            let _ = writeln!(
-                out,
-                "not traced: {}",
-                r.probe
-                    .unmapped
-                    .iter()
-                    .map(|u| format!("{} ({})", u.hook, u.reason))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-    }
-    let _ = writeln!(
-        out,
-        "\n{}",
-        table::plain(&trace_tables::per_syscall(&json, view.top, 8))
-    );
-    out
 }
 
 fn histogram(out: &mut String, h: &HookResult, unit: &str) {

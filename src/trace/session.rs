@@ -2,14 +2,14 @@
 //! BPF maps into a result at any moment (final, --interval, `trace ctl dump`).
 use std::{
     collections::BTreeMap,
-    os::fd::{AsFd, AsRawFd},
+    os::fd::AsFd,
     time::{Duration, Instant},
 };
 
 use anyhow::Result;
 
-use super::attach::Pair;
-use super::bpf::LsmpmonSkel;
+use super::attach::{Attacher, Skipped};
+use super::skel::LsmpmonSkel;
 use super::{arrays, collect, cpu_stats::CpuStats, hooks::Hook};
 use crate::base::intf::{
     lsmpmon_hook_stats, lsmpmon_limits as lim, lsmpmon_syscall_cell, lsmpmon_syscall_time,
@@ -28,15 +28,6 @@ pub struct Baseline {
     misses: Vec<Skipped>,
 }
 
-/// Probe runs the kernel skipped for one pair.
-#[derive(Clone, Copy, Default)]
-struct Skipped {
-    /// A BPF program was already running on the CPU.
-    recursion: u64,
-    /// kretprobes: every instance was taken (kprobe_profile's nmissed).
-    lost_returns: u64,
-}
-
 type Cells = BTreeMap<(u32, u32), lsmpmon_syscall_cell>;
 type Times = BTreeMap<u32, lsmpmon_syscall_time>;
 
@@ -45,7 +36,7 @@ struct Raw {
     stats: Vec<lsmpmon_hook_stats>,
     cells: Cells,
     times: Times,
-    /// Probe runs the kernel skipped, per attached pair.
+    /// Probe runs the kernel skipped, per attached probe.
     misses: Vec<Skipped>,
 }
 
@@ -53,8 +44,7 @@ pub struct Session<'obj> {
     pub skel: LsmpmonSkel<'obj>,
     pub stats: CpuStats,
     pub hooks: Vec<Hook>,
-    pub pairs: Vec<Pair>,
-    pub calibration: Option<Pair>,
+    pub attacher: Attacher,
     pub probe: ProbeInfo,
     pub options: TraceOptions,
     pub provenance: crate::model::Provenance,
@@ -120,7 +110,7 @@ impl Session<'_> {
     /// started (it records nothing after).
     pub fn measure_floor(&mut self) {
         let calib = &self.stats.sum()[self.hooks.len()];
-        if self.calibration.is_some() && calib.count > 0 {
+        if self.attacher.calibrated() && calib.count > 0 {
             self.probe.floor_ns = Some(calib.sum_ns as f64 / calib.count as f64);
             self.probe.floor_samples = calib.count;
         }
@@ -128,15 +118,7 @@ impl Session<'_> {
 
     fn raw(&self) -> Result<Raw> {
         let stats = self.stats.sum();
-        let lost = super::kretprobe::missed();
-        let misses = self
-            .pairs
-            .iter()
-            .map(|p| Skipped {
-                recursion: p.recursion_misses(),
-                lost_returns: lost.get(&p.hook_id).copied().unwrap_or(0),
-            })
-            .collect();
+        let misses = self.attacher.misses();
         let mut cells = Cells::new();
         let mut add_cell = |hook: u32, slot: u32, count: u64, sum_ns: u64| {
             let c = cells.entry((hook, slot)).or_default();
@@ -144,7 +126,7 @@ impl Session<'_> {
             c.sum_ns += sum_ns;
         };
         arrays::for_each::<lsmpmon_syscall_cell>(
-            self.skel.maps.syscall_cells.as_fd().as_raw_fd(),
+            self.skel.maps.syscall_cells.as_fd(),
             self.n_cells(),
             |k, v| {
                 if v.count > 0 {
@@ -161,7 +143,7 @@ impl Session<'_> {
         let mut times = Times::new();
         if self.options.syscall_time {
             arrays::for_each::<lsmpmon_syscall_time>(
-                self.skel.maps.syscall_time.as_fd().as_raw_fd(),
+                self.skel.maps.syscall_time.as_fd(),
                 lim::LSMPMON_SYSCALL_SLOTS,
                 |k, v| {
                     let e = times.entry(k).or_default();
@@ -217,8 +199,8 @@ impl Session<'_> {
         } = self.since_reset()?;
         // A probe the kernel skipped is a dropped call of its hook.
         // (A multi-link's misses are every hook's: counted in the total only.)
-        for (p, m) in self.pairs.iter().zip(&misses) {
-            if let Some(s) = stats.get_mut(p.hook_id as usize) {
+        for m in &misses {
+            if let Some(s) = stats.get_mut(m.hook_id as usize) {
                 s.dropped += m.recursion + m.lost_returns;
             }
         }

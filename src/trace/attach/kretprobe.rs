@@ -10,15 +10,17 @@
 //! nmissed) are read into the hook's `dropped`.
 //!
 //! The events live in group `lsmpmon_<pid>` and are removed after their perf
-//! events are closed (by the release child, see attach.rs); a group whose
+//! events are closed (by the release child, see detach.rs); a group whose
 //! process is gone (a SIGKILLed trace) is removed by the next trace.
 use std::{
+    cell::RefCell,
     collections::HashMap,
     ffi::CString,
-    os::fd::{FromRawFd, OwnedFd},
+    os::fd::OwnedFd,
     path::{Path, PathBuf},
-    sync::Mutex,
 };
+
+use super::perf;
 
 const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 const GROUP_PREFIX: &str = "lsmpmon_";
@@ -27,19 +29,18 @@ const GROUP_PREFIX: &str = "lsmpmon_";
 const MAXACTIVE: (u32, u32) = (64, 1024);
 const PERF_TYPE_TRACEPOINT: u32 = 2;
 
-struct State {
+/// This trace's return probes, made through tracefs.
+pub struct ReturnProbes {
     tracefs: PathBuf,
     group: String,
     maxactive: u32,
     /// (hook id, event name) of every event made.
-    events: Vec<(u32, String)>,
+    events: RefCell<Vec<(u32, String)>>,
 }
 
-static STATE: Mutex<Option<State>> = Mutex::new(None);
-
-/// Whether return probes can be made here (mounting tracefs if it is not);
-/// else they are the perf PMU's, with the kernel's default maxactive.
-pub fn usable() -> bool {
+/// tracefs, mounted if it is not; None if it cannot be (return probes are
+/// then the perf PMU's, with the kernel's default maxactive).
+fn mounted_tracefs() -> Option<PathBuf> {
     if tracefs().is_none() {
         // SAFETY: constant C strings; a failure leaves nothing mounted.
         unsafe {
@@ -52,7 +53,7 @@ pub fn usable() -> bool {
             );
         }
     }
-    tracefs().is_some()
+    tracefs()
 }
 
 fn tracefs() -> Option<PathBuf> {
@@ -75,97 +76,79 @@ fn threads() -> u32 {
         .unwrap_or(MAXACTIVE.0)
 }
 
-fn with_state<T>(f: impl FnOnce(&mut State) -> T) -> Result<T, String> {
-    let mut guard = STATE
-        .lock()
-        .map_err(|_| "kretprobe state poisoned".to_string())?;
-    if guard.is_none() {
-        let tracefs =
-            tracefs().ok_or("no tracefs kprobe_events (mount tracefs on /sys/kernel/tracing)")?;
-        *guard = Some(State {
-            tracefs,
-            group: format!("{GROUP_PREFIX}{}", std::process::id()),
-            maxactive: choose_maxactive(threads(), super::arrays::possible_cpus() as u32),
-            events: Vec::new(),
-        });
-    }
-    Ok(f(guard.as_mut().expect("set above")))
-}
-
 fn append(path: &Path, line: &str) -> std::io::Result<()> {
     use std::io::Write;
     let mut f = std::fs::OpenOptions::new().append(true).open(path)?;
     f.write_all(line.as_bytes())
 }
 
-/// A return probe on `function` for hook `hook_id`, as an enabled perf
-/// event running `prog`.
-pub fn attach(prog: &OwnedFd, function: &str, hook_id: u32) -> Result<OwnedFd, String> {
-    let (tracefs, group, event, maxactive) = with_state(|s| {
-        let event = format!("{}_{hook_id}", s.group);
-        (s.tracefs.clone(), s.group.clone(), event, s.maxactive)
-    })?;
-    let definition = format!("r{maxactive}:{group}/{event} {function}\n");
-    append(&tracefs.join("kprobe_events"), &definition)
-        .map_err(|e| format!("tracefs kprobe_events refused a return probe on {function}: {e}"))?;
-    with_state(|s| s.events.push((hook_id, event.clone())))?;
-    let id: u64 = std::fs::read_to_string(tracefs.join(format!("events/{group}/{event}/id")))
-        .map_err(|e| format!("kprobe event id of {event}: {e}"))?
-        .trim()
-        .parse()
-        .map_err(|e| format!("kprobe event id of {event}: {e}"))?;
-    let attr = libbpf_sys::perf_event_attr {
-        type_: PERF_TYPE_TRACEPOINT,
-        size: std::mem::size_of::<libbpf_sys::perf_event_attr>() as u32,
-        config: id,
-        ..Default::default()
-    };
-    // SAFETY: attr outlives the syscall; one system-wide event, as libbpf opens it.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            &attr as *const libbpf_sys::perf_event_attr,
-            -1,
-            0,
-            -1,
-            super::attach::PERF_FLAG_FD_CLOEXEC,
-        )
-    } as i32;
-    if fd < 0 {
-        return Err(format!(
-            "perf_event_open kretprobe event: {}",
-            std::io::Error::last_os_error()
-        ));
+impl ReturnProbes {
+    /// None where tracefs has no `kprobe_events`.
+    pub fn new() -> Option<Self> {
+        Some(Self {
+            tracefs: mounted_tracefs()?,
+            group: format!("{GROUP_PREFIX}{}", std::process::id()),
+            maxactive: choose_maxactive(threads(), super::super::arrays::possible_cpus() as u32),
+            events: RefCell::new(Vec::new()),
+        })
     }
-    // SAFETY: a fresh descriptor we own.
-    let event_fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    super::attach::run_on_event(&event_fd, prog)?;
-    Ok(event_fd)
-}
 
-/// maxactive of lsmpmon's return probes, if it made any through tracefs.
-pub fn maxactive() -> Option<u32> {
-    let guard = STATE.lock().ok()?;
-    guard
-        .as_ref()
-        .filter(|s| !s.events.is_empty())
-        .map(|s| s.maxactive)
-}
+    /// A return probe on `function` for hook `hook_id`, as an enabled perf
+    /// event running `prog`.
+    pub fn attach(&self, prog: &OwnedFd, function: &str, hook_id: u32) -> Result<OwnedFd, String> {
+        let (group, maxactive) = (&self.group, self.maxactive);
+        let event = format!("{group}_{hook_id}");
+        let definition = format!("r{maxactive}:{group}/{event} {function}\n");
+        append(&self.tracefs.join("kprobe_events"), &definition).map_err(|e| {
+            format!("tracefs kprobe_events refused a return probe on {function}: {e}")
+        })?;
+        self.events.borrow_mut().push((hook_id, event.clone()));
+        let id_path = self.tracefs.join(format!("events/{group}/{event}/id"));
+        let id: u64 = std::fs::read_to_string(id_path)
+            .map_err(|e| format!("kprobe event id of {event}: {e}"))?
+            .trim()
+            .parse()
+            .map_err(|e| format!("kprobe event id of {event}: {e}"))?;
+        let attr = libbpf_sys::perf_event_attr {
+            type_: PERF_TYPE_TRACEPOINT,
+            size: std::mem::size_of::<libbpf_sys::perf_event_attr>() as u32,
+            config: id,
+            ..Default::default()
+        };
+        perf::attach(&attr, prog, "kretprobe event")
+    }
 
-/// Returns lost so far (all instances taken), by hook id.
-pub fn missed() -> HashMap<u32, u64> {
-    let Ok(guard) = STATE.lock() else {
-        return HashMap::new();
-    };
-    let Some(s) = guard.as_ref() else {
-        return HashMap::new();
-    };
-    let profile = std::fs::read_to_string(s.tracefs.join("kprobe_profile")).unwrap_or_default();
-    let by_event = parse_profile(&profile);
-    s.events
-        .iter()
-        .filter_map(|(hook, event)| Some((*hook, *by_event.get(event.as_str())?)))
-        .collect()
+    /// maxactive of the return probes, if any were made.
+    pub fn maxactive(&self) -> Option<u32> {
+        (!self.events.borrow().is_empty()).then_some(self.maxactive)
+    }
+
+    /// Returns lost so far (all instances taken), by hook id.
+    pub fn missed(&self) -> HashMap<u32, u64> {
+        let profile =
+            std::fs::read_to_string(self.tracefs.join("kprobe_profile")).unwrap_or_default();
+        let by_event = parse_profile(&profile);
+        self.events
+            .borrow()
+            .iter()
+            .filter_map(|(hook, event)| Some((*hook, *by_event.get(event.as_str())?)))
+            .collect()
+    }
+
+    /// The removal of every event made, if any.
+    pub fn removal(&self) -> Option<Removal> {
+        let events = self.events.borrow();
+        if events.is_empty() {
+            return None;
+        }
+        let path = self.tracefs.join("kprobe_events");
+        let path = CString::new(path.into_os_string().into_encoded_bytes()).ok()?;
+        let lines = events
+            .iter()
+            .map(|(_, e)| format!("-:{}/{e}\n", self.group).into_bytes())
+            .collect();
+        Some(Removal { path, lines })
+    }
 }
 
 /// `kprobe_profile`: "  EVENT  NHIT  NMISSED" per line -> EVENT -> NMISSED.
@@ -185,25 +168,6 @@ pub fn parse_profile(text: &str) -> HashMap<&str, u64> {
 pub struct Removal {
     path: CString,
     lines: Vec<Vec<u8>>,
-}
-
-/// The removal of every event this trace made, if any.
-pub fn removal() -> Option<Removal> {
-    let guard = STATE.lock().ok()?;
-    let s = guard.as_ref().filter(|s| !s.events.is_empty())?;
-    let path = CString::new(
-        s.tracefs
-            .join("kprobe_events")
-            .into_os_string()
-            .into_encoded_bytes(),
-    )
-    .ok()?;
-    let lines = s
-        .events
-        .iter()
-        .map(|(_, e)| format!("-:{}/{e}\n", s.group).into_bytes())
-        .collect();
-    Some(Removal { path, lines })
 }
 
 impl Removal {
@@ -251,8 +215,9 @@ pub fn remove_stale() {
 }
 
 fn process_alive(pid: i32) -> bool {
-    // SAFETY: signal 0 only checks existence.
-    unsafe { libc::kill(pid, 0) == 0 || *libc::__errno_location() == libc::EPERM }
+    // SAFETY: signal 0 only checks that the process exists.
+    let alive = unsafe { libc::kill(pid, 0) } == 0;
+    alive || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// (group, event) of lsmpmon's events whose trace process is not alive.

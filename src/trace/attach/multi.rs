@@ -5,7 +5,61 @@
 //! so it is made with the bpf syscall itself.
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+use super::interface::Method;
+use super::probe::{Probe, Target, ALL_HOOKS};
+use super::session::Session;
+use super::template::Template;
 use crate::base::intf::lsmpmon_multi_cookie::{LSMPMON_MULTI_HOOK_MASK, LSMPMON_MULTI_RETURNS_INT};
+
+pub struct MultiSession {
+    pub multi: Template,
+    /// One session program per hook, where the multi-link is refused.
+    pub single: Template,
+}
+
+impl Method for MultiSession {
+    fn name(&self) -> &'static str {
+        "multi session"
+    }
+
+    fn describe(&self) -> &'static str {
+        "hooks with one session multi-link"
+    }
+
+    fn attach(&self, target: &Target) -> Result<Probe, String> {
+        let mut probe = self.link_all(std::slice::from_ref(target))?;
+        probe.hook_id = target.consts.hook_id;
+        Ok(probe)
+    }
+
+    fn attach_batch(&self, targets: &[Target]) -> Option<Result<Probe, String>> {
+        Some(self.link_all(targets))
+    }
+
+    fn fallback(&self) -> Option<Box<dyn Method>> {
+        Some(Box::new(Session {
+            template: self.single.clone(),
+        }))
+    }
+}
+
+impl MultiSession {
+    /// One copy of the program and one link for all `targets`.
+    fn link_all(&self, targets: &[Target]) -> Result<Probe, String> {
+        let first = targets.first().ok_or("no hook to attach")?;
+        let prog = self.multi.load(first.consts, 0)?;
+        let mut cookies: Vec<(u32, u64)> = targets
+            .iter()
+            .map(|h| (h.btf_id, cookie(h.consts.hook_id, h.returns_int)))
+            .collect();
+        // Fault injection for the tests: a BTF id twice, which the kernel refuses.
+        if std::env::var_os("LSMPMON_TEST_REFUSE_MULTI").is_some() {
+            cookies.push(cookies[0]);
+        }
+        let link = link(&prog, self.multi.attach_type(), &cookies)?;
+        Ok(Probe::new(ALL_HOOKS, prog, link))
+    }
+}
 
 /// `union bpf_attr` as BPF_LINK_CREATE reads it for a tracing multi-link
 /// (the 7.x UAPI: link_create.tracing_multi after prog_fd, target_fd,
@@ -34,7 +88,7 @@ pub fn cookie(hook_id: u32, returns_int: bool) -> u64 {
 }
 
 /// One link attaching `prog` to every function in `targets` (BTF id, cookie).
-pub fn link(prog: &OwnedFd, attach_type: u32, targets: &[(u32, u64)]) -> Result<OwnedFd, String> {
+fn link(prog: &OwnedFd, attach_type: u32, targets: &[(u32, u64)]) -> Result<OwnedFd, String> {
     let ids: Vec<u32> = targets.iter().map(|t| t.0).collect();
     let cookies: Vec<u64> = targets.iter().map(|t| t.1).collect();
     let attr = LinkCreateMulti {
@@ -64,7 +118,7 @@ pub fn link(prog: &OwnedFd, attach_type: u32, targets: &[(u32, u64)]) -> Result<
             std::io::Error::last_os_error()
         ));
     }
-    // SAFETY: a fresh descriptor we own.
+    // SAFETY: a fresh descriptor that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 

@@ -1,0 +1,48 @@
+//! The one interface every attach method implements.
+use std::collections::HashMap;
+
+use super::kretprobe::Removal;
+use super::probe::{Probe, Target};
+
+pub trait Method {
+    /// What the result calls it (`probe.method`).
+    fn name(&self) -> &'static str;
+
+    /// What the progress lines call its probes.
+    fn describe(&self) -> &'static str;
+
+    /// Loads one function's probes and attaches them.
+    fn attach(&self, target: &Target) -> Result<Probe, String>;
+
+    /// One probe for every target at once, where the method has it (None:
+    /// the targets are attached one by one).
+    fn attach_batch(&self, _targets: &[Target]) -> Option<Result<Probe, String>> {
+        None
+    }
+
+    /// What replaces this method when the kernel refuses its batch.
+    fn fallback(&self) -> Option<Box<dyn Method>> {
+        None
+    }
+
+    /// Why the result should mention the method (a costlier fallback).
+    fn note(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Returns lost so far (return probes all taken), by hook id.
+    fn lost_returns(&self) -> HashMap<u32, u64> {
+        HashMap::new()
+    }
+
+    /// How many calls of one hook its return probes follow at once, where lsmpmon set it.
+    fn maxactive(&self) -> Option<u32> {
+        None
+    }
+
+    /// What must be undone once every link is closed (in raw syscalls: it
+    /// may run in the release child).
+    fn after_detach(&self) -> Option<Removal> {
+        None
+    }
+}
