@@ -1,5 +1,6 @@
 //! `lsmpmon trace`: LSMPMON on eBPF. Times every LSM hook of the running
 //! kernel with fentry/fexit programs; per hook, per syscall, filtered.
+pub mod args;
 pub mod arrays;
 pub mod attach;
 pub mod btf;
@@ -8,6 +9,7 @@ pub mod collect;
 mod command;
 mod cpu_stats;
 pub mod ctl;
+mod filter_values;
 mod guard;
 pub mod hooks;
 pub mod kfuncs;
@@ -25,12 +27,10 @@ pub mod tables;
 use std::{
     mem::MaybeUninit,
     os::fd::AsFd,
-    path::PathBuf,
     time::{Duration, Instant},
 };
 
 use anyhow::{Context, Result};
-use clap::{Args, Subcommand};
 use libbpf_rs::OpenObject;
 
 use crate::base::error::usage;
@@ -40,112 +40,10 @@ use crate::model::{ProbeInfo, TraceOptions, TraceResult};
 use attach::{Attacher, HookConsts, ProbeOptions, Target};
 use cpu_stats::CpuStats;
 use kfuncs::Kfuncs;
-use report::{SortKey, View};
+use report::View;
 use session::Session;
 
-#[derive(Args, Debug)]
-#[command(args_conflicts_with_subcommands = true)]
-pub struct TraceCommand {
-    #[command(subcommand)]
-    pub ctl: Option<TraceSub>,
-    #[command(flatten)]
-    pub args: TraceArgs,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum TraceSub {
-    /// Control a running trace: enable, disable, reset or dump.
-    Ctl {
-        #[arg(value_enum)]
-        action: ctl::Action,
-        /// The trace's process id (needed when several run).
-        #[arg(long)]
-        pid: Option<u32>,
-        /// Dump as JSON.
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-#[derive(Args, Debug, Clone)]
-pub struct TraceArgs {
-    /// Hooks to trace: comma-separated globs on the hook (inode_*) or function (security_*) name.
-    #[arg(long, default_value = "*", value_parser = crate::base::parse::list)]
-    pub hooks: String,
-    /// List the hooks this kernel has (and those excluded, with why) and exit.
-    #[arg(long)]
-    pub list_hooks: bool,
-    /// Subject filter: only tasks with this command name (LSMPMON's `s foo`).
-    #[arg(long, value_parser = crate::base::parse::comm)]
-    pub comm: Option<String>,
-    /// Subject filter: only this process (thread group id; it must exist).
-    #[arg(long, value_parser = crate::base::parse::live_pid)]
-    pub pid: Option<u32>,
-    /// Subject filter: only this user id.
-    #[arg(long, value_parser = crate::base::parse::uid)]
-    pub uid: Option<u32>,
-    /// Subject filter: only tasks in this cgroup (v2 path, absolute or under /sys/fs/cgroup).
-    #[arg(long, value_parser = crate::base::parse::cgroup)]
-    pub cgroup: Option<String>,
-    /// Object filter: only calls on a file/dentry/path with this base name (LSMPMON's `o bar`).
-    #[arg(long, value_parser = crate::base::parse::object)]
-    pub object: Option<String>,
-    /// Stop after this many seconds (default: when COMMAND exits, or on Ctrl-C).
-    #[arg(long, value_parser = crate::base::parse::seconds)]
-    pub duration: Option<f64>,
-    /// Print the statistics every this many seconds (NDJSON with --json).
-    #[arg(long, value_parser = crate::base::parse::seconds)]
-    pub interval: Option<f64>,
-    /// Machine-readable output (schema/trace.schema.json). COMMAND's stdout then goes to stderr.
-    #[arg(long)]
-    pub json: bool,
-    /// Write the final result here instead of stdout.
-    #[arg(long, short)]
-    pub output: Option<PathBuf>,
-    /// Sort the table by.
-    #[arg(long, value_enum, default_value = "sum")]
-    pub sort: SortKey,
-    /// Show only the first N rows of each table.
-    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
-    pub top: Option<usize>,
-    /// Print a log2 latency histogram per hook.
-    #[arg(long)]
-    pub hist: bool,
-    /// Subtract the measured probe floor from every timing.
-    #[arg(long)]
-    pub subtract_floor: bool,
-    /// How to release the probes at the end (see BENCHMARKS.md for why).
-    #[arg(long, value_enum, default_value = "background")]
-    pub detach: attach::DetachMode,
-    /// Also time each active LSM's own implementation of each hook (selinux_*,
-    /// apparmor_*, ...), found from the kernel's hook tables: which module costs what.
-    #[arg(long)]
-    pub per_lsm: bool,
-    /// LSMPMON's original table only (min/max/ave/count/cs_count): no histogram,
-    /// no per-syscall table, no allow/deny. The cheapest probe.
-    #[arg(long, conflicts_with = "syscall_time")]
-    pub lean: bool,
-    /// Also time each syscall (sys_enter to sys_exit) to give the share spent in LSM hooks.
-    #[arg(long)]
-    pub syscall_time: bool,
-    /// Attach method: auto takes the first this kernel offers, in the order
-    /// session (7.x: one program per hook at entry and exit), fentry/fexit,
-    /// kprobe/kretprobe (before 5.17); the result says which, and why not the others.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub method: method::MethodArg,
-    /// Benchmark of the attach method itself: programs that return at once
-    /// (no figure is recorded; time the traced command). See BENCHMARKS.md.
-    #[arg(long, hide = true)]
-    pub empty_probes: bool,
-    /// Trace even if other tracing programs (another trace, another tool's
-    /// BPF programs, kprobes, ftrace) sit on the functions to time; they
-    /// inflate the figures, and the result records them.
-    #[arg(long)]
-    pub allow_other_probes: bool,
-    /// Command to run while tracing (system-wide unless filtered; lsmpmon excludes itself).
-    #[arg(last = true)]
-    pub command: Vec<String>,
-}
+pub use args::{TraceArgs, TraceCommand, TraceSub};
 
 pub fn main(cmd: TraceCommand) -> Result<i32> {
     match cmd.ctl {
@@ -220,31 +118,6 @@ fn raise_nofile(needed: u64) {
             libc::setrlimit(libc::RLIMIT_NOFILE, &cur);
         }
     }
-}
-
-fn cgroup_id(path: &str) -> Result<u64> {
-    use std::os::unix::fs::MetadataExt;
-    let p = if path.starts_with('/') && std::path::Path::new(path).exists() {
-        PathBuf::from(path)
-    } else {
-        PathBuf::from("/sys/fs/cgroup").join(path.trim_start_matches('/'))
-    };
-    let meta = std::fs::metadata(&p).map_err(|e| usage(format!("cgroup {}: {e}", p.display())))?;
-    Ok(meta.ino())
-}
-
-fn fixed_bytes<const N: usize>(what: &str, s: &str) -> Result<[i8; N]> {
-    if s.len() >= N {
-        return Err(usage(format!(
-            "{what} '{s}' is longer than {} bytes",
-            N - 1
-        )));
-    }
-    let mut out = [0i8; N];
-    for (o, b) in out.iter_mut().zip(s.bytes()) {
-        *o = b as i8;
-    }
-    Ok(out)
 }
 
 fn render(r: &TraceResult, args: &TraceArgs, compact: bool) -> Result<String> {

@@ -7,11 +7,13 @@ use anyhow::{Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, OpenObject};
 
+use super::args::TraceArgs;
 use super::attach::Attacher;
+use super::filter_values::{cgroup_id, fixed_bytes};
 use super::hooks::{self, Excluded, Hook};
 use super::refused::refused;
 use super::skel::*;
-use super::{btf, calibrate, cgroup_id, cpu_stats, fixed_bytes, TraceArgs};
+use super::{btf, calibrate, cpu_stats};
 use crate::base::intf::{lsmpmon_hook_meta, lsmpmon_limits as lim};
 
 /// The functions to probe: the selected hooks, then (with --per-lsm) each
