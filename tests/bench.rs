@@ -638,3 +638,93 @@ fn a_signal_leaves_no_files() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// `(state, ppid)` of every process, from /proc/PID/stat.
+fn processes() -> Vec<(i32, char, i32)> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let mut rest = stat.rsplit(')').next().unwrap_or("").split_whitespace();
+        let state = rest.next().and_then(|s| s.chars().next()).unwrap_or('?');
+        let ppid = rest.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+        v.push((pid, state, ppid));
+    }
+    v
+}
+
+/// Every live descendant of `root`.
+fn descendants(root: i32) -> Vec<i32> {
+    let all = processes();
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(all.iter().filter(|p| p.2 == parent).map(|p| p.0));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// Alive: neither gone nor a zombie waiting for its (new) parent.
+fn alive(pid: i32) -> bool {
+    processes().iter().any(|p| p.0 == pid && p.1 != 'Z')
+}
+
+/// Starts bench on `ops`, waits for its first sample round (every helper
+/// started), and returns it with its stderr reader.
+fn started_bench(ops: &str, dir: &std::path::Path) -> std::process::Child {
+    use std::io::BufRead;
+    let mut child = Command::new(LSMPMON)
+        .args([
+            "bench",
+            "--ops",
+            ops,
+            "--samples",
+            "200",
+            "--sample-ms",
+            "50",
+        ])
+        .args(["--ctx-procs", "4", "--dir", dir.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let first_round = lines.any(|l| l.is_ok_and(|l| l.contains("sample round 1/")));
+    assert!(first_round, "bench --ops {ops} never sampled");
+    // Keep reading so that bench never blocks on a full stderr pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    child
+}
+
+/// Issue 27 item 1: SIGKILL to bench leaves none of its helpers running
+/// (the ctx ring's processes, the fork helpers of `proc`).
+#[test]
+fn a_killed_bench_leaves_no_process_behind() {
+    for ops in ["ctx", "proc"] {
+        let dir = fresh(&format!("orphans-{ops}"));
+        let mut bench = started_bench(ops, &dir);
+        let helpers = descendants(bench.id() as i32);
+        let want = if ops == "ctx" { 3 } else { 3 + 3 };
+        assert!(helpers.len() >= want, "{ops}: helpers {helpers:?}");
+        bench.kill().unwrap();
+        bench.wait().unwrap();
+        let started = std::time::Instant::now();
+        while helpers.iter().any(|p| alive(*p)) && started.elapsed().as_secs() < 5 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let left: Vec<i32> = helpers.into_iter().filter(|p| alive(*p)).collect();
+        for p in &left {
+            // SAFETY: ending the orphans this test made, so that they do not run on.
+            unsafe { libc::kill(*p, libc::SIGKILL) };
+        }
+        assert!(left.is_empty(), "--ops {ops}: {left:?} outlived bench");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
