@@ -728,3 +728,92 @@ fn a_killed_bench_leaves_no_process_behind() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// Issue 27 item 10: `--dir` naming a file, or reached through another
+/// user's symlink (root following nobody's link in /tmp into /root), is
+/// refused with one line before anything is written.
+#[test]
+fn a_work_directory_that_is_no_directory_or_another_users_link_is_refused() {
+    let base = fresh("dirchecks");
+    let file = base.join("file");
+    std::fs::write(&file, b"x").unwrap();
+    let out = quick("null", &["--dir", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_error_line(&out).contains("is not a directory"));
+    // SAFETY: plain query.
+    if unsafe { libc::geteuid() } == 0 {
+        let target = base.join("root-only");
+        std::fs::create_dir(&target).unwrap();
+        let link = base.join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+        let out = quick("null,create_0k", &["--dir", link.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(one_error_line(&out).contains("symlink of uid 65534"));
+        assert_eq!(listing(&target), Vec::<String>::new(), "written through");
+    }
+    std::fs::remove_dir_all(&base).unwrap();
+}
+
+/// Issue 27 item 5: a closed pipe or a full disk on standard output is one
+/// line and exit 1 (a failure at run time), never a panic (101).
+#[test]
+fn a_closed_or_full_stdout_is_one_line_and_exit_1() {
+    let dir = tmpdir("stdout");
+    let args = [
+        "bench",
+        "--ops",
+        "null",
+        "--samples",
+        "1",
+        "--sample-ms",
+        "1",
+    ];
+    let full = Command::new(LSMPMON)
+        .args(args)
+        .args(["--dir", &dir])
+        .stdout(std::fs::File::create("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(full.status.code(), Some(1));
+    assert!(one_error_line(&full).contains("No space left on device"));
+    let mut closed = Command::new(LSMPMON)
+        .args(args)
+        .args(["--dir", &dir])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(closed.stdout.take());
+    let out = closed.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(one_error_line(&out).contains("Broken pipe"));
+}
+
+/// Issue 27 item 10: Ctrl-C (SIGINT to bench's process group) reports
+/// "interrupted", not the ops that the signal stopped as failed ones.
+#[test]
+fn ctrl_c_reports_interrupted_not_failed_ops() {
+    use std::os::unix::process::CommandExt;
+    let dir = fresh("ctrlc");
+    let mut child = Command::new(LSMPMON)
+        .args(["bench", "--ops", "fork_exit", "--samples", "1000"])
+        .args(["--sample-ms", "200", "--dir", dir.to_str().unwrap()])
+        .process_group(0)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stderr.take().unwrap()));
+    assert!(lines.any(|l| l.is_ok_and(|l| l.contains("sample round 2/"))));
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    // SAFETY: signalling the process group of our own child, as a terminal would.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert_eq!(child.wait().unwrap().code(), Some(1));
+    let last = rest.last().cloned().unwrap_or_default();
+    assert!(last.contains("interrupted"), "{rest:?}");
+    assert!(!rest.iter().any(|l| l.contains("FAILED")), "{rest:?}");
+    assert_eq!(listing(&dir), Vec::<String>::new());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
