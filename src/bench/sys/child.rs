@@ -92,8 +92,8 @@ mod tests {
         .unwrap();
         let err = failing.wait_ok("failing child").unwrap_err().to_string();
         assert!(err.contains("failing child"), "{err}");
-        // SAFETY: waiting to be killed.
         let sleeper = fork(|| loop {
+            // SAFETY: waiting to be killed.
             unsafe { libc::pause() };
         })
         .unwrap();
