@@ -638,3 +638,189 @@ fn a_signal_leaves_no_files() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// `(state, ppid)` of every process, from /proc/PID/stat.
+fn processes() -> Vec<(i32, char, i32)> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let mut rest = stat.rsplit(')').next().unwrap_or("").split_whitespace();
+        let state = rest.next().and_then(|s| s.chars().next()).unwrap_or('?');
+        let ppid = rest.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+        v.push((pid, state, ppid));
+    }
+    v
+}
+
+/// Every live descendant of `root`.
+fn descendants(root: i32) -> Vec<i32> {
+    let all = processes();
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(all.iter().filter(|p| p.2 == parent).map(|p| p.0));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// Alive: neither gone nor a zombie waiting for its (new) parent.
+fn alive(pid: i32) -> bool {
+    processes().iter().any(|p| p.0 == pid && p.1 != 'Z')
+}
+
+/// Starts bench on `ops`, waits for its first sample round (every helper
+/// started), and returns it with its stderr reader.
+fn started_bench(ops: &str, dir: &std::path::Path) -> std::process::Child {
+    use std::io::BufRead;
+    let mut child = Command::new(LSMPMON)
+        .args([
+            "bench",
+            "--ops",
+            ops,
+            "--samples",
+            "200",
+            "--sample-ms",
+            "50",
+        ])
+        .args(["--ctx-procs", "4", "--dir", dir.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let first_round = lines.any(|l| l.is_ok_and(|l| l.contains("sample round 1/")));
+    assert!(first_round, "bench --ops {ops} never sampled");
+    // Keep reading so that bench never blocks on a full stderr pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    child
+}
+
+/// Issue 27 item 1: SIGKILL to bench leaves none of its helpers running
+/// (the ctx ring's processes, the fork helpers of `proc`).
+#[test]
+fn a_killed_bench_leaves_no_process_behind() {
+    for ops in ["ctx", "proc"] {
+        let dir = fresh(&format!("orphans-{ops}"));
+        let mut bench = started_bench(ops, &dir);
+        let helpers = descendants(bench.id() as i32);
+        let want = if ops == "ctx" { 3 } else { 3 + 3 };
+        assert!(helpers.len() >= want, "{ops}: helpers {helpers:?}");
+        bench.kill().unwrap();
+        bench.wait().unwrap();
+        let started = std::time::Instant::now();
+        while helpers.iter().any(|p| alive(*p)) && started.elapsed().as_secs() < 5 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let left: Vec<i32> = helpers.into_iter().filter(|p| alive(*p)).collect();
+        for p in &left {
+            // SAFETY: ending the orphans this test made, so that they do not run on.
+            unsafe { libc::kill(*p, libc::SIGKILL) };
+        }
+        assert!(left.is_empty(), "--ops {ops}: {left:?} outlived bench");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+/// Issue 27 item 10: `--dir` naming a file, or reached through another
+/// user's symlink (root following nobody's link in /tmp into /root), is
+/// refused with one line before anything is written.
+#[test]
+fn a_work_directory_that_is_no_directory_or_another_users_link_is_refused() {
+    let base = fresh("dirchecks");
+    let file = base.join("file");
+    std::fs::write(&file, b"x").unwrap();
+    let out = quick("null", &["--dir", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_error_line(&out).contains("is not a directory"));
+    // SAFETY: plain query.
+    if unsafe { libc::geteuid() } == 0 {
+        let target = base.join("root-only");
+        std::fs::create_dir(&target).unwrap();
+        let link = base.join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+        let out = quick("null,create_0k", &["--dir", link.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(one_error_line(&out).contains("symlink of uid 65534"));
+        assert_eq!(listing(&target), Vec::<String>::new(), "written through");
+    }
+    std::fs::remove_dir_all(&base).unwrap();
+}
+
+/// Issue 27 item 5: a closed pipe or a full disk on standard output is one
+/// line and exit 1 (a failure at run time), never a panic (101).
+#[test]
+fn a_full_stdout_is_one_line_and_exit_1_a_closed_one_ends_quietly() {
+    let dir = tmpdir("stdout");
+    let args = [
+        "bench",
+        "--ops",
+        "null",
+        "--samples",
+        "1",
+        "--sample-ms",
+        "1",
+    ];
+    let full = Command::new(LSMPMON)
+        .args(args)
+        .args(["--dir", &dir])
+        .stdout(std::fs::File::create("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(full.status.code(), Some(1));
+    assert!(one_error_line(&full).contains("No space left on device"));
+    let mut closed = Command::new(LSMPMON)
+        .args(args)
+        .args(["--dir", &dir])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(closed.stdout.take());
+    // As report, trace and vm cache: a reader that went away (`| head`) is
+    // no failure; the run itself (its stderr progress) still completed.
+    let out = closed.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+}
+
+/// Issue 27 item 10: Ctrl-C (SIGINT to bench's process group) reports
+/// "interrupted", not the ops that the signal stopped as failed ones.
+#[test]
+fn ctrl_c_reports_interrupted_not_failed_ops() {
+    use std::os::unix::process::CommandExt;
+    let dir = fresh("ctrlc");
+    let mut child = Command::new(LSMPMON)
+        .args(["bench", "--ops", "fork_exit", "--samples", "1000"])
+        .args(["--sample-ms", "200", "--dir", dir.to_str().unwrap()])
+        .process_group(0)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stderr.take().unwrap()));
+    assert!(lines.any(|l| l.is_ok_and(|l| l.contains("sample round 2/"))));
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    // SAFETY: signalling the process group of our own child, as a terminal would.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert_eq!(child.wait().unwrap().code(), Some(1));
+    let last = rest.last().cloned().unwrap_or_default();
+    assert!(last.contains("interrupted"), "{rest:?}");
+    assert!(!rest.iter().any(|l| l.contains("FAILED")), "{rest:?}");
+    assert_eq!(listing(&dir), Vec::<String>::new());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

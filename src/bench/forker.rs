@@ -9,10 +9,13 @@ use std::{
     ffi::CString,
     io::{Read, Write},
     os::unix::ffi::OsStrExt,
+    os::unix::process::CommandExt,
     process::{Child, ChildStdin, ChildStdout, Command, Stdio},
 };
 
 use anyhow::{bail, Context, Result};
+
+use super::sys::child::tie_to;
 
 /// argv[1] of the helper; checked before any argument parsing.
 pub const HELPER_ARG: &str = "__lsmpmon-fork-helper";
@@ -83,14 +86,30 @@ pub struct Forker {
 
 impl Forker {
     /// Starts the helper; `exec` is what each child runs (None: it exits).
+    /// As every helper bench starts, it dies with bench (PR_SET_PDEATHSIG);
+    /// in a process group of its own, a terminal's Ctrl-C reaches bench
+    /// alone, which then stops it.
     pub fn spawn(exec: Option<&[&str]>) -> Result<Self> {
         // By its own path (as policies name it), not /proc/self/exe.
         let exe = std::env::current_exe().context("finding lsmpmon's own path")?;
-        let mut child = Command::new(exe)
+        // SAFETY: getpid cannot fail.
+        let parent = unsafe { libc::getpid() };
+        let mut command = Command::new(exe);
+        command
             .arg(HELPER_ARG)
             .args(exec.unwrap_or_default())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
+            .process_group(0);
+        // SAFETY: tie_to makes two async-signal-safe syscalls.
+        unsafe {
+            command.pre_exec(move || match tie_to(parent) {
+                true => Ok(()),
+                // Bench has gone: no allocation here, between fork and exec.
+                false => Err(std::io::Error::from_raw_os_error(libc::ESRCH)),
+            });
+        }
+        let mut child = command
             .spawn()
             .context("starting the fork helper (lsmpmon itself)")?;
         let to = child.stdin.take().context("fork helper stdin")?;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use super::ops::{Bench, Ctx, OpDef, Unit};
+use super::op::{Bench, Ctx, OpDef, Unit, Work};
 use super::stats::{summarize, Summary};
 
 pub struct Method {
@@ -67,20 +67,7 @@ impl Latency {
     }
 }
 
-/// Cost of one pair of clock reads, ns (median of many).
-pub fn clock_overhead_ns() -> f64 {
-    let mut v: Vec<f64> = (0..1001)
-        .map(|_| {
-            let a = Instant::now();
-            let b = Instant::now();
-            (b - a).as_nanos() as f64
-        })
-        .collect();
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn timed(b: &mut dyn Bench, iters: u64, clock_ns: f64) -> Result<(f64, super::ops::Work)> {
+fn timed(b: &mut dyn Bench, iters: u64, clock_ns: f64) -> Result<(f64, Work)> {
     b.prepare(iters)?;
     let start = Instant::now();
     let work = b.run(iters)?;

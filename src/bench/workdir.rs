@@ -5,17 +5,18 @@
 //! Files sit at `<dir>/<op>.XXXXXX/<file>`, the depth they had before
 //! (`<dir>/<op>/<file>`): path depth changes what path-based LSMs cost.
 use std::{
-    ffi::CString,
+    collections::VecDeque,
+    ffi::{CString, OsString},
     fs,
     os::unix::ffi::{OsStrExt, OsStringExt},
-    os::unix::fs::DirBuilderExt,
-    path::{Path, PathBuf},
+    os::unix::fs::{DirBuilderExt, MetadataExt},
+    path::{Component, Path, PathBuf},
 };
 
 use anyhow::Result;
 
 use crate::base::error::usage;
-use crate::base::secure_fs::trusted_path;
+use crate::base::secure_fs::{euid, trusted_path};
 
 pub struct WorkDir {
     /// The user's --dir, resolved (symlinks followed once, at the start).
@@ -28,8 +29,10 @@ pub struct WorkDir {
 
 impl WorkDir {
     /// Uses `dir` (or creates it, 0700) after checking that nobody but root
-    /// or us could rename or replace anything below it.
+    /// or us could rename or replace anything below it, or have pointed a
+    /// symlink on the way somewhere else.
     pub fn open(dir: &Path) -> Result<Self> {
+        check_links(dir)?;
         let made_root = match fs::DirBuilder::new().mode(0o700).create(dir) {
             Ok(()) => true,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => false,
@@ -40,7 +43,7 @@ impl WorkDir {
                 )))
             }
         };
-        let root = trusted_path(dir);
+        let root = is_dir(dir).and_then(|()| trusted_path(dir));
         if made_root && root.is_err() {
             let _ = fs::remove_dir(dir);
         }
@@ -74,6 +77,82 @@ impl WorkDir {
         self.made.push(path.clone());
         Ok(path)
     }
+}
+
+fn is_dir(dir: &Path) -> Result<()> {
+    match fs::metadata(dir) {
+        Ok(m) if !m.is_dir() => Err(usage(format!(
+            "{} is not a directory: choose a directory with --dir",
+            dir.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Follows `dir` as the kernel would, and refuses it if a symlink on the
+/// way belongs to neither root nor us: its owner could point it anywhere
+/// (a link in /tmp into /root), and the directories checked afterwards
+/// would then be the ones it chose.
+fn check_links(dir: &Path) -> Result<()> {
+    let mut at = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let mut todo = parts(dir);
+    let mut hops = 0;
+    while let Some(part) = todo.pop_front() {
+        let name = match part {
+            Part::Root => {
+                at = PathBuf::from("/");
+                continue;
+            }
+            Part::Up => {
+                at.pop();
+                continue;
+            }
+            Part::Name(name) => name,
+        };
+        let next = at.join(name);
+        let Ok(m) = fs::symlink_metadata(&next) else {
+            return Ok(()); // missing: created later, or reported then
+        };
+        if !m.file_type().is_symlink() {
+            at = next;
+            continue;
+        }
+        if m.uid() != 0 && m.uid() != euid() {
+            return Err(usage(format!(
+                "{} is a symlink of uid {}, not root or you: refusing to follow it; \
+                 choose another --dir",
+                next.display(),
+                m.uid()
+            )));
+        }
+        hops += 1;
+        if hops > 40 {
+            return Ok(()); // a loop: the kernel's ELOOP is reported later
+        }
+        let target = fs::read_link(&next).unwrap_or_default();
+        for p in parts(&target).into_iter().rev() {
+            todo.push_front(p);
+        }
+    }
+    Ok(())
+}
+
+enum Part {
+    Root,
+    Up,
+    Name(OsString),
+}
+
+/// A path's components as the kernel walks them.
+fn parts(path: &Path) -> VecDeque<Part> {
+    path.components()
+        .filter_map(|c| match c {
+            Component::RootDir | Component::Prefix(_) => Some(Part::Root),
+            Component::CurDir => None,
+            Component::ParentDir => Some(Part::Up),
+            Component::Normal(n) => Some(Part::Name(n.to_os_string())),
+        })
+        .collect()
 }
 
 impl Drop for WorkDir {
@@ -133,5 +212,32 @@ mod tests {
         fs::set_permissions(&root, fs::Permissions::from_mode(0o777)).unwrap();
         assert!(WorkDir::open(&root).is_err());
         fs::remove_dir(&root).unwrap();
+    }
+
+    #[test]
+    fn a_file_is_not_a_directory() {
+        let file = scratch("file");
+        fs::write(&file, b"x").unwrap();
+        let err = WorkDir::open(&file).err().unwrap().to_string();
+        assert!(err.contains("is not a directory"), "{err}");
+        fs::remove_file(&file).unwrap();
+    }
+
+    #[test]
+    fn a_symlink_of_another_user_is_not_followed() {
+        let root = scratch("links");
+        fs::create_dir_all(root.join("target")).unwrap();
+        let (mine, theirs) = (root.join("mine"), root.join("theirs"));
+        std::os::unix::fs::symlink(root.join("target"), &mine).unwrap();
+        // A link to a link: the second one is checked too.
+        std::os::unix::fs::symlink(&mine, &theirs).unwrap();
+        drop(WorkDir::open(&theirs).unwrap());
+        if euid() == 0 {
+            std::os::unix::fs::lchown(&mine, Some(65534), Some(65534)).unwrap();
+            let err = WorkDir::open(&theirs).err().unwrap().to_string();
+            assert!(err.contains("symlink of uid 65534"), "{err}");
+            assert!(err.contains("/mine"), "{err}");
+        }
+        fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -7,7 +7,8 @@ use std::{
     collections::BTreeMap,
     ffi::CString,
     mem::MaybeUninit,
-    os::unix::ffi::OsStrExt,
+    os::fd::AsRawFd,
+    os::unix::{ffi::OsStrExt, fs::MetadataExt, fs::OpenOptionsExt},
     path::{Path, PathBuf},
 };
 
@@ -17,8 +18,8 @@ use libbpf_rs::{
     MapCore, MapFlags,
 };
 
+use super::method::Method;
 use super::policy::{self, Rule};
-use super::Method;
 use crate::base::error::usage;
 use crate::mac::intf::{mac_inode_key, mac_limits, mac_path_key};
 
@@ -169,14 +170,14 @@ fn path_key(path: &str) -> Vec<u8> {
 
 /// (i_ino, s_dev) as the kernel sees them: s_dev is MAJOR << 20 | MINOR.
 fn inode_key(path: &str) -> Result<Vec<u8>> {
-    let st = nix_stat(path).map_err(|e| {
+    let st = std::fs::symlink_metadata(path).map_err(|e| {
         usage(format!(
             "rule for {path}: {e}: the inode method needs the file to exist at load"
         ))
     })?;
-    let (major, minor) = (libc::major(st.st_dev), libc::minor(st.st_dev));
+    let (major, minor) = (libc::major(st.dev()), libc::minor(st.dev()));
     let key = mac_inode_key {
-        ino: st.st_ino,
+        ino: st.ino(),
         dev: (major << 20) | minor,
         pad: 0,
     };
@@ -188,18 +189,6 @@ fn inode_key(path: &str) -> Result<Vec<u8>> {
     .concat();
     debug_assert_eq!(bytes.len(), std::mem::size_of::<mac_inode_key>());
     Ok(bytes)
-}
-
-fn nix_stat(path: &str) -> std::io::Result<libc::stat> {
-    let c =
-        CString::new(path).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
-    let mut st = MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: c is NUL-terminated; st is written by lstat on success.
-    if unsafe { libc::lstat(c.as_ptr(), st.as_mut_ptr()) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: lstat returned 0.
-    Ok(unsafe { st.assume_init() })
 }
 
 /// Scans the file tree for the label xattr and caches each policy label's
@@ -256,25 +245,19 @@ fn read_label(path: &Path) -> Option<String> {
 
 /// The file's label id into inode storage, keyed by an O_PATH descriptor.
 fn store_label(skel: &MacSkel, path: &Path, id: u32) -> Result<()> {
-    let c = CString::new(path.as_os_str().as_bytes())?;
-    // SAFETY: c is NUL-terminated; the descriptor is closed below.
-    let fd = unsafe {
-        libc::open(
-            c.as_ptr(),
-            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error())
-            .with_context(|| format!("opening {} to cache its label", path.display()));
-    }
-    let res = skel
-        .maps
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_NOFOLLOW)
+        .open(path)
+        .with_context(|| format!("opening {} to cache its label", path.display()))?;
+    skel.maps
         .labels
-        .update(&fd.to_ne_bytes(), &id.to_ne_bytes(), MapFlags::ANY);
-    // SAFETY: fd was opened above and is not used after this.
-    unsafe { libc::close(fd) };
-    res.with_context(|| format!("caching the label of {}", path.display()))
+        .update(
+            &file.as_raw_fd().to_ne_bytes(),
+            &id.to_ne_bytes(),
+            MapFlags::ANY,
+        )
+        .with_context(|| format!("caching the label of {}", path.display()))
 }
 
 fn attach_and_pin(skel: &MacSkel) -> Result<Vec<String>> {

@@ -3,6 +3,7 @@
 //! differ only in how they identify a file: label, path or inode.
 pub mod intf;
 mod load;
+mod method;
 pub mod policy;
 mod probe;
 mod setup;
@@ -10,10 +11,10 @@ mod setup;
 use std::path::PathBuf;
 
 use anyhow::Result;
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 
 use crate::base::error::EXIT_OK;
-use crate::mac::intf::mac_method;
+pub use method::Method;
 
 #[derive(Args, Debug)]
 pub struct MacCommand {
@@ -62,23 +63,6 @@ pub enum MacSub {
     },
     /// List the reference MACs' programs attached right now (any holder).
     Status,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Method {
-    Label,
-    Path,
-    Inode,
-}
-
-impl Method {
-    fn id(self) -> u32 {
-        match self {
-            Method::Label => mac_method::MAC_LABEL,
-            Method::Path => mac_method::MAC_PATH,
-            Method::Inode => mac_method::MAC_INODE,
-        }
-    }
 }
 
 pub fn main(cmd: MacCommand) -> Result<i32> {

@@ -7,7 +7,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::{load, policy, Method};
+use super::method::Method;
+use super::{load, policy};
 use crate::base::error::usage;
 
 const BPF_FS: &str = "/sys/fs/bpf";

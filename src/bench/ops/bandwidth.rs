@@ -3,12 +3,17 @@
 //! ones) or the whole buffer; the unit is MB/s (10^6 bytes per second).
 use std::{
     net::{TcpListener, TcpStream},
-    os::fd::AsRawFd,
+    os::fd::{AsRawFd, OwnedFd, RawFd},
 };
 
 use anyhow::{bail, Context, Result};
 
-use super::{check, fork_tied_child, group, reap, Bench, Ctx, OpDef, Unit, Work};
+use crate::bench::op::{group, Bench, Ctx, OpDef, Unit, Work};
+use crate::bench::sys::{
+    child::{self, Child},
+    fd::{check, close_in_child, pipe, socketpair},
+    file::{open_nofollow, write_new},
+};
 
 pub fn ops() -> Vec<OpDef> {
     group(
@@ -56,17 +61,19 @@ enum StreamKind {
     Tcp,
 }
 
-/// A writer child, its data channel (our read end) and control pipe.
+/// A writer child, its data channel (our read end, owned by `_keep`) and
+/// control pipe. Dropped in this order: the control pipe closed, the child
+/// killed and reaped, then our end closed.
 struct Writer {
-    fd: i32,
-    control: i32,
-    child: libc::pid_t,
+    fd: RawFd,
+    control: OwnedFd,
+    _child: Child,
     _keep: Vec<Box<dyn std::any::Any>>,
 }
 
 /// The child's side: one ready byte, then `todo` bytes per request read from
 /// `control`.
-fn writer(control: i32, fd: i32) {
+fn writer(control: RawFd, fd: RawFd) {
     let data = vec![DATA; CHUNK];
     let mut todo = [0u8; 8];
     // SAFETY: our buffers and fds.
@@ -92,32 +99,25 @@ const DATA: u8 = 0x42;
 
 impl Writer {
     /// Forks a writer on `send` (its end, made in the child for TCP), waits
-    /// for its ready byte on `fd`.
+    /// for its ready byte on `fd`. The child closes our ends; we close its
+    /// end (`theirs`) once it has it.
     fn spawn(
-        fd: i32,
-        send: impl FnOnce() -> i32,
-        close_in_parent: Option<i32>,
+        fd: RawFd,
+        send: impl FnOnce() -> RawFd,
+        theirs: Option<OwnedFd>,
         keep: Vec<Box<dyn std::any::Any>>,
     ) -> Result<Self> {
-        let mut c = [0i32; 2];
-        // SAFETY: array of two fds.
-        check(unsafe { libc::pipe(c.as_mut_ptr()) } as i64, "pipe")?;
-        let child = fork_tied_child(|| {
-            // SAFETY: the child only reads requests.
-            unsafe { libc::close(c[1]) };
-            writer(c[0], send())
-        });
-        // SAFETY: the parent only writes requests; the writer's end is its own.
-        unsafe {
-            libc::close(c[0]);
-            if let Some(w) = close_in_parent {
-                libc::close(w);
-            }
-        }
+        let (requests, control) = pipe()?;
+        let (requests_fd, control_fd) = (requests.as_raw_fd(), control.as_raw_fd());
+        let child = child::fork(|| {
+            close_in_child([control_fd, fd]);
+            writer(requests_fd, send())
+        })?;
+        drop((requests, theirs));
         let me = Self {
             fd,
-            control: c[1],
-            child: child?,
+            control,
+            _child: child,
             _keep: keep,
         };
         let mut ready = [0u8; 1];
@@ -131,21 +131,14 @@ impl Writer {
     fn new(kind: StreamKind) -> Result<Self> {
         match kind {
             StreamKind::Pipe => {
-                let mut p = [0i32; 2];
-                // SAFETY: array of two fds.
-                check(unsafe { libc::pipe(p.as_mut_ptr()) } as i64, "pipe")?;
-                Self::spawn(p[0], || p[1], Some(p[1]), vec![Box::new(Fd(p[0]))])
+                let (rd, wr) = pipe()?;
+                let (fd, send) = (rd.as_raw_fd(), wr.as_raw_fd());
+                Self::spawn(fd, || send, Some(wr), vec![Box::new(rd)])
             }
             StreamKind::Unix => {
-                let mut sv = [0i32; 2];
-                // SAFETY: array of two fds.
-                check(
-                    unsafe {
-                        libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, sv.as_mut_ptr())
-                    } as i64,
-                    "socketpair",
-                )?;
-                Self::spawn(sv[0], || sv[1], Some(sv[1]), vec![Box::new(Fd(sv[0]))])
+                let (mine, theirs) = socketpair()?;
+                let (fd, send) = (mine.as_raw_fd(), theirs.as_raw_fd());
+                Self::spawn(fd, || send, Some(theirs), vec![Box::new(mine)])
             }
             StreamKind::Tcp => {
                 let listener =
@@ -169,24 +162,6 @@ impl Writer {
                 )
             }
         }
-    }
-}
-
-/// A descriptor closed when dropped.
-struct Fd(i32);
-
-impl Drop for Fd {
-    fn drop(&mut self) {
-        // SAFETY: our own fd.
-        unsafe { libc::close(self.0) };
-    }
-}
-
-impl Drop for Writer {
-    fn drop(&mut self) {
-        // SAFETY: our control pipe.
-        unsafe { libc::close(self.control) };
-        reap(self.child);
     }
 }
 
@@ -290,7 +265,7 @@ impl Bench for Stream {
 
     fn run(&mut self, iters: u64) -> Result<Work> {
         let w = self.writer.as_ref().context("no stream writer")?;
-        let (fd, control) = (w.fd, w.control);
+        let (fd, control) = (w.fd, w.control.as_raw_fd());
         let want = iters * CHUNK as u64;
         // SAFETY: writing the request from our own buffer.
         let n = unsafe { libc::write(control, want.to_ne_bytes().as_ptr().cast(), 8) };
@@ -337,7 +312,7 @@ fn sampled_bytes_are(data: &[u8], want: u8) -> bool {
 
 /// Rereads an 8 MiB file from the page cache: read() or a kept mapping.
 struct Reread {
-    fd: i32,
+    fd: OwnedFd,
     map: *const u64,
     buf: PageBuf,
 }
@@ -345,8 +320,8 @@ struct Reread {
 impl Reread {
     fn new(c: &Ctx, mmap: bool) -> Result<Self> {
         let path = c.dir.join("reread");
-        super::write_new(&path, &vec![1u8; BUF])?;
-        let fd = super::open_nofollow(&path, libc::O_RDONLY)?;
+        write_new(&path, &vec![1u8; BUF])?;
+        let fd = open_nofollow(&path, libc::O_RDONLY)?;
         let map = if mmap {
             let m = unsafe {
                 libc::mmap(
@@ -354,7 +329,7 @@ impl Reread {
                     BUF,
                     libc::PROT_READ,
                     libc::MAP_SHARED,
-                    fd,
+                    fd.as_raw_fd(),
                     0,
                 )
             };
@@ -375,13 +350,13 @@ impl Reread {
 
 impl Bench for Reread {
     fn run(&mut self, iters: u64) -> Result<Work> {
-        let mut sum = 0u64;
+        let (fd, mut sum) = (self.fd.as_raw_fd(), 0u64);
         for _ in 0..iters {
             if self.map.is_null() {
                 let mut off = 0usize;
                 while off < BUF {
                     // SAFETY: our buffer and fd.
-                    let r = unsafe { libc::pread(self.fd, self.buf.ptr.cast(), CHUNK, off as i64) };
+                    let r = unsafe { libc::pread(fd, self.buf.ptr.cast(), CHUNK, off as i64) };
                     if r != CHUNK as isize {
                         bail!("short reread at {off}");
                     }
@@ -406,12 +381,9 @@ impl Bench for Reread {
 
 impl Drop for Reread {
     fn drop(&mut self) {
-        // SAFETY: our mapping and fd.
-        unsafe {
-            if !self.map.is_null() {
-                libc::munmap(self.map as *mut _, BUF);
-            }
-            libc::close(self.fd);
+        if !self.map.is_null() {
+            // SAFETY: our mapping.
+            unsafe { libc::munmap(self.map as *mut _, BUF) };
         }
     }
 }
@@ -580,7 +552,7 @@ mod tests {
         let mut pids = Vec::new();
         for _ in 0..2 {
             s.prepare(3).unwrap();
-            pids.push(s.writer.as_ref().unwrap().child);
+            pids.push(s.writer.as_ref().unwrap()._child.pid());
             let work = s.run(3).unwrap();
             assert_eq!(work.bytes, 3 * CHUNK as u64);
             s.finish().unwrap();
@@ -588,7 +560,7 @@ mod tests {
         }
         assert_ne!(pids[0], pids[1], "one writer for two samples");
         s.prepare(3).unwrap();
-        reap(s.writer.as_ref().unwrap().child);
+        s.writer.as_mut().unwrap()._child.kill();
         assert!(s.run(3).is_err(), "a sample without its writer passed");
     }
 
@@ -602,14 +574,15 @@ mod tests {
         // SAFETY: advice on a range we own: mapped here, so it succeeds.
         let mapped = |a: usize| unsafe { libc::madvise(a as *mut _, 4096, libc::MADV_NORMAL) } == 0;
         assert!(mapped(addr));
-        let pid = super::super::fork_child(|| {
+        child::fork(|| {
             if mapped(addr) {
                 // SAFETY: ending the child with a failure status.
                 unsafe { libc::_exit(1) };
             }
         })
+        .unwrap()
+        .wait_ok("child saw the parent's buffer")
         .unwrap();
-        super::super::wait_ok(pid, "child saw the parent's buffer").unwrap();
         assert_eq!(b.bytes_mut()[4096], 7);
     }
 

@@ -12,7 +12,7 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 
-use super::{group, Bench, Ctx, OpDef, Unit, Work};
+use crate::bench::op::{group, Bench, Ctx, OpDef, Unit, Work};
 
 /// Where the sources are in the guest (their paths inside the kernel tree
 /// below it).

@@ -1,10 +1,18 @@
 //! LMbench lat_fs (create and delete N files of 0 or 10 KB, time per file)
 //! and Unixbench fstime (read and write a file by buffer size).
-use std::{ffi::CString, path::PathBuf};
+use std::{
+    ffi::CString,
+    os::fd::{AsRawFd, OwnedFd},
+    path::PathBuf,
+};
 
 use anyhow::{bail, Result};
 
-use super::{check, group, open_nofollow, write_new, Bench, Ctx, OpDef, Unit, Work};
+use crate::bench::op::{group, Bench, Ctx, OpDef, Unit, Work};
+use crate::bench::sys::{
+    fd::check,
+    file::{open_nofollow, write_new},
+};
 
 pub fn ops() -> Vec<OpDef> {
     group(
@@ -112,7 +120,7 @@ impl Bench for Fs {
 
 /// Reads then writes `buf` bytes at a time over a 1 MiB file (fstime).
 struct FileRw {
-    fd: i32,
+    fd: OwnedFd,
     buf: Vec<u8>,
     path: PathBuf,
 }
@@ -137,11 +145,12 @@ impl Bench for FileRw {
     fn run(&mut self, iters: u64) -> Result<Work> {
         let len = self.buf.len();
         let per_file = (RW_FILE_BYTES / len) as u64;
+        let fd = self.fd.as_raw_fd();
         for i in 0..iters {
             let off = ((i % per_file) * len as u64) as i64;
             // SAFETY: buffer of len bytes; our fd.
-            let r = unsafe { libc::pread(self.fd, self.buf.as_mut_ptr().cast(), len, off) };
-            let w = unsafe { libc::pwrite(self.fd, self.buf.as_ptr().cast(), len, off) };
+            let r = unsafe { libc::pread(fd, self.buf.as_mut_ptr().cast(), len, off) };
+            let w = unsafe { libc::pwrite(fd, self.buf.as_ptr().cast(), len, off) };
             if r != len as isize || w != len as isize {
                 bail!("short read/write of {len} bytes ({r}, {w})");
             }
@@ -155,8 +164,6 @@ impl Bench for FileRw {
 
 impl Drop for FileRw {
     fn drop(&mut self) {
-        // SAFETY: our fd.
-        unsafe { libc::close(self.fd) };
         let _ = std::fs::remove_file(&self.path);
     }
 }

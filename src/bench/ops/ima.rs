@@ -11,6 +11,7 @@
 //! policy the same ops are the reference.
 use std::{
     ffi::CString,
+    os::fd::{AsRawFd, IntoRawFd, OwnedFd},
     os::unix::ffi::OsStrExt,
     path::{Path, PathBuf},
     time::Instant,
@@ -18,7 +19,9 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 
-use super::{check, group, Bench, Ctx, OpDef, Unit, Work};
+use crate::bench::clock::clock_overhead_ns;
+use crate::bench::op::{group, Bench, Ctx, OpDef, Unit, Work};
+use crate::bench::sys::fd::{check, owned};
 
 /// Where IMA counts its measurement-list entries (absent without IMA).
 const LIST_COUNT: &str = "/sys/kernel/security/ima/runtime_measurements_count";
@@ -94,7 +97,7 @@ fn make(c: &Ctx, access: Access, case: Case, size_bytes: usize) -> Result<Box<dy
         fd: None,
         path: PathBuf::new(),
         seq: 0,
-        clock_ns: super::super::runner::clock_overhead_ns(),
+        clock_ns: clock_overhead_ns(),
         timed_ns: 0.0,
     };
     if case != Case::Extend {
@@ -119,7 +122,7 @@ struct Ima {
     /// Mmap ops: the file open O_RDWR. Not O_RDONLY: with a `measure
     /// func=FILE_CHECK mask=MAY_READ` rule that open would measure the file
     /// itself, before the mmap under test.
-    fd: Option<i32>,
+    fd: Option<OwnedFd>,
     path: PathBuf,
     seq: u64,
     /// One pair of clock reads, included in every op's own timing.
@@ -137,11 +140,11 @@ impl Ima {
             Access::Read => libc::O_WRONLY,
         };
         // SAFETY: valid path; the fd is kept in self or closed below.
-        let fd = check(
-            unsafe { libc::open(p.as_ptr(), flags | fd, 0o600) } as i64,
+        let fd = owned(
+            unsafe { libc::open(p.as_ptr(), flags | fd, 0o600) },
             "create",
-        )? as i32;
-        self.write_all(fd)?;
+        )?;
+        self.write_all(&fd)?;
         match self.access {
             Access::Mmap => self.fd = Some(fd),
             Access::Read => close(fd)?,
@@ -149,9 +152,16 @@ impl Ima {
         Ok(())
     }
 
-    fn write_all(&self, fd: i32) -> Result<()> {
+    fn write_all(&self, fd: &OwnedFd) -> Result<()> {
         // SAFETY: our buffer and fd.
-        let w = unsafe { libc::pwrite(fd, self.data.as_ptr().cast(), self.data.len(), 0) };
+        let w = unsafe {
+            libc::pwrite(
+                fd.as_raw_fd(),
+                self.data.as_ptr().cast(),
+                self.data.len(),
+                0,
+            )
+        };
         if w != self.data.len() as isize {
             bail!("short write of a {} byte file ({w})", self.data.len());
         }
@@ -165,17 +175,17 @@ impl Ima {
         let fd = match self.fd.take() {
             Some(fd) => fd,
             // SAFETY: valid path; closed below.
-            None => check(
+            None => owned(
                 unsafe {
                     libc::open(
                         p.as_ptr(),
                         libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
                     )
-                } as i64,
+                },
                 "open for writing",
-            )? as i32,
+            )?,
         };
-        self.write_all(fd)?;
+        self.write_all(&fd)?;
         close(fd)?;
         if self.access == Access::Mmap {
             // SAFETY: valid path; the fd is kept in self.
@@ -185,7 +195,7 @@ impl Ima {
                     libc::O_RDWR | libc::O_NOFOLLOW | libc::O_CLOEXEC,
                 )
             };
-            self.fd = Some(check(fd as i64, "reopen")? as i32);
+            self.fd = Some(owned(fd, "reopen")?);
         }
         Ok(())
     }
@@ -199,7 +209,7 @@ impl Ima {
     }
 
     fn map_unmap(&mut self) -> Result<()> {
-        let fd = self.fd.context("no file open to map")?;
+        let fd = self.fd.as_ref().context("no file open to map")?.as_raw_fd();
         let len = self.data.len();
         // SAFETY: a private mapping of our fd, unmapped right away.
         let p = unsafe {
@@ -224,17 +234,17 @@ impl Ima {
         let p = cpath(&self.path)?;
         let mut buf = [0u8; SMALL_FILE_BYTES];
         // SAFETY: valid path; closed below.
-        let fd = check(
+        let fd = owned(
             unsafe {
                 libc::open(
                     p.as_ptr(),
                     libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
                 )
-            } as i64,
+            },
             "open for reading",
-        )? as i32;
+        )?;
         // SAFETY: our buffer and fd.
-        let r = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        let r = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
         close(fd)?;
         if r != self.data.len() as isize || buf[..] != self.data[..] {
             bail!(
@@ -326,9 +336,7 @@ impl Bench for Ima {
 
 impl Drop for Ima {
     fn drop(&mut self) {
-        if let Some(fd) = self.fd.take() {
-            let _ = close(fd);
-        }
+        self.fd = None;
         if self.case != Case::Extend {
             let _ = std::fs::remove_file(&self.path);
         }
@@ -358,8 +366,10 @@ fn cpath(p: &Path) -> Result<CString> {
     Ok(CString::new(p.as_os_str().as_bytes())?)
 }
 
-fn close(fd: i32) -> Result<()> {
-    // SAFETY: an fd this op opened.
-    check(unsafe { libc::close(fd) } as i64, "close")?;
+/// Closes `fd` now, checked: closing the last writer is when IMA forgets
+/// a measurement, so a failed close would leave the case unproved.
+fn close(fd: OwnedFd) -> Result<()> {
+    // SAFETY: the descriptor is ours and not used after.
+    check(unsafe { libc::close(fd.into_raw_fd()) } as i64, "close")?;
     Ok(())
 }

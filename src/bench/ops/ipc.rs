@@ -3,12 +3,17 @@
 use std::{
     io::Read,
     net::{TcpListener, TcpStream, UdpSocket},
-    os::fd::AsRawFd,
+    os::fd::{AsRawFd, OwnedFd, RawFd},
 };
 
 use anyhow::{bail, Context, Result};
 
-use super::{check, fork_tied_child, group, reap, Bench, Ctx, OpDef, Unit, Work};
+use crate::bench::op::{group, Bench, Ctx, OpDef, Unit, Work};
+use crate::bench::sys::{
+    child::{self, Child},
+    fd::{close_in_child, pipe, read_full, socketpair, write_full},
+    file::create_new,
+};
 
 pub fn ops() -> Vec<OpDef> {
     group(
@@ -46,9 +51,10 @@ pub fn ops() -> Vec<OpDef> {
 /// and every sample starts level; after creating them the measuring process
 /// runs LEVEL_CPU_NS of its own work so that the first samples do too.
 struct PingPong {
-    control: i32,
-    reply: i32,
-    timer: libc::pid_t,
+    control: OwnedFd,
+    reply: OwnedFd,
+    /// Killed and reaped after our ends are closed.
+    _timer: Child,
     last_ns: Option<f64>,
 }
 
@@ -66,15 +72,16 @@ enum Kind {
     Udp,
 }
 
-/// A running echo process and our ends.
+/// A running echo process and our ends (owned by `_keep`).
 struct Peer {
-    rd: i32,
-    wr: i32,
-    child: libc::pid_t,
+    rd: RawFd,
+    wr: RawFd,
+    /// Killed and reaped before our ends are closed.
+    _child: Child,
     _keep: Vec<Box<dyn std::any::Any>>,
 }
 
-fn echo_loop(rd: i32, wr: i32) {
+fn echo_loop(rd: RawFd, wr: RawFd) {
     let mut b = [0u8; 1];
     loop {
         // SAFETY: one-byte buffer; fds owned by this child.
@@ -82,13 +89,6 @@ fn echo_loop(rd: i32, wr: i32) {
         if n != 1 || unsafe { libc::write(wr, b.as_ptr().cast(), 1) } != 1 {
             return;
         }
-    }
-}
-
-fn close_fds(fds: &[i32]) {
-    for fd in fds {
-        // SAFETY: our own fds, not used after.
-        unsafe { libc::close(*fd) };
     }
 }
 
@@ -102,43 +102,44 @@ impl Peer {
         }
     }
 
+    /// Two pipes: ours to write (`to`) and ours to read (`back`).
     fn pipe() -> Result<Self> {
-        let (mut a, mut b) = ([0i32; 2], [0i32; 2]);
-        // SAFETY: arrays of two fds.
-        check(unsafe { libc::pipe(a.as_mut_ptr()) } as i64, "pipe")?;
-        check(unsafe { libc::pipe(b.as_mut_ptr()) } as i64, "pipe")?;
-        let child = fork_tied_child(|| echo_loop(a[0], b[1]));
-        close_fds(&[a[0], b[1]]);
+        let ((to_rd, to_wr), (back_rd, back_wr)) = (pipe()?, pipe()?);
+        let (mine, theirs) = (
+            [to_wr.as_raw_fd(), back_rd.as_raw_fd()],
+            [to_rd.as_raw_fd(), back_wr.as_raw_fd()],
+        );
+        let child = child::fork(|| {
+            close_in_child(mine);
+            echo_loop(theirs[0], theirs[1]);
+        })?;
         Ok(Self {
-            rd: b[0],
-            wr: a[1],
-            child: child?,
-            _keep: vec![Box::new(Fds(vec![a[1], b[0]]))],
+            rd: mine[1],
+            wr: mine[0],
+            _child: child,
+            _keep: vec![Box::new(to_wr), Box::new(back_rd)],
         })
     }
 
     fn unix() -> Result<Self> {
-        let mut sv = [0i32; 2];
-        // SAFETY: array of two fds.
-        check(
-            unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, sv.as_mut_ptr()) }
-                as i64,
-            "socketpair",
-        )?;
-        let child = fork_tied_child(|| echo_loop(sv[1], sv[1]));
-        close_fds(&[sv[1]]);
+        let (mine, theirs) = socketpair()?;
+        let (fd, their_fd) = (mine.as_raw_fd(), theirs.as_raw_fd());
+        let child = child::fork(|| {
+            close_in_child([fd]);
+            echo_loop(their_fd, their_fd);
+        })?;
         Ok(Self {
-            rd: sv[0],
-            wr: sv[0],
-            child: child?,
-            _keep: vec![Box::new(Fds(vec![sv[0]]))],
+            rd: fd,
+            wr: fd,
+            _child: child,
+            _keep: vec![Box::new(mine)],
         })
     }
 
     fn tcp() -> Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").context("tcp listen on loopback")?;
         let addr = listener.local_addr()?;
-        let child = fork_tied_child(|| {
+        let child = child::fork(|| {
             if let Ok((s, _)) = listener.accept() {
                 let _ = s.set_nodelay(true);
                 echo_loop(s.as_raw_fd(), s.as_raw_fd());
@@ -150,7 +151,7 @@ impl Peer {
         Ok(Self {
             rd: fd,
             wr: fd,
-            child,
+            _child: child,
             _keep: vec![Box::new(s), Box::new(listener)],
         })
     }
@@ -160,12 +161,12 @@ impl Peer {
         let client = UdpSocket::bind("127.0.0.1:0")?;
         client.connect(server.local_addr()?)?;
         server.connect(client.local_addr()?)?;
-        let child = fork_tied_child(|| echo_loop(server.as_raw_fd(), server.as_raw_fd()))?;
+        let child = child::fork(|| echo_loop(server.as_raw_fd(), server.as_raw_fd()))?;
         let fd = client.as_raw_fd();
         Ok(Self {
             rd: fd,
             wr: fd,
-            child,
+            _child: child,
             _keep: vec![Box::new(client), Box::new(server)],
         })
     }
@@ -185,43 +186,9 @@ impl Peer {
     }
 }
 
-/// Descriptors closed when dropped.
-struct Fds(Vec<i32>);
-
-impl Drop for Fds {
-    fn drop(&mut self) {
-        close_fds(&self.0);
-    }
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        reap(self.child);
-    }
-}
-
-/// Reads exactly `buf.len()` bytes from `fd`; false on EOF or error.
-fn read_full(fd: i32, buf: &mut [u8]) -> bool {
-    let mut got = 0;
-    while got < buf.len() {
-        // SAFETY: reading into the rest of our buffer.
-        let n = unsafe { libc::read(fd, buf[got..].as_mut_ptr().cast(), buf.len() - got) };
-        if n <= 0 {
-            return false;
-        }
-        got += n as usize;
-    }
-    true
-}
-
-fn write_full(fd: i32, buf: &[u8]) -> bool {
-    // SAFETY: writing our buffer (messages are far below PIPE_BUF: atomic).
-    unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) == buf.len() as isize }
-}
-
 /// The timing process: creates the echo process, one round trip, a ready
 /// reply, then per request `n`: n round trips, replies (ns taken, n done).
-fn timing_process(kind: Kind, control: i32, reply: i32) {
+fn timing_process(kind: Kind, control: RawFd, reply: RawFd) {
     let Ok(peer) = Peer::new(kind) else { return };
     if peer.round_trips(1).is_err() || !write_full(reply, &[0u8; 16]) {
         return;
@@ -260,23 +227,21 @@ fn spin_cpu(ns: u64) {
 
 impl PingPong {
     fn new(kind: Kind) -> Result<Self> {
-        let (mut c, mut r) = ([0i32; 2], [0i32; 2]);
-        // SAFETY: arrays of two fds.
-        check(unsafe { libc::pipe(c.as_mut_ptr()) } as i64, "pipe")?;
-        check(unsafe { libc::pipe(r.as_mut_ptr()) } as i64, "pipe")?;
-        let timer = fork_tied_child(|| {
-            close_fds(&[c[1], r[0]]);
-            timing_process(kind, c[0], r[1]);
-        });
-        close_fds(&[c[0], r[1]]);
+        let ((control_rd, control), (reply, reply_wr)) = (pipe()?, pipe()?);
+        let mine = [control.as_raw_fd(), reply.as_raw_fd()];
+        let theirs = [control_rd.as_raw_fd(), reply_wr.as_raw_fd()];
+        let timer = child::fork(|| {
+            close_in_child(mine);
+            timing_process(kind, theirs[0], theirs[1]);
+        })?;
         let me = Self {
-            control: c[1],
-            reply: r[0],
-            timer: timer?,
+            control,
+            reply,
+            _timer: timer,
             last_ns: None,
         };
         // Fails now, not at the first sample, if it cannot work.
-        if !read_full(me.reply, &mut [0u8; 16]) {
+        if !read_full(me.reply.as_raw_fd(), &mut [0u8; 16]) {
             bail!("the timing process could not set up its echo process");
         }
         spin_cpu(LEVEL_CPU_NS);
@@ -288,7 +253,9 @@ impl Bench for PingPong {
     fn run(&mut self, iters: u64) -> Result<Work> {
         self.last_ns = None;
         let mut out = [0u8; 16];
-        if !write_full(self.control, &iters.to_ne_bytes()) || !read_full(self.reply, &mut out) {
+        if !write_full(self.control.as_raw_fd(), &iters.to_ne_bytes())
+            || !read_full(self.reply.as_raw_fd(), &mut out)
+        {
             bail!("the timing process died");
         }
         let (ns, done) = out.split_at(8);
@@ -308,17 +275,10 @@ impl Bench for PingPong {
     }
 }
 
-impl Drop for PingPong {
-    fn drop(&mut self) {
-        close_fds(&[self.control, self.reply]);
-        reap(self.timer);
-    }
-}
-
 /// connect() + close() to a loopback server that accepts and closes.
 struct Connect {
     addr: std::net::SocketAddr,
-    child: libc::pid_t,
+    _server: Child,
 }
 
 impl Connect {
@@ -327,14 +287,17 @@ impl Connect {
         let addr = listener.local_addr()?;
         // As lat_connect: the server waits for the client's close (EOF), so the
         // client closes first and its ports cycle through TIME_WAIT.
-        let child = fork_tied_child(move || {
+        let server = child::fork(move || {
             for s in listener.incoming() {
                 let Ok(mut s) = s else { return };
                 let mut b = [0u8; 1];
                 let _ = s.read(&mut b);
             }
         })?;
-        Ok(Self { addr, child })
+        Ok(Self {
+            addr,
+            _server: server,
+        })
     }
 }
 
@@ -347,12 +310,6 @@ impl Bench for Connect {
             ops: iters,
             bytes: 0,
         })
-    }
-}
-
-impl Drop for Connect {
-    fn drop(&mut self) {
-        reap(self.child);
     }
 }
 
@@ -370,7 +327,7 @@ impl Select {
         let mut fds = Vec::new();
         let mut keep: Vec<Box<dyn std::any::Any>> = Vec::new();
         for i in 0..c.select_fds {
-            let f = super::create_new(&c.dir.join(format!("sel{i}")))?;
+            let f = create_new(&c.dir.join(format!("sel{i}")))?;
             fds.push(f.as_raw_fd());
             keep.push(Box::new(f));
         }
@@ -448,11 +405,7 @@ mod tests {
         let work = p.run(50).unwrap();
         assert_eq!((work.ops, work.bytes), (50, 100));
         assert!(p.child_timed_ns().unwrap() > 0.0);
-        // SAFETY: killing and reaping our own child.
-        unsafe {
-            libc::kill(p.timer, libc::SIGKILL);
-            libc::waitpid(p.timer, std::ptr::null_mut(), 0);
-        }
+        p._timer.kill();
         let err = p.run(50).unwrap_err().to_string();
         assert!(err.contains("timing process died"), "{err}");
         assert_eq!(p.child_timed_ns(), None);
@@ -460,28 +413,22 @@ mod tests {
 
     #[test]
     fn the_echo_process_dies_with_its_timing_process() {
-        let mut sv = [0i32; 2];
-        // SAFETY: array of two fds.
-        let r = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, sv.as_mut_ptr()) };
-        assert_eq!(r, 0);
+        let (ours, theirs) = socketpair().unwrap();
         // A timing process that reports its echo's pid, then waits.
-        let timer = fork_tied_child(|| {
+        let timer = child::fork(|| {
             let Ok(peer) = Peer::unix() else { return };
-            let _ = write_full(sv[1], &peer.child.to_ne_bytes());
+            let _ = write_full(theirs.as_raw_fd(), &peer._child.pid().to_ne_bytes());
             std::mem::forget(peer);
             // SAFETY: waiting to be killed.
             unsafe { libc::pause() };
         })
         .unwrap();
         let mut b = [0u8; 4];
-        assert!(read_full(sv[0], &mut b));
+        assert!(read_full(ours.as_raw_fd(), &mut b));
         let echo = libc::pid_t::from_ne_bytes(b);
-        // SAFETY: probing and killing processes we made.
-        unsafe {
-            assert_eq!(libc::kill(echo, 0), 0);
-            libc::kill(timer, libc::SIGKILL);
-            libc::waitpid(timer, std::ptr::null_mut(), 0);
-        }
+        // SAFETY: probing a process we made.
+        assert_eq!(unsafe { libc::kill(echo, 0) }, 0);
+        drop(timer);
         // The echo (a child of the timing process) gets SIGKILL: gone, or a
         // zombie until its new parent reaps it, within a second.
         let dead = || match std::fs::read_to_string(format!("/proc/{echo}/stat")) {
@@ -498,6 +445,5 @@ mod tests {
             dead()
         });
         assert!(gone, "echo {echo} outlived its timing process");
-        close_fds(&sv);
     }
 }

@@ -1,5 +1,7 @@
-//! The operations, one file per family. Each proves it did its work: a
-//! syscall that fails, a short read or a missing file fails the operation.
+//! The operations' registry, one file per family: what `--ops` names
+//! (groups, "paper", "lmbench", op names) and what a selection needs. Each
+//! op proves it did its work: a syscall that fails, a short read or a
+//! missing file fails the operation.
 mod bandwidth;
 pub mod build;
 mod files;
@@ -10,108 +12,10 @@ mod syscall;
 pub mod web;
 mod yielding;
 
-use std::{
-    ffi::CString,
-    os::unix::ffi::OsStrExt,
-    path::{Path, PathBuf},
-};
+use anyhow::Result;
 
-use anyhow::{bail, Context, Result};
-use serde::Serialize;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Unit {
-    #[serde(rename = "ns/op")]
-    NsPerOp,
-    #[serde(rename = "MB/s")]
-    MBps,
-}
-
-impl Unit {
-    pub fn name(self) -> &'static str {
-        match self {
-            Unit::NsPerOp => "ns/op",
-            Unit::MBps => "MB/s",
-        }
-    }
-}
-
-/// What one timed run did; the runner checks it against what was asked.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Work {
-    pub ops: u64,
-    pub bytes: u64,
-}
-
-/// Settings shared by every operation.
-#[derive(Debug, Clone)]
-pub struct Ctx {
-    /// The op's own fresh private directory, `<--dir>/<op>.XXXXXX`.
-    pub dir: PathBuf,
-    pub mmap_bytes: usize,
-    pub prot_exec: bool,
-    pub select_fds: usize,
-    pub ctx_procs: usize,
-    pub ctx_size_kib: usize,
-}
-
-/// One benchmark: `prepare` and `finish` are not timed, `run` is.
-pub trait Bench {
-    fn prepare(&mut self, _iters: u64) -> Result<()> {
-        Ok(())
-    }
-    fn run(&mut self, iters: u64) -> Result<Work>;
-    fn finish(&mut self) -> Result<()> {
-        Ok(())
-    }
-    /// What the op's own mechanism costs per op, measured untimed once and
-    /// subtracted from every sample (lat_ctx's token-passing overhead).
-    fn overhead_ns(&mut self) -> Result<Option<f64>> {
-        Ok(None)
-    }
-    /// Resident size of the helper process that does the work, if any.
-    fn helper_rss_kb(&self) -> Option<u64> {
-        None
-    }
-    /// How long the last `run` took by the op's own timing process's clock
-    /// (ns, one clock pair included, as the runner's own), when the work is
-    /// done and timed in a child as lmbench's benchmp does; None: the runner
-    /// times `run` itself.
-    fn child_timed_ns(&self) -> Option<f64> {
-        None
-    }
-    /// Each request's own latency (ns) since the last call, for ops that
-    /// serve many clients at once (web): the runner keeps the sampled ones.
-    fn take_latencies_ns(&mut self) -> Vec<f64> {
-        Vec::new()
-    }
-    /// The iteration count a sample uses for `iters`: ops whose work comes
-    /// in units (whole file mixes shared by all clients) round it up.
-    fn whole_iterations(&self, iters: u64) -> u64 {
-        iters
-    }
-}
-
-pub type Make = fn(&Ctx) -> Result<Box<dyn Bench>>;
-
-pub struct OpDef {
-    pub name: &'static str,
-    pub group: &'static str,
-    pub unit: Unit,
-    pub make: Make,
-}
-
-/// The operations of one group, all in the same unit.
-fn group(group: &'static str, unit: Unit, ops: &[(&'static str, Make)]) -> Vec<OpDef> {
-    ops.iter()
-        .map(|&(name, make)| OpDef {
-            name,
-            group,
-            unit,
-            make,
-        })
-        .collect()
-}
+use super::op::{OpDef, YIELD_GROUP};
+use crate::base::error::usage;
 
 pub fn all() -> Vec<OpDef> {
     let mut v = Vec::new();
@@ -147,9 +51,6 @@ pub const PAPER: &[&str] = &[
     "udp",
 ];
 
-/// The group whose ops take a fixed number of rounds (`--iterations`).
-pub const YIELD_GROUP: &str = "yield";
-
 /// Every op's group, as `--ops` names them.
 pub const GROUPS: &[&str] = &[
     "syscall", "files", "ipc", "proc", "yield", "bw", "ima", "web", "build",
@@ -176,7 +77,7 @@ pub fn select(spec: &str) -> Result<Vec<OpDef>> {
                 .collect(),
             name if all().iter().any(|o| o.name == name) => vec![name],
             other => {
-                return Err(crate::base::error::usage(format!(
+                return Err(usage(format!(
                 "unknown operation or group '{other}': groups are {}, lmbench, paper; ops are {}",
                 GROUPS.join(", "),
                 all().iter().map(|o| o.name).collect::<Vec<_>>().join(" ")
@@ -190,99 +91,40 @@ pub fn select(spec: &str) -> Result<Vec<OpDef>> {
         }
     }
     if out.is_empty() {
-        return Err(crate::base::error::usage("no operation selected"));
+        return Err(usage("no operation selected"));
     }
     Ok(out)
 }
 
-/// Creates `path` as a new file, mode 0600: never over an existing file or
-/// through a symlink (O_EXCL | O_NOFOLLOW).
-pub fn create_new(path: &Path) -> Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .with_context(|| format!("creating {}", path.display()))
+/// Checks an `--ops` list (the lab validates before booting anything).
+pub fn check_ops(spec: &str, iterations: Option<u64>) -> Result<()> {
+    check_iterations(&select(spec)?, iterations)
 }
 
-/// A new file holding `data` (see `create_new`).
-pub fn write_new(path: &Path, data: &[u8]) -> Result<()> {
-    use std::io::Write;
-    create_new(path)?
-        .write_all(data)
-        .with_context(|| format!("writing {}", path.display()))
-}
-
-/// Opens an existing file without following a symlink; returns the fd.
-pub fn open_nofollow(path: &Path, flags: i32) -> Result<i32> {
-    let p = CString::new(path.as_os_str().as_bytes())?;
-    // SAFETY: valid path; the caller owns the fd.
-    let fd = unsafe { libc::open(p.as_ptr(), flags | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
-    Ok(check(fd as i64, "open")? as i32)
-}
-
-/// A libc return value as a Result: negative means errno.
-pub fn check(ret: i64, what: &str) -> Result<i64> {
-    if ret < 0 {
-        bail!("{what}: {}", std::io::Error::last_os_error());
-    }
-    Ok(ret)
-}
-
-/// Forks a child that runs `body` and exits; returns its pid. The child only
-/// makes plain syscalls, so forking a threaded process is safe here.
-pub fn fork_child(body: impl FnOnce()) -> Result<libc::pid_t> {
-    // SAFETY: fork; the child runs `body` then _exit without unwinding.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        bail!("fork: {}", std::io::Error::last_os_error());
-    }
-    if pid == 0 {
-        body();
-        // SAFETY: end the child without running the parent's destructors.
-        unsafe { libc::_exit(0) };
-    }
-    Ok(pid)
-}
-
-/// `fork_child` for a helper that must not outlive this process: it gets
-/// SIGKILL when we die (PR_SET_PDEATHSIG), and leaves at once if we died
-/// before it could ask for that.
-pub fn fork_tied_child(body: impl FnOnce()) -> Result<libc::pid_t> {
-    // SAFETY: getpid cannot fail.
-    let parent = unsafe { libc::getpid() };
-    fork_child(|| {
-        // SAFETY: prctl and getppid on ourselves.
-        let tied = unsafe {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 && libc::getppid() == parent
-        };
-        if tied {
-            body();
-        }
-    })
-}
-
-/// Kills and reaps a helper child.
-pub fn reap(pid: libc::pid_t) {
-    // SAFETY: signalling and waiting for our own child.
-    unsafe {
-        libc::kill(pid, libc::SIGKILL);
-        libc::waitpid(pid, std::ptr::null_mut(), 0);
+/// `--iterations` fixes the rounds of the yield group's ops (the pseudo
+/// multi-process paper's N). Other ops grow theirs to --sample-ms: a fixed
+/// count could ask a file op for a billion files.
+pub fn check_iterations(selected: &[OpDef], iterations: Option<u64>) -> Result<()> {
+    let Some(n) = iterations else {
+        return Ok(());
+    };
+    match selected.iter().find(|o| o.group != YIELD_GROUP) {
+        Some(o) => Err(usage(format!(
+            "--iterations {n} applies to the yield group's ops only, not {}: select --ops yield (or its ops)",
+            o.name
+        ))),
+        None => Ok(()),
     }
 }
 
-/// Waits for a child and fails unless it exited with status 0.
-pub fn wait_ok(pid: libc::pid_t, what: &str) -> Result<()> {
-    let mut status = 0;
-    // SAFETY: waiting for our own child.
-    let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-    if r != pid || !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
-        bail!("{what}: child failed (status {status:#x})");
-    }
-    Ok(())
+/// Whether an `--ops` list holds a `web` op (the guest then needs nginx).
+pub fn needs_web_server(spec: &str) -> Result<bool> {
+    Ok(select(spec)?.iter().any(|o| o.group == "web"))
+}
+
+/// Whether an `--ops` list holds a `build` op (the guest then needs tcc).
+pub fn needs_build_kit(spec: &str) -> Result<bool> {
+    Ok(select(spec)?.iter().any(|o| o.group == "build"))
 }
 
 #[cfg(test)]

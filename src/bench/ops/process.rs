@@ -1,11 +1,19 @@
 //! Memory mapping and processes: LMbench lat_mmap, lat_pagefault, lat_proc
 //! (fork/exit, fork/exec, fork/sh) and lat_ctx.
-use std::path::PathBuf;
+use std::{
+    os::fd::{AsRawFd, OwnedFd, RawFd},
+    path::PathBuf,
+};
 
 use anyhow::{bail, Result};
 
-use super::{check, fork_child, group, Bench, Ctx, OpDef, Unit, Work};
 use crate::bench::forker::Forker;
+use crate::bench::op::{group, Bench, Ctx, OpDef, Unit, Work};
+use crate::bench::sys::{
+    child::{self, Child},
+    fd::{check, close_in_child, pipe},
+    file::{open_nofollow, write_new},
+};
 
 pub fn ops() -> Vec<OpDef> {
     group(
@@ -28,18 +36,18 @@ pub fn ops() -> Vec<OpDef> {
 
 pub(super) const PAGE: usize = 4096;
 
-fn data_file(c: &Ctx, name: &str, bytes: usize) -> Result<(i32, PathBuf)> {
+fn data_file(c: &Ctx, name: &str, bytes: usize) -> Result<(OwnedFd, PathBuf)> {
     let path = c.dir.join(name);
     let data: Vec<u8> = (0..bytes).map(|i| (i % 251) as u8).collect();
-    super::write_new(&path, &data)?;
-    let fd = super::open_nofollow(&path, libc::O_RDONLY)?;
+    write_new(&path, &data)?;
+    let fd = open_nofollow(&path, libc::O_RDONLY)?;
     Ok((fd, path))
 }
 
 /// Map a file, read one byte per page, unmap. `--prot-exec` maps it
 /// executable (what IMA's MMAP_CHECK measures).
 struct Mmap {
-    fd: i32,
+    fd: OwnedFd,
     bytes: usize,
     prot: i32,
 }
@@ -58,7 +66,7 @@ impl Mmap {
 
 impl Bench for Mmap {
     fn run(&mut self, iters: u64) -> Result<Work> {
-        let mut sum = 0u64;
+        let (fd, mut sum) = (self.fd.as_raw_fd(), 0u64);
         for _ in 0..iters {
             // SAFETY: mapping our file read-only, reading inside it, unmapping it.
             unsafe {
@@ -67,7 +75,7 @@ impl Bench for Mmap {
                     self.bytes,
                     self.prot,
                     libc::MAP_SHARED,
-                    self.fd,
+                    fd,
                     0,
                 );
                 if p == libc::MAP_FAILED {
@@ -94,16 +102,9 @@ impl Bench for Mmap {
     }
 }
 
-impl Drop for Mmap {
-    fn drop(&mut self) {
-        // SAFETY: our fd.
-        unsafe { libc::close(self.fd) };
-    }
-}
-
 /// One page fault per op on a file mapping (MADV_RANDOM: no fault-around).
 struct PageFault {
-    fd: i32,
+    fd: OwnedFd,
     map: *mut libc::c_void,
     next: usize,
 }
@@ -131,7 +132,7 @@ impl PageFault {
                 FAULT_FILE,
                 libc::PROT_READ,
                 libc::MAP_PRIVATE,
-                self.fd,
+                self.fd.as_raw_fd(),
                 0,
             );
             if p == libc::MAP_FAILED {
@@ -170,12 +171,9 @@ impl Bench for PageFault {
 
 impl Drop for PageFault {
     fn drop(&mut self) {
-        // SAFETY: our mapping and fd.
-        unsafe {
-            if !self.map.is_null() {
-                libc::munmap(self.map, FAULT_FILE);
-            }
-            libc::close(self.fd);
+        if !self.map.is_null() {
+            // SAFETY: our mapping.
+            unsafe { libc::munmap(self.map, FAULT_FILE) };
         }
     }
 }
@@ -251,7 +249,7 @@ fn sum_words(data: &[u64]) -> u64 {
     data.iter().fold(0u64, |a, w| a.wrapping_add(*w))
 }
 
-fn token(fd: i32, write: bool) -> bool {
+fn token(fd: RawFd, write: bool) -> bool {
     let mut t = [1u8; 4];
     // SAFETY: a 4-byte token through our own pipe.
     let n = unsafe {
@@ -264,22 +262,9 @@ fn token(fd: i32, write: bool) -> bool {
     n == 4
 }
 
-fn pipes(n: usize) -> Result<Vec<[i32; 2]>> {
-    (0..n)
-        .map(|_| {
-            let mut p = [0i32; 2];
-            // SAFETY: an array of two fds.
-            check(unsafe { libc::pipe(p.as_mut_ptr()) } as i64, "pipe")?;
-            Ok(p)
-        })
-        .collect()
-}
-
-fn close_all(pipes: &[[i32; 2]]) {
-    for fd in pipes.iter().flatten() {
-        // SAFETY: our fds.
-        unsafe { libc::close(*fd) };
-    }
+/// `n` pipes: (read end, write end).
+fn pipes(n: usize) -> Result<Vec<(OwnedFd, OwnedFd)>> {
+    (0..n).map(|_| pipe()).collect()
 }
 
 /// lat_ctx: --ctx-procs processes (lsmpmon and procs - 1 children, started
@@ -289,8 +274,8 @@ fn close_all(pipes: &[[i32; 2]]) {
 /// process (`overhead_ns` in the result).
 struct CtxRing {
     cpu: usize,
-    ring: Vec<[i32; 2]>,
-    daemons: Vec<libc::pid_t>,
+    ring: Vec<(OwnedFd, OwnedFd)>,
+    daemons: Vec<Child>,
     data: Vec<u64>,
 }
 
@@ -299,34 +284,44 @@ impl CtxRing {
         let words = c.ctx_size_kib * 1024 / 8;
         let cpu = this_cpu();
         let old = pin(cpu)?;
-        let ring = pipes(c.ctx_procs)?;
-        let mut me = Self {
-            cpu,
-            ring,
-            daemons: Vec::new(),
-            data: vec![1; words],
-        };
-        for i in 1..c.ctx_procs {
-            let (rd, wr) = (me.ring[i - 1][0], me.ring[i][1]);
-            let started = fork_child(|| {
-                let data = vec![1u64; words];
-                while token(rd, false) {
-                    std::hint::black_box(sum_words(&data));
-                    if !token(wr, true) {
-                        break;
-                    }
-                }
-            });
-            match started {
-                Ok(pid) => me.daemons.push(pid),
-                Err(e) => {
-                    unpin(&old);
-                    return Err(e);
+        let made = pipes(c.ctx_procs).and_then(|ring| {
+            let mut me = Self {
+                cpu,
+                ring,
+                daemons: Vec::new(),
+                data: vec![1; words],
+            };
+            for i in 1..c.ctx_procs {
+                let daemon = me.daemon(i, words)?;
+                me.daemons.push(daemon);
+            }
+            Ok(me)
+        });
+        unpin(&old);
+        made
+    }
+
+    /// Ring process `i`: reads the token from pipe i - 1, writes it to pipe
+    /// i. It closes every other ring descriptor it inherited, so that it
+    /// sees EOF (and leaves) when its neighbours go.
+    fn daemon(&self, i: usize, words: usize) -> Result<Child> {
+        let (rd, wr) = (self.ring[i - 1].0.as_raw_fd(), self.ring[i].1.as_raw_fd());
+        let others: Vec<RawFd> = self
+            .ring
+            .iter()
+            .flat_map(|(r, w)| [r.as_raw_fd(), w.as_raw_fd()])
+            .filter(|fd| *fd != rd && *fd != wr)
+            .collect();
+        child::fork(|| {
+            close_in_child(others);
+            let data = vec![1u64; words];
+            while token(rd, false) {
+                std::hint::black_box(sum_words(&data));
+                if !token(wr, true) {
+                    break;
                 }
             }
-        }
-        unpin(&old);
-        Ok(me)
+        })
     }
 }
 
@@ -334,7 +329,10 @@ impl Bench for CtxRing {
     fn run(&mut self, iters: u64) -> Result<Work> {
         let procs = self.ring.len() as u64;
         let rounds = iters.div_ceil(procs);
-        let (first, last) = (self.ring[0][1], self.ring[self.ring.len() - 1][0]);
+        let (first, last) = (
+            self.ring[0].1.as_raw_fd(),
+            self.ring[self.ring.len() - 1].0.as_raw_fd(),
+        );
         let old = pin(self.cpu)?;
         let before = switches(libc::RUSAGE_SELF);
         let mut lost = false;
@@ -368,26 +366,15 @@ impl Bench for CtxRing {
         for _ in 0..7 {
             let start = std::time::Instant::now();
             for k in 0..PASSES {
-                let p = ring[k % ring.len()];
-                if !token(p[1], true) || !token(p[0], false) {
-                    close_all(&ring);
+                let (rd, wr) = &ring[k % ring.len()];
+                if !token(wr.as_raw_fd(), true) || !token(rd.as_raw_fd(), false) {
                     bail!("overhead pipe: {}", std::io::Error::last_os_error());
                 }
                 std::hint::black_box(sum_words(&self.data));
             }
             runs.push(start.elapsed().as_nanos() as f64 / PASSES as f64);
         }
-        close_all(&ring);
         runs.sort_by(f64::total_cmp);
         Ok(Some(runs[runs.len() / 2]))
-    }
-}
-
-impl Drop for CtxRing {
-    fn drop(&mut self) {
-        close_all(&self.ring);
-        for pid in &self.daemons {
-            super::reap(*pid);
-        }
     }
 }

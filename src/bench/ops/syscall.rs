@@ -1,9 +1,16 @@
 //! LMbench lat_syscall: null, read, write, stat, fstat, open/close.
-use std::ffi::CString;
+use std::{
+    ffi::CString,
+    os::fd::{AsRawFd, OwnedFd},
+};
 
 use anyhow::{bail, Result};
 
-use super::{check, group, Bench, Ctx, OpDef, Unit, Work};
+use crate::bench::op::{group, Bench, Ctx, OpDef, Unit, Work};
+use crate::bench::sys::{
+    fd::{check, owned},
+    file::write_new,
+};
 
 pub fn ops() -> Vec<OpDef> {
     group(
@@ -40,7 +47,7 @@ impl Bench for Null {
 
 /// 1 byte from /dev/zero or to /dev/null.
 struct Rw {
-    fd: i32,
+    fd: OwnedFd,
     write: bool,
 }
 
@@ -53,21 +60,21 @@ impl Rw {
             libc::O_RDONLY
         };
         // SAFETY: valid C string.
-        let fd = check(unsafe { libc::open(p.as_ptr(), flags) } as i64, path)? as i32;
+        let fd = owned(unsafe { libc::open(p.as_ptr(), flags) }, path)?;
         Ok(Self { fd, write })
     }
 }
 
 impl Bench for Rw {
     fn run(&mut self, iters: u64) -> Result<Work> {
-        let mut b = [0u8; 1];
+        let (fd, mut b) = (self.fd.as_raw_fd(), [0u8; 1]);
         for _ in 0..iters {
             // SAFETY: one-byte buffer on the stack.
             let n = unsafe {
                 if self.write {
-                    libc::write(self.fd, b.as_ptr().cast(), 1)
+                    libc::write(fd, b.as_ptr().cast(), 1)
                 } else {
-                    libc::read(self.fd, b.as_mut_ptr().cast(), 1)
+                    libc::read(fd, b.as_mut_ptr().cast(), 1)
                 }
             };
             if n != 1 {
@@ -84,17 +91,10 @@ impl Bench for Rw {
     }
 }
 
-impl Drop for Rw {
-    fn drop(&mut self) {
-        // SAFETY: our fd.
-        unsafe { libc::close(self.fd) };
-    }
-}
-
 /// A file in the work directory: path depth matters to path-based LSMs.
 fn work_file(c: &Ctx) -> Result<CString> {
     let p = c.dir.join("file");
-    super::write_new(&p, b"lsmpmon")?;
+    write_new(&p, b"lsmpmon")?;
     Ok(CString::new(p.to_string_lossy().as_bytes())?)
 }
 
@@ -123,16 +123,16 @@ impl Bench for Stat {
     }
 }
 
-struct Fstat(i32);
+struct Fstat(OwnedFd);
 
 impl Fstat {
     fn new(c: &Ctx) -> Result<Self> {
         let p = work_file(c)?;
         // SAFETY: valid path.
-        Ok(Self(check(
-            unsafe { libc::open(p.as_ptr(), libc::O_RDONLY) } as i64,
+        Ok(Self(owned(
+            unsafe { libc::open(p.as_ptr(), libc::O_RDONLY) },
             "open",
-        )? as i32))
+        )?))
     }
 }
 
@@ -140,20 +140,14 @@ impl Bench for Fstat {
     fn run(&mut self, iters: u64) -> Result<Work> {
         // SAFETY: zeroed stat buffer, our fd.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        let fd = self.0.as_raw_fd();
         for _ in 0..iters {
-            check(unsafe { libc::fstat(self.0, &mut st) } as i64, "fstat")?;
+            check(unsafe { libc::fstat(fd, &mut st) } as i64, "fstat")?;
         }
         Ok(Work {
             ops: iters,
             bytes: 0,
         })
-    }
-}
-
-impl Drop for Fstat {
-    fn drop(&mut self) {
-        // SAFETY: our fd.
-        unsafe { libc::close(self.0) };
     }
 }
 

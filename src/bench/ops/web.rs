@@ -22,7 +22,7 @@ use std::{
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use super::{group, Bench, OpDef, Unit, Work};
+use crate::bench::op::{group, Bench, OpDef, Unit, Work};
 
 /// Where the server listens (loopback only).
 pub const ADDR: &str = "127.0.0.1:8080";

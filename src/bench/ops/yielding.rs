@@ -7,11 +7,12 @@
 use anyhow::{bail, Result};
 
 use super::process::{pin, switches, this_cpu, unpin, PAGE};
-use super::{fork_child, group, wait_ok, Bench, OpDef, Unit, Work};
+use crate::bench::op::{group, Bench, OpDef, Unit, Work, YIELD_GROUP};
+use crate::bench::sys::child;
 
 pub fn ops() -> Vec<OpDef> {
     group(
-        super::YIELD_GROUP,
+        YIELD_GROUP,
         Unit::NsPerOp,
         &[
             ("yield_proc", |_| Ok(Box::new(Yield { threads: false }))),
@@ -47,9 +48,9 @@ fn two_tasks(threads: bool, body: impl Fn(u64) + Send + Sync + 'static) -> Resul
     } else {
         let count = || switches(libc::RUSAGE_SELF) + switches(libc::RUSAGE_CHILDREN);
         let before = count();
-        fork_child(|| body(1)).and_then(|child| {
+        child::fork(|| body(1)).and_then(|child| {
             body(0);
-            wait_ok(child, "yield child")?;
+            child.wait_ok("yield child")?;
             Ok(count() - before)
         })
     };

@@ -1,0 +1,187 @@
+//! One `lsmpmon bench` run: check what was asked, calibrate every op in its
+//! own directory, take the samples round-robin, print the result; the exit
+//! status says what failed or that the run was interrupted.
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+
+use super::args::BenchArgs;
+use super::baseline::check_baseline;
+use super::clock::clock_overhead_ns;
+use super::interrupt::Stop;
+use super::op::{Ctx, OpDef};
+use super::result::{BenchResult, SCHEMA};
+use super::runner::{self, OpResult, Prepared};
+use super::workdir::WorkDir;
+use super::{host, landlock, ops, output};
+use crate::base::error::one_line;
+
+/// What went wrong during a run.
+#[derive(Default)]
+struct Outcome<'a> {
+    /// Ops that failed before any interruption.
+    failed: Vec<&'a str>,
+    /// SIGINT or SIGTERM came: ops failing from then on failed because of it.
+    interrupted: bool,
+}
+
+impl<'a> Outcome<'a> {
+    fn op_failed(&mut self, stop: &Stop, name: &'a str, e: &anyhow::Error) {
+        eprintln!("bench: {name} FAILED: {}", one_line(e));
+        if stop.requested() {
+            self.interrupted = true;
+        } else {
+            self.failed.push(name);
+        }
+    }
+
+    /// The exit: 0, or one line saying what failed or that the run stopped.
+    fn verdict(&self) -> Result<i32> {
+        let failed = || {
+            format!(
+                "{} op(s) failed: {}",
+                self.failed.len(),
+                self.failed.join(", ")
+            )
+        };
+        match (self.interrupted, self.failed.is_empty()) {
+            (false, true) => Ok(0),
+            (false, false) => Err(anyhow!(failed())).context("bench"),
+            (true, true) => Err(anyhow!("interrupted (partial results printed)")),
+            (true, false) => Err(anyhow!(
+                "interrupted (partial results printed); before that {}",
+                failed()
+            )),
+        }
+    }
+}
+
+pub fn main(args: BenchArgs) -> Result<i32> {
+    let selected = ops::select(&args.ops)?;
+    ops::check_iterations(&selected, args.iterations)?;
+    let provenance = host::provenance();
+    let baseline = check_baseline(&args, &selected, &provenance)?;
+    let stop = Stop::on_signals()?;
+    let mut work = WorkDir::open(&args.dir)?;
+    if let Some(cpu) = args.cpu {
+        host::pin(cpu)?;
+    }
+    let landlock = if args.landlock {
+        let info = landlock::enter(work.root())?;
+        eprintln!("bench: Landlock ABI {} enforcing: {}", info.abi, info.proof);
+        Some(info)
+    } else {
+        None
+    };
+    let started = Instant::now();
+    let clock_ns = clock_overhead_ns();
+    let mut outcome = Outcome::default();
+    let results = measure(&selected, &mut work, &args, clock_ns, &stop, &mut outcome)?;
+    outcome.interrupted |= stop.requested();
+    let wall_s = started.elapsed().as_secs_f64();
+    drop(work);
+    let result = BenchResult {
+        schema: SCHEMA,
+        provenance,
+        options: args.options(),
+        clock_overhead_ns: clock_ns,
+        landlock,
+        results,
+        wall_s,
+    };
+    output::print(&result, args.json, baseline.as_ref())?;
+    outcome.verdict()
+}
+
+/// Calibrates, samples and summarises every selected op.
+fn measure<'a>(
+    selected: &'a [OpDef],
+    work: &mut WorkDir,
+    args: &BenchArgs,
+    clock_ns: f64,
+    stop: &Stop,
+    outcome: &mut Outcome<'a>,
+) -> Result<Vec<OpResult>> {
+    let mut prepared = prepare_all(selected, work, args, clock_ns, stop, outcome)?;
+    sample_rounds(&mut prepared, args.samples, clock_ns, stop, outcome);
+    let mut results = Vec::new();
+    for p in prepared.into_iter().filter(|p| p.sampled()) {
+        let r = p.result()?;
+        eprintln!(
+            "bench: {:<15} {:>12.2} {} (spread {:.1} %)",
+            r.op,
+            r.summary.median,
+            r.unit.name(),
+            r.summary.spread_pct
+        );
+        results.push(r);
+    }
+    Ok(results)
+}
+
+/// Calibrates each op in its own fresh directory; failures are recorded.
+fn prepare_all<'a>(
+    selected: &'a [OpDef],
+    work: &mut WorkDir,
+    args: &BenchArgs,
+    clock_ns: f64,
+    stop: &Stop,
+    outcome: &mut Outcome<'a>,
+) -> Result<Vec<Prepared<'a>>> {
+    let method = runner::Method {
+        sample: Duration::from_secs_f64(args.sample_ms / 1e3),
+        fixed_iterations: args.iterations,
+    };
+    let mut prepared = Vec::new();
+    for (i, def) in selected.iter().enumerate() {
+        if stop.requested() {
+            break;
+        }
+        let ctx = Ctx {
+            dir: work.op_dir(def.name)?,
+            mmap_bytes: args.mmap_bytes,
+            prot_exec: args.prot_exec,
+            select_fds: args.select_fds,
+            ctx_procs: args.ctx_procs,
+            ctx_size_kib: args.ctx_size,
+        };
+        eprintln!(
+            "bench: calibrating [{}/{}] {}",
+            i + 1,
+            selected.len(),
+            def.name
+        );
+        match runner::prepare(def, &ctx, &method, clock_ns) {
+            Ok(p) => prepared.push(p),
+            Err(e) => outcome.op_failed(stop, def.name, &e),
+        }
+    }
+    Ok(prepared)
+}
+
+/// Round-robin samples of every prepared op; a failing op is dropped.
+fn sample_rounds<'a>(
+    prepared: &mut Vec<Prepared<'a>>,
+    samples: usize,
+    clock_ns: f64,
+    stop: &Stop,
+    outcome: &mut Outcome<'a>,
+) {
+    for round in 0..samples {
+        if stop.requested() {
+            eprintln!("bench: interrupted after {round} of {samples} sample rounds");
+            return;
+        }
+        eprintln!("bench: sample round {}/{samples}", round + 1);
+        let mut i = 0;
+        while i < prepared.len() {
+            match prepared[i].sample(clock_ns) {
+                Ok(()) => i += 1,
+                Err(e) => {
+                    let p = prepared.remove(i);
+                    outcome.op_failed(stop, p.def.name, &e);
+                }
+            }
+        }
+    }
+}

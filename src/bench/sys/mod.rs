@@ -1,0 +1,5 @@
+//! The system calls the operations share: tied child processes, owned
+//! descriptors, files that are never followed through a symlink.
+pub mod child;
+pub mod fd;
+pub mod file;
