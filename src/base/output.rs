@@ -12,6 +12,11 @@ pub fn stdout(text: &str) -> Result<()> {
     write_to(&mut std::io::stdout().lock(), text)
 }
 
+/// `stdout` with a newline after `text`.
+pub fn line(text: &str) -> Result<()> {
+    stdout(&format!("{text}\n"))
+}
+
 fn write_to(out: &mut impl Write, text: &str) -> Result<()> {
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != ErrorKind::BrokenPipe => Err(with_code(

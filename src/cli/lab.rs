@@ -2,6 +2,7 @@
 //! cells (the lab runs the cells, the report layer draws the tables).
 use std::path::PathBuf;
 
+use crate::base::output::stdout;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 
@@ -84,7 +85,7 @@ pub fn main(cmd: LabCommand) -> Result<i32> {
 fn finish(mut outcome: RunOutcome) -> Result<i32> {
     if outcome.has_tables() {
         let runs = input::load(std::slice::from_ref(&outcome.results), true)?;
-        print!("{}", table::text(&run_tables(&outcome, &runs)));
+        stdout(&table::text(&run_tables(&outcome, &runs)))?;
         if let Err(e) = write_tables(&outcome, &runs) {
             outcome.write_failed(e);
         }
@@ -130,13 +131,10 @@ fn show_tables(args: &TablesArgs) -> Result<i32> {
     }
     let runs = input::load(std::slice::from_ref(&args.dir), true)?;
     let t = report::tables(&runs, &lab::split_list(lab::DEFAULT_CONFIGS), &[]);
-    match args.format.as_str() {
-        "markdown" => print!("{}", table::markdown(&t)),
-        "json" => print!(
-            "{}",
-            report::json(&t, &runs, &[args.dir.display().to_string()], &[])?
-        ),
-        _ => print!("{}", table::text(&t)),
-    }
+    stdout(&match args.format.as_str() {
+        "markdown" => table::markdown(&t),
+        "json" => report::json(&t, &runs, &[args.dir.display().to_string()], &[])?,
+        _ => table::text(&t),
+    })?;
     Ok(EXIT_OK)
 }

@@ -52,7 +52,7 @@ pub fn main(plan_path: &Path) -> Result<i32> {
     if let Err(e) = run(&plan, &mut report) {
         report.error = Some(crate::base::error::one_line(&e));
     }
-    println!("{}", serde_json::to_string(&report)?);
+    crate::base::output::line(&serde_json::to_string(&report)?)?;
     let ok = report.error.is_none() && report.proof.as_ref().is_some_and(|p| p.passed);
     Ok(if ok { 0 } else { 1 })
 }
@@ -336,6 +336,6 @@ pub fn access(plan_path: &Path, landlock: bool) -> Result<i32> {
     if landlock {
         crate::bench::landlock::enter(Path::new(WORK_DIR))?;
     }
-    println!("{}", serde_json::to_string(&access::try_all(&plan.matrix))?);
+    crate::base::output::line(&serde_json::to_string(&access::try_all(&plan.matrix))?)?;
     Ok(0)
 }

@@ -66,6 +66,7 @@ pub enum MacSub {
 }
 
 pub fn main(cmd: MacCommand) -> Result<i32> {
+    use crate::base::output::line;
     match cmd.sub {
         MacSub::Load {
             method,
@@ -74,13 +75,13 @@ pub fn main(cmd: MacCommand) -> Result<i32> {
         } => {
             let rules = policy::read(&file)?;
             let done = load::load(method, &rules, &subject)?;
-            println!(
+            line(&format!(
                 "mac: {method:?} method loaded: {} rules ({} keys), {} labelled files cached, programs {}",
                 rules.len(),
                 done.rule_keys,
                 done.labelled_files,
                 done.programs.join(" ")
-            );
+            ))?;
             Ok(EXIT_OK)
         }
         MacSub::Setup {
@@ -90,36 +91,36 @@ pub fn main(cmd: MacCommand) -> Result<i32> {
             subject,
         } => {
             let done = setup::run(method, &file, pad_rules.as_deref(), &subject)?;
-            println!(
+            line(&format!(
                 "mac: {method:?} method set up: {} rule keys, {} labelled files cached, programs {}",
                 done.rule_keys,
                 done.labelled_files,
                 done.programs.join(" ")
-            );
+            ))?;
             Ok(EXIT_OK)
         }
         MacSub::Unload => {
             let n = load::unpin_all()?;
-            println!("mac: unloaded: {n} pinned links removed");
+            line(&format!("mac: unloaded: {n} pinned links removed"))?;
             Ok(EXIT_OK)
         }
         MacSub::Label { policy: file } => {
             let n = load::label(&policy::read(&file)?)?;
-            println!("mac: labelled {n} files ({})", load::XATTR);
+            line(&format!("mac: labelled {n} files ({})", load::XATTR))?;
             Ok(EXIT_OK)
         }
         MacSub::Try { access, path } => {
             let outcome = probe::attempt(access, &path);
-            println!("{access:?} {}: {outcome}", path.display());
+            line(&format!("{access:?} {}: {outcome}", path.display()))?;
             Ok(EXIT_OK)
         }
         MacSub::Status => {
             let progs = load::attached()?;
-            println!(
+            line(&format!(
                 "mac: {} programs attached: {}",
                 progs.len(),
                 progs.join(" ")
-            );
+            ))?;
             Ok(EXIT_OK)
         }
     }
