@@ -409,3 +409,28 @@ fn missing_arguments_are_named_on_the_one_line() {
     let line = one_error_line(&out);
     assert!(line.contains("not provided: <COMMAND>"), "{line}");
 }
+
+/// Issue 27 item 5: every subcommand's output goes through one function; a
+/// full disk is one line and exit 1, a reader that went away ends it quietly.
+#[test]
+fn lab_tables_never_panics_on_a_full_or_closed_stdout() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/results/lab-6.1");
+    let full = Command::new(LSMPMON)
+        .args(["lab", "tables", dir])
+        .stdout(std::fs::File::create("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(full.status.code(), Some(1));
+    assert!(one_error_line(&full).contains("No space left on device"));
+    let mut closed = Command::new(LSMPMON)
+        .args(["lab", "tables", dir, "--format", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(closed.stdout.take());
+    let out = closed.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
