@@ -364,8 +364,15 @@ fn malformed_inputs_are_one_line_and_render_nothing() {
     let figures = [
         (with_median(0.0.into()), "not a positive number"),
         (with_median((-5.0).into()), "not a positive number"),
-        (with_median(Value::Null), "not a positive number"),
-        (with_median("fast".into()), "not a positive number"),
+        // Not a number at all: the typed result refuses it where it stands.
+        (
+            with_median(Value::Null),
+            "results[0]: invalid type: null, expected f64",
+        ),
+        (
+            with_median("fast".into()),
+            "results[0]: invalid type: string",
+        ),
     ];
     let cases = cases
         .iter()
@@ -667,4 +674,44 @@ fn the_html_page_renders_in_a_browser() {
         shot.display()
     );
     eprintln!("screenshot: {}", shot.display());
+}
+
+/// Every result committed in the repository (the top-level results folder
+/// and these fixtures: each `*.json` naming a `"schema"`) loads through the
+/// result model, as written by whichever version wrote it.
+#[test]
+fn every_committed_result_loads_through_the_model() {
+    fn results_in(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                results_in(&p, out);
+            } else if p.extension().is_some_and(|x| x == "json")
+                && std::fs::read_to_string(&p).is_ok_and(|t| t.contains("\"schema\""))
+            {
+                out.push(p);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for d in ["bench", "results", "tests/fixtures/report"] {
+        if root.join(d).is_dir() {
+            results_in(&root.join(d), &mut files);
+        }
+    }
+    assert!(
+        files.len() > 100,
+        "committed results found: {}",
+        files.len()
+    );
+    let failed: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            lsmpmon::model::read::load("", f)
+                .err()
+                .map(|e| format!("{e:#}"))
+        })
+        .collect();
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
 }

@@ -5,4 +5,5 @@ pub mod intf;
 pub mod papers;
 pub mod parse;
 pub mod secure_fs;
+pub mod stats;
 pub mod table;

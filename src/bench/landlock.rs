@@ -3,10 +3,9 @@
 //! (a denied file creation) before anything is measured.
 use std::{ffi::CString, os::fd::AsRawFd, path::Path};
 
-use anyhow::{bail, Result};
-use serde::Serialize;
-
 use crate::base::error::usage;
+use crate::model::bench::LandlockInfo;
+use anyhow::{bail, Result};
 
 const SYS_CREATE_RULESET: libc::c_long = 444;
 const SYS_ADD_RULE: libc::c_long = 445;
@@ -28,15 +27,6 @@ struct RulesetAttr {
 struct PathBeneath {
     allowed_access: u64,
     parent_fd: i32,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct LandlockInfo {
-    pub abi: u32,
-    /// Filesystem rights the ruleset handles (bit mask of LANDLOCK_ACCESS_FS_*).
-    pub handled_access_fs: u64,
-    /// How enforcement was proved before measuring.
-    pub proof: String,
 }
 
 /// All filesystem rights the kernel's Landlock ABI knows.

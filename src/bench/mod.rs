@@ -12,19 +12,17 @@ mod workdir;
 pub use ops::{build, web};
 
 use std::{
-    path::{Path, PathBuf},
+    path::PathBuf,
     sync::atomic::{AtomicBool, Ordering},
     time::{Duration, Instant},
 };
 
 use anyhow::{Context, Result};
 use clap::Args;
-use serde::Serialize;
 
 use crate::base::error::usage;
-use crate::model::Provenance;
+use crate::model::bench::{BenchOptions, BenchProvenance, BenchResult, BENCH_SCHEMA};
 
-pub const SCHEMA: &str = "lsmpmon.bench/1";
 /// Significance level of `--compare`'s real-time test (as `lsmpmon compare`'s default).
 const COMPARE_ALPHA: f64 = 0.01;
 
@@ -80,47 +78,6 @@ pub struct BenchArgs {
     /// Compare even if the baseline comes from another kernel, mode or machine (flagged).
     #[arg(long, requires = "compare")]
     pub force: bool,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct BenchProvenance {
-    #[serde(flatten)]
-    pub base: Provenance,
-    /// LSM-related kernel parameters (lsm=, security=, selinux=, enforcing=, apparmor=, ima_*).
-    pub boot_params: Vec<String>,
-    pub cpu_model: String,
-    pub clocksource: String,
-    /// CPUs online (a guest's -smp): the web ops' UP vs SMP.
-    pub online_cpus: usize,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct BenchOptions {
-    pub ops: String,
-    pub dir: String,
-    pub samples: usize,
-    pub sample_ms: f64,
-    /// Fixed operations per sample (`--iterations`); null: grown to sample_ms.
-    pub iterations: Option<u64>,
-    pub cpu: Option<usize>,
-    pub mmap_bytes: usize,
-    pub prot_exec: bool,
-    pub select_fds: usize,
-    pub ctx_procs: usize,
-    pub ctx_size_kib: usize,
-    pub landlock: bool,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct BenchResult {
-    pub schema: &'static str,
-    pub provenance: BenchProvenance,
-    pub options: BenchOptions,
-    /// Subtracted from every sample: one pair of clock reads.
-    pub clock_overhead_ns: f64,
-    pub landlock: Option<landlock::LandlockInfo>,
-    pub results: Vec<runner::OpResult>,
-    pub wall_s: f64,
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -227,17 +184,6 @@ pub fn needs_build_kit(spec: &str) -> Result<bool> {
     Ok(ops::select(spec)?.iter().any(|o| o.group == "build"))
 }
 
-fn read_baseline(path: &Path) -> Result<serde_json::Value> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| usage(format!("cannot read baseline {}: {e}", path.display())))?;
-    serde_json::from_str(&text).map_err(|e| {
-        usage(format!(
-            "baseline {} is not valid JSON: {e}",
-            path.display()
-        ))
-    })
-}
-
 /// The SIGINT/SIGTERM handlers: the runs stop at the next check and the
 /// work directory is removed on the way out.
 fn catch_signals() {
@@ -268,11 +214,11 @@ fn check_baseline(
     args: &BenchArgs,
     selected: &[ops::OpDef],
     provenance: &BenchProvenance,
-) -> Result<Option<(serde_json::Value, Vec<String>)>> {
+) -> Result<Option<(BenchResult, Vec<String>)>> {
     let Some(path) = &args.compare else {
         return Ok(None);
     };
-    let base = read_baseline(path)?;
+    let base = compare::read_baseline(path)?;
     let forced = compare::check_comparable(&base, provenance, args.force)?;
     let names: Vec<&str> = selected.iter().map(|d| d.name).collect();
     compare::check_ops(&base, &names)?;
@@ -377,7 +323,7 @@ fn sample_rounds<'a>(
 fn report(
     args: &BenchArgs,
     result: &BenchResult,
-    baseline: Option<&(serde_json::Value, Vec<String>)>,
+    baseline: Option<&(BenchResult, Vec<String>)>,
     failed: &[&str],
 ) -> Result<i32> {
     let out = if args.json {
@@ -387,7 +333,7 @@ fn report(
     };
     print!("{out}");
     if let Some((base, forced)) = baseline {
-        let text = compare::render(&compare::rows(base, result, COMPARE_ALPHA)?, forced);
+        let text = compare::render(&compare::rows(base, result, COMPARE_ALPHA), forced);
         if args.json {
             eprint!("{text}");
         } else {
@@ -437,7 +383,7 @@ pub fn main(args: BenchArgs) -> Result<i32> {
             "bench: {:<15} {:>12.2} {} (spread {:.1} %)",
             r.op,
             r.summary.median,
-            serde_json::to_value(r.unit)?.as_str().unwrap_or(""),
+            r.unit.name(),
             r.summary.spread_pct
         );
         results.push(r);
@@ -445,7 +391,7 @@ pub fn main(args: BenchArgs) -> Result<i32> {
     let wall_s = started.elapsed().as_secs_f64();
     drop(work);
     let result = BenchResult {
-        schema: SCHEMA,
+        schema: BENCH_SCHEMA.into(),
         provenance,
         options: options(&args),
         clock_overhead_ns: clock_ns,

@@ -29,6 +29,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 
 use crate::base::error::{usage, EXIT_FAILURE, EXIT_OK};
+use crate::model::TimeMode;
 use crate::vm::{self, kernel, Machine};
 use cell::CellJob;
 use results::{CellResult, CellStatus, ResultsDir, RunOptions, CELL_SCHEMA};
@@ -454,10 +455,9 @@ fn report(dir: &ResultsDir, order: &[String], kernels: &[String]) -> Result<()> 
     if !shown.iter().any(|c| c == BASELINE) {
         shown.insert(0, BASELINE.to_string());
     }
-    let series = |r: &input::Run| r.kernel.split(' ').next().unwrap_or("").to_string();
     let mine: Vec<input::Run> = runs
         .iter()
-        .filter(|r| kernels.contains(&series(r)) && shown.contains(&r.config))
+        .filter(|r| kernels.iter().any(|k| k == r.kernel.series()) && shown.contains(&r.config))
         .cloned()
         .collect();
     print!(
@@ -498,21 +498,7 @@ fn show_tables(args: &TablesArgs) -> Result<i32> {
 }
 
 fn rerun(args: &RerunArgs) -> Result<i32> {
-    let text = std::fs::read_to_string(&args.result)
-        .map_err(|e| usage(format!("cannot read {}: {e}", args.result.display())))?;
-    let old: CellResult = serde_json::from_str(&text).map_err(|e| {
-        usage(format!(
-            "{} is not a lab cell result: {e}",
-            args.result.display()
-        ))
-    })?;
-    if old.schema != CELL_SCHEMA {
-        return Err(usage(format!(
-            "{}: schema {} (this lsmpmon reads {CELL_SCHEMA})",
-            args.result.display(),
-            old.schema
-        )));
-    }
+    let old: CellResult = crate::model::read::load_as("", &args.result, CELL_SCHEMA, "lab cell")?;
     let results = match &args.results {
         Some(r) => r.clone(),
         None => results_root_of(&args.result)?,
@@ -716,9 +702,9 @@ fn base_result(
         config: cell::config_ref(c),
         options: options.clone(),
         time: if options.icount == "off" {
-            "real".into()
+            TimeMode::Real
         } else {
-            "virtual".into()
+            TimeMode::Virtual
         },
         lsmpmon_version: env!("CARGO_PKG_VERSION").into(),
         hostname: host.hostname,

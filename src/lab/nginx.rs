@@ -9,22 +9,14 @@ use std::{
     process::Command,
 };
 
-use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
-
+/// The package a cell's server came from (recorded in the cell).
+pub use crate::model::cell::DebPackage as PackageRef;
 use crate::vm::cache;
+use anyhow::{bail, Context, Result};
 
 pub const PACKAGE: &str = "nginx";
 /// Where the binary goes in the guest (and where it is in the package).
 pub const GUEST_BINARY: &str = "/usr/sbin/nginx";
-
-/// The package a cell's server came from (recorded in the cell).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct PackageRef {
-    pub package: String,
-    pub version: String,
-    pub deb_sha256: String,
-}
 
 pub struct Nginx {
     pub binary: PathBuf,
