@@ -4,6 +4,7 @@
 //! generated from these types (`schema.rs`).
 pub mod bench;
 pub mod cell;
+pub mod check;
 pub mod compare;
 pub mod identity;
 pub mod index;

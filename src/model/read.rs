@@ -7,9 +7,11 @@ use std::{fs::OpenOptions, io::Read, os::unix::fs::OpenOptionsExt, path::Path};
 
 use anyhow::Result;
 use serde::{de::DeserializeOwned, Deserialize};
+use serde_json::Value;
 
 use super::bench::{BenchResult, BENCH_SCHEMA};
 use super::cell::{CellResult, CELL_SCHEMA};
+use super::check::Check;
 use super::compare::{CompareResult, COMPARE_SCHEMA};
 use super::index::{Index, INDEX_SCHEMA};
 use super::report::{ReportResult, REPORT_SCHEMA};
@@ -133,7 +135,7 @@ pub fn load_one_of(what: &str, path: &Path, accepted: &[&str], reader: &str) -> 
 }
 
 /// The result in `path`, which must be of `schema` (a `kind` result: "bench").
-pub fn load_as<T: DeserializeOwned>(
+pub fn load_as<T: DeserializeOwned + Check>(
     what: &str,
     path: &Path,
     schema: &str,
@@ -200,22 +202,59 @@ fn other_schema(name: &str, schema: &str, written_by: Option<&str>) -> anyhow::E
     }
 }
 
-/// The typed result; a field that does not fit is named with its path.
-fn parse<T: DeserializeOwned>(name: &str, header: &Header, bytes: &[u8]) -> Result<T> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let schema = header.schema.as_deref().unwrap_or("");
+/// The typed result, checked; a field that does not fit is named with its path.
+fn parse<T: DeserializeOwned + Check>(name: &str, header: &Header, bytes: &[u8]) -> Result<T> {
+    let schema = header.schema.as_deref().unwrap_or("");
+    let malformed = |why: String| usage(format!("{name}: malformed {schema} result: {why}"));
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| malformed(e.to_string()))?;
+    printable(&value, &mut String::new()).map_err(malformed)?;
+    let typed: T = serde_path_to_error::deserialize(value).map_err(|e| {
         let version = match header.version() {
             Some(v) if v != env!("CARGO_PKG_VERSION") => format!(
-                " (written by lsmpmon {v}; this is {}: run the measurement again, or convert the file to schema/ of this version)",
+                "written by lsmpmon {v}; this is {}: run the measurement again, or convert the file to schema/ of this version: ",
                 env!("CARGO_PKG_VERSION")
             ),
             _ => String::new(),
         };
-        usage(format!(
-            "{name}: malformed {schema} result{version}: {}: {}",
-            e.path(),
-            e.inner()
-        ))
-    })
+        malformed(format!("{version}{}: {}", e.path(), e.inner()))
+    })?;
+    typed.check().map_err(malformed)?;
+    Ok(typed)
+}
+
+/// Every string is text a terminal shows as it is: no escape sequences, no
+/// carriage returns (newlines and tabs are kept: modules' statistics files
+/// are recorded verbatim).
+fn printable(v: &Value, path: &mut String) -> Result<(), String> {
+    let depth = path.len();
+    let result = match v {
+        Value::String(s) => match s
+            .chars()
+            .find(|c| c.is_control() && !matches!(c, '\n' | '\t'))
+        {
+            Some(c) => Err(format!(
+                "{}: a control character ({:?}) in {:?}",
+                if path.is_empty() { "." } else { path.as_str() },
+                c,
+                s.chars().take(40).collect::<String>()
+            )),
+            None => Ok(()),
+        },
+        Value::Array(items) => items.iter().enumerate().try_for_each(|(i, x)| {
+            path.truncate(depth);
+            path.push_str(&format!("[{i}]"));
+            printable(x, path)
+        }),
+        Value::Object(map) => map.iter().try_for_each(|(k, x)| {
+            path.truncate(depth);
+            if !path.is_empty() {
+                path.push('.');
+            }
+            path.push_str(k);
+            printable(x, path)
+        }),
+        _ => Ok(()),
+    };
+    path.truncate(depth);
+    result
 }

@@ -132,13 +132,6 @@ fn result_files(dir: &Path) -> Result<Vec<PathBuf>> {
 
 pub fn load_file(p: &Path) -> Result<Run> {
     let loaded = read::load_one_of("", p, &[CELL_SCHEMA, BENCH_SCHEMA, TRACE_SCHEMA], "report")?;
-    let malformed = |e: String| {
-        usage(format!(
-            "{}: malformed {} result: {e}",
-            p.display(),
-            loaded.schema()
-        ))
-    };
     let run = match &loaded {
         AnyResult::Cell(c) => from_cell(p, c),
         AnyResult::Bench(_) | AnyResult::Trace(_) => standalone(p, &loaded),
@@ -146,15 +139,7 @@ pub fn load_file(p: &Path) -> Result<Run> {
             unreachable!("load_one_of returns the schemas asked for")
         }
     };
-    checked(run).map_err(malformed)
-}
-
-/// A run whose figures can be shown (one that did not pass shows none).
-fn checked(r: Run) -> Result<Run, String> {
-    if r.passed() {
-        check_figures(&r)?;
-    }
-    Ok(r)
+    Ok(run)
 }
 
 fn from_cell(p: &Path, c: &CellResult) -> Run {
@@ -229,39 +214,6 @@ fn standalone(p: &Path, single: &AnyResult) -> Run {
         footprint: None,
         bytes_added: None,
     }
-}
-
-/// Refuses figures a table would divide by or draw: every median must be a
-/// positive finite number, every sample and hook time finite and not negative.
-fn check_figures(r: &Run) -> Result<(), String> {
-    let positive = |x: f64| x.is_finite() && x > 0.0;
-    let sane = |x: f64| x.is_finite() && x >= 0.0;
-    for o in r.bench.iter().flat_map(|b| &b.results) {
-        if !positive(o.summary.median) {
-            return Err(format!(
-                "{}: median {} is not a positive number",
-                o.op, o.summary.median
-            ));
-        }
-        if let Some(bad) = o.samples.iter().find(|x| !positive(**x)) {
-            return Err(format!("{}: sample {bad} is not a positive number", o.op));
-        }
-    }
-    if let Some(t) = &r.trace {
-        if let Some(f) = t.probe.floor_ns.filter(|f| !sane(*f)) {
-            return Err(format!("probe floor {f} is not a time"));
-        }
-        let rows = t.hooks.iter().chain(t.per_lsm.iter().map(|l| &l.stats));
-        for h in rows {
-            if !sane(h.ave_ns) {
-                return Err(format!(
-                    "hook {}: ave_ns {} / count {} are not a time and a count",
-                    h.hook, h.ave_ns, h.count
-                ));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Single results are named by their file (its parent too where two share a name).
