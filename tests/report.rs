@@ -882,3 +882,78 @@ fn results_that_are_not_regular_files_fail_at_once() {
         refused_at_once(&["lab", "rerun", path]);
     }
 }
+
+fn report_json(args: &[&str]) -> Value {
+    let mut a = vec!["report"];
+    a.extend_from_slice(args);
+    a.extend(["--format", "json"]);
+    serde_json::from_str(&stdout_ok(&lsmpmon(&a))).unwrap()
+}
+
+/// `report D D`: every cell once, in every table (Tables 6/7 included), as
+/// with `report D`.
+#[test]
+fn a_cell_given_twice_counts_once() {
+    let once = report_json(&[&lab()]);
+    let twice = report_json(&[&lab(), &lab()]);
+    for t in twice["tables"].as_array().unwrap() {
+        let header: Vec<&str> = t["header"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h.as_str().unwrap())
+            .collect();
+        let mut seen = std::collections::HashSet::new();
+        assert!(
+            header.iter().all(|h| seen.insert(*h)),
+            "{}: a column twice: {header:?}",
+            t["form"]
+        );
+    }
+    assert_eq!(once["tables"], twice["tables"]);
+}
+
+/// A newer cell that failed does not hide the older one that passed: the
+/// newest passed cell counts, the other is named as superseded.
+#[test]
+fn the_newest_passed_cell_counts_and_the_others_are_named() {
+    let dir = lab_with("superseded", |_| {});
+    let cells = Path::new(&dir).join("cells");
+    let tomoyo = std::fs::read_dir(&cells)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_str().unwrap().contains("tomoyo"))
+        .unwrap();
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&tomoyo).unwrap()).unwrap();
+    v["started_unix_s"] = (v["started_unix_s"].as_u64().unwrap() + 100).into();
+    v["status"] = "failed".into();
+    v["reason"] = "guest stopped".into();
+    v["guest"] = Value::Null;
+    let newer = cells.join("6.1-cloud__tomoyo__newer-failed.json");
+    std::fs::write(&newer, v.to_string()).unwrap();
+    let json = report_json(&[&dir]);
+    let t3 = json["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["form"] == "table3")
+        .unwrap();
+    let col = t3["header"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|h| h == "tomoyo")
+        .unwrap()
+        - 1;
+    for row in t3["rows"].as_array().unwrap() {
+        assert_eq!(row["cells"][col]["kind"], "value", "{row}");
+    }
+    let warnings = json["warnings"].as_array().unwrap();
+    assert!(
+        warnings.iter().any(|w| {
+            let w = w.as_str().unwrap();
+            w.contains("newer-failed.json") && w.contains("superseded by")
+        }),
+        "{warnings:?}"
+    );
+}

@@ -76,10 +76,15 @@ impl Run {
     }
 }
 
-/// Every run in PATHS (files or lab result directories). A file that is not
-/// an lsmpmon result is an error naming it, never a run; with `skip` it is
-/// named on stderr and left out.
+/// Every run in PATHS (files or lab result directories) that counts (see
+/// [`counting`]). A file that is not an lsmpmon result is an error naming
+/// it, never a run; with `skip` it is named on stderr and left out.
 pub fn load(paths: &[PathBuf], skip: bool) -> Result<Vec<Run>> {
+    Ok(load_counting(paths, skip)?.0)
+}
+
+/// The runs that count, and a line for each run another one superseded.
+pub fn load_counting(paths: &[PathBuf], skip: bool) -> Result<(Vec<Run>, Vec<String>)> {
     let mut runs = Vec::new();
     for p in paths {
         let meta =
@@ -105,7 +110,49 @@ pub fn load(paths: &[PathBuf], skip: bool) -> Result<Vec<Run>> {
         ));
     }
     label_standalone(&mut runs);
-    Ok(runs)
+    Ok(counting(runs))
+}
+
+/// The one rule for the run that counts: per kernel and configuration, the
+/// newest run that passed, else (none passed) the newest, which says why.
+/// The others are superseded: left out of every table, each named in a line
+/// (a file given twice is simply read once). Runs keep the order in which
+/// their kernel and configuration were first seen.
+pub fn counting(runs: Vec<Run>) -> (Vec<Run>, Vec<String>) {
+    let rank = |r: &Run| (r.passed(), r.started_unix_s);
+    let mut kept: Vec<Run> = Vec::new();
+    let mut dropped: Vec<Run> = Vec::new();
+    for r in runs {
+        match kept
+            .iter_mut()
+            .find(|k| k.kernel == r.kernel && k.config == r.config)
+        {
+            // Equal rank: the later given wins, as it always has.
+            Some(k) if rank(k) <= rank(&r) => dropped.push(std::mem::replace(k, r)),
+            Some(_) => dropped.push(r),
+            None => kept.push(r),
+        }
+    }
+    let superseded = dropped
+        .iter()
+        .filter_map(|d| {
+            let k = kept
+                .iter()
+                .find(|k| k.kernel == d.kernel && k.config == d.config)?;
+            (k.source != d.source).then(|| {
+                format!(
+                    "{} ({} on {}, {:?}): superseded by {} (the newest {}run)",
+                    d.source.display(),
+                    d.config,
+                    d.kernel,
+                    d.status,
+                    k.source.display(),
+                    if k.passed() { "passed " } else { "" }
+                )
+            })
+        })
+        .collect();
+    (kept, superseded)
 }
 
 fn result_files(dir: &Path) -> Result<Vec<PathBuf>> {

@@ -216,8 +216,9 @@ pub fn main(args: ReportArgs) -> Result<i32> {
         write_stdout(&list)?;
         return Ok(EXIT_OK);
     }
-    let runs = input::load(&args.results, args.skip_invalid)?;
-    let warnings = input::warnings(&runs);
+    let (runs, superseded) = input::load_counting(&args.results, args.skip_invalid)?;
+    let mut warnings = input::warnings(&runs);
+    warnings.extend(superseded);
     for w in &warnings {
         eprintln!("lsmpmon: {w}");
     }
