@@ -178,15 +178,28 @@ fn result_files(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 pub fn load_file(p: &Path) -> Result<Run> {
-    let loaded = read::load_one_of("", p, &[CELL_SCHEMA, BENCH_SCHEMA, TRACE_SCHEMA], "report")?;
-    let run = match &loaded {
-        AnyResult::Cell(c) => from_cell(p, c),
-        AnyResult::Bench(_) | AnyResult::Trace(_) => standalone(p, &loaded),
-        AnyResult::Index(_) | AnyResult::Report(_) | AnyResult::Compare(_) => {
-            unreachable!("load_one_of returns the schemas asked for")
+    let readable = [CELL_SCHEMA, BENCH_SCHEMA, TRACE_SCHEMA];
+    Ok(match read::load_one_of("", p, &readable, "report")? {
+        AnyResult::Cell(c) => from_cell(p, &c),
+        AnyResult::Bench(b) => {
+            let origin = Origin::of_bench(&b.provenance);
+            let (alike, started) = (Alike::of_bench(&b), b.provenance.base.started_unix_s);
+            standalone(p, origin, alike, started, Some(*b), None)
         }
-    };
-    Ok(run)
+        AnyResult::Trace(t) => {
+            let origin = Origin::of_trace(&t.provenance);
+            let (alike, started) = (Alike::of_trace(&t), t.provenance.started_unix_s);
+            standalone(p, origin, alike, started, None, Some(*t))
+        }
+        other => {
+            return Err(usage(format!(
+                "{}: schema {} is not one report reads ({})",
+                p.display(),
+                other.schema(),
+                readable.join(", ")
+            )))
+        }
+    })
 }
 
 fn from_cell(p: &Path, c: &CellResult) -> Run {
@@ -223,24 +236,14 @@ fn traced_lsms(trace: Option<&TraceResult>) -> Vec<String> {
 }
 
 /// A single `bench` or `trace` result: it has no proof, so it counts as passed.
-fn standalone(p: &Path, single: &AnyResult) -> Run {
-    let (origin, alike, started_unix_s, bench, trace) = match single {
-        AnyResult::Bench(b) => (
-            Origin::of_bench(&b.provenance),
-            Alike::of_bench(b),
-            b.provenance.base.started_unix_s,
-            Some(b.as_ref()),
-            None,
-        ),
-        AnyResult::Trace(t) => (
-            Origin::of_trace(&t.provenance),
-            Alike::of_trace(t),
-            t.provenance.started_unix_s,
-            None,
-            Some(t.as_ref()),
-        ),
-        _ => unreachable!("called for single results only"),
-    };
+fn standalone(
+    p: &Path,
+    origin: Origin,
+    alike: Alike,
+    started_unix_s: u64,
+    bench: Option<BenchResult>,
+    trace: Option<TraceResult>,
+) -> Run {
     Run {
         source: p.to_path_buf(),
         kernel: KernelId::Single {
@@ -253,11 +256,11 @@ fn standalone(p: &Path, single: &AnyResult) -> Run {
         time: origin.time,
         started_unix_s,
         alike,
-        measured_lsms: traced_lsms(trace),
+        measured_lsms: traced_lsms(trace.as_ref()),
         measured: None,
         origin,
-        bench: bench.cloned(),
-        trace: trace.cloned(),
+        bench,
+        trace,
         footprint: None,
         bytes_added: None,
     }
