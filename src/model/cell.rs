@@ -241,3 +241,38 @@ pub struct Footprint {
     /// The module's own statistics files, verbatim.
     pub kernel_stats: BTreeMap<String, String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::CellResult;
+
+    /// The cell's own fields in their declared order, the guest's bench and
+    /// trace with sorted keys: the bytes cells have always had.
+    #[test]
+    fn a_cell_keeps_its_field_order_and_the_guest_results_sorted() {
+        let text = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/report/lab/cells/6.1-cloud__none__1795500718528-17793-0-vm.json"
+        ));
+        let cell: CellResult = serde_json::from_str(text).unwrap();
+        let out = serde_json::to_string_pretty(&cell).unwrap();
+        let at = |key: &str, from: usize| from + out[from..].find(key).unwrap();
+        assert!(out.starts_with("{\n  \"schema\": \"lsmpmon.lab-cell/1\",\n  \"id\""));
+        let bench = at("\"bench\": {", 0);
+        let keys = [
+            "clock_overhead_ns",
+            "landlock",
+            "options",
+            "provenance",
+            "results",
+        ];
+        let places: Vec<usize> = keys
+            .iter()
+            .map(|k| at(&format!("\"{k}\""), bench))
+            .collect();
+        assert!(places.windows(2).all(|w| w[0] < w[1]), "{places:?}");
+        let trace = at("\"trace\": {", 0);
+        assert!(at("\"elapsed_ns\"", trace) < at("\"hooks\"", trace));
+        assert!(at("\"hooks\"", trace) < at("\"schema\"", trace));
+    }
+}
