@@ -124,6 +124,9 @@ fn compare_shows_the_planted_change() {
             .collect();
         o["samples"] = samples.into();
         o["median"] = v.into();
+        for k in ["min", "max"] {
+            o[k] = (o[k].as_f64().unwrap() * scale).into();
+        }
         o["spread_pct"] = 0.0.into();
     }
     std::fs::write(&base_path, serde_json::to_string(&b).unwrap()).unwrap();

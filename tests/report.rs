@@ -364,8 +364,15 @@ fn malformed_inputs_are_one_line_and_render_nothing() {
     let figures = [
         (with_median(0.0.into()), "not a positive number"),
         (with_median((-5.0).into()), "not a positive number"),
-        (with_median(Value::Null), "not a positive number"),
-        (with_median("fast".into()), "not a positive number"),
+        // Not a number at all: the typed result refuses it where it stands.
+        (
+            with_median(Value::Null),
+            "results[0]: invalid type: null, expected f64",
+        ),
+        (
+            with_median("fast".into()),
+            "results[0]: invalid type: string",
+        ),
     ];
     let cases = cases
         .iter()
@@ -399,6 +406,8 @@ fn bench_with(samples: &[f64], name: &str) -> String {
         r["samples"] = s.clone().into();
         s.sort_by(f64::total_cmp);
         r["median"] = s[s.len() / 2].into();
+        r["min"] = s[0].into();
+        r["max"] = s[s.len() - 1].into();
     }
     let p = tmp(name);
     std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
@@ -481,7 +490,16 @@ fn lab_with_cell(name: &str, config: &str, edit: impl Fn(&mut Value)) -> String 
 fn scale_stat(v: &mut Value, factor: f64) {
     for r in v["guest"]["bench"]["results"].as_array_mut().unwrap() {
         if r["op"] == "stat" {
-            r["median"] = (r["median"].as_f64().unwrap() * factor).into();
+            for k in ["median", "min", "max"] {
+                r[k] = (r[k].as_f64().unwrap() * factor).into();
+            }
+            let samples: Vec<f64> = r["samples"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap() * factor)
+                .collect();
+            r["samples"] = samples.into();
         }
     }
 }
@@ -667,4 +685,275 @@ fn the_html_page_renders_in_a_browser() {
         shot.display()
     );
     eprintln!("screenshot: {}", shot.display());
+}
+
+/// Every result committed in the repository (the top-level results folder
+/// and these fixtures: each `*.json` naming a `"schema"`) loads through the
+/// result model, as written by whichever version wrote it.
+#[test]
+fn every_committed_result_loads_through_the_model() {
+    fn results_in(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                results_in(&p, out);
+            } else if p.extension().is_some_and(|x| x == "json")
+                && std::fs::read_to_string(&p).is_ok_and(|t| t.contains("\"schema\""))
+            {
+                out.push(p);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for d in ["bench", "results", "tests/fixtures/report"] {
+        if root.join(d).is_dir() {
+            results_in(&root.join(d), &mut files);
+        }
+    }
+    assert!(
+        files.len() > 100,
+        "committed results found: {}",
+        files.len()
+    );
+    let failed: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            lsmpmon::model::read::load("", f)
+                .err()
+                .map(|e| format!("{e:#}"))
+        })
+        .collect();
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+/// `report FILE` must stop with exit 2 and one line naming FILE and `want`.
+fn refused(file: &Path, want: &str) {
+    let out = lsmpmon(&["report", &lab(), file.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{want}: {err}");
+    assert!(out.stdout.is_empty(), "nothing rendered for {want}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let name = file.file_name().unwrap().to_str().unwrap();
+    assert!(err.contains(want) && err.contains(name), "{want}: {err}");
+}
+
+/// A fixture with `edit` applied, written under `name`.
+fn edited(fixture_file: &str, name: &str, edit: impl Fn(&mut Value)) -> PathBuf {
+    let mut v: Value =
+        serde_json::from_slice(&std::fs::read(fixture(fixture_file)).unwrap()).unwrap();
+    edit(&mut v);
+    let p = tmp(name);
+    std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+    p
+}
+
+#[test]
+fn impossible_figures_stop_the_report() {
+    let trace = "trace-6.1.json";
+    let called = |v: &Value| {
+        v["hooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|h| h["count"].as_u64().unwrap() > 0)
+            .unwrap()
+    };
+    let cases: Vec<(PathBuf, &str)> = vec![
+        (
+            edited(trace, "negative-count.json", |v| {
+                v["hooks"][0]["cs_count"] = (-5).into()
+            }),
+            "hooks[0].cs_count: invalid value: integer `-5`",
+        ),
+        (
+            edited(trace, "min-over-max.json", |v| {
+                let i = called(v);
+                v["hooks"][i]["min_ns"] = 1_000_000_000_000u64.into();
+            }),
+            "≤ max_ns",
+        ),
+        (
+            edited(trace, "syscall-ave-text.json", |v| {
+                v["syscalls"][0]["hooks"][0]["ave_ns"] = "x".into()
+            }),
+            "syscalls[0].hooks[0].ave_ns: invalid type: string",
+        ),
+        (
+            edited(trace, "warp-time.json", |v| {
+                v["provenance"]["time"] = "warp".into()
+            }),
+            "provenance.time: unknown variant `warp`",
+        ),
+        (
+            edited(trace, "escape.json", |v| {
+                v["provenance"]["kernel_release"] = "6.1\u{1b}[31m".into()
+            }),
+            "provenance.kernel_release: a control character",
+        ),
+        (
+            edited("bench-host.json", "median-outside.json", |v| {
+                v["results"][0]["median"] = 99_999.0.into();
+                v["results"][0]["max"] = 1e6.into();
+            }),
+            "median 99999 is outside its samples",
+        ),
+    ];
+    for (file, want) in &cases {
+        refused(file, want);
+    }
+}
+
+#[test]
+fn a_passed_cell_needs_a_passed_proof() {
+    for (name, proof) in [("proof-failed", Some(false)), ("proof-missing", None)] {
+        let dir = lab_with(name, |v| match proof {
+            Some(p) => v["guest"]["proof"]["passed"] = p.into(),
+            None => v["guest"]["proof"] = Value::Null,
+        });
+        let cell = std::fs::read_dir(Path::new(&dir).join("cells"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_str().unwrap().contains("tomoyo"))
+            .unwrap();
+        let out = lsmpmon(&["report", &dir]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("proof did not pass")
+                && err.contains(cell.file_name().unwrap().to_str().unwrap()),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn results_from_another_version_say_which_and_what_to_do() {
+    let old = edited("bench-host.json", "bench-v0.json", |v| {
+        v["schema"] = "lsmpmon.bench/0".into();
+        v["provenance"]["version"] = "0.0.9".into();
+    });
+    refused(&old, "written by lsmpmon 0.0.9");
+    refused(&old, "reads lsmpmon.bench/1");
+    let changed = edited("bench-host.json", "bench-0.0.9.json", |v| {
+        v["provenance"]["version"] = "0.0.9".into();
+        v["results"][0]["unit"] = "ops/s".into();
+    });
+    refused(&changed, "written by lsmpmon 0.0.9; this is 0.1.0");
+}
+
+/// Runs lsmpmon with `args`; it must finish within 10 s (a FIFO or device
+/// read without end would not) with exit 2 and one line saying why.
+fn refused_at_once(args: &[&str]) {
+    let mut child = Command::new(LSMPMON)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            let _ = child.wait();
+            panic!("{args:?} still running after 10 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.contains("not a regular file"), "{args:?}: {err}");
+}
+
+#[test]
+fn results_that_are_not_regular_files_fail_at_once() {
+    let fifo = tmp("result.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    for path in ["/dev/zero", fifo.to_str().unwrap()] {
+        refused_at_once(&["report", path]);
+        refused_at_once(&["compare", path, path]);
+        refused_at_once(&["bench", "--ops", "null", "--compare", path]);
+        refused_at_once(&["lab", "rerun", path]);
+    }
+}
+
+fn report_json(args: &[&str]) -> Value {
+    let mut a = vec!["report"];
+    a.extend_from_slice(args);
+    a.extend(["--format", "json"]);
+    serde_json::from_str(&stdout_ok(&lsmpmon(&a))).unwrap()
+}
+
+/// `report D D`: every cell once, in every table (Tables 6/7 included), as
+/// with `report D`.
+#[test]
+fn a_cell_given_twice_counts_once() {
+    let once = report_json(&[&lab()]);
+    let twice = report_json(&[&lab(), &lab()]);
+    for t in twice["tables"].as_array().unwrap() {
+        let header: Vec<&str> = t["header"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h.as_str().unwrap())
+            .collect();
+        let mut seen = std::collections::HashSet::new();
+        assert!(
+            header.iter().all(|h| seen.insert(*h)),
+            "{}: a column twice: {header:?}",
+            t["form"]
+        );
+    }
+    assert_eq!(once["tables"], twice["tables"]);
+}
+
+/// A newer cell that failed does not hide the older one that passed: the
+/// newest passed cell counts, the other is named as superseded.
+#[test]
+fn the_newest_passed_cell_counts_and_the_others_are_named() {
+    let dir = lab_with("superseded", |_| {});
+    let cells = Path::new(&dir).join("cells");
+    let tomoyo = std::fs::read_dir(&cells)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_str().unwrap().contains("tomoyo"))
+        .unwrap();
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&tomoyo).unwrap()).unwrap();
+    v["started_unix_s"] = (v["started_unix_s"].as_u64().unwrap() + 100).into();
+    v["status"] = "failed".into();
+    v["reason"] = "guest stopped".into();
+    v["guest"] = Value::Null;
+    let newer = cells.join("6.1-cloud__tomoyo__newer-failed.json");
+    std::fs::write(&newer, v.to_string()).unwrap();
+    let json = report_json(&[&dir]);
+    let t3 = json["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["form"] == "table3")
+        .unwrap();
+    let col = t3["header"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|h| h == "tomoyo")
+        .unwrap()
+        - 1;
+    for row in t3["rows"].as_array().unwrap() {
+        assert_eq!(row["cells"][col]["kind"], "value", "{row}");
+    }
+    let warnings = json["warnings"].as_array().unwrap();
+    assert!(
+        warnings.iter().any(|w| {
+            let w = w.as_str().unwrap();
+            w.contains("newer-failed.json") && w.contains("superseded by")
+        }),
+        "{warnings:?}"
+    );
 }

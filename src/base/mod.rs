@@ -7,4 +7,5 @@ pub mod output;
 pub mod papers;
 pub mod parse;
 pub mod secure_fs;
+pub mod stats;
 pub mod table;

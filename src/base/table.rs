@@ -2,9 +2,10 @@
 //! `trace` and `compare` build a [`Table`] and print it as text (comfy-table),
 //! Markdown, CSV or JSON. A cell without a figure says why, never a blank.
 use comfy_table::{presets, Cell as TCell, CellAlignment, ContentArrangement, Table as Comfy};
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Table {
     /// Short stable name of the table's form ("table3", "table4", …).
     pub form: String,
@@ -16,13 +17,13 @@ pub struct Table {
     pub rows: Vec<Row>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Row {
     pub label: String,
     pub cells: Vec<Cell>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Cell {
     Value {

@@ -1,13 +1,17 @@
 //! `--compare BASE.json`: each op as the LSMPMON paper's Table 3 prints it,
 //! `value (+x %)`, with changes inside the noise marked, and a baseline from
 //! another kernel, mode or machine refused (or, with --force, flagged).
-use anyhow::{Context, Result};
-use serde_json::Value;
+use std::path::Path;
 
-use super::{BenchProvenance, BenchResult};
+use anyhow::Result;
+
 use crate::base::error::usage;
+use crate::base::stats::{overhead_pct, verdict, Verdict};
 use crate::base::table::{plain, Cell, Row, Table};
-use crate::report::input::Origin;
+use crate::model::bench::{BenchProvenance, BenchResult, BENCH_SCHEMA};
+use crate::model::identity::Origin;
+use crate::model::provenance::TimeMode;
+use crate::model::read::load_as;
 
 pub struct CompareRow {
     pub op: String,
@@ -21,22 +25,20 @@ pub struct CompareRow {
     pub test: String,
 }
 
+/// The baseline file: a bench result, or one line saying what it is instead.
+pub fn read_baseline(path: &Path) -> Result<BenchResult> {
+    load_as("baseline", path, BENCH_SCHEMA, "bench")
+}
+
 /// Refuses a baseline that was not measured where `cur` is (checked before
 /// anything runs); returns the mismatches when `force` lets it through.
-pub fn check_comparable(base: &Value, cur: &BenchProvenance, force: bool) -> Result<Vec<String>> {
-    if base["schema"] != super::SCHEMA {
-        return Err(usage(format!(
-            "baseline is not an lsmpmon bench result (schema {}, expected {})",
-            base["schema"],
-            super::SCHEMA
-        )));
-    }
-    let then = Origin::from_provenance(&base["provenance"])
-        .map_err(|e| usage(format!("baseline is malformed: {e}")))?;
-    let now = Origin::from_provenance(&serde_json::to_value(cur)?)
-        .map_err(|e| anyhow::anyhow!("this run's provenance: {e}"))?;
+pub fn check_comparable(
+    base: &BenchResult,
+    cur: &BenchProvenance,
+    force: bool,
+) -> Result<Vec<String>> {
     // The same like-with-like rule as `lsmpmon compare` (baseline first).
-    let diffs = crate::report::compare::mismatches(&then, &now);
+    let diffs = Origin::of_bench(&base.provenance).mismatches(&Origin::of_bench(cur));
     if !diffs.is_empty() && !force {
         return Err(usage(format!(
             "baseline was measured elsewhere ({}): compare like with like, or pass --force",
@@ -47,11 +49,8 @@ pub fn check_comparable(base: &Value, cur: &BenchProvenance, force: bool) -> Res
 }
 
 /// Refuses a baseline that has none of the selected ops (or no results).
-pub fn check_ops(base: &Value, selected: &[&str]) -> Result<()> {
-    let ops: Vec<&str> = base["results"]
-        .as_array()
-        .map(|r| r.iter().filter_map(|o| o["op"].as_str()).collect())
-        .unwrap_or_default();
+pub fn check_ops(base: &BenchResult, selected: &[&str]) -> Result<()> {
+    let ops: Vec<&str> = base.results.iter().map(|o| o.op.as_str()).collect();
     if !selected.iter().any(|s| ops.contains(s)) {
         return Err(usage(format!(
             "the baseline has none of the selected ops (it has: {}): nothing to compare",
@@ -68,42 +67,33 @@ pub fn check_ops(base: &Value, selected: &[&str]) -> Result<()> {
 /// One row per op present in both results, with `lsmpmon compare`'s verdict:
 /// virtual time exact against its determinism, real time a Mann-Whitney U
 /// test of the two runs' samples.
-pub fn rows(base: &Value, cur: &BenchResult, alpha: f64) -> Result<Vec<CompareRow>> {
-    let base_ops = base["results"]
-        .as_array()
-        .context("baseline has no results")?;
+pub fn rows(base: &BenchResult, cur: &BenchResult, alpha: f64) -> Vec<CompareRow> {
     let mut out = Vec::new();
     for r in &cur.results {
-        let Some(b) = base_ops.iter().find(|b| b["op"] == r.op.as_str()) else {
+        let Some(b) = base.op(&r.op) else {
             continue;
         };
-        let bm = b["median"].as_f64().context("baseline median")?;
-        let base_samples: Vec<f64> = b["samples"]
-            .as_array()
-            .map(|s| s.iter().filter_map(Value::as_f64).collect())
-            .unwrap_or_default();
         let v = r.summary.median;
-        let overhead = crate::report::forms::overhead_pct(r.unit.name(), bm, v);
-        let (verdict, test, _) = crate::report::compare::verdict(
-            cur.provenance.base.time == "virtual",
+        let overhead = overhead_pct(r.unit.higher_is_better(), b.summary.median, v);
+        let (verdict, test, _) = verdict(
+            cur.provenance.base.time == TimeMode::Virtual,
             overhead,
-            &base_samples,
+            &b.samples,
             &r.samples,
             alpha,
         );
         out.push(CompareRow {
             op: r.op.clone(),
             unit: r.unit.name().to_string(),
-            base: bm,
+            base: b.summary.median,
             value: v,
             overhead_pct: overhead,
-            within_noise: verdict == crate::report::compare::Verdict::WithinNoise,
+            within_noise: verdict == Verdict::WithinNoise,
             test,
         });
     }
-    Ok(out)
+    out
 }
-
 pub fn render(rows: &[CompareRow], forced: &[String]) -> String {
     let mut s = String::new();
     if !forced.is_empty() {

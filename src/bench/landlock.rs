@@ -3,23 +3,14 @@
 //! (a denied file creation) before anything is measured.
 use std::path::Path;
 
+use crate::model::bench::LandlockInfo;
 use anyhow::{bail, Context, Result};
 use landlock::{
     make_bitflags, Access, AccessFs, BitFlags, LandlockStatus, PathBeneath, PathFd,
     RestrictionStatus, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, ABI,
 };
-use serde::Serialize;
 
 use crate::base::error::usage;
-
-#[derive(Debug, Clone, Serialize)]
-pub struct LandlockInfo {
-    pub abi: u32,
-    /// Filesystem rights the ruleset handles (bit mask of LANDLOCK_ACCESS_FS_*).
-    pub handled_access_fs: u64,
-    /// How enforcement was proved before measuring.
-    pub proof: String,
-}
 
 /// The rights the ruleset handles: every filesystem right up to ABI 5
 /// (IOCTL_DEV), as far as the kernel knows them (best effort: a 6.1 kernel,

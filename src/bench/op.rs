@@ -2,25 +2,8 @@
 //! every op gets, what it proves it did, and its registry entry.
 use std::path::PathBuf;
 
+pub use crate::model::bench::Unit;
 use anyhow::Result;
-use serde::Serialize;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Unit {
-    #[serde(rename = "ns/op")]
-    NsPerOp,
-    #[serde(rename = "MB/s")]
-    MBps,
-}
-
-impl Unit {
-    pub fn name(self) -> &'static str {
-        match self {
-            Unit::NsPerOp => "ns/op",
-            Unit::MBps => "MB/s",
-        }
-    }
-}
 
 /// What one timed run did; the runner checks it against what was asked.
 #[derive(Debug, Default, Clone, Copy)]

@@ -21,7 +21,7 @@ pub fn print(result: &BenchResult, json: bool, baseline: Option<&Baseline>) -> R
     };
     crate::base::output::stdout(&out)?;
     if let Some((base, forced)) = baseline {
-        let text = compare::render(&compare::rows(base, result, COMPARE_ALPHA)?, forced);
+        let text = compare::render(&compare::rows(base, result, COMPARE_ALPHA), forced);
         if json {
             eprint!("{text}");
         } else {

@@ -8,48 +8,14 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use super::op::{Bench, Ctx, OpDef, Unit, Work};
-use super::stats::{summarize, Summary};
+use super::stats::summarize;
+pub use crate::model::bench::{Latency, OpResult};
 
 pub struct Method {
     /// Minimum duration of one sample.
     pub sample: Duration,
     /// Operations per sample, fixed: no calibration, one warm-up sample.
     pub fixed_iterations: Option<u64>,
-}
-
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct OpResult {
-    pub op: String,
-    pub group: String,
-    pub unit: Unit,
-    /// Iterations per sample: grown until a sample lasted --sample-ms, or --iterations.
-    pub iterations: u64,
-    pub samples: Vec<f64>,
-    #[serde(flatten)]
-    pub summary: Summary,
-    /// What the op proved it did over all samples (operations, bytes).
-    pub proof_ops: u64,
-    pub proof_bytes: u64,
-    /// Subtracted from every sample (ctx: lat_ctx's token passing in one process).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub overhead_ns: Option<f64>,
-    /// Process-creation ops: resident size of the small helper that forks
-    /// (lmbench's lat_proc forks from its own small program).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub helper_rss_kb: Option<u64>,
-    /// Ops serving concurrent clients (web): each sampled request's latency.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub latency: Option<Latency>,
-}
-
-/// Percentiles of every sampled request's latency (nearest rank).
-#[derive(Debug, Clone, serde::Serialize, PartialEq)]
-pub struct Latency {
-    pub requests: usize,
-    pub p50_ns: f64,
-    pub p90_ns: f64,
-    pub p99_ns: f64,
-    pub max_ns: f64,
 }
 
 impl Latency {

@@ -81,7 +81,7 @@ pub fn main(args: BenchArgs) -> Result<i32> {
     let wall_s = started.elapsed().as_secs_f64();
     drop(work);
     let result = BenchResult {
-        schema: SCHEMA,
+        schema: SCHEMA.into(),
         provenance,
         options: args.options(),
         clock_overhead_ns: clock_ns,

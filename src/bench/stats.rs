@@ -1,17 +1,5 @@
 //! Summary statistics of one operation's samples.
-use serde::Serialize;
-
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Summary {
-    pub median: f64,
-    pub min: f64,
-    pub max: f64,
-    pub mean: f64,
-    /// Coefficient of variation, percent (stdev / mean).
-    pub cov_pct: f64,
-    /// (max - min) / median, percent.
-    pub spread_pct: f64,
-}
+use crate::model::bench::Summary;
 
 pub fn summarize(values: &[f64]) -> Summary {
     let mut v = values.to_vec();

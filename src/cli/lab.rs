@@ -100,7 +100,7 @@ fn run_tables(outcome: &RunOutcome, runs: &[input::Run]) -> Vec<table::Table> {
     if !shown.iter().any(|c| c == BASELINE) {
         shown.insert(0, BASELINE.to_string());
     }
-    let series = |r: &input::Run| r.kernel.split(' ').next().unwrap_or("").to_string();
+    let series = |r: &input::Run| r.kernel.series().to_string();
     let mine: Vec<input::Run> = runs
         .iter()
         .filter(|r| outcome.kernels.contains(&series(r)) && shown.contains(&r.config))

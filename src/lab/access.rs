@@ -9,21 +9,8 @@ use std::{
     process::{Command, Stdio},
 };
 
-use serde::{Deserialize, Serialize};
-
 use super::spec::{AccessOp, Expect, Matrix, Row};
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Outcome {
-    pub row: String,
-    pub op: AccessOp,
-    pub path: String,
-    pub expect: Expect,
-    /// None: the call succeeded.
-    pub errno: Option<i32>,
-    /// "allowed", or the error's name ("EACCES", "ENOENT", …).
-    pub result: String,
-}
+pub use crate::model::cell::Outcome;
 
 impl Outcome {
     pub fn allowed(&self) -> bool {

@@ -1,11 +1,11 @@
 //! Footprint (the embedded-SELinux paper's Tables 8, 9 and 11): memory in use
 //! after setup, policy size, the security module's own statistics.
-use std::{collections::BTreeMap, fs};
+use std::fs;
 
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
 
 use super::spec::Spec;
+pub use crate::model::cell::{Footprint, Memory};
 
 /// What the kernel exposes about a module's caches, read if present.
 const STAT_FILES: &[&str] = &[
@@ -17,26 +17,6 @@ const STAT_FILES: &[&str] = &[
     "/sys/kernel/security/tomoyo/stat",
     "/sys/kernel/security/ima/runtime_measurements_count",
 ];
-
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
-pub struct Memory {
-    pub total_kib: u64,
-    /// MemTotal − MemFree − Buffers − Cached − SReclaimable: kernel and
-    /// process memory, not the page cache (which holds the guest's files).
-    pub used_kib: u64,
-    pub slab_unreclaimable_kib: u64,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Footprint {
-    pub before_setup: Memory,
-    pub after_setup: Memory,
-    /// Sizes of the spec's `policy_files`, as loaded.
-    pub policy_bytes: u64,
-    pub policy_files: BTreeMap<String, u64>,
-    /// The module's own statistics files, verbatim.
-    pub kernel_stats: BTreeMap<String, String>,
-}
 
 pub fn meminfo() -> Result<Memory> {
     let text = fs::read_to_string("/proc/meminfo").context("reading /proc/meminfo")?;

@@ -10,38 +10,18 @@ use std::{
 };
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
 
 use super::{
     access::{self, Outcome},
-    footprint::{self, Footprint},
+    footprint,
     guest_plan::{Plan, CONFIG_DIR, PLAN_PATH, PUBLIC, SECRET, WORKLOAD, WORK_DIR},
-    proof::{self, ProofReport},
+    proof,
     spec::Spec,
 };
+pub use crate::model::cell::{GuestReport as Report, GuestStage as Stage};
+use crate::model::{bench::BenchResult, trace::TraceResult};
 
 const LSMPMON: &str = "/bin/lsmpmon";
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Report {
-    /// Each stage's guest (virtual) time.
-    pub stages: Vec<Stage>,
-    pub active_lsms: Vec<String>,
-    pub proof: Option<ProofReport>,
-    pub footprint: Option<Footprint>,
-    /// The confined, untraced benchmark (schema lsmpmon.bench/1).
-    pub bench: Option<serde_json::Value>,
-    /// `trace --per-lsm` around a second, identical benchmark run.
-    pub trace: Option<serde_json::Value>,
-    pub traced_bench: Option<serde_json::Value>,
-    pub error: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Stage {
-    pub name: String,
-    pub guest_ms: f64,
-}
 
 /// `lab guest PLAN`: always prints a report; exits non-zero unless the cell
 /// was proved and measured.
@@ -264,7 +244,7 @@ fn bench_args(plan: &Plan, traced: bool) -> Vec<&str> {
     v
 }
 
-fn bench(plan: &Plan, trace_out: Option<&str>) -> Result<serde_json::Value> {
+fn bench(plan: &Plan, trace_out: Option<&str>) -> Result<BenchResult> {
     let out_file = "/tmp/lsmpmon-lab-bench.json";
     let mut cmd = match trace_out {
         None => workload(plan, true, &bench_args(plan, false)),
@@ -300,7 +280,7 @@ fn bench(plan: &Plan, trace_out: Option<&str>) -> Result<serde_json::Value> {
 
 /// A benchmark that failed after writing the figures of the ops that did not.
 #[derive(Debug)]
-struct Partial(serde_json::Value, String);
+struct Partial(BenchResult, String);
 
 impl std::fmt::Display for Partial {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -310,7 +290,7 @@ impl std::fmt::Display for Partial {
 
 impl std::error::Error for Partial {}
 
-fn traced_bench(plan: &Plan) -> Result<(serde_json::Value, serde_json::Value)> {
+fn traced_bench(plan: &Plan) -> Result<(TraceResult, BenchResult)> {
     let trace_file = "/tmp/lsmpmon-lab-trace.json";
     let bench = bench(plan, Some(trace_file))?;
     let trace = serde_json::from_slice(&fs::read(trace_file)?).context("reading the trace")?;

@@ -206,9 +206,9 @@ fn base_result(
         config: cell::config_ref(c),
         options: options.clone(),
         time: if options.icount == "off" {
-            "real".into()
+            crate::model::TimeMode::Real
         } else {
-            "virtual".into()
+            crate::model::TimeMode::Virtual
         },
         lsmpmon_version: env!("CARGO_PKG_VERSION").into(),
         hostname: host.hostname,

@@ -10,22 +10,16 @@ use std::{
 };
 
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
 
 use crate::base::command;
+
+/// The package a cell's server came from (recorded in the cell).
+pub use crate::model::cell::DebPackage as PackageRef;
 use crate::vm::cache;
 
 pub const PACKAGE: &str = "nginx";
 /// Where the binary goes in the guest (and where it is in the package).
 pub const GUEST_BINARY: &str = "/usr/sbin/nginx";
-
-/// The package a cell's server came from (recorded in the cell).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct PackageRef {
-    pub package: String,
-    pub version: String,
-    pub deb_sha256: String,
-}
 
 pub struct Nginx {
     pub binary: PathBuf,

@@ -8,40 +8,18 @@ use std::{
 };
 
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
 
 use super::{
     access::Outcome,
     guest_plan::{Plan, PUBLIC, WORKLOAD},
     spec::{Proof, ProofKind},
 };
+pub use crate::model::cell::ProofReport;
 
 /// The workload's command name: the first 15 bytes of its file name.
 const WORKLOAD_COMM: &str = "lsmpmon-workloa";
 const IMA_LIST: &str = "/sys/kernel/security/ima/ascii_runtime_measurements";
 const PCR10: &str = "/sys/class/tpm/tpm0/pcr-sha256/10";
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ProofReport {
-    pub kind: ProofKind,
-    pub passed: bool,
-    /// One line: what was shown, or why the proof failed.
-    pub summary: String,
-    /// The matrix before the policy (unconfined) and after (confined).
-    pub unconfined: Vec<Outcome>,
-    pub confined: Vec<Outcome>,
-    /// Rows the configuration says it cannot express (not judged).
-    pub not_expressed: Vec<String>,
-    /// deny: the kernel's record of a denial, as found.
-    pub record: Option<String>,
-    /// measure: the measurement-list lines naming the workload's files.
-    pub measurements: Vec<String>,
-    pub pcr10_before: Option<String>,
-    pub pcr10_after: Option<String>,
-    /// baseline: what securityfs lists, and what was expected.
-    pub active_lsms: Vec<String>,
-    pub expected_lsms: Vec<String>,
-}
 
 /// What the kernel had recorded before the confined check ran.
 pub struct Marks {

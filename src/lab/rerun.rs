@@ -62,18 +62,7 @@ pub fn rerun(args: &RerunArgs) -> Result<RunOutcome> {
 }
 
 fn read_cell(path: &Path) -> Result<CellResult> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
-    let old: CellResult = serde_json::from_str(&text)
-        .map_err(|e| usage(format!("{} is not a lab cell result: {e}", path.display())))?;
-    if old.schema != CELL_SCHEMA {
-        return Err(usage(format!(
-            "{}: schema {} (this lsmpmon reads {CELL_SCHEMA})",
-            path.display(),
-            old.schema
-        )));
-    }
-    Ok(old)
+    crate::model::read::load_as("", path, CELL_SCHEMA, "lab cell")
 }
 
 #[derive(clap::Parser)]

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::base::error::usage;
+pub use crate::model::cell::{AccessOp, Expect, ProofKind};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -46,14 +47,6 @@ pub struct Confine {
     pub attr_value: Option<String>,
     #[serde(default)]
     pub landlock: bool,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum ProofKind {
-    Deny,
-    Measure,
-    Baseline,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -102,22 +95,6 @@ pub struct Row {
     pub op: AccessOp,
     pub path: String,
     pub expect: Expect,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum AccessOp {
-    Read,
-    Write,
-    Create,
-    Exec,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Expect {
-    Allow,
-    Deny,
 }
 
 pub const MATRIX_FILE: &str = "access-matrix.toml";

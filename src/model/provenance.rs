@@ -1,8 +1,111 @@
 //! Where a measurement runs: kernel, active LSMs, host or guest, real or
 //! virtual time. Read from the running system, never assumed.
-use std::{fs, time::SystemTime};
+use std::{fmt, fs, time::SystemTime};
 
-use crate::model::{KernelRef, Provenance};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// How and where a figure was obtained.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Provenance {
+    /// "lsmpmon".
+    pub tool: String,
+    /// The lsmpmon version that measured.
+    pub version: String,
+    pub kernel_release: String,
+    /// From securityfs `lsm`, in the kernel's order.
+    pub active_lsms: Vec<String>,
+    pub environment: Environment,
+    pub time: TimeMode,
+    pub hostname: String,
+    /// Seconds since the Unix epoch when the measurement started.
+    pub started_unix_s: u64,
+    /// In a `vm run` guest: the kernel it booted, as the host fetched or was given it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelRef>,
+}
+
+/// The host itself, or a QEMU guest started by `lsmpmon vm run` or `lab`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Environment {
+    Host,
+    Guest,
+}
+
+/// How time was measured: the host's clock, or QEMU's -icount (1 ns is
+/// about one guest instruction, deterministic).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum TimeMode {
+    Real,
+    Virtual,
+}
+
+impl TimeMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            TimeMode::Real => "real",
+            TimeMode::Virtual => "virtual",
+        }
+    }
+}
+
+impl fmt::Display for TimeMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Environment {
+    pub fn name(self) -> &'static str {
+        match self {
+            Environment::Host => "host",
+            Environment::Guest => "guest",
+        }
+    }
+}
+
+impl fmt::Display for Environment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A kernel a guest booted: the Debian packages it came from (or the user's
+/// file), with their sha256.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct KernelRef {
+    /// A Debian series (`5.10` … `7.3`), or `path` for a kernel given by path.
+    pub series: String,
+    pub flavour: String,
+    /// The package (or file name) holding the image.
+    pub package: String,
+    pub package_version: String,
+    /// sha256 of that package file (of the image, for a bzImage given by path).
+    pub deb_sha256: String,
+    /// `uname -r` of the kernel.
+    pub release: String,
+    /// Every package file used (7.x: the image's and the config's), in order.
+    #[serde(default)]
+    pub packages: Vec<PackageRef>,
+    /// sha256 of the kernel image booted.
+    #[serde(default)]
+    pub image_sha256: String,
+    /// The file given with `--kernel PATH`, absolute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// One package file: name, version and sha256 of the .deb.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct PackageRef {
+    pub name: String,
+    pub version: String,
+    pub sha256: String,
+}
 
 /// Kernel parameter `vm run` adds so the guest knows how its clock runs.
 pub const VM_PARAM: &str = "lsmpmon.vm";
@@ -25,18 +128,18 @@ pub fn collect() -> Provenance {
         .split_whitespace()
         .find_map(|p| p.strip_prefix(&format!("{VM_PARAM}=")).map(String::from));
     let (environment, time) = match vm.as_deref() {
-        Some("tcg") => ("guest", "virtual"),
+        Some("tcg") => (Environment::Guest, TimeMode::Virtual),
         // Without -icount, TCG guest time follows the host's clock.
-        Some(_) => ("guest", "real"),
-        None => ("host", "real"),
+        Some(_) => (Environment::Guest, TimeMode::Real),
+        None => (Environment::Host, TimeMode::Real),
     };
     Provenance {
-        tool: "lsmpmon",
-        version: env!("CARGO_PKG_VERSION"),
+        tool: "lsmpmon".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
         kernel_release: field(&uts.release),
         active_lsms: active_lsms(),
-        environment: environment.into(),
-        time: time.into(),
+        environment,
+        time,
         hostname: field(&uts.nodename),
         started_unix_s: SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)

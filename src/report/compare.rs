@@ -3,68 +3,17 @@
 //! determinism (0.5 %) is real; real time gets a Mann-Whitney U test on the
 //! recorded samples (bench) or the calls' histogram (trace).
 use anyhow::Result;
-use serde::Serialize;
-use serde_json::Value;
 
-use super::forms::{bench_medians, floor, latest, overhead_pct, trace};
-use super::input::{Origin, Run};
-use super::stats;
+use super::forms::{floor, latest, ops, timed, trace};
+use super::input::Run;
 use crate::base::error::usage;
+use crate::base::stats::{self, overhead_pct, verdict, VIRTUAL_DETERMINISM_PCT};
 use crate::base::table::{Cell, Row, Table};
+use crate::model::compare::Change;
+use crate::model::provenance::TimeMode;
+use crate::model::trace::HookResult;
 
-/// What virtual time repeats to across boots (LAB-FACTS; BENCHMARKS §2).
-pub const VIRTUAL_DETERMINISM_PCT: f64 = 0.5;
 const HIST_SAMPLE_CAP: usize = 20_000;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    Faster,
-    Slower,
-    WithinNoise,
-}
-
-impl Verdict {
-    pub fn word(self) -> &'static str {
-        match self {
-            Verdict::Faster => "faster",
-            Verdict::Slower => "slower",
-            Verdict::WithinNoise => "within noise",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Change {
-    pub kernel: String,
-    pub run: String,
-    pub figure: String,
-    pub unit: String,
-    pub a: f64,
-    pub b: f64,
-    /// Positive = B slower than A (for MB/s: less bandwidth).
-    pub overhead_pct: f64,
-    pub verdict: Verdict,
-    /// "exact (±0.5 %)" or "Mann-Whitney p=…".
-    pub test: String,
-    pub p_value: Option<f64>,
-}
-
-/// The fields where two runs' origins differ ("kernel_release: A x vs B y").
-pub fn mismatches(a: &Origin, b: &Origin) -> Vec<String> {
-    let fields = [
-        ("kernel_release", &a.kernel_release, &b.kernel_release),
-        ("environment", &a.environment, &b.environment),
-        ("time", &a.time, &b.time),
-        ("hostname", &a.hostname, &b.hostname),
-        ("cpu_model", &a.cpu_model, &b.cpu_model),
-    ];
-    fields
-        .iter()
-        .filter(|(_, x, y)| x != y)
-        .map(|(f, x, y)| format!("{f}: {x} vs {y}"))
-        .collect()
-}
 
 /// Pairs of runs to compare: by (kernel, configuration), or the one run
 /// of each side.
@@ -73,10 +22,14 @@ pub fn pair<'a>(a: &'a [Run], b: &'a [Run]) -> Result<Vec<(&'a Run, &'a Run)>> {
         return Ok(vec![(x, y)]);
     }
     // The newest cell per (kernel, configuration), as report's tables take.
-    let (la, lb) = (latest(a), latest(b));
-    let pairs: Vec<(&Run, &Run)> = la
-        .iter()
-        .filter_map(|(key, x)| lb.get(key).map(|y| (*x, *y)))
+    let lb = latest(b);
+    let pairs: Vec<(&Run, &Run)> = latest(a)
+        .into_iter()
+        .filter_map(|x| {
+            lb.iter()
+                .find(|y| y.kernel == x.kernel && y.config == x.config)
+                .map(|y| (x, *y))
+        })
         .collect();
     if pairs.is_empty() {
         return Err(usage(
@@ -91,10 +44,10 @@ pub fn pair<'a>(a: &'a [Run], b: &'a [Run]) -> Result<Vec<(&'a Run, &'a Run)>> {
 pub fn check_origins(pairs: &[(&Run, &Run)], force: bool) -> Result<Vec<String>> {
     let mut diffs = Vec::new();
     for (a, b) in pairs {
-        for m in mismatches(&a.origin, &b.origin) {
+        for m in a.origin.mismatches(&b.origin) {
             diffs.push(format!("{} on {}: {m}", a.config, a.kernel));
         }
-        if a.like_key != b.like_key {
+        if a.alike != b.alike {
             diffs.push(format!(
                 "{} on {}: measured otherwise (kernel package or release, samples, sample length, QEMU options)",
                 a.config, a.kernel
@@ -116,86 +69,39 @@ pub fn check_origins(pairs: &[(&Run, &Run)], force: bool) -> Result<Vec<String>>
     Ok(diffs)
 }
 
-fn samples(run: &Run, op: &str) -> Vec<f64> {
-    run.bench
-        .as_ref()
-        .and_then(|b| b["results"].as_array())
-        .and_then(|rs| rs.iter().find(|r| r["op"] == op))
-        .and_then(|r| r["samples"].as_array())
-        .map(|s| s.iter().filter_map(Value::as_f64).collect())
-        .unwrap_or_default()
+fn samples<'a>(run: &'a Run, op: &str) -> &'a [f64] {
+    ops(run)
+        .iter()
+        .find(|r| r.op == op)
+        .map_or(&[], |r| &r.samples)
 }
 
-fn hist_samples(h: &Value) -> Vec<f64> {
-    let buckets: Vec<(f64, u64)> = h["hist"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|b| Some((b["low_ns"].as_f64()?, b["count"].as_u64()?)))
-        .collect();
+fn hist_samples(h: &HookResult) -> Vec<f64> {
+    let buckets: Vec<(f64, u64)> = h.hist.iter().map(|b| (b.low_ns as f64, b.count)).collect();
     stats::from_histogram(&buckets, HIST_SAMPLE_CAP)
 }
 
-/// The verdict on a change of `overhead` percent, and how it was reached.
-pub fn verdict(
-    virtual_time: bool,
-    overhead: f64,
-    sa: &[f64],
-    sb: &[f64],
-    alpha: f64,
-) -> (Verdict, String, Option<f64>) {
-    let direction = if overhead > 0.0 {
-        Verdict::Slower
-    } else {
-        Verdict::Faster
-    };
-    if virtual_time {
-        let v = if overhead.abs() <= VIRTUAL_DETERMINISM_PCT {
-            Verdict::WithinNoise
-        } else {
-            direction
-        };
-        return (v, format!("exact (±{VIRTUAL_DETERMINISM_PCT} %)"), None);
-    }
-    match stats::mann_whitney_p(sa, sb) {
-        Some(p) => {
-            let v = if p < alpha && overhead != 0.0 {
-                direction
-            } else {
-                Verdict::WithinNoise
-            };
-            let shown = if p >= 0.001 {
-                format!("{p:.3}")
-            } else {
-                format!("{p:.1e}")
-            };
-            (v, format!("Mann-Whitney p={shown}"), Some(p))
-        }
-        None => (Verdict::WithinNoise, "no samples: untested".into(), None),
-    }
-}
-
 fn bench_changes(a: &Run, b: &Run, alpha: f64, out: &mut Vec<Change>) {
-    let bm = bench_medians(b);
-    for (op, unit, va) in bench_medians(a) {
-        let Some((_, _, vb)) = bm.iter().find(|r| r.0 == op) else {
+    for oa in ops(a) {
+        let Some(ob) = ops(b).iter().find(|r| r.op == oa.op) else {
             continue;
         };
-        let overhead = overhead_pct(&unit, va, *vb);
+        let (va, vb) = (oa.summary.median, ob.summary.median);
+        let overhead = overhead_pct(oa.unit.higher_is_better(), va, vb);
         let (v, test, p) = verdict(
-            a.time == "virtual",
+            a.time == TimeMode::Virtual,
             overhead,
-            &samples(a, &op),
-            &samples(b, &op),
+            samples(a, &oa.op),
+            samples(b, &oa.op),
             alpha,
         );
         out.push(Change {
-            kernel: a.kernel.clone(),
+            kernel: a.kernel.to_string(),
             run: a.config.clone(),
-            figure: format!("bench {op}"),
-            unit,
+            figure: format!("bench {}", oa.op),
+            unit: oa.unit.name().to_string(),
             a: va,
-            b: *vb,
+            b: vb,
             overhead_pct: overhead,
             verdict: v,
             test,
@@ -208,39 +114,33 @@ fn trace_changes(a: &Run, b: &Run, alpha: f64, out: &mut Vec<Change>) {
     let (Some(ta), Some(tb)) = (trace(a), trace(b)) else {
         return;
     };
-    let hooks = |t: &Value| t["hooks"].as_array().cloned().unwrap_or_default();
-    let hb = hooks(tb);
-    for h in hooks(ta) {
-        let Some(g) = hb.iter().find(|g| g["hook"] == h["hook"]) else {
+    for h in &ta.hooks {
+        let Some(g) = tb.hooks.iter().find(|g| g.hook == h.hook) else {
             continue;
         };
-        let (Some(xa), Some(xb)) = (
-            super::forms::timed(&h, floor(ta)),
-            super::forms::timed(g, floor(tb)),
-        ) else {
+        let (Some(xa), Some(xb)) = (timed(h, floor(ta)), timed(g, floor(tb))) else {
             continue;
         };
-        let (Some(ra), Some(rb)) = (super::forms::timed(&h, 0.0), super::forms::timed(g, 0.0))
-        else {
+        let (Some(ra), Some(rb)) = (timed(h, 0.0), timed(g, 0.0)) else {
             continue;
         };
         if xa <= 0.0 || ra <= 0.0 {
             continue;
         }
-        let overhead = overhead_pct("ns", xa, xb);
+        let overhead = overhead_pct(false, xa, xb);
         // Virtual time repeats the time per call, probe floor included, to
         // 0.5 %: judged on that, not on the small figure left after the floor.
         let (v, test, p) = verdict(
-            a.time == "virtual",
-            overhead_pct("ns", ra, rb),
-            &hist_samples(&h),
+            a.time == TimeMode::Virtual,
+            overhead_pct(false, ra, rb),
+            &hist_samples(h),
             &hist_samples(g),
             alpha,
         );
         out.push(Change {
-            kernel: a.kernel.clone(),
+            kernel: a.kernel.to_string(),
             run: a.config.clone(),
-            figure: format!("hook {}", h["hook"].as_str().unwrap_or("?")),
+            figure: format!("hook {}", h.hook),
             unit: "ns/call".into(),
             a: xa,
             b: xb,
@@ -285,7 +185,7 @@ pub fn table(changes: &[Change], pairs: &[(&Run, &Run)], forced: &[String]) -> T
         form: "compare".into(),
         title: "compare: A → B".into(),
         kernel: {
-            let mut k: Vec<&str> = pairs.iter().map(|(a, _)| a.kernel.as_str()).collect();
+            let mut k: Vec<String> = pairs.iter().map(|(a, _)| a.kernel.to_string()).collect();
             k.dedup();
             k.join(", ")
         },

@@ -1,14 +1,15 @@
 //! The papers' tables from runs: the Table 3 form (operations ×
 //! configurations: value and % over the baseline), the Table 4 form (hooks ×
 //! configurations: floor-subtracted ns per call) and the footprint.
-use std::collections::BTreeMap;
-
-use serde_json::Value;
-
 use super::input::Run;
 use crate::base::papers;
+use crate::base::stats::overhead_pct;
 use crate::base::table::{Cell, Row, Table};
-use crate::lab::results::CellStatus;
+use crate::model::bench::{OpResult, Unit};
+use crate::model::cell::CellStatus;
+use crate::model::identity::KernelId;
+use crate::model::provenance::TimeMode;
+use crate::model::trace::{HookResult, TraceResult};
 
 /// The hooks of the LSMPMON paper's Table 4 (dentry_open is file_open today).
 pub const PAPER_HOOKS: &[&str] = &[
@@ -24,30 +25,33 @@ pub const PAPER_HOOKS: &[&str] = &[
 const TOP_HOOKS: usize = 10;
 pub const BASELINE: &str = "none";
 
-/// The newest run per (kernel, configuration).
-pub fn latest(runs: &[Run]) -> BTreeMap<(String, String), &Run> {
-    let mut out: BTreeMap<(String, String), &Run> = BTreeMap::new();
+/// The newest run per (kernel, configuration), ordered by the kernel's
+/// label and the configuration.
+pub fn latest(runs: &[Run]) -> Vec<&Run> {
+    let mut out: Vec<&Run> = Vec::new();
     for r in runs {
-        let key = (r.kernel.clone(), r.config.clone());
-        if out
-            .get(&key)
-            .is_none_or(|o| o.started_unix_s <= r.started_unix_s)
+        match out
+            .iter_mut()
+            .find(|o| o.kernel == r.kernel && o.config == r.config)
         {
-            out.insert(key, r);
+            Some(o) if o.started_unix_s <= r.started_unix_s => *o = r,
+            Some(_) => {}
+            None => out.push(r),
         }
     }
+    out.sort_by_cached_key(|r| (r.kernel.to_string(), r.config.clone()));
     out
 }
 
 /// The kernels in first-seen order and, for each, its runs in `order`
 /// (configurations not in `order` follow in first-seen order).
-pub fn by_kernel<'a>(runs: &'a [Run], order: &[String]) -> Vec<(String, Vec<&'a Run>)> {
+pub fn by_kernel<'a>(runs: &'a [Run], order: &[String]) -> Vec<(KernelId, Vec<&'a Run>)> {
     let latest = latest(runs);
-    let mut kernels: Vec<String> = Vec::new();
+    let mut kernels: Vec<&KernelId> = Vec::new();
     let mut configs: Vec<String> = order.to_vec();
     for r in runs {
-        if !kernels.contains(&r.kernel) {
-            kernels.push(r.kernel.clone());
+        if !kernels.contains(&&r.kernel) {
+            kernels.push(&r.kernel);
         }
         if !configs.contains(&r.config) {
             configs.push(r.config.clone());
@@ -58,9 +62,14 @@ pub fn by_kernel<'a>(runs: &'a [Run], order: &[String]) -> Vec<(String, Vec<&'a 
         .map(|k| {
             let cols = configs
                 .iter()
-                .filter_map(|c| latest.get(&(k.clone(), c.clone())).copied())
+                .filter_map(|c| {
+                    latest
+                        .iter()
+                        .find(|r| r.kernel == *k && r.config == *c)
+                        .copied()
+                })
                 .collect();
-            (k, cols)
+            (k.clone(), cols)
         })
         .collect()
 }
@@ -69,7 +78,8 @@ pub fn by_kernel<'a>(runs: &'a [Run], order: &[String]) -> Vec<(String, Vec<&'a 
 pub fn all(runs: &[Run], order: &[String]) -> Vec<Table> {
     let mut out = Vec::new();
     for (k, cols) in by_kernel(runs, order) {
-        if cols.iter().any(|c| !bench_medians(c).is_empty()) {
+        let k = k.to_string();
+        if cols.iter().any(|c| !ops(c).is_empty()) {
             out.push(table3(&k, &cols));
         }
         if cols.iter().any(|c| trace(c).is_some()) {
@@ -101,23 +111,19 @@ fn header(cols: &[&Run], first: &str) -> Vec<String> {
         .collect()
 }
 
-/// (op, unit, median) of each op the run's benchmark measured.
-pub fn bench_medians(c: &Run) -> Vec<(String, String, f64)> {
-    c.bench
-        .as_ref()
-        .and_then(|b| b["results"].as_array())
-        .map(|rs| {
-            rs.iter()
-                .filter_map(|r| {
-                    Some((
-                        r["op"].as_str()?.to_string(),
-                        r["unit"].as_str().unwrap_or("").to_string(),
-                        r["median"].as_f64()?,
-                    ))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+/// Each op the run's benchmark measured.
+pub fn ops(c: &Run) -> &[OpResult] {
+    c.bench.as_ref().map_or(&[], |b| &b.results)
+}
+
+/// The op's result, if the run measured it.
+pub fn op<'a>(c: &'a Run, op: &str) -> Option<&'a OpResult> {
+    ops(c).iter().find(|o| o.op == op)
+}
+
+/// The median of `op`, if the run measured it.
+pub fn median(c: &Run, name: &str) -> Option<f64> {
+    op(c, name).map(|o| o.summary.median)
 }
 
 /// The kernel's baseline: the run named `none`, else (single results, not
@@ -128,27 +134,18 @@ pub fn baseline<'a>(cols: &[&'a Run]) -> Option<&'a Run> {
     named.or(first).copied().filter(|c| c.passed())
 }
 
-/// Change over the baseline, in percent; positive = slower (MB/s: fewer).
-pub fn overhead_pct(unit: &str, base: f64, v: f64) -> f64 {
-    let change = (v / base - 1.0) * 100.0;
-    if unit == "MB/s" {
-        -change
-    } else {
-        change
-    }
-}
-
-fn op_cell(c: &Run, op: &str, base: Option<(&Run, f64)>) -> Cell {
+fn op_cell(c: &Run, name: &str, base: Option<(&Run, f64)>) -> Cell {
     if let Some(m) = missing(c) {
         return m;
     }
-    let Some((_, u, v)) = bench_medians(c).into_iter().find(|r| r.0 == op) else {
+    let Some(o) = op(c, name) else {
         return Cell::missing("not run");
     };
-    let shown = if u == "ns/op" { v / 1e3 } else { v };
+    let v = o.summary.median;
+    let shown = if o.unit == Unit::NsPerOp { v / 1e3 } else { v };
     let pct = base
-        .filter(|(b, _)| b.config != c.config && b.like_key == c.like_key)
-        .map(|(_, b)| overhead_pct(&u, b, v));
+        .filter(|(b, _)| b.config != c.config && b.alike == c.alike)
+        .map(|(_, b)| overhead_pct(o.unit.higher_is_better(), b, v));
     Cell::Value {
         value: shown,
         pct,
@@ -158,24 +155,28 @@ fn op_cell(c: &Run, op: &str, base: Option<(&Run, f64)>) -> Cell {
 
 pub fn table3(kernel: &str, cols: &[&Run]) -> Table {
     let base = baseline(cols);
-    let mut ops: Vec<(String, String)> = Vec::new();
+    let mut names: Vec<(&str, Unit)> = Vec::new();
     for c in cols {
-        for (op, unit, _) in bench_medians(c) {
-            if !ops.iter().any(|(o, _)| *o == op) {
-                ops.push((op, unit));
+        for o in ops(c) {
+            if !names.iter().any(|(n, _)| *n == o.op) {
+                names.push((&o.op, o.unit));
             }
         }
     }
-    let rows = ops
+    let rows = names
         .iter()
-        .map(|(op, unit)| {
-            let base_v = base.and_then(|b| {
-                let v = bench_medians(b).into_iter().find(|r| r.0 == *op)?.2;
-                Some((b, v))
-            });
+        .map(|(name, unit)| {
+            let base_v = base.and_then(|b| Some((b, median(b, name)?)));
             Row {
-                label: format!("{op} ({})", if unit == "ns/op" { "µs" } else { unit }),
-                cells: cols.iter().map(|c| op_cell(c, op, base_v)).collect(),
+                label: format!(
+                    "{name} ({})",
+                    if *unit == Unit::NsPerOp {
+                        "µs"
+                    } else {
+                        unit.name()
+                    }
+                ),
+                cells: cols.iter().map(|c| op_cell(c, name, base_v)).collect(),
             }
         })
         .collect();
@@ -200,37 +201,37 @@ pub fn table3(kernel: &str, cols: &[&Run]) -> Table {
 }
 
 pub fn time_mode(cols: &[&Run]) -> String {
-    let mut modes: Vec<&str> = cols.iter().map(|c| c.time.as_str()).collect();
+    let mut modes: Vec<TimeMode> = cols.iter().map(|c| c.time).collect();
     modes.sort();
     modes.dedup();
     match modes.as_slice() {
-        ["virtual"] => "Virtual (QEMU TCG -icount: 1 ns ≈ one guest instruction)".into(),
-        ["real"] => "Real (host clock)".into(),
+        [TimeMode::Virtual] => "Virtual (QEMU TCG -icount: 1 ns ≈ one guest instruction)".into(),
+        [TimeMode::Real] => "Real (host clock)".into(),
         _ => format!(
             "Mixed ({}) —  compare within one mode only",
-            modes.join("/")
+            modes.iter().map(|m| m.name()).collect::<Vec<_>>().join("/")
         ),
     }
 }
 
-pub fn trace(c: &Run) -> Option<&Value> {
+pub fn trace(c: &Run) -> Option<&TraceResult> {
     c.trace.as_ref()
 }
 
 /// The probe floor to take out of a trace's figures (0 when the trace
 /// already subtracted it, or has none).
-pub fn floor(t: &Value) -> f64 {
-    if t["options"]["subtract_floor"].as_bool() == Some(true) {
+pub fn floor(t: &TraceResult) -> f64 {
+    if t.options.subtract_floor {
         return 0.0;
     }
-    t["probe"]["floor_ns"].as_f64().unwrap_or(0.0)
+    t.probe.floor_ns.unwrap_or(0.0)
 }
 
-pub fn timed(r: &Value, floor_ns: f64) -> Option<f64> {
-    if r["count"].as_u64().unwrap_or(0) == 0 {
+pub fn timed(r: &HookResult, floor_ns: f64) -> Option<f64> {
+    if r.count == 0 {
         return None;
     }
-    Some((r["ave_ns"].as_f64()? - floor_ns).max(0.0))
+    Some((r.ave_ns - floor_ns).max(0.0))
 }
 
 /// `hook`'s cost in run `c`: its modules' own functions, or (no module of
@@ -241,16 +242,14 @@ fn hook_cost(c: &Run, hook: &str) -> Option<Cell> {
     }
     let t = trace(c)?;
     let fl = floor(t);
-    let traced = t["hooks"].as_array()?.iter().any(|h| h["hook"] == hook);
-    if !traced {
+    let Some(h) = t.hooks.iter().find(|h| h.hook == hook) else {
         return Some(Cell::missing("not traced"));
-    }
+    };
     if c.measured_lsms.is_empty() {
-        let h = t["hooks"].as_array()?.iter().find(|h| h["hook"] == hook)?;
-        let nested = t["per_lsm"].as_array().is_some_and(|p| {
-            p.iter()
-                .any(|r| r["hook"] == hook && r["count"].as_u64().unwrap_or(0) > 0)
-        });
+        let nested = t
+            .per_lsm
+            .iter()
+            .any(|r| r.stats.hook == hook && r.stats.count > 0);
         if below_floor(h, fl) {
             return Some(Cell::missing(BELOW_FLOOR));
         }
@@ -260,15 +259,16 @@ fn hook_cost(c: &Run, hook: &str) -> Option<Cell> {
             mark: Some(if nested { "h*".into() } else { "h".into() }),
         });
     }
-    let rows: Vec<&Value> = t["per_lsm"]
-        .as_array()?
+    let rows: Vec<&HookResult> = t
+        .per_lsm
         .iter()
-        .filter(|r| r["hook"] == hook && c.measured_lsms.iter().any(|m| r["lsm"] == m.as_str()))
+        .filter(|r| r.stats.hook == hook && c.measured_lsms.contains(&r.lsm))
+        .map(|r| &r.stats)
         .collect();
     if rows.is_empty() {
         return Some(Cell::missing("N/A"));
     }
-    if rows.iter().all(|r| r["count"].as_u64().unwrap_or(0) == 0) {
+    if rows.iter().all(|r| r.count == 0) {
         return Some(Cell::missing("not called"));
     }
     if rows.iter().all(|r| below_floor(r, fl)) {
@@ -282,16 +282,14 @@ pub const BELOW_FLOOR: &str = "≤ floor";
 
 /// A timed row whose average is within a nanosecond of the floor or under
 /// it: indistinguishable from an empty function, not a cost of 0.
-pub fn below_floor(r: &Value, floor_ns: f64) -> bool {
-    floor_ns > 0.0
-        && r["count"].as_u64().unwrap_or(0) > 0
-        && r["ave_ns"].as_f64().is_some_and(|a| a < floor_ns + 1.0)
+pub fn below_floor(r: &HookResult, floor_ns: f64) -> bool {
+    floor_ns > 0.0 && r.count > 0 && r.ave_ns < floor_ns + 1.0
 }
 
 /// The kprobe fallback (kernels before 5.17) has no floor to subtract: its
 /// figures carry the kprobe pair's own cost and are flagged.
 pub fn fallback(c: &Run) -> bool {
-    trace(c).is_some_and(|t| !t["probe"]["fallback"].is_null())
+    trace(c).is_some_and(|t| t.probe.fallback.is_some())
 }
 
 /// A figure of a kprobe-fallback trace, marked `k` (after any mark it has).
@@ -312,10 +310,10 @@ pub fn table4_hooks(cols: &[&Run]) -> Vec<String> {
     let mut costs: Vec<(String, f64)> = Vec::new();
     for c in cols {
         let Some(t) = trace(c) else { continue };
-        for r in t["per_lsm"].as_array().into_iter().flatten() {
-            if c.measured_lsms.iter().any(|l| r["lsm"] == l.as_str()) {
-                if let (Some(h), Some(v)) = (r["hook"].as_str(), timed(r, floor(t))) {
-                    costs.push((h.to_string(), v * r["count"].as_f64().unwrap_or(0.0)));
+        for r in &t.per_lsm {
+            if c.measured_lsms.contains(&r.lsm) {
+                if let Some(v) = timed(&r.stats, floor(t)) {
+                    costs.push((r.stats.hook.clone(), v * r.stats.count as f64));
                 }
             }
         }
@@ -355,7 +353,7 @@ pub fn table4(kernel: &str, cols: &[&Run]) -> Table {
         // A hook no run traced (a single trace of a few hooks) is no row.
         .filter(|r: &Row| r.cells.iter().any(|c| *c != untraced))
         .collect();
-    let unit = if cols.iter().all(|c| c.time == "virtual") {
+    let unit = if cols.iter().all(|c| c.time == TimeMode::Virtual) {
         "virtual ns"
     } else {
         "ns"
@@ -399,7 +397,7 @@ pub fn footprint(kernel: &str, cols: &[&Run]) -> Table {
     let base = base_run
         .and_then(|c| c.footprint.as_ref())
         .map(|f| f.after_setup.used_kib as f64);
-    let alike = |c: &Run| base_run.is_some_and(|b| b.like_key == c.like_key);
+    let alike = |c: &Run| base_run.is_some_and(|b| b.alike == c.alike);
     let row = |label: &str, f: &dyn Fn(&Run) -> Option<f64>| figure_row(label, cols, f);
     Table {
         form: "footprint".into(),

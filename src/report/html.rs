@@ -3,13 +3,14 @@
 use anyhow::{Context, Result};
 use minijinja::Environment;
 use serde::Serialize;
-use serde_json::Value;
 
 use super::charts::{self, Series};
 use super::forms::{self, trace};
 use super::input::Run;
 use crate::base::papers;
 use crate::base::table::{fmt_cell, Cell, Table};
+use crate::model::provenance::TimeMode;
+use crate::model::trace::HookResult;
 
 const TEMPLATE: &str = include_str!("templates/report.html");
 /// Histograms drawn per traced run: its hooks with the most time.
@@ -133,35 +134,23 @@ fn histograms(runs: &[Run]) -> Result<Vec<Chart>> {
     let mut out = Vec::new();
     for (ri, r) in runs.iter().enumerate().filter(|(_, r)| r.passed()) {
         let Some(t) = trace(r) else { continue };
-        let unit = if r.time == "virtual" {
+        let unit = if r.time == TimeMode::Virtual {
             "virtual ns"
         } else {
             "ns"
         };
-        let mut hooks: Vec<&Value> = t["hooks"].as_array().into_iter().flatten().collect();
-        hooks.sort_by(|a, b| {
-            b["sum_ns"]
-                .as_f64()
-                .unwrap_or(0.0)
-                .total_cmp(&a["sum_ns"].as_f64().unwrap_or(0.0))
-        });
+        let mut hooks: Vec<&HookResult> = t.hooks.iter().collect();
+        hooks.sort_by(|a, b| (b.sum_ns as f64).total_cmp(&(a.sum_ns as f64)));
         for h in hooks.iter().take(HISTOGRAMS_PER_RUN) {
-            let buckets: Vec<(u64, u64, u64)> = h["hist"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|b| {
-                    Some((
-                        b["low_ns"].as_u64()?,
-                        b["high_ns"].as_u64()?,
-                        b["count"].as_u64()?,
-                    ))
-                })
+            let buckets: Vec<(u64, u64, u64)> = h
+                .hist
+                .iter()
+                .map(|b| (b.low_ns, b.high_ns, b.count))
                 .collect();
             if buckets.is_empty() {
                 continue;
             }
-            let name = h["hook"].as_str().unwrap_or("?");
+            let name = &h.hook;
             let title = format!("{name}: {} on {}", r.config, r.kernel);
             out.push(Chart {
                 id: format!("h{ri}-{name}"),
@@ -245,7 +234,7 @@ pub fn render(
         .collect();
     let kernels: Vec<String> = forms::by_kernel(runs, &[])
         .into_iter()
-        .map(|(k, _)| k)
+        .map(|(k, _)| k.to_string())
         .collect();
     let page = Page {
         version: env!("CARGO_PKG_VERSION"),

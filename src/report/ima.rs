@@ -2,7 +2,7 @@
 //! `ima` ops: mmap and open-read latency by case with the hook's share over
 //! `none`, and the re-hash latency by file size with the throughput it
 //! implies. One table of each per kernel.
-use super::forms::{bench_medians, by_kernel, missing, time_mode, BASELINE};
+use super::forms::{by_kernel, median, missing, op, time_mode, BASELINE};
 use super::input::Run;
 use crate::base::papers;
 use crate::base::table::{Cell, Row, Table};
@@ -46,23 +46,13 @@ const READ_REFERENCE_US: f64 = 4.32;
 const PAPER_HASH_US: &[f64] = &[4.21, 10.3, 16.3, 197.0, 1550.0, 12700.0];
 
 fn median_us(r: &Run, op: &str) -> Option<f64> {
-    bench_medians(r)
-        .into_iter()
-        .find(|m| m.0 == op)
-        .map(|m| m.2 / 1e3)
-}
-
-/// The bench result of one op (for its spread).
-fn op_result<'a>(r: &'a Run, op: &str) -> Option<&'a serde_json::Value> {
-    r.bench.as_ref()?["results"]
-        .as_array()?
-        .iter()
-        .find(|x| x["op"] == op)
+    median(r, op).map(|m| m / 1e3)
 }
 
 pub fn tables(runs: &[Run], order: &[String]) -> Vec<Table> {
     let mut out = Vec::new();
     for (kernel, cols) in by_kernel(runs, order) {
+        let kernel = kernel.to_string();
         let measured: Vec<&Run> = cols
             .iter()
             .copied()
@@ -205,16 +195,13 @@ fn case_notes(cols: &[&Run], form: Form) -> Vec<String> {
         .iter()
         .filter(|c| c.measured.as_ref().is_some_and(|m| m.tpm))
     {
-        let op = if form == Form::Mmap {
+        let extend = if form == Form::Mmap {
             "ima_mmap_extend"
         } else {
             "ima_read_extend"
         };
-        if let Some(r) = op_result(c, op) {
-            let (lo, hi) = (
-                r["min"].as_f64().unwrap_or(0.0),
-                r["max"].as_f64().unwrap_or(0.0),
-            );
+        if let Some(r) = op(c, extend) {
+            let (lo, hi) = (r.summary.min, r.summary.max);
             notes.push(format!(
                 "{}: extend samples range {:.0}-{:.0} µs (×{:.1}), not deterministic: swtpm runs on \
                  the host, outside virtual time, and QEMU's tpm-tis gives the guest no interrupt, so \
@@ -346,40 +333,57 @@ fn incremental_row(cols: &[&Run]) -> Row {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::results::CellStatus;
-    use crate::report::input::{Measured, Origin};
+    use crate::model::bench::BenchResult;
+    use crate::model::cell::CellStatus;
+    use crate::model::identity::{Alike, KernelId, Origin};
+    use crate::model::provenance::{Environment, TimeMode};
+    use crate::report::input::Measured;
 
     /// A lab cell of kernel 6.1 with these ops' medians (ns).
     fn run(config: &str, measured: Option<Measured>, medians: &[(&str, f64)]) -> Run {
-        let results: Vec<serde_json::Value> = medians
+        let mut bench: BenchResult = serde_json::from_str(include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/report/bench-host.json"
+        )))
+        .unwrap();
+        let template = bench.results[0].clone();
+        bench.results = medians
             .iter()
             .map(|(op, ns)| {
-                serde_json::json!({"op": op, "unit": "ns/op", "median": ns, "min": ns * 0.5, "max": ns * 2.0})
+                let mut r = template.clone();
+                r.op = op.to_string();
+                (r.summary.median, r.summary.min, r.summary.max) = (*ns, ns * 0.5, ns * 2.0);
+                r
             })
             .collect();
+        let origin = Origin {
+            kernel_release: "6.1".into(),
+            environment: Environment::Guest,
+            time: TimeMode::Virtual,
+            hostname: "h".into(),
+            cpu_model: "c".into(),
+        };
         Run {
             source: config.into(),
-            kernel: "6.1".into(),
+            kernel: KernelId::Lab {
+                series: "6.1".into(),
+                flavour: "cloud".into(),
+                cpus: 1,
+            },
             config: config.into(),
             status: CellStatus::Passed,
             from_lab: true,
             reason: None,
-            time: "virtual".into(),
+            time: TimeMode::Virtual,
             started_unix_s: 1,
-            like_key: "k".into(),
+            alike: Alike::of_bench(&bench),
             measured_lsms: Vec::new(),
             measured,
-            bench: Some(serde_json::json!({ "results": results })),
+            bench: Some(bench),
             trace: None,
             footprint: None,
             bytes_added: None,
-            origin: Origin {
-                kernel_release: "6.1".into(),
-                environment: "guest".into(),
-                time: "virtual".into(),
-                hostname: "h".into(),
-                cpu_model: "c".into(),
-            },
+            origin,
         }
     }
 

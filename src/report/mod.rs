@@ -7,7 +7,6 @@ pub mod forms;
 mod html;
 mod ima;
 pub mod input;
-mod stats;
 mod studies;
 mod syscalls;
 
@@ -19,7 +18,10 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 
 use crate::base::error::{usage, with_code, EXIT_FAILURE, EXIT_OK};
+use crate::base::stats::{Verdict, VIRTUAL_DETERMINISM_PCT};
 use crate::base::table::{self, Table};
+use crate::model::compare::{CompareResult, COMPARE_SCHEMA};
+use crate::model::report::{ReportResult, RunRef, REPORT_SCHEMA};
 use crate::trace::tables as trace_tables;
 use input::Run;
 
@@ -117,53 +119,29 @@ pub fn tables(runs: &[Run], order: &[String], syscalls: &[String]) -> Vec<Table>
     out
 }
 
-pub const REPORT_SCHEMA: &str = "lsmpmon.report/1";
-pub const COMPARE_SCHEMA: &str = "lsmpmon.compare/1";
-
-/// The JSON form: the tables with what they were made from.
-#[derive(serde::Serialize)]
-struct ReportJson<'a> {
-    schema: &'static str,
-    lsmpmon_version: &'static str,
-    inputs: &'a [String],
-    runs: Vec<RunRef<'a>>,
-    warnings: &'a [String],
-    tables: &'a [Table],
-}
-
-#[derive(serde::Serialize)]
-struct RunRef<'a> {
-    source: String,
-    kernel: &'a str,
-    config: &'a str,
-    status: crate::lab::results::CellStatus,
-    reason: Option<&'a str>,
-    time: &'a str,
-}
-
 pub fn json(
     tables: &[Table],
     runs: &[Run],
     inputs: &[String],
     warnings: &[String],
 ) -> Result<String> {
-    let doc = ReportJson {
-        schema: REPORT_SCHEMA,
-        lsmpmon_version: env!("CARGO_PKG_VERSION"),
-        inputs,
+    let doc = ReportResult {
+        schema: REPORT_SCHEMA.into(),
+        lsmpmon_version: env!("CARGO_PKG_VERSION").into(),
+        inputs: inputs.to_vec(),
         runs: runs
             .iter()
             .map(|r| RunRef {
                 source: r.source.display().to_string(),
-                kernel: &r.kernel,
-                config: &r.config,
+                kernel: r.kernel.to_string(),
+                config: r.config.clone(),
                 status: r.status,
-                reason: r.reason.as_deref(),
-                time: &r.time,
+                reason: r.reason.clone(),
+                time: r.time,
             })
             .collect(),
-        warnings,
-        tables,
+        warnings: warnings.to_vec(),
+        tables: tables.to_vec(),
     };
     Ok(serde_json::to_string_pretty(&doc)? + "\n")
 }
@@ -225,8 +203,9 @@ pub fn main(args: ReportArgs) -> Result<i32> {
         crate::base::output::stdout(&list)?;
         return Ok(EXIT_OK);
     }
-    let runs = input::load(&args.results, args.skip_invalid)?;
-    let warnings = input::warnings(&runs);
+    let (runs, superseded) = input::load_counting(&args.results, args.skip_invalid)?;
+    let mut warnings = input::warnings(&runs);
+    warnings.extend(superseded);
     for w in &warnings {
         eprintln!("lsmpmon: {w}");
     }
@@ -265,27 +244,27 @@ pub fn compare_main(args: CompareArgs) -> Result<i32> {
             "A and B share no figure (no common bench op or traced hook)",
         ));
     }
+    let slower = changes
+        .iter()
+        .filter(|c| c.verdict == Verdict::Slower)
+        .count();
     let text = if args.format == Format::Json {
-        let doc = serde_json::json!({
-            "schema": COMPARE_SCHEMA,
-            "lsmpmon_version": env!("CARGO_PKG_VERSION"),
-            "a": args.a.display().to_string(),
-            "b": args.b.display().to_string(),
-            "alpha": args.alpha,
-            "virtual_determinism_pct": compare::VIRTUAL_DETERMINISM_PCT,
-            "forced": forced,
-            "changes": changes,
-        });
+        let doc = CompareResult {
+            schema: COMPARE_SCHEMA.into(),
+            lsmpmon_version: env!("CARGO_PKG_VERSION").into(),
+            a: args.a.display().to_string(),
+            b: args.b.display().to_string(),
+            alpha: args.alpha,
+            virtual_determinism_pct: VIRTUAL_DETERMINISM_PCT,
+            forced,
+            changes,
+        };
         serde_json::to_string_pretty(&doc)? + "\n"
     } else {
         let t = [compare::table(&changes, &pairs, &forced)];
         render(args.format, &t, &[], &[], &[])?
     };
     crate::base::output::stdout(&text)?;
-    let slower = changes
-        .iter()
-        .filter(|c| c.verdict == compare::Verdict::Slower)
-        .count();
     Ok(if args.fail_on_slower && slower > 0 {
         EXIT_FAILURE
     } else {

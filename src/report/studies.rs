@@ -1,7 +1,7 @@
 //! The other papers' tables, where the results hold their figures: the
 //! sched_yield hand-over between processes and between threads (pseudo
 //! multi-process, Table 3).
-use super::forms::{bench_medians, figure_row, time_mode};
+use super::forms::{figure_row, median, op, time_mode};
 use super::input::Run;
 use crate::base::papers;
 use crate::base::table::Table;
@@ -13,24 +13,10 @@ const PAPER_TOTALS_US: [(u64, f64, f64); 2] = [
     (1_000_000, 2_295_291.8, 1_264_861.5),
 ];
 
-fn result<'a>(r: &'a Run, op: &str) -> Option<&'a serde_json::Value> {
-    r.bench.as_ref()?["results"]
-        .as_array()?
-        .iter()
-        .find(|x| x["op"] == op)
-}
-
-fn median(r: &Run, op: &str) -> Option<f64> {
-    bench_medians(r)
-        .into_iter()
-        .find(|m| m.0 == op)
-        .map(|m| m.2)
-}
-
 /// Rounds per sample where the run fixed them (`bench --iterations`): the
 /// paper times the whole program for a given number of rounds.
 fn rounds(r: &Run) -> Option<u64> {
-    r.bench.as_ref()?["options"]["iterations"].as_u64()
+    r.bench.as_ref()?.options.iterations
 }
 
 /// Total µs of the median sample of `op`'s fixed-rounds run.
@@ -41,13 +27,7 @@ fn total_us(r: &Run, op: &str) -> Option<f64> {
 /// Median over paired samples (taken round-robin, so sample i of each op
 /// ran back to back) of processes ÷ threads.
 fn paired_ratio(r: &Run) -> Option<f64> {
-    let samples = |op: &str| -> Option<Vec<f64>> {
-        result(r, op)?["samples"]
-            .as_array()?
-            .iter()
-            .map(serde_json::Value::as_f64)
-            .collect()
-    };
+    let samples = |name: &str| -> Option<&[f64]> { Some(&op(r, name)?.samples) };
     let (p, t) = (
         samples("yield_rounds_proc")?,
         samples("yield_rounds_thread")?,
@@ -55,7 +35,7 @@ fn paired_ratio(r: &Run) -> Option<f64> {
     if p.is_empty() || p.len() != t.len() {
         return None;
     }
-    let mut ratios: Vec<f64> = p.iter().zip(&t).map(|(p, t)| p / t).collect();
+    let mut ratios: Vec<f64> = p.iter().zip(t).map(|(p, t)| p / t).collect();
     ratios.sort_by(f64::total_cmp);
     Some(ratios[ratios.len() / 2])
 }
@@ -76,15 +56,15 @@ fn paper(r: &Run) -> Option<(f64, f64)> {
 fn hooks_in_yield(r: &Run) -> Option<f64> {
     let trace = r.trace.as_ref()?;
     // --lean records no per-syscall cells: its silence proves nothing.
-    if trace["options"]["lean"].as_bool() != Some(false) {
+    if trace.options.lean {
         return None;
     }
-    let syscalls = trace["syscalls"].as_array()?;
     Some(
-        syscalls
+        trace
+            .syscalls
             .iter()
-            .filter(|s| s["syscall"] == "sched_yield")
-            .filter_map(|s| s["hook_count"].as_f64())
+            .filter(|s| s.syscall == "sched_yield")
+            .map(|s| s.hook_count as f64)
             .fold(0.0, |a, n| a + n),
     )
 }
@@ -118,7 +98,7 @@ pub fn yield_table(runs: &[&Run]) -> Option<Table> {
         ),
         kernel: cols
             .iter()
-            .map(|c| c.kernel.as_str())
+            .map(|c| c.kernel.to_string())
             .collect::<Vec<_>>()
             .join(", "),
         notes: vec![

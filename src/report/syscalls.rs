@@ -1,12 +1,11 @@
 //! The LSMPMON paper's Tables 6 and 7: for one syscall, each hook's sum,
 //! count and average, kernels side by side, and the sum of the averages
 //! (what the syscall pays in LSM hooks per call).
-use serde_json::Value;
-
 use super::forms::{flag_fallback, floor, missing, time_mode, trace};
 use super::input::Run;
 use crate::base::papers;
 use crate::base::table::{Cell, Row, Table};
+use crate::model::trace::{SyscallResult, TraceResult};
 
 const DEFAULT_SYSCALLS: usize = 3;
 
@@ -30,24 +29,19 @@ fn groups<'a>(runs: &[&'a Run]) -> Vec<(String, Vec<&'a Run>)> {
     out
 }
 
-fn syscall<'a>(t: &'a Value, name: &str) -> Option<&'a Value> {
-    t["syscalls"]
-        .as_array()?
-        .iter()
-        .find(|s| s["syscall"] == name)
+fn syscall<'a>(t: &'a TraceResult, name: &str) -> Option<&'a SyscallResult> {
+    t.syscalls.iter().find(|s| s.syscall == name)
 }
 
 /// The syscalls with the most hook time over the group's traces.
 fn busiest(cols: &[&Run]) -> Vec<String> {
     let mut sums: Vec<(String, f64)> = Vec::new();
     for t in cols.iter().filter_map(|c| trace(c)) {
-        for s in t["syscalls"].as_array().into_iter().flatten() {
-            let (Some(n), Some(v)) = (s["syscall"].as_str(), s["hook_sum_ns"].as_f64()) else {
-                continue;
-            };
-            match sums.iter_mut().find(|(x, _)| x == n) {
+        for s in &t.syscalls {
+            let v = s.hook_sum_ns as f64;
+            match sums.iter_mut().find(|(x, _)| *x == s.syscall) {
                 Some((_, t)) => *t += v,
-                None => sums.push((n.to_string(), v)),
+                None => sums.push((s.syscall.clone(), v)),
             }
         }
     }
@@ -59,32 +53,23 @@ fn busiest(cols: &[&Run]) -> Vec<String> {
 }
 
 /// (sum µs, count, ave µs) of `hook` in `sys`, the probe floor taken out.
-fn figures(t: &Value, sys: &str, hook: &str) -> Option<(f64, f64, f64)> {
-    let h = syscall(t, sys)?["hooks"]
-        .as_array()?
-        .iter()
-        .find(|h| h["hook"] == hook)?;
-    let count = h["count"].as_f64()?;
+fn figures(t: &TraceResult, sys: &str, hook: &str) -> Option<(f64, f64, f64)> {
+    let h = syscall(t, sys)?.hooks.iter().find(|h| h.hook == hook)?;
+    let count = h.count as f64;
     let fl = floor(t);
-    let sum = (h["sum_ns"].as_f64()? - fl * count).max(0.0);
-    let ave = (h["ave_ns"].as_f64()? - fl).max(0.0);
+    let sum = (h.sum_ns as f64 - fl * count).max(0.0);
+    let ave = (h.ave_ns - fl).max(0.0);
     Some((sum / 1e3, count, ave / 1e3))
 }
 
 fn hooks_of(cols: &[&Run], sys: &str) -> Vec<String> {
     let mut hooks: Vec<(String, f64)> = Vec::new();
     for t in cols.iter().filter_map(|c| trace(c)) {
-        for h in syscall(t, sys)
-            .and_then(|s| s["hooks"].as_array())
-            .into_iter()
-            .flatten()
-        {
-            let (Some(n), Some(v)) = (h["hook"].as_str(), h["sum_ns"].as_f64()) else {
-                continue;
-            };
-            match hooks.iter_mut().find(|(x, _)| x == n) {
+        for h in syscall(t, sys).into_iter().flat_map(|s| &s.hooks) {
+            let v = h.sum_ns as f64;
+            match hooks.iter_mut().find(|(x, _)| *x == h.hook) {
                 Some((_, s)) => *s = s.max(v),
-                None => hooks.push((n.to_string(), v)),
+                None => hooks.push((h.hook.clone(), v)),
             }
         }
     }
@@ -96,7 +81,7 @@ fn column_name(c: &Run, group: &str) -> String {
     if group.is_empty() {
         format!("{} ({})", c.config, c.kernel)
     } else {
-        c.kernel.clone()
+        c.kernel.to_string()
     }
 }
 
@@ -107,9 +92,7 @@ fn cells_for(c: &Run, hook: &str, f: Option<(f64, f64, f64)>) -> Vec<Cell> {
     let Some(t) = trace(c) else {
         return vec![Cell::missing("no trace"); 3];
     };
-    let traced = t["hooks"]
-        .as_array()
-        .is_some_and(|hs| hs.iter().any(|h| h["hook"] == hook));
+    let traced = t.hooks.iter().any(|h| h.hook == hook);
     if !traced {
         // Not a hook of this kernel, or not selected for the trace.
         return vec![Cell::missing("not traced"); 3];
@@ -175,7 +158,7 @@ fn table(group: &str, cols: &[&Run], sys: &str) -> Table {
         ),
         kernel: cols
             .iter()
-            .map(|c| c.kernel.as_str())
+            .map(|c| c.kernel.to_string())
             .collect::<Vec<_>>()
             .join(", "),
         notes: vec![format!(

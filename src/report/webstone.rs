@@ -1,12 +1,12 @@
 //! The LSM paper's Webstone tables: connections per second with 8, 16, 24
 //! and 32 clients, per configuration and CPU count (UP vs SMP), and the
 //! request latency percentiles behind them (bench ops web_c8 … web_c32).
-use serde_json::Value;
-
-use super::forms::{time_mode, BASELINE};
+use super::forms::{op, time_mode, BASELINE};
 use super::input::Run;
 use crate::base::papers;
 use crate::base::table::{Cell, Row, Table};
+use crate::model::bench::Latency;
+use crate::model::identity::KernelId;
 
 const OPS: [(&str, &str); 4] = [
     ("web_c8", "8 clients"),
@@ -18,16 +18,9 @@ const OPS: [(&str, &str); 4] = [
 /// The paper's SELinux overhead on connection rate (UP, SMP) beside ours.
 const PAPER: &str = "The paper (Linux 2.5.7, real hardware): SELinux cost 16.4 / 15.5 / 16.6 / 16.8 % of the connection rate on one CPU (766.58 vs 916.56 conn/s at 8 clients) and 21.3 / 21.3 / 21.6 / 20.1 % on SMP (949.56 vs 1206.05); the LSM framework alone 4.7-5.2 % UP, 6.7-7.5 % SMP.";
 
-fn op<'a>(r: &'a Run, name: &str) -> Option<&'a Value> {
-    r.bench.as_ref()?["results"]
-        .as_array()?
-        .iter()
-        .find(|o| o["op"] == name)
-}
-
 /// Connections per second: one op is one connection, its median ns each.
 fn conn_per_s(r: &Run, name: &str) -> Option<f64> {
-    let ns = op(r, name)?["median"].as_f64()?;
+    let ns = op(r, name)?.summary.median;
     (ns > 0.0).then(|| 1e9 / ns)
 }
 
@@ -37,8 +30,8 @@ fn has_web(r: &Run) -> bool {
 
 /// The runs with web figures, grouped by kernel label (which carries the CPU
 /// count; one CPU first), configurations in `order` (others after, as found).
-fn groups<'a>(runs: &[&'a Run], order: &[String]) -> Vec<(String, Vec<&'a Run>)> {
-    let mut out: Vec<(String, Vec<&Run>)> = Vec::new();
+fn groups<'a>(runs: &[&'a Run], order: &[String]) -> Vec<(KernelId, Vec<&'a Run>)> {
+    let mut out: Vec<(KernelId, Vec<&Run>)> = Vec::new();
     for r in runs.iter().copied().filter(|r| r.passed() && has_web(r)) {
         match out.iter_mut().find(|g| g.0 == r.kernel) {
             Some(g) => g.1.push(r),
@@ -50,7 +43,7 @@ fn groups<'a>(runs: &[&'a Run], order: &[String]) -> Vec<(String, Vec<&'a Run>)>
         // Stable: equal ranks keep the order found.
         g.1.sort_by_key(|r| (r.config != BASELINE, rank(&r.config)));
     }
-    out.sort_by_key(|g| g.0.ends_with("cpu"));
+    out.sort_by_key(|g| g.0.smp());
     out
 }
 
@@ -61,7 +54,7 @@ fn rate_row(r: &Run, base: Option<&Run>) -> Row {
             None => Cell::missing("–"),
             Some(v) => {
                 let pct = base
-                    .filter(|b| b.like_key == r.like_key && !std::ptr::eq(*b, r))
+                    .filter(|b| b.alike == r.alike && !std::ptr::eq(*b, r))
                     .and_then(|b| conn_per_s(b, o))
                     // Positive = slower: fewer connections per second.
                     .map(|b| (b - v) / b * 100.0);
@@ -83,9 +76,9 @@ fn latency_row(r: &Run) -> Row {
     let cells = OPS
         .iter()
         .map(|(o, _)| {
-            let l = op(r, o).map(|v| &v["latency"]);
-            let us = |k: &str| l.and_then(|l| l[k].as_f64()).map(|ns| ns / 1e3);
-            match (us("p50_ns"), us("p90_ns"), us("p99_ns")) {
+            let l = op(r, o).and_then(|v| v.latency.as_ref());
+            let us = |f: fn(&Latency) -> f64| l.map(|l| f(l) / 1e3);
+            match (us(|l| l.p50_ns), us(|l| l.p90_ns), us(|l| l.p99_ns)) {
                 (Some(a), Some(b), Some(c)) => Cell::text(format!("{a:.0} / {b:.0} / {c:.0}")),
                 _ => Cell::missing("–"),
             }
@@ -106,7 +99,7 @@ pub fn tables(runs: &[&Run], order: &[String]) -> Vec<Table> {
     let all: Vec<&Run> = groups.iter().flat_map(|g| g.1.iter().copied()).collect();
     let kernels = groups
         .iter()
-        .map(|g| g.0.as_str())
+        .map(|g| g.0.to_string())
         .collect::<Vec<_>>()
         .join(", ");
     let header = || {

@@ -37,7 +37,7 @@ pub struct View {
 
 pub fn text(r: &TraceResult, view: &View) -> String {
     let mut out = String::new();
-    let unit = if r.provenance.time == "virtual" {
+    let unit = if r.provenance.time == crate::model::TimeMode::Virtual {
         "virtual ns"
     } else {
         "ns"
@@ -46,18 +46,9 @@ pub fn text(r: &TraceResult, view: &View) -> String {
     let mut hooks: Vec<&HookResult> = r.hooks.iter().filter(|h| h.calls > 0).collect();
     sort_hooks(&mut hooks, view.sort);
     let shown = view.top.unwrap_or(hooks.len()).min(hooks.len());
-    // One renderer for every table lsmpmon prints (report's), fed the JSON form.
-    let json = serde_json::to_value(r).unwrap_or_default();
-    let rows: Vec<serde_json::Value> = hooks[..shown]
-        .iter()
-        .map(|h| serde_json::to_value(h).unwrap_or_default())
-        .collect();
-    let rows: Vec<&serde_json::Value> = rows.iter().collect();
-    let _ = writeln!(
-        out,
-        "\n{}",
-        table::plain(&trace_tables::hooks(&json, &rows, ""))
-    );
+    // One renderer for every table lsmpmon prints (report's).
+    let rows = &hooks[..shown];
+    let _ = writeln!(out, "\n{}", table::plain(&trace_tables::hooks(r, rows, "")));
     hook_notes(&mut out, &hooks, shown);
     if view.hist {
         for h in &hooks[..shown] {
@@ -65,11 +56,7 @@ pub fn text(r: &TraceResult, view: &View) -> String {
         }
     }
     if !r.per_lsm.is_empty() {
-        let _ = writeln!(
-            out,
-            "\n{}",
-            table::plain(&trace_tables::per_lsm(&json, &rows))
-        );
+        let _ = writeln!(out, "\n{}", table::plain(&trace_tables::per_lsm(r, rows)));
         if !r.probe.unmapped.is_empty() {
             let _ = writeln!(out, "not traced: {}", listed(&r.probe.unmapped));
         }
@@ -77,7 +64,7 @@ pub fn text(r: &TraceResult, view: &View) -> String {
     let _ = writeln!(
         out,
         "\n{}",
-        table::plain(&trace_tables::per_syscall(&json, view.top, 8))
+        table::plain(&trace_tables::per_syscall(r, view.top, 8))
     );
     out
 }

@@ -237,7 +237,7 @@ impl Session<'_> {
         }
         let times = self.options.syscall_time.then_some(times);
         Ok(TraceResult {
-            schema: TRACE_SCHEMA,
+            schema: TRACE_SCHEMA.into(),
             provenance: self.provenance.clone(),
             options: self.options.clone(),
             probe: self.probe.clone(),

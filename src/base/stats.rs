@@ -1,6 +1,81 @@
-//! The two-sample test `compare` uses on real-time samples: Mann-Whitney U,
-//! two-sided. Exact (the U distribution counted) for small samples without
-//! ties, the normal approximation with tie correction otherwise.
+//! The statistics every comparison shares: the change between two figures,
+//! and the verdict on it — exact against virtual time's determinism, or a
+//! Mann-Whitney U test (two-sided) on real-time samples: exact (the U
+//! distribution counted) for small samples without ties, the normal
+//! approximation with tie correction otherwise.
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// What virtual time repeats to across boots (LAB-FACTS; BENCHMARKS §2).
+pub const VIRTUAL_DETERMINISM_PCT: f64 = 0.5;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Faster,
+    Slower,
+    WithinNoise,
+}
+
+impl Verdict {
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::WithinNoise => "within noise",
+        }
+    }
+}
+
+/// Change from `base` to `v`, in percent; positive = slower (where higher
+/// is better, as bandwidth: less of it).
+pub fn overhead_pct(higher_is_better: bool, base: f64, v: f64) -> f64 {
+    let change = (v / base - 1.0) * 100.0;
+    if higher_is_better {
+        -change
+    } else {
+        change
+    }
+}
+
+/// The verdict on a change of `overhead` percent, and how it was reached.
+pub fn verdict(
+    virtual_time: bool,
+    overhead: f64,
+    sa: &[f64],
+    sb: &[f64],
+    alpha: f64,
+) -> (Verdict, String, Option<f64>) {
+    let direction = if overhead > 0.0 {
+        Verdict::Slower
+    } else {
+        Verdict::Faster
+    };
+    if virtual_time {
+        let v = if overhead.abs() <= VIRTUAL_DETERMINISM_PCT {
+            Verdict::WithinNoise
+        } else {
+            direction
+        };
+        return (v, format!("exact (±{VIRTUAL_DETERMINISM_PCT} %)"), None);
+    }
+    match mann_whitney_p(sa, sb) {
+        Some(p) => {
+            let v = if p < alpha && overhead != 0.0 {
+                direction
+            } else {
+                Verdict::WithinNoise
+            };
+            let shown = if p >= 0.001 {
+                format!("{p:.3}")
+            } else {
+                format!("{p:.1e}")
+            };
+            (v, format!("Mann-Whitney p={shown}"), Some(p))
+        }
+        None => (Verdict::WithinNoise, "no samples: untested".into(), None),
+    }
+}
 
 /// Two-sided p-value that `a` and `b` come from one distribution.
 /// `None` when either sample is empty.

@@ -1,0 +1,149 @@
+//! A `bench` result (schema `lsmpmon.bench/1`): each op's samples, median
+//! and spread, with where and how they were measured.
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::provenance::Provenance;
+
+pub const BENCH_SCHEMA: &str = "lsmpmon.bench/1";
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct BenchResult {
+    pub schema: String,
+    pub provenance: BenchProvenance,
+    pub options: BenchOptions,
+    /// Subtracted from every sample: one pair of clock reads.
+    pub clock_overhead_ns: f64,
+    pub landlock: Option<LandlockInfo>,
+    pub results: Vec<OpResult>,
+    pub wall_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct BenchProvenance {
+    #[serde(flatten)]
+    pub base: Provenance,
+    /// LSM-related kernel parameters (lsm=, security=, selinux=, enforcing=, apparmor=, ima_*).
+    pub boot_params: Vec<String>,
+    pub cpu_model: String,
+    pub clocksource: String,
+    /// CPUs online (a guest's -smp): the web ops' UP vs SMP. Results from
+    /// before it was recorded ran on one.
+    #[serde(default = "one_cpu")]
+    pub online_cpus: usize,
+}
+
+fn one_cpu() -> usize {
+    1
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct BenchOptions {
+    pub ops: String,
+    pub dir: String,
+    pub samples: usize,
+    pub sample_ms: f64,
+    /// Fixed operations per sample (`--iterations`); null: grown to sample_ms.
+    #[serde(default)]
+    pub iterations: Option<u64>,
+    pub cpu: Option<usize>,
+    pub mmap_bytes: usize,
+    pub prot_exec: bool,
+    pub select_fds: usize,
+    /// Results from before the ctx op's options ran lat_ctx's default: 2 processes, 0 KiB.
+    #[serde(default = "two_procs")]
+    pub ctx_procs: usize,
+    #[serde(default)]
+    pub ctx_size_kib: usize,
+    pub landlock: bool,
+}
+
+fn two_procs() -> usize {
+    2
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct LandlockInfo {
+    pub abi: u32,
+    /// Filesystem rights the ruleset handles (bit mask of LANDLOCK_ACCESS_FS_*).
+    pub handled_access_fs: u64,
+    /// How enforcement was proved before measuring.
+    pub proof: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum Unit {
+    #[serde(rename = "ns/op")]
+    NsPerOp,
+    #[serde(rename = "MB/s")]
+    MBps,
+}
+
+impl Unit {
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::NsPerOp => "ns/op",
+            Unit::MBps => "MB/s",
+        }
+    }
+
+    /// Bandwidth: more is better, so a change is read the other way round.
+    pub fn higher_is_better(self) -> bool {
+        self == Unit::MBps
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct OpResult {
+    pub op: String,
+    pub group: String,
+    pub unit: Unit,
+    /// Iterations per sample: grown until a sample lasted --sample-ms, or --iterations.
+    pub iterations: u64,
+    pub samples: Vec<f64>,
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// What the op proved it did over all samples (operations, bytes).
+    pub proof_ops: u64,
+    pub proof_bytes: u64,
+    /// Subtracted from every sample (ctx: lat_ctx's token passing in one process).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead_ns: Option<f64>,
+    /// Process-creation ops: resident size of the small helper that forks
+    /// (lmbench's lat_proc forks from its own small program).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helper_rss_kb: Option<u64>,
+    /// Ops serving concurrent clients (web): each sampled request's latency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latency>,
+}
+
+/// Summary statistics of one operation's samples.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct Summary {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub mean: f64,
+    /// Coefficient of variation, percent (stdev / mean).
+    pub cov_pct: f64,
+    /// (max - min) / median, percent.
+    pub spread_pct: f64,
+}
+
+/// Percentiles of every sampled request's latency (nearest rank).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct Latency {
+    pub requests: usize,
+    pub p50_ns: f64,
+    pub p90_ns: f64,
+    pub p99_ns: f64,
+    pub max_ns: f64,
+}
+
+impl BenchResult {
+    /// The result of `op`, if this run measured it.
+    pub fn op(&self, op: &str) -> Option<&OpResult> {
+        self.results.iter().find(|r| r.op == op)
+    }
+}

@@ -1,0 +1,278 @@
+//! A lab cell (schema `lsmpmon.lab-cell/1`): one configuration on one
+//! kernel in a guest — what ran, whether it proved itself, and the guest's
+//! own bench and trace results.
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize, Serializer};
+
+use super::bench::BenchResult;
+use super::provenance::KernelRef;
+use super::provenance::TimeMode;
+use super::trace::TraceResult;
+
+pub const CELL_SCHEMA: &str = "lsmpmon.lab-cell/1";
+pub const DEFAULT_BENCH_DIR: &str = "/tmp/lsmpmon-bench";
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CellStatus {
+    /// Proved, then measured.
+    Passed,
+    /// The configuration did not prove itself: nothing was measured.
+    ProofFailed,
+    /// The kernel cannot run the configuration (reason given).
+    NotApplicable,
+    /// Boot, setup, benchmark or guest failure (reason and log given).
+    Failed,
+    /// Stopped by Ctrl-C.
+    Interrupted,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct CellResult {
+    pub schema: String,
+    pub id: String,
+    pub status: CellStatus,
+    pub reason: Option<String>,
+    pub kernel: KernelRef,
+    pub config: ConfigRef,
+    pub options: RunOptions,
+    pub time: TimeMode,
+    pub lsmpmon_version: String,
+    pub hostname: String,
+    pub host_cpu: String,
+    pub started_unix_s: u64,
+    pub wall_s: f64,
+    pub stages: Vec<StageTime>,
+    /// Bytes the configuration adds to the guest (its files, programs, libraries).
+    pub bytes_added: u64,
+    /// The guest's console log and run files.
+    pub log_dir: String,
+    pub guest: Option<GuestReport>,
+    /// The web server's package, for cells running the `web` ops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub web_server: Option<DebPackage>,
+    /// The compiler's package, for cells running the `build` op.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiler: Option<DebPackage>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ConfigRef {
+    pub name: String,
+    pub description: String,
+    pub dir: String,
+    /// sha256 over the configuration directory (names and contents).
+    pub hash: String,
+    pub lsm: Option<String>,
+    pub append: String,
+    pub proof: ProofKind,
+    /// Whose own functions fill the Table 4 form.
+    pub measured_lsms: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RunOptions {
+    pub ops: String,
+    pub samples: usize,
+    pub sample_ms: f64,
+    /// Fixed operations per sample (`--iterations`), if any.
+    #[serde(default)]
+    pub iterations: Option<u64>,
+    pub trace: bool,
+    pub memory_mb: u32,
+    pub accel: String,
+    pub icount: String,
+    pub rtc: String,
+    pub kaslr: bool,
+    pub timeout_s: u64,
+    /// Where the benchmark's files lived (cells from before it was an option: the default).
+    #[serde(default = "default_bench_dir")]
+    pub bench_dir: String,
+    /// Guest CPUs (cells from before the option ran on one).
+    #[serde(default = "one_cpu")]
+    pub cpus: u32,
+}
+
+fn default_bench_dir() -> String {
+    DEFAULT_BENCH_DIR.into()
+}
+
+fn one_cpu() -> u32 {
+    1
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct StageTime {
+    pub name: String,
+    pub wall_s: f64,
+    /// The guest's own (virtual) time for the stage, where it reported one.
+    pub guest_ms: Option<f64>,
+}
+
+impl StageTime {
+    pub fn wall(name: &str, wall_s: f64) -> Self {
+        Self {
+            name: name.into(),
+            wall_s,
+            guest_ms: None,
+        }
+    }
+}
+
+/// The package a cell's server or compiler came from.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct DebPackage {
+    pub package: String,
+    pub version: String,
+    pub deb_sha256: String,
+}
+
+/// What the guest reports of its cell (`lab guest`'s one line of JSON).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct GuestReport {
+    /// Each stage's guest (virtual) time.
+    pub stages: Vec<GuestStage>,
+    pub active_lsms: Vec<String>,
+    pub proof: Option<ProofReport>,
+    pub footprint: Option<Footprint>,
+    /// The confined, untraced benchmark.
+    #[serde(serialize_with = "keys_sorted")]
+    pub bench: Option<BenchResult>,
+    /// `trace --per-lsm` around a second, identical benchmark run.
+    #[serde(serialize_with = "keys_sorted")]
+    pub trace: Option<TraceResult>,
+    #[serde(serialize_with = "keys_sorted")]
+    pub traced_bench: Option<BenchResult>,
+    pub error: Option<String>,
+}
+
+/// Cells have always held the guest's results with their keys in
+/// alphabetical order (they were kept as untyped JSON): still so.
+fn keys_sorted<T: Serialize, S: Serializer>(v: &Option<T>, s: S) -> Result<S::Ok, S::Error> {
+    serde_json::to_value(v)
+        .map_err(serde::ser::Error::custom)?
+        .serialize(s)
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct GuestStage {
+    pub name: String,
+    pub guest_ms: f64,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ProofKind {
+    Deny,
+    Measure,
+    Baseline,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ProofReport {
+    pub kind: ProofKind,
+    pub passed: bool,
+    /// One line: what was shown, or why the proof failed.
+    pub summary: String,
+    /// The matrix before the policy (unconfined) and after (confined).
+    pub unconfined: Vec<Outcome>,
+    pub confined: Vec<Outcome>,
+    /// Rows the configuration says it cannot express (not judged).
+    pub not_expressed: Vec<String>,
+    /// deny: the kernel's record of a denial, as found.
+    pub record: Option<String>,
+    /// measure: the measurement-list lines naming the workload's files.
+    pub measurements: Vec<String>,
+    pub pcr10_before: Option<String>,
+    pub pcr10_after: Option<String>,
+    /// baseline: what securityfs lists, and what was expected.
+    pub active_lsms: Vec<String>,
+    pub expected_lsms: Vec<String>,
+}
+
+/// One access-matrix row as the workload tried it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct Outcome {
+    pub row: String,
+    pub op: AccessOp,
+    pub path: String,
+    pub expect: Expect,
+    /// None: the call succeeded.
+    pub errno: Option<i32>,
+    /// "allowed", or the error's name ("EACCES", "ENOENT", …).
+    pub result: String,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AccessOp {
+    Read,
+    Write,
+    Create,
+    Exec,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Expect {
+    Allow,
+    Deny,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct Memory {
+    pub total_kib: u64,
+    /// MemTotal − MemFree − Buffers − Cached − SReclaimable: kernel and
+    /// process memory, not the page cache (which holds the guest's files).
+    pub used_kib: u64,
+    pub slab_unreclaimable_kib: u64,
+}
+
+/// Footprint (the embedded-SELinux paper's Tables 8, 9 and 11).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Footprint {
+    pub before_setup: Memory,
+    pub after_setup: Memory,
+    /// Sizes of the spec's `policy_files`, as loaded.
+    pub policy_bytes: u64,
+    pub policy_files: BTreeMap<String, u64>,
+    /// The module's own statistics files, verbatim.
+    pub kernel_stats: BTreeMap<String, String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CellResult;
+
+    /// The cell's own fields in their declared order, the guest's bench and
+    /// trace with sorted keys: the bytes cells have always had.
+    #[test]
+    fn a_cell_keeps_its_field_order_and_the_guest_results_sorted() {
+        let text = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/report/lab/cells/6.1-cloud__none__1795500718528-17793-0-vm.json"
+        ));
+        let cell: CellResult = serde_json::from_str(text).unwrap();
+        let out = serde_json::to_string_pretty(&cell).unwrap();
+        let at = |key: &str, from: usize| from + out[from..].find(key).unwrap();
+        assert!(out.starts_with("{\n  \"schema\": \"lsmpmon.lab-cell/1\",\n  \"id\""));
+        let bench = at("\"bench\": {", 0);
+        let keys = [
+            "clock_overhead_ns",
+            "landlock",
+            "options",
+            "provenance",
+            "results",
+        ];
+        let places: Vec<usize> = keys
+            .iter()
+            .map(|k| at(&format!("\"{k}\""), bench))
+            .collect();
+        assert!(places.windows(2).all(|w| w[0] < w[1]), "{places:?}");
+        let trace = at("\"trace\": {", 0);
+        assert!(at("\"elapsed_ns\"", trace) < at("\"hooks\"", trace));
+        assert!(at("\"hooks\"", trace) < at("\"schema\"", trace));
+    }
+}

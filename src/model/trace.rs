@@ -1,0 +1,175 @@
+//! A `trace` result (schema `lsmpmon.trace/1`): every LSM hook's calls and
+//! time, per LSM and per syscall, with how they were probed.
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::provenance::Provenance;
+
+pub const TRACE_SCHEMA: &str = "lsmpmon.trace/1";
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct TraceResult {
+    pub schema: String,
+    pub provenance: Provenance,
+    pub options: TraceOptions,
+    pub probe: ProbeInfo,
+    /// Time the trace was enabled, in the unit of `provenance.time`.
+    pub elapsed_ns: u64,
+    pub hooks: Vec<HookResult>,
+    /// With --per-lsm: each active LSM's own implementation of each hook.
+    pub per_lsm: Vec<LsmHookResult>,
+    pub syscalls: Vec<SyscallResult>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct LsmHookResult {
+    pub lsm: String,
+    #[serde(flatten)]
+    pub stats: HookResult,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct TraceOptions {
+    pub hooks: String,
+    pub command: Vec<String>,
+    pub comm: Option<String>,
+    pub pid: Option<u32>,
+    pub uid: Option<u32>,
+    pub cgroup: Option<String>,
+    pub object: Option<String>,
+    pub subtract_floor: bool,
+    pub syscall_time: bool,
+    /// No histogram, per-syscall table or allow/deny were recorded.
+    pub lean: bool,
+    pub per_lsm: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ProbeInfo {
+    /// "session" (7.x), "fentry/fexit", or "kprobe/kretprobe" on kernels before 5.17.
+    pub method: String,
+    /// The methods before it in the order (multi session, session,
+    /// fentry/fexit, kprobe/kretprobe) and why each was not used.
+    #[serde(default)]
+    pub not_used: Vec<NotUsed>,
+    /// Why the fallback method was used, if it was: results are flagged.
+    pub fallback: Option<String>,
+    /// On a kernel that can preempt a task anywhere (preempt=full, lazy):
+    /// its model, and that the probes run with preemption disabled.
+    pub preemption: Option<String>,
+    /// What an empty kernel function measures through the same probe pair.
+    pub floor_ns: Option<f64>,
+    pub floor_samples: u64,
+    /// What one probe pair adds to the call around it; taken out of a call's
+    /// time once per probe pair that ran inside it (`nested_probes`).
+    pub pair_cost_ns: Option<f64>,
+    pub hooks_found: usize,
+    pub hooks_attached: usize,
+    pub attach_ms: f64,
+    /// How long lsmpmon waited to release the probes; filled in after the
+    /// statistics were read (detaching cannot lose them).
+    pub detach_ms: Option<f64>,
+    /// "background" (a child releases the links after lsmpmon exits) or "wait".
+    pub detach_mode: String,
+    pub failed: Vec<Excluded>,
+    pub excluded: Vec<Excluded>,
+    /// Hooks the --object filter cannot apply to (no file, dentry or path argument).
+    pub not_filterable: Vec<String>,
+    /// --per-lsm: LSM implementations found in the hook tables but not traced.
+    pub unmapped: Vec<Excluded>,
+    /// Probe runs the kernel skipped (recursion), all hooks together.
+    pub recursion_misses: u64,
+    /// kprobe fallback: instances per return probe (calls of one hook in
+    /// progress at once); None with fentry/fexit or the kernel's default.
+    pub kretprobe_maxactive: Option<u32>,
+    /// kprobe fallback: returns lost because every instance was taken (each
+    /// is also in its hook's `dropped`).
+    pub kretprobe_missed: Option<u64>,
+    /// Traced functions that already had other tracing programs attached
+    /// (--allow-other-probes), whose cost is in the figures; empty if none.
+    #[serde(default)]
+    pub other_probes: Vec<String>,
+}
+
+/// A hook (or LSM function) left out, and why.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Excluded {
+    pub hook: String,
+    pub reason: String,
+}
+
+/// An attach method passed over, and why.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct NotUsed {
+    pub method: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct HookResult {
+    pub hook: String,
+    pub function: String,
+    /// count + cs_count.
+    pub calls: u64,
+    /// Calls without a context switch: the timed ones.
+    pub count: u64,
+    /// Calls during which the task was switched out (kept out of the timing).
+    pub cs_count: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    pub ave_ns: f64,
+    pub sum_ns: u64,
+    pub p50_ns: Option<u64>,
+    pub p99_ns: Option<u64>,
+    /// Hooks whose return is an access decision: calls that returned 0 /
+    /// -EACCES or -EPERM.
+    pub allow: Option<u64>,
+    pub deny: Option<u64>,
+    /// Int-returning hooks: calls that returned another negative value / a
+    /// positive one.
+    pub error: Option<u64>,
+    pub value: Option<u64>,
+    /// Why this int hook's return is not an access decision (no allow/deny).
+    pub not_a_decision: Option<String>,
+    /// Calls not measured: the CPU's hook stack was full, the kernel skipped
+    /// the probe (recursion misses), or an impossible delta.
+    pub dropped: u64,
+    /// lsmpmon probe pairs that ran inside the timed calls; their calibrated
+    /// cost (`probe.pair_cost_ns`) is already taken out of the timings.
+    #[serde(default)]
+    pub nested_probes: u64,
+    /// log2 buckets of the timed calls: [low_ns, high_ns) and count.
+    pub hist: Vec<Bucket>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct Bucket {
+    pub low_ns: u64,
+    pub high_ns: u64,
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SyscallResult {
+    /// Syscall name; "(none)" for hook calls of a task outside any syscall,
+    /// "(softirq)" / "(irq)" for calls from an interrupt handler.
+    pub syscall: String,
+    pub nr: Option<u32>,
+    /// Sum over the hooks below (nested hooks counted in both).
+    pub hook_sum_ns: u64,
+    pub hook_count: u64,
+    /// With --syscall-time: time from entry to exit of this syscall.
+    pub total_ns: Option<u64>,
+    pub calls: Option<u64>,
+    /// With --syscall-time: share of total_ns spent in outermost hooks.
+    pub lsm_share: Option<f64>,
+    pub hooks: Vec<SyscallHook>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SyscallHook {
+    pub hook: String,
+    pub count: u64,
+    pub sum_ns: u64,
+    pub ave_ns: f64,
+}
