@@ -14,7 +14,7 @@ import os
 import re
 import sys
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+ROOT = os.environ.get("LAYERS_SRC") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
 
 # Bottom to top: each layer may import only its own and the ones before it.
 LAYERS = [
