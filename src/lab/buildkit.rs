@@ -8,6 +8,7 @@ use std::{
     process::Command,
 };
 
+use crate::base::command;
 use anyhow::{bail, Context, Result};
 
 use super::nginx::{self, PackageRef};
@@ -46,7 +47,8 @@ pub fn ensure(cache_dir: &Path) -> Result<BuildKit> {
         .filter(|rel| !rel.starts_with("usr/share"))
         .map(|rel| (tcc_root.join(&rel), format!("/{}", rel.display())))
         .collect();
-    for lib in libraries(&tcc_root.join(COMPILER.trim_start_matches('/')))? {
+    let tcc = tcc_root.join(COMPILER.trim_start_matches('/'));
+    for lib in super::libs::with_libraries(&tcc)?.into_iter().skip(1) {
         files.push((lib.clone(), lib.display().to_string()));
     }
     for f in LINK_FILES.iter().map(PathBuf::from).chain(headers(&tree)?) {
@@ -88,45 +90,29 @@ fn sources(cache_dir: &Path) -> Result<PathBuf> {
         .collect();
     members.push(format!("{TREE}/scripts/sorttable.h"));
     members.push(format!("{TREE}/{TREE_INCLUDE}/tools"));
-    let out = Command::new("tar")
-        .arg("-xJf")
-        .arg(TARBALL)
-        .arg("-C")
-        .arg(&dir)
-        .args(&members)
-        .output()
-        .context("running tar")?;
-    if !out.status.success() {
-        bail!(
-            "unpacking {TARBALL}: {}",
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .next()
-                .unwrap_or("")
-        );
-    }
+    command::run(
+        Command::new("tar")
+            .arg("-xJf")
+            .arg(TARBALL)
+            .arg("-C")
+            .arg(&dir)
+            .args(&members),
+    )
+    .with_context(|| format!("unpacking {TARBALL}"))?;
     Ok(tree)
 }
 
 /// The C library headers the sources include, as `clang -M` finds them on
 /// this machine (tcc brings its own stddef.h, stdarg.h, …).
 fn headers(tree: &Path) -> Result<Vec<PathBuf>> {
-    let out = Command::new("clang")
-        .args(["-M", "-I", TREE_INCLUDE])
-        .args(PROGRAMS.iter().map(|(_, s)| s))
-        .current_dir(tree)
-        .output()
-        .context("running clang -M (apt-get install clang; scripts/setup.sh does)")?;
-    if !out.status.success() {
-        bail!(
-            "clang -M on the kernel's host programs failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .next()
-                .unwrap_or("")
-        );
-    }
-    let mut v: Vec<PathBuf> = String::from_utf8_lossy(&out.stdout)
+    let deps = command::output(
+        Command::new("clang")
+            .args(["-M", "-I", TREE_INCLUDE])
+            .args(PROGRAMS.iter().map(|(_, s)| s))
+            .current_dir(tree),
+    )
+    .context("clang -M on the kernel's host programs")?;
+    let mut v: Vec<PathBuf> = deps
         .split(|c: char| c.is_whitespace() || c == '\\')
         .filter(|w| w.starts_with("/usr/include/"))
         .map(PathBuf::from)
@@ -134,23 +120,6 @@ fn headers(tree: &Path) -> Result<Vec<PathBuf>> {
     v.sort();
     v.dedup();
     Ok(v)
-}
-
-fn libraries(prog: &Path) -> Result<Vec<PathBuf>> {
-    let ldd = Command::new("ldd")
-        .arg(prog)
-        .output()
-        .context("running ldd")?;
-    Ok(String::from_utf8_lossy(&ldd.stdout)
-        .lines()
-        .filter_map(|l| {
-            let p = match l.split_once("=>") {
-                Some((_, r)) => r.split_whitespace().next(),
-                None => l.split_whitespace().next(),
-            }?;
-            p.starts_with('/').then(|| PathBuf::from(p))
-        })
-        .collect())
 }
 
 /// Regular files under `dir`, relative to `base`.

@@ -4,13 +4,14 @@
 use std::{
     fs,
     path::{Path, PathBuf},
-    process::{Command, Stdio},
+    process::Command,
     sync::atomic::AtomicBool,
     time::Instant,
 };
 
 use anyhow::{bail, Context, Result};
 
+use super::libs::with_libraries;
 use super::{
     guest,
     guest_plan::{self, Plan},
@@ -250,21 +251,8 @@ fn guest_files(job: &CellJob, work: &Path) -> Result<(Vec<Entry>, u64)> {
     let _ = fs::remove_dir_all(&copy);
     copy_dir(&job.config.dir, &copy)?;
     if let Some(build) = &spec.host_build {
-        let out = Command::new("sh")
-            .args(["-c", build])
-            .current_dir(&copy)
-            .stdin(Stdio::null())
-            .output()
-            .context("running host_build")?;
-        if !out.status.success() {
-            let err = String::from_utf8_lossy(&out.stderr);
-            bail!(
-                "{}: host_build failed ({}): {}",
-                job.config.name,
-                out.status,
-                err.lines().last().unwrap_or("").trim()
-            );
-        }
+        crate::base::command::run(Command::new("sh").args(["-c", build]).current_dir(&copy))
+            .with_context(|| format!("{}: host_build", job.config.name))?;
     }
     let mut entries = Vec::new();
     let mut files = Vec::new();
@@ -348,39 +336,6 @@ fn check_packages(config: &Config) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// A program and the shared libraries `ldd` says it loads (with the loader).
-fn with_libraries(prog: &Path) -> Result<Vec<PathBuf>> {
-    if !prog.is_file() {
-        return Err(crate::base::error::usage(format!(
-            "program {} is not on this machine (spec field programs)",
-            prog.display()
-        )));
-    }
-    let mut out = vec![prog.to_path_buf()];
-    let ldd = Command::new("ldd")
-        .arg(prog)
-        .output()
-        .context("running ldd")?;
-    for line in String::from_utf8_lossy(&ldd.stdout).lines() {
-        if line.contains("=> not found") {
-            return Err(crate::base::error::usage(format!(
-                "{}: library {} is not on this machine (install the package that has it)",
-                prog.display(),
-                line.split_whitespace().next().unwrap_or("?")
-            )));
-        }
-        // "libx.so.1 => /lib/.../libx.so.1 (0x…)" or "/lib64/ld-linux-x86-64.so.2 (0x…)"
-        let path = match line.split_once("=>") {
-            Some((_, rhs)) => rhs.split_whitespace().next(),
-            None => line.split_whitespace().next(),
-        };
-        if let Some(p) = path.filter(|p| p.starts_with('/')) {
-            out.push(PathBuf::from(p));
-        }
-    }
-    Ok(out)
 }
 
 fn copy_dir(from: &Path, to: &Path) -> Result<()> {

@@ -10,6 +10,7 @@ pub mod footprint;
 pub mod guest;
 pub mod guest_plan;
 mod jobs;
+mod libs;
 mod matrix;
 pub mod nginx;
 mod outcome;
