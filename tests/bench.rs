@@ -46,12 +46,7 @@ fn median(r: &serde_json::Value, op: &str) -> f64 {
 fn every_op_runs_with_proof_and_sane_figures() {
     let dir = tmpdir("all");
     let out = quick("lmbench", &["--json", "--dir", &dir]);
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        out.status.success(),
-        "bench failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = succeeded(&out);
     validate("bench.schema.json", &text);
     let r = json(&text);
     let results = r["results"].as_array().unwrap();
@@ -131,12 +126,7 @@ fn compare_shows_the_planted_change() {
     }
     std::fs::write(&base_path, serde_json::to_string(&b).unwrap()).unwrap();
     let out = five(&["--dir", &dir, "--compare", &base_path]);
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = succeeded(&out);
     let (base_v, _, pct, noise) = compare_row(&text, "null");
     assert!(
         (base_v - planted["null"]).abs() < 0.01,
@@ -241,12 +231,7 @@ fn landlock_run_is_enforced_and_recorded() {
         "--dir",
         &dir,
     ]);
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = succeeded(&out);
     validate("bench.schema.json", &text);
     let r = json(&text);
     assert!(r["landlock"]["abi"].as_u64().unwrap() >= 1);
@@ -302,12 +287,7 @@ fn yield_rounds_run_exactly_the_rounds_asked() {
         "3",
         "--json",
     ]);
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = succeeded(&out);
     validate("bench.schema.json", &text);
     let r = json(&text);
     assert_eq!(r["options"]["iterations"], rounds);
@@ -503,11 +483,7 @@ fn planted_symlinks_are_never_written_through() {
         "--dir",
     ];
     let out = bench(&[&ops[..], &[dir.to_str().unwrap()]].concat());
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     assert_eq!(std::fs::read(&target).unwrap(), b"precious");
     assert_eq!(
         listing(&dir),
@@ -551,11 +527,7 @@ fn a_named_directory_and_a_symlink_to_it_survive_with_their_contents() {
     std::os::unix::fs::symlink(&dir, &link).unwrap();
     for d in [&dir, &link] {
         let out = quick("null,stat,create_0k,rw_1k", &["--dir", d.to_str().unwrap()]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        succeeded(&out);
         assert_eq!(
             listing(&dir),
             ["keep"],
@@ -772,25 +744,12 @@ fn a_full_stdout_is_one_line_and_exit_1_a_closed_one_ends_quietly() {
         "--sample-ms",
         "1",
     ];
-    let full = Command::new(LSMPMON)
-        .args(args)
-        .args(["--dir", &dir])
-        .stdout(std::fs::File::create("/dev/full").unwrap())
-        .output()
-        .unwrap();
+    let full = with_stdout_full(Command::new(LSMPMON).args(args).args(["--dir", &dir]));
     assert_eq!(full.status.code(), Some(1));
     assert!(one_error_line(&full).contains("No space left on device"));
-    let mut closed = Command::new(LSMPMON)
-        .args(args)
-        .args(["--dir", &dir])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(closed.stdout.take());
     // As report, trace and vm cache: a reader that went away (`| head`) is
     // no failure; the run itself (its stderr progress) still completed.
-    let out = closed.wait_with_output().unwrap();
+    let out = with_stdout_closed(Command::new(LSMPMON).args(args).args(["--dir", &dir]));
     assert_eq!(
         out.status.code(),
         Some(0),
