@@ -156,18 +156,23 @@ fn compare_refuses_other_machines_before_running() {
     // Another kernel: refused with exit 2 before anything runs, flagged with --force.
     b["provenance"]["kernel_release"] = "0.0.0-other".into();
     std::fs::write(&base_path, serde_json::to_string(&b).unwrap()).unwrap();
-    let against_base = [
-        "--ops",
-        "null",
-        "--samples",
-        "2",
-        "--sample-ms",
-        "1",
-        "--dir",
-        &dir,
-        "--compare",
-        &base_path,
-    ];
+    // `ops` against the baseline, short.
+    let (dir_arg, base_arg) = (dir.as_str(), base_path.as_str());
+    let against = move |ops: &'static str, samples: &'static str| {
+        [
+            "--ops",
+            ops,
+            "--samples",
+            samples,
+            "--sample-ms",
+            "1",
+            "--dir",
+            dir_arg,
+            "--compare",
+            base_arg,
+        ]
+    };
+    let against_base = against("null", "2");
     let refused = bench(&against_base);
     assert_eq!(refused.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&refused.stderr);
@@ -196,19 +201,7 @@ fn compare_refuses_other_machines_before_running() {
     assert!(!String::from_utf8_lossy(&wrong.stderr).contains("bench: calibrating"));
     std::fs::remove_file(&other_path).unwrap();
     // No op in common: nothing to compare, refused before running.
-    let none = bench(&[
-        "--ops",
-        "stat",
-        "--samples",
-        "1",
-        "--sample-ms",
-        "1",
-        "--dir",
-        &dir,
-        "--compare",
-        &base_path,
-        "--force",
-    ]);
+    let none = bench(&[&against("stat", "1")[..], &["--force"]].concat());
     assert_eq!(none.status.code(), Some(2));
     assert!(one_error_line(&none).contains("none of the selected ops"));
     assert!(!String::from_utf8_lossy(&none.stderr).contains("bench: calibrating"));
