@@ -46,12 +46,7 @@ fn median(r: &serde_json::Value, op: &str) -> f64 {
 fn every_op_runs_with_proof_and_sane_figures() {
     let dir = tmpdir("all");
     let out = quick("lmbench", &["--json", "--dir", &dir]);
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        out.status.success(),
-        "bench failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = succeeded(&out);
     validate("bench.schema.json", &text);
     let r = json(&text);
     let results = r["results"].as_array().unwrap();
@@ -131,12 +126,7 @@ fn compare_shows_the_planted_change() {
     }
     std::fs::write(&base_path, serde_json::to_string(&b).unwrap()).unwrap();
     let out = five(&["--dir", &dir, "--compare", &base_path]);
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = succeeded(&out);
     let (base_v, _, pct, noise) = compare_row(&text, "null");
     assert!(
         (base_v - planted["null"]).abs() < 0.01,
@@ -166,18 +156,23 @@ fn compare_refuses_other_machines_before_running() {
     // Another kernel: refused with exit 2 before anything runs, flagged with --force.
     b["provenance"]["kernel_release"] = "0.0.0-other".into();
     std::fs::write(&base_path, serde_json::to_string(&b).unwrap()).unwrap();
-    let against_base = [
-        "--ops",
-        "null",
-        "--samples",
-        "2",
-        "--sample-ms",
-        "1",
-        "--dir",
-        &dir,
-        "--compare",
-        &base_path,
-    ];
+    // `ops` against the baseline, short.
+    let (dir_arg, base_arg) = (dir.as_str(), base_path.as_str());
+    let against = move |ops: &'static str, samples: &'static str| {
+        [
+            "--ops",
+            ops,
+            "--samples",
+            samples,
+            "--sample-ms",
+            "1",
+            "--dir",
+            dir_arg,
+            "--compare",
+            base_arg,
+        ]
+    };
+    let against_base = against("null", "2");
     let refused = bench(&against_base);
     assert_eq!(refused.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&refused.stderr);
@@ -206,19 +201,7 @@ fn compare_refuses_other_machines_before_running() {
     assert!(!String::from_utf8_lossy(&wrong.stderr).contains("bench: calibrating"));
     std::fs::remove_file(&other_path).unwrap();
     // No op in common: nothing to compare, refused before running.
-    let none = bench(&[
-        "--ops",
-        "stat",
-        "--samples",
-        "1",
-        "--sample-ms",
-        "1",
-        "--dir",
-        &dir,
-        "--compare",
-        &base_path,
-        "--force",
-    ]);
+    let none = bench(&[&against("stat", "1")[..], &["--force"]].concat());
     assert_eq!(none.status.code(), Some(2));
     assert!(one_error_line(&none).contains("none of the selected ops"));
     assert!(!String::from_utf8_lossy(&none.stderr).contains("bench: calibrating"));
@@ -241,12 +224,7 @@ fn landlock_run_is_enforced_and_recorded() {
         "--dir",
         &dir,
     ]);
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = succeeded(&out);
     validate("bench.schema.json", &text);
     let r = json(&text);
     assert!(r["landlock"]["abi"].as_u64().unwrap() >= 1);
@@ -302,12 +280,7 @@ fn yield_rounds_run_exactly_the_rounds_asked() {
         "3",
         "--json",
     ]);
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = succeeded(&out);
     validate("bench.schema.json", &text);
     let r = json(&text);
     assert_eq!(r["options"]["iterations"], rounds);
@@ -503,11 +476,7 @@ fn planted_symlinks_are_never_written_through() {
         "--dir",
     ];
     let out = bench(&[&ops[..], &[dir.to_str().unwrap()]].concat());
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     assert_eq!(std::fs::read(&target).unwrap(), b"precious");
     assert_eq!(
         listing(&dir),
@@ -551,11 +520,7 @@ fn a_named_directory_and_a_symlink_to_it_survive_with_their_contents() {
     std::os::unix::fs::symlink(&dir, &link).unwrap();
     for d in [&dir, &link] {
         let out = quick("null,stat,create_0k,rw_1k", &["--dir", d.to_str().unwrap()]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        succeeded(&out);
         assert_eq!(
             listing(&dir),
             ["keep"],
@@ -772,25 +737,12 @@ fn a_full_stdout_is_one_line_and_exit_1_a_closed_one_ends_quietly() {
         "--sample-ms",
         "1",
     ];
-    let full = Command::new(LSMPMON)
-        .args(args)
-        .args(["--dir", &dir])
-        .stdout(std::fs::File::create("/dev/full").unwrap())
-        .output()
-        .unwrap();
+    let full = with_stdout_full(Command::new(LSMPMON).args(args).args(["--dir", &dir]));
     assert_eq!(full.status.code(), Some(1));
     assert!(one_error_line(&full).contains("No space left on device"));
-    let mut closed = Command::new(LSMPMON)
-        .args(args)
-        .args(["--dir", &dir])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(closed.stdout.take());
     // As report, trace and vm cache: a reader that went away (`| head`) is
     // no failure; the run itself (its stderr progress) still completed.
-    let out = closed.wait_with_output().unwrap();
+    let out = with_stdout_closed(Command::new(LSMPMON).args(args).args(["--dir", &dir]));
     assert_eq!(
         out.status.code(),
         Some(0),

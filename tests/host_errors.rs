@@ -3,7 +3,7 @@
 mod common;
 #[path = "common/vmcache.rs"]
 mod vmcache;
-use common::{one_error_line, LSMPMON};
+use common::{one_error_line, with_stdout_closed, with_stdout_full, LSMPMON};
 use std::process::{Command, Output};
 
 /// Host `trace` runs of this file, one at a time: two at once are two traces,
@@ -415,21 +415,11 @@ fn missing_arguments_are_named_on_the_one_line() {
 #[test]
 fn lab_tables_never_panics_on_a_full_or_closed_stdout() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/results/lab-6.1");
-    let full = Command::new(LSMPMON)
-        .args(["lab", "tables", dir])
-        .stdout(std::fs::File::create("/dev/full").unwrap())
-        .output()
-        .unwrap();
+    let full = with_stdout_full(Command::new(LSMPMON).args(["lab", "tables", dir]));
     assert_eq!(full.status.code(), Some(1));
     assert!(one_error_line(&full).contains("No space left on device"));
-    let mut closed = Command::new(LSMPMON)
-        .args(["lab", "tables", dir, "--format", "json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(closed.stdout.take());
-    let out = closed.wait_with_output().unwrap();
+    let out =
+        with_stdout_closed(Command::new(LSMPMON).args(["lab", "tables", dir, "--format", "json"]));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(!err.contains("panicked"), "{err}");

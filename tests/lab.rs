@@ -11,8 +11,8 @@ use std::{
 };
 
 use common::{
-    cell_median as median, fresh_dir, json, lab_cell as cell, lab_cells as cells, one_error_line,
-    validate, LSMPMON,
+    cell_median as median, fresh_dir, json, lab_cell as cell, lab_cells as cells, lab_run,
+    one_error_line, run_logged, succeeded, validate, LSMPMON,
 };
 use lsmpmon::lab::{
     results::{CellResult, ResultsDir},
@@ -73,15 +73,7 @@ fn unknown_names_and_malformed_specs_are_one_line_with_exit_2() {
         "{line}"
     );
 
-    let out = lab(&[
-        "run",
-        "--configs",
-        "none",
-        "--ops",
-        "stat,fly",
-        "--results",
-        r,
-    ]);
+    let out = run_logged(&lab_run(&res, "", "none", "stat,fly", &[]));
     assert_eq!(out.status.code(), Some(2));
     assert!(one_error_line(&out).contains("fly"));
 
@@ -92,15 +84,13 @@ fn unknown_names_and_malformed_specs_are_one_line_with_exit_2() {
         "description = \"x\"\nlsm = \"selinux\"\n[proof]\nkind = \"deny\"\nrecrd = \"kmsg\"\n",
     )
     .unwrap();
-    let out = lab(&[
-        "run",
-        "--configs",
+    let out = run_logged(&lab_run(
+        &res,
+        "",
         "broken",
-        "--config-dir",
-        dir.to_str().unwrap(),
-        "--results",
-        r,
-    ]);
+        "",
+        &["--config-dir", dir.to_str().unwrap()],
+    ));
     assert_eq!(out.status.code(), Some(2));
     let line = one_error_line(&out);
     assert!(
@@ -133,21 +123,18 @@ fn every_configuration_proves_itself_and_reruns_repeat() {
     }
     let mut configs = shipped();
     configs.extend(["my-landlock", "permissive", "crash"].map(String::from));
-    let out = lab(&[
-        "run",
-        "--kernels",
+    let out = run_logged(&lab_run(
+        &res,
         "6.1",
-        "--configs",
         &configs.join(","),
-        "--config-dir",
-        mine.to_str().unwrap(),
-        "--config-dir",
-        FIXTURES,
-        "--ops",
         "null,stat,open_close",
-        "--results",
-        res.to_str().unwrap(),
-    ]);
+        &[
+            "--config-dir",
+            mine.to_str().unwrap(),
+            "--config-dir",
+            FIXTURES,
+        ],
+    ));
     // Two cells fail on purpose; every other one is kept and passes.
     assert_eq!(out.status.code(), Some(1));
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -284,24 +271,14 @@ fn check_proof(name: &str, p: &Value) {
 #[test]
 fn smack_proves_its_denial_on_its_own_kernel() {
     let res = tmpdir("smack");
-    let out = lab(&[
-        "run",
-        "--kernels",
+    let out = run_logged(&lab_run(
+        &res,
         "6.1-smack",
-        "--configs",
         "none,smack",
-        "--ops",
         "null,stat,open_close,tcp",
-        "--samples",
-        "3",
-        "--results",
-        res.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        &["--samples", "3"],
+    ));
+    let stdout = succeeded(&out);
     let all = cells(&res);
     for name in ["none", "smack"] {
         let c = cell(&all, name);
@@ -320,7 +297,6 @@ fn smack_proves_its_denial_on_its_own_kernel() {
     assert!(record.contains("lsm=SMACK"), "{record}");
     // Every access check costs instructions, and virtual time counts them.
     assert!(median(smack, "stat") > median(cell(&all, "none"), "stat"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("kernel 6.1-smack"), "{stdout}");
 }
 
@@ -328,25 +304,22 @@ fn smack_proves_its_denial_on_its_own_kernel() {
 #[test]
 fn hung_guest_keeps_the_rest() {
     let res = tmpdir("hang");
-    let out = lab(&[
-        "run",
-        "--kernels",
+    let out = run_logged(&lab_run(
+        &res,
         "6.1",
-        "--configs",
         "hang,none",
-        "--config-dir",
-        FIXTURES,
-        "--ops",
         "null",
-        "--samples",
-        "1",
-        "--sample-ms",
-        "1",
-        "--timeout",
-        "100",
-        "--results",
-        res.to_str().unwrap(),
-    ]);
+        &[
+            "--config-dir",
+            FIXTURES,
+            "--samples",
+            "1",
+            "--sample-ms",
+            "1",
+            "--timeout",
+            "100",
+        ],
+    ));
     assert_eq!(out.status.code(), Some(1));
     let all = cells(&res);
     assert_eq!(all.len(), 2);
@@ -365,15 +338,7 @@ fn hung_guest_keeps_the_rest() {
 #[test]
 fn landlock_on_5_10_is_not_applicable() {
     let res = tmpdir("na");
-    let out = lab(&[
-        "run",
-        "--kernels",
-        "5.10",
-        "--configs",
-        "landlock",
-        "--results",
-        res.to_str().unwrap(),
-    ]);
+    let out = run_logged(&lab_run(&res, "5.10", "landlock", "", &[]));
     assert!(out.status.success());
     let all = cells(&res);
     assert_eq!(all.len(), 1);
@@ -433,19 +398,13 @@ fn a_results_directory_without_room_is_refused_before_any_cell() {
     let fs = Tmpfs::mount("no-room", "64k");
     let res = fs.0.join("r");
     let r = res.to_str().unwrap();
-    let out = lab(&[
-        "run",
-        "--kernels",
+    let out = run_logged(&lab_run(
+        &res,
         "6.1",
-        "--configs",
         "none,tomoyo",
-        "--ops",
         "null,stat",
-        "--samples",
-        "3",
-        "--results",
-        r,
-    ]);
+        &["--samples", "3"],
+    ));
     assert_eq!(out.status.code(), Some(2));
     let line = one_error_line(&out);
     assert!(
@@ -485,15 +444,7 @@ fn a_result_that_cannot_be_written_is_kept_elsewhere() {
 fn lab_run_without_qemu_is_exit_2_before_any_cell() {
     let res = tmpdir("no-qemu");
     let out = Command::new(LSMPMON)
-        .args([
-            "lab",
-            "run",
-            "--kernels",
-            "6.1",
-            "--configs",
-            "none,landlock",
-        ])
-        .args(["--ops", "null", "--results", res.to_str().unwrap()])
+        .args(lab_run(&res, "6.1", "none,landlock", "null", &[]))
         .env("PATH", "/nonexistent")
         .output()
         .unwrap();
@@ -553,18 +504,13 @@ fn a_disk_full_mid_cell_is_named_and_its_result_kept() {
     let res = fs.0.join("r");
     let elsewhere = tmpdir("fills-kept");
     let mut child = Command::new(LSMPMON)
-        .args([
-            "lab",
-            "run",
-            "--kernels",
+        .args(lab_run(
+            &res,
             "6.1",
-            "--configs",
             "none",
-            "--ops",
             "null",
-        ])
-        .args(["--samples", "1", "--sample-ms", "1", "--results"])
-        .arg(&res)
+            &["--samples", "1", "--sample-ms", "1"],
+        ))
         .env("TMPDIR", &elsewhere)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -6,7 +6,7 @@ mod common;
 
 use std::{collections::BTreeMap, path::PathBuf};
 
-use common::{fresh_dir, json, run_logged as run};
+use common::{fresh_dir, json, lab_run, run_logged as run, succeeded};
 use serde_json::Value;
 
 fn tmpdir(name: &str) -> PathBuf {
@@ -21,23 +21,14 @@ const METHODS: [&str; 3] = ["label", "path", "inode"];
 #[test]
 fn the_three_macs_prove_the_matrix_and_agree() {
     let res = tmpdir("lab");
-    let out = run(&[
-        "lab",
-        "run",
-        "--kernels",
+    let out = run(&lab_run(
+        &res,
         "6.1",
-        "--configs",
         "none,mac-label,mac-path,mac-inode",
-        "--ops",
         "stat,open_close",
-        "--samples",
-        "3",
-        "--jobs",
-        "1",
-        "--results",
-        res.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "lab run failed");
+        &["--samples", "3", "--jobs", "1"],
+    ));
+    succeeded(&out);
     let cells: Vec<Value> = std::fs::read_dir(res.join("cells"))
         .unwrap()
         .flatten()
@@ -193,41 +184,20 @@ fn rename_link_malformed_and_unload() {
 #[test]
 fn bench_dir_is_where_the_benchmark_runs() {
     let res = tmpdir("bench-dir");
-    let r = res.to_str().unwrap();
-    let out = run(&[
-        "lab",
-        "run",
-        "--configs",
-        "none",
-        "--bench-dir",
-        "tmp/x",
-        "--results",
-        r,
-    ]);
+    let out = run(&lab_run(&res, "", "none", "", &["--bench-dir", "tmp/x"]));
     assert_eq!(out.status.code(), Some(2));
     assert!(common::one_error_line(&out).contains("--bench-dir"));
     assert!(!res.join("cells").exists(), "nothing ran");
 
     let deep = "/d1/d2/d3/d4";
-    let out = run(&[
-        "lab",
-        "run",
-        "--kernels",
+    let out = run(&lab_run(
+        &res,
         "6.1",
-        "--configs",
         "none",
-        "--ops",
         "stat",
-        "--samples",
-        "1",
-        "--sample-ms",
-        "1",
-        "--bench-dir",
-        deep,
-        "--results",
-        r,
-    ]);
-    assert!(out.status.success());
+        &["--samples", "1", "--sample-ms", "1", "--bench-dir", deep],
+    ));
+    succeeded(&out);
     let cell = std::fs::read_dir(res.join("cells"))
         .unwrap()
         .flatten()

@@ -8,7 +8,9 @@ use std::{
     process::Command,
 };
 
-use common::{fresh_dir, json, one_error_line, run_logged as run, validate, LSMPMON};
+use common::{
+    fresh_dir, json, lab_run, one_error_line, run_logged as run, succeeded, validate, LSMPMON,
+};
 use serde_json::Value;
 
 fn tmpdir(name: &str) -> PathBuf {
@@ -37,27 +39,23 @@ fn op<'a>(cell: &'a Value, name: &str) -> &'a Value {
 /// A one-op, two-sample web cell on `cpus` CPUs.
 fn web_cell(name: &str, cpus: &str) -> Value {
     let res = tmpdir(name);
-    let out = run(&[
-        "lab",
-        "run",
-        "--kernels",
+    let out = run(&lab_run(
+        &res,
         "6.1",
-        "--configs",
         "none",
-        "--ops",
         "web_c8",
-        "--cpus",
-        cpus,
-        "--samples",
-        "2",
-        "--sample-ms",
-        "20",
-        "--jobs",
-        "1",
-        "--results",
-        res.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "lab run failed");
+        &[
+            "--cpus",
+            cpus,
+            "--samples",
+            "2",
+            "--sample-ms",
+            "20",
+            "--jobs",
+            "1",
+        ],
+    ));
+    succeeded(&out);
     let cell = only_cell(&res);
     validate("lab-cell.schema.json", &cell.to_string());
     let tables = run(&["report", res.to_str().unwrap()]);

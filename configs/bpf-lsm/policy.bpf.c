@@ -96,25 +96,12 @@ static __always_inline __u32 protection(struct inode *inode, __u64 *ino, __u32 *
 	return what ? *what : 0;
 }
 
-SEC("lsm/file_open")
-int BPF_PROG(lsmpmon_file_open, struct file *file, int ret)
-{
-	__u64 ino;
-	__u32 dev;
-
-	if (ret)
-		return ret;
-	if (!is_workload())
-		return 0;
-	if (!(protection(file->f_inode, &ino, &dev) & PROTECT_OPEN))
-		return 0;
-	bpf_printk("lsmpmon-bpf-lsm: denied file_open dev=%u ino=%lu pid=%u", dev, ino,
-		   (__u32)(bpf_get_current_pid_tgid() >> 32));
-	return -EACCES;
-}
-
-/* A directory hook: deny when DIR is a protected directory. */
-#define DIR_RULE(hook, dir)                                                                  \
+/*
+ * The rule of every hook: deny the workload when inode A, or else B (NULL:
+ * none), has MASK in the map; the record names HOOK and the first protected
+ * inode. WHAT is " dir" for the directory hooks.
+ */
+#define RULE(hook, what, a, b, mask)                                                         \
 	do {                                                                                 \
 		__u64 ino;                                                                   \
 		__u32 dev;                                                                   \
@@ -123,12 +110,22 @@ int BPF_PROG(lsmpmon_file_open, struct file *file, int ret)
 			return ret;                                                          \
 		if (!is_workload())                                                          \
 			return 0;                                                            \
-		if (!(protection(dir, &ino, &dev) & PROTECT_ENTRIES))                        \
+		if (!(protection(a, &ino, &dev) & (mask)) &&                                 \
+		    !(protection(b, &ino, &dev) & (mask)))                                   \
 			return 0;                                                            \
-		bpf_printk("lsmpmon-bpf-lsm: denied " hook " dir dev=%u ino=%lu pid=%u", dev, \
+		bpf_printk("lsmpmon-bpf-lsm: denied " hook what " dev=%u ino=%lu pid=%u", dev, \
 			   ino, (__u32)(bpf_get_current_pid_tgid() >> 32));                  \
 		return -EACCES;                                                              \
 	} while (0)
+
+SEC("lsm/file_open")
+int BPF_PROG(lsmpmon_file_open, struct file *file, int ret)
+{
+	RULE("file_open", "", file->f_inode, NULL, PROTECT_OPEN);
+}
+
+/* A directory hook: deny when DIR is a protected directory. */
+#define DIR_RULE(hook, dir) RULE(hook, " dir", dir, NULL, PROTECT_ENTRIES)
 
 SEC("lsm/inode_create")
 int BPF_PROG(lsmpmon_inode_create, struct inode *dir, struct dentry *dentry, __u16 mode, int ret)
@@ -179,20 +176,8 @@ SEC("lsm/inode_rename")
 int BPF_PROG(lsmpmon_inode_rename, struct inode *old_dir, struct dentry *old_dentry,
 	     struct inode *new_dir, struct dentry *new_dentry, int ret)
 {
-	__u64 ino;
-	__u32 dev;
-
-	if (ret)
-		return ret;
-	if (!is_workload())
-		return 0;
 	/* Out of a protected directory, or into one. */
-	if (!(protection(old_dir, &ino, &dev) & PROTECT_ENTRIES) &&
-	    !(protection(new_dir, &ino, &dev) & PROTECT_ENTRIES))
-		return 0;
-	bpf_printk("lsmpmon-bpf-lsm: denied inode_rename dir dev=%u ino=%lu pid=%u", dev, ino,
-		   (__u32)(bpf_get_current_pid_tgid() >> 32));
-	return -EACCES;
+	RULE("inode_rename", " dir", old_dir, new_dir, PROTECT_ENTRIES);
 }
 
 char LICENSE[] SEC("license") = "GPL";

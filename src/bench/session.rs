@@ -25,16 +25,7 @@ struct Outcome<'a> {
     interrupted: bool,
 }
 
-impl<'a> Outcome<'a> {
-    fn op_failed(&mut self, stop: &Stop, name: &'a str, e: &anyhow::Error) {
-        eprintln!("bench: {name} FAILED: {}", one_line(e));
-        if stop.requested() {
-            self.interrupted = true;
-        } else {
-            self.failed.push(name);
-        }
-    }
-
+impl Outcome<'_> {
     /// The exit: 0, or one line saying what failed or that the run stopped.
     fn verdict(&self) -> Result<i32> {
         let failed = || {
@@ -75,9 +66,13 @@ pub fn main(args: BenchArgs) -> Result<i32> {
     };
     let started = Instant::now();
     let clock_ns = clock_overhead_ns();
-    let mut outcome = Outcome::default();
-    let results = measure(&selected, &mut work, &args, clock_ns, &stop, &mut outcome)?;
-    outcome.interrupted |= stop.requested();
+    let mut run = Run {
+        clock_ns,
+        stop: &stop,
+        outcome: Outcome::default(),
+    };
+    let results = run.measure(&selected, &mut work, &args)?;
+    run.outcome.interrupted |= stop.requested();
     let wall_s = started.elapsed().as_secs_f64();
     drop(work);
     let result = BenchResult {
@@ -90,96 +85,105 @@ pub fn main(args: BenchArgs) -> Result<i32> {
         wall_s,
     };
     output::print(&result, args.json, baseline.as_ref())?;
-    outcome.verdict()
+    run.outcome.verdict()
 }
 
-/// Calibrates, samples and summarises every selected op.
-fn measure<'a>(
-    selected: &'a [OpDef],
-    work: &mut WorkDir,
-    args: &BenchArgs,
+/// What the steps of a run share: the clock's cost, the stop request and
+/// what went wrong so far.
+struct Run<'a, 's> {
     clock_ns: f64,
-    stop: &Stop,
-    outcome: &mut Outcome<'a>,
-) -> Result<Vec<OpResult>> {
-    let mut prepared = prepare_all(selected, work, args, clock_ns, stop, outcome)?;
-    sample_rounds(&mut prepared, args.samples, clock_ns, stop, outcome);
-    let mut results = Vec::new();
-    for p in prepared.into_iter().filter(|p| p.sampled()) {
-        let r = p.result()?;
-        eprintln!(
-            "bench: {:<15} {:>12.2} {} (spread {:.1} %)",
-            r.op,
-            r.summary.median,
-            r.unit.name(),
-            r.summary.spread_pct
-        );
-        results.push(r);
-    }
-    Ok(results)
+    stop: &'s Stop,
+    outcome: Outcome<'a>,
 }
 
-/// Calibrates each op in its own fresh directory; failures are recorded.
-fn prepare_all<'a>(
-    selected: &'a [OpDef],
-    work: &mut WorkDir,
-    args: &BenchArgs,
-    clock_ns: f64,
-    stop: &Stop,
-    outcome: &mut Outcome<'a>,
-) -> Result<Vec<Prepared<'a>>> {
-    let method = runner::Method {
-        sample: Duration::from_secs_f64(args.sample_ms / 1e3),
-        fixed_iterations: args.iterations,
-    };
-    let mut prepared = Vec::new();
-    for (i, def) in selected.iter().enumerate() {
-        if stop.requested() {
-            break;
+impl<'a> Run<'a, '_> {
+    fn op_failed(&mut self, name: &'a str, e: &anyhow::Error) {
+        eprintln!("bench: {name} FAILED: {}", one_line(e));
+        if self.stop.requested() {
+            self.outcome.interrupted = true;
+        } else {
+            self.outcome.failed.push(name);
         }
-        let ctx = Ctx {
-            dir: work.op_dir(def.name)?,
-            mmap_bytes: args.mmap_bytes,
-            prot_exec: args.prot_exec,
-            select_fds: args.select_fds,
-            ctx_procs: args.ctx_procs,
-            ctx_size_kib: args.ctx_size,
+    }
+
+    /// Calibrates, samples and summarises every selected op.
+    fn measure(
+        &mut self,
+        selected: &'a [OpDef],
+        work: &mut WorkDir,
+        args: &BenchArgs,
+    ) -> Result<Vec<OpResult>> {
+        let mut prepared = self.prepare_all(selected, work, args)?;
+        self.sample_rounds(&mut prepared, args.samples);
+        let mut results = Vec::new();
+        for p in prepared.into_iter().filter(|p| p.sampled()) {
+            let r = p.result()?;
+            eprintln!(
+                "bench: {:<15} {:>12.2} {} (spread {:.1} %)",
+                r.op,
+                r.summary.median,
+                r.unit.name(),
+                r.summary.spread_pct
+            );
+            results.push(r);
+        }
+        Ok(results)
+    }
+
+    /// Calibrates each op in its own fresh directory; failures are recorded.
+    fn prepare_all(
+        &mut self,
+        selected: &'a [OpDef],
+        work: &mut WorkDir,
+        args: &BenchArgs,
+    ) -> Result<Vec<Prepared<'a>>> {
+        let method = runner::Method {
+            sample: Duration::from_secs_f64(args.sample_ms / 1e3),
+            fixed_iterations: args.iterations,
         };
-        eprintln!(
-            "bench: calibrating [{}/{}] {}",
-            i + 1,
-            selected.len(),
-            def.name
-        );
-        match runner::prepare(def, &ctx, &method, clock_ns) {
-            Ok(p) => prepared.push(p),
-            Err(e) => outcome.op_failed(stop, def.name, &e),
+        let mut prepared = Vec::new();
+        for (i, def) in selected.iter().enumerate() {
+            if self.stop.requested() {
+                break;
+            }
+            let ctx = Ctx {
+                dir: work.op_dir(def.name)?,
+                mmap_bytes: args.mmap_bytes,
+                prot_exec: args.prot_exec,
+                select_fds: args.select_fds,
+                ctx_procs: args.ctx_procs,
+                ctx_size_kib: args.ctx_size,
+            };
+            eprintln!(
+                "bench: calibrating [{}/{}] {}",
+                i + 1,
+                selected.len(),
+                def.name
+            );
+            match runner::prepare(def, &ctx, &method, self.clock_ns) {
+                Ok(p) => prepared.push(p),
+                Err(e) => self.op_failed(def.name, &e),
+            }
         }
+        Ok(prepared)
     }
-    Ok(prepared)
-}
 
-/// Round-robin samples of every prepared op; a failing op is dropped.
-fn sample_rounds<'a>(
-    prepared: &mut Vec<Prepared<'a>>,
-    samples: usize,
-    clock_ns: f64,
-    stop: &Stop,
-    outcome: &mut Outcome<'a>,
-) {
-    for round in 0..samples {
-        if stop.requested() {
-            eprintln!("bench: interrupted after {round} of {samples} sample rounds");
-            return;
-        }
-        eprintln!("bench: sample round {}/{samples}", round + 1);
-        let mut i = 0;
-        while i < prepared.len() {
-            match prepared[i].sample(clock_ns) {
-                Ok(()) => i += 1,
-                Err(e) => {
-                    let p = prepared.remove(i);
-                    outcome.op_failed(stop, p.def.name, &e);
+    /// Round-robin samples of every prepared op; a failing op is dropped.
+    fn sample_rounds(&mut self, prepared: &mut Vec<Prepared<'a>>, samples: usize) {
+        for round in 0..samples {
+            if self.stop.requested() {
+                eprintln!("bench: interrupted after {round} of {samples} sample rounds");
+                return;
+            }
+            eprintln!("bench: sample round {}/{samples}", round + 1);
+            let mut i = 0;
+            while i < prepared.len() {
+                match prepared[i].sample(self.clock_ns) {
+                    Ok(()) => i += 1,
+                    Err(e) => {
+                        let p = prepared.remove(i);
+                        self.op_failed(p.def.name, &e);
+                    }
                 }
             }
         }

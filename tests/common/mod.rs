@@ -2,8 +2,10 @@
 //! helper, guest runs and the independent JSON Schema validator.
 #![allow(dead_code)]
 use std::{
+    ffi::OsStr,
+    fmt::Debug,
     path::{Path, PathBuf},
-    process::{Command, Output},
+    process::{Command, Output, Stdio},
     sync::OnceLock,
 };
 
@@ -162,7 +164,7 @@ pub fn fresh_dir(prefix: &str, name: &str) -> PathBuf {
 }
 
 /// Runs lsmpmon with `args`, its stderr shown in the test's output.
-pub fn run_logged(args: &[&str]) -> Output {
+pub fn run_logged<S: AsRef<OsStr> + Debug>(args: &[S]) -> Output {
     let out = Command::new(LSMPMON)
         .args(args)
         .output()
@@ -204,4 +206,61 @@ pub fn cell_median(c: &serde_json::Value, op: &str) -> f64 {
         .unwrap_or_else(|| panic!("{op} missing in {}", c["config"]["name"]))["median"]
         .as_f64()
         .unwrap()
+}
+
+/// The arguments of `lsmpmon lab run` over `kernels` × `configs` measuring
+/// `ops` into `results`, then `extra`. An empty list is left to its default.
+pub fn lab_run(
+    results: &Path,
+    kernels: &str,
+    configs: &str,
+    ops: &str,
+    extra: &[&str],
+) -> Vec<String> {
+    let mut args = vec!["lab".to_string(), "run".to_string()];
+    for (option, list) in [
+        ("--kernels", kernels),
+        ("--configs", configs),
+        ("--ops", ops),
+    ] {
+        if !list.is_empty() {
+            args.extend([option.to_string(), list.to_string()]);
+        }
+    }
+    args.extend(extra.iter().map(|a| a.to_string()));
+    args.extend([
+        "--results".to_string(),
+        results.to_str().unwrap().to_string(),
+    ]);
+    args
+}
+
+/// Asserts that the command succeeded (its stderr in the message); its stdout.
+pub fn succeeded(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs `cmd` with its standard output on /dev/full.
+pub fn with_stdout_full(cmd: &mut Command) -> Output {
+    cmd.stdout(std::fs::File::create("/dev/full").unwrap())
+        .output()
+        .unwrap()
+}
+
+/// Runs `cmd` with its standard output closed at once, as by a reader that
+/// went away (`| head`).
+pub fn with_stdout_closed(cmd: &mut Command) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child.wait_with_output().unwrap()
 }

@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::bench::op::{group, Bench, Ctx, OpDef, Unit, Work};
 use crate::bench::sys::{
-    child::{self, Child},
+    child::{self, WithEnds},
     fd::{check, close_in_child, pipe, socketpair},
     file::{open_nofollow, write_new},
 };
@@ -61,14 +61,13 @@ enum StreamKind {
     Tcp,
 }
 
-/// A writer child, its data channel (our read end, owned by `_keep`) and
+/// A writer child, its data channel (our read end, owned by `_child`) and
 /// control pipe. Dropped in this order: the control pipe closed, the child
 /// killed and reaped, then our end closed.
 struct Writer {
     fd: RawFd,
     control: OwnedFd,
-    _child: Child,
-    _keep: Vec<Box<dyn std::any::Any>>,
+    _child: WithEnds,
 }
 
 /// The child's side: one ready byte, then `todo` bytes per request read from
@@ -117,8 +116,7 @@ impl Writer {
         let me = Self {
             fd,
             control,
-            _child: child,
-            _keep: keep,
+            _child: WithEnds::new(child, keep),
         };
         let mut ready = [0u8; 1];
         // SAFETY: reading one byte into our buffer.

@@ -36,24 +36,12 @@ pub fn ops() -> Vec<OpDef> {
         "ima",
         Unit::NsPerOp,
         &[
-            ("ima_mmap_cached", |c| {
-                make(c, Mmap, Cached, SMALL_FILE_BYTES)
-            }),
-            ("ima_mmap_rehash", |c| {
-                make(c, Mmap, Rehash, SMALL_FILE_BYTES)
-            }),
-            ("ima_mmap_extend", |c| {
-                make(c, Mmap, Extend, SMALL_FILE_BYTES)
-            }),
-            ("ima_read_cached", |c| {
-                make(c, Read, Cached, SMALL_FILE_BYTES)
-            }),
-            ("ima_read_rehash", |c| {
-                make(c, Read, Rehash, SMALL_FILE_BYTES)
-            }),
-            ("ima_read_extend", |c| {
-                make(c, Read, Extend, SMALL_FILE_BYTES)
-            }),
+            ("ima_mmap_cached", |c| small(c, Mmap, Cached)),
+            ("ima_mmap_rehash", |c| small(c, Mmap, Rehash)),
+            ("ima_mmap_extend", |c| small(c, Mmap, Extend)),
+            ("ima_read_cached", |c| small(c, Read, Cached)),
+            ("ima_read_rehash", |c| small(c, Read, Rehash)),
+            ("ima_read_extend", |c| small(c, Read, Extend)),
             ("ima_hash_512", |c| make(c, Mmap, Rehash, 512)),
             ("ima_hash_1k", |c| make(c, Mmap, Rehash, 1 << 10)),
             ("ima_hash_16k", |c| make(c, Mmap, Rehash, 16 << 10)),
@@ -86,6 +74,11 @@ enum Case {
     Cached,
     Rehash,
     Extend,
+}
+
+/// An op on the paper's small file.
+fn small(c: &Ctx, access: Access, case: Case) -> Result<Box<dyn Bench>> {
+    make(c, access, case, SMALL_FILE_BYTES)
 }
 
 fn make(c: &Ctx, access: Access, case: Case, size_bytes: usize) -> Result<Box<dyn Bench>> {

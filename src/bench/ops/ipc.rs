@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::bench::op::{group, Bench, Ctx, OpDef, Unit, Work};
 use crate::bench::sys::{
-    child::{self, Child},
+    child::{self, Child, WithEnds},
     fd::{close_in_child, pipe, read_full, socketpair, write_full},
     file::create_new,
 };
@@ -72,13 +72,11 @@ enum Kind {
     Udp,
 }
 
-/// A running echo process and our ends (owned by `_keep`).
+/// A running echo process and our ends (owned by `_echo`).
 struct Peer {
     rd: RawFd,
     wr: RawFd,
-    /// Killed and reaped before our ends are closed.
-    _child: Child,
-    _keep: Vec<Box<dyn std::any::Any>>,
+    _echo: WithEnds,
 }
 
 fn echo_loop(rd: RawFd, wr: RawFd) {
@@ -116,8 +114,7 @@ impl Peer {
         Ok(Self {
             rd: mine[1],
             wr: mine[0],
-            _child: child,
-            _keep: vec![Box::new(to_wr), Box::new(back_rd)],
+            _echo: WithEnds::new(child, vec![Box::new(to_wr), Box::new(back_rd)]),
         })
     }
 
@@ -131,8 +128,7 @@ impl Peer {
         Ok(Self {
             rd: fd,
             wr: fd,
-            _child: child,
-            _keep: vec![Box::new(mine)],
+            _echo: WithEnds::new(child, vec![Box::new(mine)]),
         })
     }
 
@@ -151,8 +147,7 @@ impl Peer {
         Ok(Self {
             rd: fd,
             wr: fd,
-            _child: child,
-            _keep: vec![Box::new(s), Box::new(listener)],
+            _echo: WithEnds::new(child, vec![Box::new(s), Box::new(listener)]),
         })
     }
 
@@ -166,8 +161,7 @@ impl Peer {
         Ok(Self {
             rd: fd,
             wr: fd,
-            _child: child,
-            _keep: vec![Box::new(client), Box::new(server)],
+            _echo: WithEnds::new(child, vec![Box::new(client), Box::new(server)]),
         })
     }
 
@@ -417,7 +411,7 @@ mod tests {
         // A timing process that reports its echo's pid, then waits.
         let timer = child::fork(|| {
             let Ok(peer) = Peer::unix() else { return };
-            let _ = write_full(theirs.as_raw_fd(), &peer._child.pid().to_ne_bytes());
+            let _ = write_full(theirs.as_raw_fd(), &peer._echo.pid().to_ne_bytes());
             std::mem::forget(peer);
             // SAFETY: waiting to be killed.
             unsafe { libc::pause() };

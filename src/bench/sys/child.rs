@@ -49,6 +49,33 @@ impl Drop for Child {
     }
 }
 
+/// A child and our ends of the channels to it (pipes, sockets, listeners):
+/// dropped in this order, so the child is killed and reaped before our ends
+/// are closed.
+pub struct WithEnds {
+    child: Child,
+    _ends: Vec<Box<dyn std::any::Any>>,
+}
+
+impl WithEnds {
+    pub fn new(child: Child, ends: Vec<Box<dyn std::any::Any>>) -> Self {
+        Self { child, _ends: ends }
+    }
+}
+
+impl std::ops::Deref for WithEnds {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.child
+    }
+}
+
+impl std::ops::DerefMut for WithEnds {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.child
+    }
+}
+
 /// Forks a child that runs `body` and exits with status 0. The child asks
 /// for SIGKILL when we die, and leaves at once if we died before it could
 /// ask. It only makes plain syscalls, so forking a threaded process is safe
