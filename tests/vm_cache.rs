@@ -456,3 +456,25 @@ fn a_closed_or_full_stdout_is_one_line_not_a_panic() {
     let line = one_error_line(&out);
     assert!(line.contains("cannot write to standard output"), "{line}");
 }
+
+/// `--cache-dir` at a directory that is not lsmpmon's cache (a source tree,
+/// `/`): neither listed (walking all of it) nor cleaned (its `kernels/`
+/// would go), one line and exit 2.
+#[test]
+fn a_directory_that_is_not_a_cache_is_neither_listed_nor_cleaned() {
+    let dir = filled_cache("not-a-cache", 10);
+    fs::create_dir_all(dir.join("src")).unwrap();
+    fs::write(dir.join("src/main.rs"), b"fn main() {}").unwrap();
+    let out = vm_cache(&dir, None, &["--clean", "--all"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        one_error_line(&out).contains("holds src"),
+        "{}",
+        one_error_line(&out)
+    );
+    assert!(dir.join("kernels/6.1-cloud").is_dir() && dir.join("src/main.rs").is_file());
+    let out = vm_cache(Path::new("/"), None, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    fs::remove_dir_all(&dir).unwrap();
+}

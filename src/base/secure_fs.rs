@@ -100,31 +100,65 @@ pub fn write_no_follow(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .write_all(bytes)
 }
 
+/// Refuses a path that passes through a symbolic link owned by neither root
+/// nor us (a link another user planted in /tmp, pointing into /root): the
+/// kernel's `protected_symlinks` rule, for every component, not only sticky
+/// directories.
+pub fn no_foreign_links(path: &Path) -> Result<()> {
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(path)
+    };
+    let mut prefix = PathBuf::new();
+    for part in abs.components() {
+        prefix.push(part);
+        if let Ok(m) = fs::symlink_metadata(&prefix) {
+            if m.file_type().is_symlink() && !trusted_owner(m.uid()) {
+                return Err(usage(format!(
+                    "{} is a symbolic link of uid {}, not root's or yours: refusing to write through it (name the directory it points to)",
+                    prefix.display(),
+                    m.uid()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Replaces `path` with `bytes` through a new file in the same directory,
 /// renamed over it: a symlink planted at `path` is replaced, never followed,
-/// and a reader sees the old file or the new one. The temporary name is
-/// unique per process and call (threads write at once).
+/// nor one of another user on the way to it, and a reader sees the old file
+/// or the new one. The new file keeps the mode of the regular file it
+/// replaces (a private 0600 result stays private), else 0644. The temporary
+/// name is unique per process and call (threads write at once).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     use anyhow::Context;
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     use std::sync::atomic::{AtomicUsize, Ordering};
     static SEQ: AtomicUsize = AtomicUsize::new(0);
+    no_foreign_links(path)?;
     let name = path.file_name().context("no file name")?.to_string_lossy();
     let tmp = path.with_file_name(format!(
         ".{name}.{}-{}.tmp",
         std::process::id(),
         SEQ.fetch_add(1, Ordering::SeqCst)
     ));
+    let mode = fs::symlink_metadata(path)
+        .ok()
+        .filter(|m| m.is_file())
+        .map_or(0o644, |m| m.mode() & 0o777);
     let mut f = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .custom_flags(libc::O_NOFOLLOW)
-        .mode(0o644)
+        .mode(mode)
         .open(&tmp)
         .with_context(|| format!("creating {}", tmp.display()))?;
     let written = f
-        .write_all(bytes)
+        .set_permissions(fs::Permissions::from_mode(mode))
+        .and_then(|()| f.write_all(bytes))
         .and_then(|()| f.sync_all())
         .with_context(|| format!("writing {}", tmp.display()))
         .and_then(|()| {
@@ -139,6 +173,45 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn a_replaced_file_keeps_its_mode_and_a_new_one_is_0644() {
+        let d = scratch("mode");
+        fs::create_dir_all(&d).unwrap();
+        let private = d.join("private.json");
+        fs::write(&private, b"old").unwrap();
+        fs::set_permissions(&private, fs::Permissions::from_mode(0o600)).unwrap();
+        write_atomic(&private, b"new").unwrap();
+        assert_eq!(fs::metadata(&private).unwrap().mode() & 0o777, 0o600);
+        assert_eq!(fs::read(&private).unwrap(), b"new");
+        write_atomic(&d.join("fresh.json"), b"x").unwrap();
+        assert_eq!(
+            fs::metadata(d.join("fresh.json")).unwrap().mode() & 0o777,
+            0o644
+        );
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_link_of_another_user_on_the_way_is_refused() {
+        // Only root can make a link owned by someone else; the suite runs as root.
+        assert_eq!(euid(), 0, "run the tests as root (README)");
+        let d = scratch("foreign");
+        fs::create_dir_all(d.join("victim")).unwrap();
+        symlink(d.join("victim"), d.join("link")).unwrap();
+        std::os::unix::fs::lchown(d.join("link"), Some(65534), Some(65534)).unwrap();
+        let err = write_atomic(&d.join("link/out.json"), b"x").unwrap_err();
+        assert!(
+            err.to_string().contains("symbolic link of uid 65534"),
+            "{err}"
+        );
+        assert!(!d.join("victim/out.json").exists());
+        std::os::unix::fs::lchown(d.join("link"), Some(0), Some(0)).unwrap();
+        write_atomic(&d.join("link/out.json"), b"x").unwrap();
+        assert!(d.join("victim/out.json").exists());
+        fs::remove_dir_all(&d).unwrap();
+    }
     use super::*;
 
     fn scratch(name: &str) -> PathBuf {

@@ -13,8 +13,12 @@ use super::args::CacheArgs;
 use super::kernel::entry;
 use crate::base::error::{with_code, EXIT_FAILURE, EXIT_OK};
 
+/// What lsmpmon keeps in a cache; a directory holding anything else is not one.
+const CACHE_ENTRIES: [&str; 4] = ["kernels", "apt", "runs", "packages"];
+
 pub fn main(args: &CacheArgs) -> Result<i32> {
     let cache = args.cache.path();
+    only_a_cache(&cache)?;
     let failed = if args.clean {
         clean(&cache, args.all)
     } else {
@@ -33,6 +37,26 @@ pub fn main(args: &CacheArgs) -> Result<i32> {
         EXIT_FAILURE,
         format!("could not remove {}{owner}", failed.join("; ")),
     ))
+}
+
+/// Refuses a directory that is not lsmpmon's cache (`--cache-dir /`, a
+/// source tree): listing would walk it and `--clean --all` would remove its
+/// `kernels/` or `apt/`.
+fn only_a_cache(cache: &Path) -> Result<()> {
+    let Ok(entries) = fs::read_dir(cache) else {
+        return Ok(()); // missing or unreadable: the listing says so
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !CACHE_ENTRIES.contains(&name.as_str()) {
+            return Err(crate::base::error::usage(format!(
+                "{} holds {name}, which lsmpmon never puts in its cache: not a cache, refusing it \
+                 (--cache-dir / LSMPMON_CACHE name lsmpmon's own cache directory)",
+                cache.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Removes the guest logs (and with `all` the kernels and apt lists); what
