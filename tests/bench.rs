@@ -924,13 +924,14 @@ fn compare_repeated_runs_of_the_same_binary_finds_no_change() {
     assert_eq!(code, 0);
 }
 
-/// Planted real change: select_file watching 200 descriptors instead of 10
-/// costs about 20x, far beyond run-to-run spread, and must be found slower
-/// (its p is 2 / C(14, 7) = 5.8e-4 when the sides are apart, as they are).
-/// Landlock on open (+16 % to +32 % on this 2-core host, run-to-run spread
-/// as large; BENCHMARKS.md §13) is not clear enough to be a test that never
-/// fails. The same data one run a side cannot tell, and never fails
-/// --fail-on-slower.
+/// Planted real change: select_file watching 500 descriptors instead of 10
+/// costs about 50x, far beyond run-to-run spread, and must be found slower
+/// at the default --alpha 0.01 (7 runs a side leave room for a few runs of
+/// A slower than some of B on a host loaded by guest tests: U <= 4 of 49
+/// is p = 0.007). Landlock on open (+16 % to +32 % on this 2-core host,
+/// with a run-to-run spread as large: BENCHMARKS.md §13) is not clear enough
+/// for a test that must not fail. The same data one run a side cannot tell,
+/// and never fails --fail-on-slower.
 #[test]
 fn compare_repeated_runs_finds_a_planted_change_and_one_run_a_side_cannot_tell() {
     let common = [
@@ -941,15 +942,15 @@ fn compare_repeated_runs_finds_a_planted_change_and_one_run_a_side_cannot_tell()
         "--sample-ms",
         "2",
     ];
-    let extra = ["--select-fds", "200"];
+    let extra = ["--select-fds", "500"];
     let (a, b) = repeated_runs("select", 7, &common, &extra);
-    let (code, changes) = compare(&a, &b, &["--alpha", "0.001", "--fail-on-slower"]);
+    let (code, changes) = compare(&a, &b, &["--fail-on-slower"]);
     let select = changes
         .iter()
         .find(|c| c["figure"] == "bench select_file")
         .unwrap();
     assert_eq!(select["verdict"], "slower", "{select}");
-    assert!(select["p_value"].as_f64().unwrap() < 0.001, "{select}");
+    assert!(select["p_value"].as_f64().unwrap() < 0.01, "{select}");
     assert_eq!(code, 1, "--fail-on-slower fires on a slower figure");
     let (one_a, one_b) = (format!("{a}/00.json"), format!("{b}/00.json"));
     let (code, changes) = compare(&one_a, &one_b, &["--fail-on-slower"]);
