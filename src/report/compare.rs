@@ -163,7 +163,7 @@ fn bench_changes(p: &Pair, alpha: f64, out: &mut Vec<Change>) {
         }
         let (va, vb) = (median(&ma), median(&mb));
         let overhead = overhead_pct(oa.unit.higher_is_better(), va, vb);
-        let (v, test, p_value) = if ma.len() == 1 && mb.len() == 1 {
+        let (v, test, p_value) = if p.a.len() == 1 && p.b.len() == 1 {
             verdict(
                 a.time == TimeMode::Virtual,
                 overhead,
