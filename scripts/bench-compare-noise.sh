@@ -5,7 +5,7 @@
 # run medians), and the first run of each side compared alone (one run a
 # side: "cannot tell"; its within-run p is what compare used to judge by).
 # With LANDLOCK=1, side B runs inside a Landlock ruleset: a real change.
-# Writes results/compare-noise[-landlock].json, prints a table.
+# Writes results/compare-noise-<RUNS>runs-a<ALPHA>[-landlock].json, prints a table.
 . "$(dirname "$0")/bench-common.sh"
 PAIRS=${PAIRS:-20}
 RUNS=${RUNS:-7}
@@ -15,8 +15,8 @@ SAMPLES=${SAMPLES:-5}
 SAMPLE_MS=${SAMPLE_MS:-2}
 LANDLOCK=${LANDLOCK:-0}
 B_EXTRA=()
-name=compare-noise
-if [ "$LANDLOCK" = 1 ]; then B_EXTRA=(--landlock); name=compare-noise-landlock; fi
+name=compare-noise-${RUNS}runs-a$ALPHA
+if [ "$LANDLOCK" = 1 ]; then B_EXTRA=(--landlock); name=$name-landlock; fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 one() { # one DIR FILE [extra…]
@@ -39,10 +39,10 @@ for p in $(seq "$PAIRS"); do
   "$LSMPMON" compare "$tmp/$p/a" "$tmp/$p/b" --alpha "$ALPHA" --format json > "$tmp/$p/runs.json"
   "$LSMPMON" compare "$tmp/$p/a/01.json" "$tmp/$p/b/01.json" --alpha "$ALPHA" --format json > "$tmp/$p/one.json"
 done
-python3 - "$tmp" "$PAIRS" "$RUNS" "$ALPHA" "$OPS" "$LANDLOCK" "$(git rev-parse --short HEAD)" \
+python3 - "$tmp" "$PAIRS" "$RUNS" "$ALPHA" "$OPS" "$SAMPLES" "$SAMPLE_MS" "$LANDLOCK" "$(git rev-parse --short HEAD)" \
   > "results/$name.json" <<'PY'
 import datetime, json, re, sys
-tmp, pairs, runs, alpha, ops, landlock, commit = sys.argv[1:]
+tmp, pairs, runs, alpha, ops, samples, sample_ms, landlock, commit = sys.argv[1:]
 pairs, runs, alpha = int(pairs), int(runs), float(alpha)
 per_op = {}
 for p in range(1, pairs + 1):
@@ -57,7 +57,8 @@ for p in range(1, pairs + 1):
                 o["within_run_below_alpha"] += 1
 print(json.dumps({
     "benchmark": "bench-compare-noise", "commit": commit, "date": datetime.date.today().isoformat(),
-    "pairs": pairs, "runs_a_side": runs, "alpha": alpha, "ops": ops, "landlock_on_b": landlock == "1",
+    "pairs": pairs, "runs_a_side": runs, "alpha": alpha, "ops": ops, "samples": int(samples),
+    "sample_ms": float(sample_ms), "landlock_on_b": landlock == "1",
     "per_op": per_op,
 }, indent=1))
 PY
@@ -65,7 +66,8 @@ python3 - "results/$name.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 n = d["pairs"]
-print(f"{n} pairs, {d['runs_a_side']} runs a side, alpha {d['alpha']}, Landlock on B: {d['landlock_on_b']}")
+print(f"{n} pairs, {d['runs_a_side']} runs a side of {d['samples']} samples of >= {d['sample_ms']} ms, "
+      f"alpha {d['alpha']}, Landlock on B: {d['landlock_on_b']}")
 print(f"{'figure':<18} {'runs: slower':>12} {'faster':>7} {'within noise':>12} {'one run: within-run p < alpha':>30} {'change % (min..max)':>22}")
 for fig, o in d["per_op"].items():
     r = o["runs"]
