@@ -925,7 +925,8 @@ fn compare_repeated_runs_of_the_same_binary_finds_no_change() {
 }
 
 /// Planted real change: select_file watching 500 descriptors instead of 10
-/// costs about 50x, far beyond run-to-run spread, and must be found slower
+/// costs about 4x (+304 % measured with this test on a loaded host), far
+/// beyond run-to-run spread, and must be found slower
 /// at the default --alpha 0.01 (7 runs a side leave room for a few runs of
 /// A slower than some of B on a host loaded by guest tests: U <= 4 of 49
 /// is p = 0.007). Landlock on open (+16 % to +32 % on this 2-core host,
