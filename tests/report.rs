@@ -535,6 +535,48 @@ fn compare_real_time_repeated_runs_judge_run_against_run() {
     assert_eq!(out.status.code(), Some(0), "cannot tell is not slower");
 }
 
+/// A directory of the guest trace made real-time runs: run i's times per
+/// call scaled by `scales[i]`.
+fn trace_runs(name: &str, scales: &[f64]) -> String {
+    let d = tmp(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    for (i, k) in scales.iter().enumerate() {
+        let mut v: Value =
+            serde_json::from_slice(&std::fs::read(fixture("trace-6.1.json")).unwrap()).unwrap();
+        v["provenance"]["time"] = "real".into();
+        for h in v["hooks"].as_array_mut().unwrap() {
+            let ave = h["ave_ns"].as_f64().unwrap() * k;
+            h["ave_ns"] = ave.into();
+            h["min_ns"] = ((h["min_ns"].as_f64().unwrap() * k).floor() as u64).into();
+            h["max_ns"] = ((h["max_ns"].as_f64().unwrap() * k).ceil() as u64).into();
+            let count = h["count"].as_f64().unwrap();
+            h["sum_ns"] = ((ave * count).round() as u64).into();
+        }
+        std::fs::write(d.join(format!("{i}.json")), v.to_string()).unwrap();
+    }
+    d.display().to_string()
+}
+
+#[test]
+fn compare_real_time_repeated_traces_judge_hooks_run_against_run() {
+    let scales = DRIFT.map(|m| m / 1000.0);
+    let a = trace_runs("traces-a", &scales);
+    let slower = trace_runs("traces-slower", &scales.map(|k| k * 1.5));
+    let changes = compare_json(&a, &slower);
+    assert!(!changes.is_empty());
+    for c in &changes {
+        assert!(c["figure"].as_str().unwrap().starts_with("hook "), "{c}");
+        assert_eq!(c["verdict"], "slower", "{c}");
+        assert_eq!(c["run"], "5 vs 5 runs", "{c}");
+    }
+    let mut same = scales;
+    same.reverse();
+    for c in compare_json(&a, &trace_runs("traces-same", &same)) {
+        assert_eq!(c["verdict"], "within_noise", "{c}");
+    }
+}
+
 /// The lab fixture copied, with `edit` applied to the tomoyo cell.
 fn lab_with(name: &str, edit: impl Fn(&mut Value)) -> String {
     lab_with_cell(name, "tomoyo", edit)
