@@ -68,8 +68,8 @@ fn every_op_runs_with_proof_and_sane_figures() {
     );
 }
 
-/// The comparison row of `op`: (baseline, now, overhead %, within noise).
-fn compare_row(text: &str, op: &str) -> (f64, f64, f64, bool) {
+/// The comparison row of `op`: (baseline, now, overhead %, its mark).
+fn compare_row(text: &str, op: &str) -> (f64, f64, f64, &'static str) {
     let line = text
         .lines()
         .rfind(|l| l.starts_with(&format!("{op} ")) && l.contains('%'))
@@ -81,7 +81,11 @@ fn compare_row(text: &str, op: &str) -> (f64, f64, f64, bool) {
     let [base, now, pct] = nums[..] else {
         panic!("cannot read {line}")
     };
-    (base, now, pct, line.contains("~noise"))
+    let mark = ["~noise", "cannot tell", "slower", "faster"]
+        .into_iter()
+        .find(|m| line.contains(m))
+        .unwrap_or_else(|| panic!("no mark in {line}"));
+    (base, now, pct, mark)
 }
 
 #[test]
@@ -97,9 +101,9 @@ fn compare_shows_the_planted_change() {
     assert!(base.status.success());
     let base_path = format!("{dir}.json");
     // Planted: null's baseline 1000x slower than measured (about -99.9 % now),
-    // stat's 1000x faster (about +99 900 %), samples and median: a rank test
-    // sees two separate distributions even on a loaded host, where a run's
-    // spread can pass 100 %.
+    // stat's 1000x faster (about +99 900 %), samples and median. The change
+    // is computed, but one run a side in real time cannot tell a change from
+    // drift between runs: marked so, never slower or faster.
     let mut b = json(&String::from_utf8(base.stdout).unwrap());
     let mut planted = std::collections::HashMap::new();
     for o in b["results"].as_array_mut().unwrap() {
@@ -127,21 +131,26 @@ fn compare_shows_the_planted_change() {
     std::fs::write(&base_path, serde_json::to_string(&b).unwrap()).unwrap();
     let out = five(&["--dir", &dir, "--compare", &base_path]);
     let text = succeeded(&out);
-    let (base_v, _, pct, noise) = compare_row(&text, "null");
+    let (base_v, _, pct, mark) = compare_row(&text, "null");
     assert!(
         (base_v - planted["null"]).abs() < 0.01,
         "baseline column is the planted value"
     );
     assert!(
         // Printed to whole percents at this size: -99.96 % reads -100.
-        (-100.0..=-99.0).contains(&pct) && !noise,
+        (-100.0..=-99.0).contains(&pct) && mark == "cannot tell",
         "null: {pct} % (planted about -99.9 %)"
     );
-    let (base_v, _, pct, noise) = compare_row(&text, "stat");
+    let (base_v, _, pct, mark) = compare_row(&text, "stat");
     assert!((base_v - planted["stat"]).abs() < 0.01);
     assert!(
-        (30_000.0..=300_000.0).contains(&pct) && !noise,
+        // Up to 10x the baseline's run on a host loaded by other tests.
+        (30_000.0..=1_000_000.0).contains(&pct) && mark == "cannot tell",
         "stat: {pct} % (planted about +99 900 %)"
+    );
+    assert!(
+        text.contains("one run a side; within-run p=") && text.contains("lsmpmon compare A B"),
+        "the reason and the way out: {text}"
     );
     std::fs::remove_file(&base_path).unwrap();
 }
@@ -778,4 +787,156 @@ fn ctrl_c_reports_interrupted_not_failed_ops() {
     assert!(!rest.iter().any(|l| l.contains("FAILED")), "{rest:?}");
     assert_eq!(listing(&dir), Vec::<String>::new());
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `runs` bench runs a side, interleaved A B B A A B … (a linear drift in the
+/// host's load falls on both sides alike), each side's results in its own
+/// directory: `common` for both, `b_extra` on B only.
+fn repeated_runs(name: &str, runs: usize, common: &[&str], b_extra: &[&str]) -> (String, String) {
+    let (a, b) = (tmpdir(&format!("{name}-a")), tmpdir(&format!("{name}-b")));
+    let work = tmpdir(&format!("{name}-work"));
+    for d in [&a, &b] {
+        let _ = std::fs::remove_dir_all(d);
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let one = |dir: &str, i: usize, extra: &[&str]| {
+        let mut args = common.to_vec();
+        args.extend_from_slice(&["--json", "--dir", &work]);
+        args.extend_from_slice(extra);
+        let out = bench(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::write(format!("{dir}/{i:02}.json"), out.stdout).unwrap();
+    };
+    for i in 0..runs {
+        if i % 2 == 0 {
+            one(&a, i, &[]);
+            one(&b, i, b_extra);
+        } else {
+            one(&b, i, b_extra);
+            one(&a, i, &[]);
+        }
+    }
+    (a, b)
+}
+
+/// `lsmpmon compare A B --format json` and its exit: (exit code, changes).
+fn compare(a: &str, b: &str, extra: &[&str]) -> (i32, Vec<serde_json::Value>) {
+    let out = Command::new(LSMPMON)
+        .args(["compare", a, b, "--format", "json"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        !text.is_empty(),
+        "compare failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    validate("compare.schema.json", &text);
+    let changes = json(&text)["changes"].as_array().unwrap().clone();
+    (out.status.code().unwrap(), changes)
+}
+
+const SHORT: [&str; 6] = [
+    "--ops",
+    "null,stat,open_close",
+    "--samples",
+    "5",
+    "--sample-ms",
+    "2",
+];
+
+/// Planted no change: the same binary 7 + 7 times in real time. Runs of the
+/// same measurement are exchangeable, so a test at --alpha 0.001 calls an op
+/// slower or faster with probability 2 / C(14, 7) = 0.06 % (the two sides
+/// fully apart), ≈ 0.2 % over the three ops: 7 runs a side is the fewest that
+/// can reach p < 0.001. (5 + 5 at 0.01 would be ≈ 2.4 %: too flaky for a test.)
+/// The test on the samples within one run, as compare did, called drift
+/// between two such runs "slower, p = 2.8e-6".
+#[test]
+fn compare_repeated_runs_of_the_same_binary_finds_no_change() {
+    let (a, b) = repeated_runs("same", 7, &SHORT, &[]);
+    let (code, changes) = compare(&a, &b, &["--alpha", "0.001", "--fail-on-slower"]);
+    assert_eq!(changes.len(), 3, "{changes:?}");
+    for c in &changes {
+        assert_eq!(c["verdict"], "within_noise", "{c}");
+        assert!(
+            c["test"]
+                .as_str()
+                .unwrap()
+                .starts_with("Mann-Whitney on run medians, 7 runs a side"),
+            "{c}"
+        );
+        assert_eq!(c["run"], "7 vs 7 runs");
+    }
+    assert_eq!(code, 0);
+}
+
+/// Planted real change: select_file watching 500 descriptors instead of 10
+/// costs about 4x (+304 % measured with this test on a loaded host), far
+/// beyond run-to-run spread, and must be found slower
+/// at the default --alpha 0.01 (7 runs a side leave room for a few runs of
+/// A slower than some of B on a host loaded by guest tests: U <= 4 of 49
+/// is p = 0.007). Landlock on open (+16 % to +32 % on this 2-core host,
+/// with a run-to-run spread as large: BENCHMARKS.md §13) is not clear enough
+/// for a test that must not fail. The same data one run a side cannot tell,
+/// and never fails --fail-on-slower.
+#[test]
+fn compare_repeated_runs_finds_a_planted_change_and_one_run_a_side_cannot_tell() {
+    let common = [
+        "--ops",
+        "select_file,null",
+        "--samples",
+        "5",
+        "--sample-ms",
+        "2",
+    ];
+    let extra = ["--select-fds", "500"];
+    let (a, b) = repeated_runs("select", 7, &common, &extra);
+    let (code, changes) = compare(&a, &b, &["--fail-on-slower"]);
+    let select = changes
+        .iter()
+        .find(|c| c["figure"] == "bench select_file")
+        .unwrap();
+    assert_eq!(select["verdict"], "slower", "{select}");
+    assert!(select["p_value"].as_f64().unwrap() < 0.01, "{select}");
+    assert_eq!(code, 1, "--fail-on-slower fires on a slower figure");
+    let (one_a, one_b) = (format!("{a}/00.json"), format!("{b}/00.json"));
+    let (code, changes) = compare(&one_a, &one_b, &["--fail-on-slower"]);
+    assert_eq!(code, 0, "cannot tell is not slower");
+    for c in &changes {
+        assert_eq!(c["verdict"], "cannot_tell", "{c}");
+        assert!(c["p_value"].is_null(), "{c}");
+        assert!(
+            c["test"].as_str().unwrap().starts_with("one run a side"),
+            "{c}"
+        );
+    }
+    // Three runs a side cannot reach p < 0.001 whatever they show.
+    let few = |side: &str| {
+        let d = tmpdir(&format!("select-few-{side}"));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        for i in 0..3 {
+            let f = format!("{i:02}.json");
+            std::fs::copy(
+                format!("{}/{f}", if side == "a" { &a } else { &b }),
+                format!("{d}/{f}"),
+            )
+            .unwrap();
+        }
+        d
+    };
+    let (_, changes) = compare(&few("a"), &few("b"), &["--alpha", "0.001"]);
+    for c in &changes {
+        assert_eq!(c["verdict"], "cannot_tell", "{c}");
+        assert_eq!(
+            c["test"], "3 runs a side cannot reach p < 0.001: need 7 a side",
+            "{c}"
+        );
+    }
 }

@@ -399,6 +399,12 @@ fn malformed_inputs_are_one_line_and_render_nothing() {
 
 /// A bench result whose samples are drawn from `draw` (ns per op).
 fn bench_with(samples: &[f64], name: &str) -> String {
+    let p = tmp(name);
+    bench_at(samples, &p);
+    p.display().to_string()
+}
+
+fn bench_at(samples: &[f64], p: &Path) {
     let mut v: Value =
         serde_json::from_slice(&std::fs::read(fixture("bench-host.json")).unwrap()).unwrap();
     for r in v["results"].as_array_mut().unwrap() {
@@ -409,9 +415,22 @@ fn bench_with(samples: &[f64], name: &str) -> String {
         r["min"] = s[0].into();
         r["max"] = s[s.len() - 1].into();
     }
-    let p = tmp(name);
-    std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
-    p.display().to_string()
+    std::fs::write(p, serde_json::to_string(&v).unwrap()).unwrap();
+}
+
+/// A directory of bench results, one a run: run i's samples tight (3 %)
+/// around `means[i]`, as runs are when the host drifts between them.
+fn bench_runs(name: &str, seed: u64, means: &[f64]) -> String {
+    let d = tmp(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    for (i, m) in means.iter().enumerate() {
+        bench_at(
+            &normal(seed + i as u64, 11, *m),
+            &d.join(format!("{i}.json")),
+        );
+    }
+    d.display().to_string()
 }
 
 /// A seeded normal sample around `mean` with a 3 % standard deviation.
@@ -440,26 +459,122 @@ fn compare_json(a: &str, b: &str) -> Vec<Value> {
         .clone()
 }
 
+/// Run means 10 % apart, as back-to-back runs on a loaded host drift.
+const DRIFT: [f64; 5] = [900.0, 950.0, 1000.0, 1050.0, 1100.0];
+
 #[test]
-fn compare_real_time_finds_a_planted_shift_and_not_noise() {
+fn compare_real_time_one_run_a_side_cannot_tell() {
+    // Two runs of the same binary 15 % apart, each tight: the samples
+    // within them are fully apart (the old verdict: "slower, p = 2.8e-6"),
+    // but nothing says the binary changed rather than the host.
     let a = bench_with(&normal(1, 11, 1000.0), "a.json");
-    let shifted: Vec<f64> = normal(2, 11, 1000.0).iter().map(|x| x * 1.2).collect();
-    let b = bench_with(&shifted, "b.json");
+    let b = bench_with(&normal(2, 11, 1150.0), "b.json");
     for c in compare_json(&a, &b) {
-        assert_eq!(c["verdict"], "slower", "{c}");
-        assert!(c["p_value"].as_f64().unwrap() < 0.01, "{c}");
+        assert_eq!(c["verdict"], "cannot_tell", "{c}");
+        assert!(c["p_value"].is_null(), "{c}");
+        let test = c["test"].as_str().unwrap();
+        assert!(test.starts_with("one run a side; within-run p="), "{c}");
     }
-    let same = bench_with(&normal(3, 11, 1000.0), "same.json");
+    let out = lsmpmon(&["compare", &a, &b, "--fail-on-slower"]);
+    let text = stdout_ok(&out);
+    assert!(
+        text.contains("cannot tell") && text.contains("give each side several runs"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("┆ slower") && !text.contains("┆ faster"),
+        "{text}"
+    );
+}
+
+#[test]
+fn compare_real_time_repeated_runs_judge_run_against_run() {
+    // Five runs a side drifting alike: within noise, though single runs
+    // differ by up to 22 %.
+    let a = bench_runs("runs-a", 10, &DRIFT);
+    let mut same = DRIFT;
+    same.rotate_left(2);
+    let same = bench_runs("runs-same", 20, &same.map(|m| m * 1.01));
     for c in compare_json(&a, &same) {
         assert_eq!(c["verdict"], "within_noise", "{c}");
+        assert_eq!(c["run"], "5 vs 5 runs", "{c}");
         assert!(c["p_value"].as_f64().unwrap() >= 0.01, "{c}");
     }
-    // Faster is faster.
-    let faster: Vec<f64> = normal(4, 11, 1000.0).iter().map(|x| x * 0.8).collect();
-    let f = bench_with(&faster, "f.json");
-    assert!(compare_json(&a, &f)
+    // Every run of B beyond every run of A: slower (p = 2/252), or faster.
+    let slower = bench_runs("runs-slower", 30, &DRIFT.map(|m| m * 1.3));
+    for c in compare_json(&a, &slower) {
+        assert_eq!(c["verdict"], "slower", "{c}");
+        assert!(
+            (c["p_value"].as_f64().unwrap() - 2.0 / 252.0).abs() < 1e-9,
+            "{c}"
+        );
+        // A and B are the medians over the runs.
+        assert!((c["a"].as_f64().unwrap() - 1000.0).abs() < 50.0, "{c}");
+    }
+    let faster = bench_runs("runs-faster", 40, &DRIFT.map(|m| m * 0.7));
+    assert!(compare_json(&a, &faster)
         .iter()
         .all(|c| c["verdict"] == "faster"));
+    // Three runs a side can never reach p < 0.01, however far apart.
+    let (a3, b3) = (
+        bench_runs("runs-a3", 50, &DRIFT[..3]),
+        bench_runs(
+            "runs-b3",
+            60,
+            &DRIFT[..3].iter().map(|m| m * 2.0).collect::<Vec<_>>(),
+        ),
+    );
+    for c in compare_json(&a3, &b3) {
+        assert_eq!(c["verdict"], "cannot_tell", "{c}");
+        assert_eq!(
+            c["test"],
+            "3 runs a side cannot reach p < 0.01: need 5 a side"
+        );
+    }
+    let out = lsmpmon(&["compare", &a3, &b3, "--fail-on-slower"]);
+    assert_eq!(out.status.code(), Some(0), "cannot tell is not slower");
+}
+
+/// A directory of the guest trace made real-time runs: run i's times per
+/// call scaled by `scales[i]`.
+fn trace_runs(name: &str, scales: &[f64]) -> String {
+    let d = tmp(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    for (i, k) in scales.iter().enumerate() {
+        let mut v: Value =
+            serde_json::from_slice(&std::fs::read(fixture("trace-6.1.json")).unwrap()).unwrap();
+        v["provenance"]["time"] = "real".into();
+        for h in v["hooks"].as_array_mut().unwrap() {
+            let ave = h["ave_ns"].as_f64().unwrap() * k;
+            h["ave_ns"] = ave.into();
+            h["min_ns"] = ((h["min_ns"].as_f64().unwrap() * k).floor() as u64).into();
+            h["max_ns"] = ((h["max_ns"].as_f64().unwrap() * k).ceil() as u64).into();
+            let count = h["count"].as_f64().unwrap();
+            h["sum_ns"] = ((ave * count).round() as u64).into();
+        }
+        std::fs::write(d.join(format!("{i}.json")), v.to_string()).unwrap();
+    }
+    d.display().to_string()
+}
+
+#[test]
+fn compare_real_time_repeated_traces_judge_hooks_run_against_run() {
+    let scales = DRIFT.map(|m| m / 1000.0);
+    let a = trace_runs("traces-a", &scales);
+    let slower = trace_runs("traces-slower", &scales.map(|k| k * 1.5));
+    let changes = compare_json(&a, &slower);
+    assert!(!changes.is_empty());
+    for c in &changes {
+        assert!(c["figure"].as_str().unwrap().starts_with("hook "), "{c}");
+        assert_eq!(c["verdict"], "slower", "{c}");
+        assert_eq!(c["run"], "5 vs 5 runs", "{c}");
+    }
+    let mut same = scales;
+    same.reverse();
+    for c in compare_json(&a, &trace_runs("traces-same", &same)) {
+        assert_eq!(c["verdict"], "within_noise", "{c}");
+    }
 }
 
 /// The lab fixture copied, with `edit` applied to the tomoyo cell.

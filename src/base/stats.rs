@@ -1,8 +1,10 @@
 //! The statistics every comparison shares: the change between two figures,
-//! and the verdict on it — exact against virtual time's determinism, or a
-//! Mann-Whitney U test (two-sided) on real-time samples: exact (the U
-//! distribution counted) for small samples without ties, the normal
-//! approximation with tie correction otherwise.
+//! and the verdict on it — exact against virtual time's determinism, or in
+//! real time a Mann-Whitney U test (two-sided) on the medians of several
+//! runs a side: exact (the U distribution counted) for small samples
+//! without ties, the normal approximation with tie correction otherwise.
+//! One run a side cannot tell: the samples of one run share whatever drift
+//! that run met, so a test on them calls any drift between runs a change.
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -15,6 +17,8 @@ pub enum Verdict {
     Faster,
     Slower,
     WithinNoise,
+    // Real time, too few runs a side to separate a change from drift between runs.
+    CannotTell,
 }
 
 impl Verdict {
@@ -23,7 +27,19 @@ impl Verdict {
             Verdict::Faster => "faster",
             Verdict::Slower => "slower",
             Verdict::WithinNoise => "within noise",
+            Verdict::CannotTell => "cannot tell",
         }
+    }
+}
+
+/// The middle value (the mean of the two middle ones for an even count); 0 for none.
+pub fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
 }
 
@@ -38,43 +54,97 @@ pub fn overhead_pct(higher_is_better: bool, base: f64, v: f64) -> f64 {
     }
 }
 
-/// The verdict on a change of `overhead` percent, and how it was reached.
-pub fn verdict(
-    virtual_time: bool,
-    overhead: f64,
-    sa: &[f64],
-    sb: &[f64],
-    alpha: f64,
-) -> (Verdict, String, Option<f64>) {
-    let direction = if overhead > 0.0 {
+/// How a verdict was reached: the verdict, the test column, the p-value of
+/// the test that decided it.
+pub type Judged = (Verdict, String, Option<f64>);
+
+fn direction(overhead: f64) -> Verdict {
+    if overhead > 0.0 {
         Verdict::Slower
     } else {
         Verdict::Faster
-    };
+    }
+}
+
+fn shown_p(p: f64) -> String {
+    if p >= 0.001 {
+        format!("{p:.3}")
+    } else {
+        format!("{p:.1e}")
+    }
+}
+
+/// The verdict on a change of `overhead` percent between one run a side
+/// (`sa`, `sb`: their samples). Virtual time: exact against its
+/// determinism. Real time: cannot tell; the within-run test is shown for
+/// information only.
+pub fn verdict(virtual_time: bool, overhead: f64, sa: &[f64], sb: &[f64]) -> Judged {
     if virtual_time {
         let v = if overhead.abs() <= VIRTUAL_DETERMINISM_PCT {
             Verdict::WithinNoise
         } else {
-            direction
+            direction(overhead)
         };
         return (v, format!("exact (±{VIRTUAL_DETERMINISM_PCT} %)"), None);
     }
-    match mann_whitney_p(sa, sb) {
-        Some(p) => {
-            let v = if p < alpha && overhead != 0.0 {
-                direction
-            } else {
-                Verdict::WithinNoise
-            };
-            let shown = if p >= 0.001 {
-                format!("{p:.3}")
-            } else {
-                format!("{p:.1e}")
-            };
-            (v, format!("Mann-Whitney p={shown}"), Some(p))
-        }
-        None => (Verdict::WithinNoise, "no samples: untested".into(), None),
+    let test = match mann_whitney_p(sa, sb) {
+        Some(p) => format!(
+            "one run a side; within-run p={} (information only)",
+            shown_p(p)
+        ),
+        None => "one run a side".into(),
+    };
+    (Verdict::CannotTell, test, None)
+}
+
+/// The verdict in real time on a change of `overhead` percent between
+/// several runs a side, each run one observation (`a`, `b`: each run's
+/// median): a Mann-Whitney U test on them, or "cannot tell" where these
+/// run counts cannot reach p < `alpha` whatever the figures.
+pub fn runs_verdict(overhead: f64, a: &[f64], b: &[f64], alpha: f64) -> Judged {
+    let (n1, n2) = (a.len(), b.len());
+    let counts = if n1 == n2 {
+        format!("{n1} runs a side")
+    } else {
+        format!("{n1} vs {n2} runs")
+    };
+    if n1 == 1 && n2 == 1 {
+        return (Verdict::CannotTell, "one run a side".into(), None);
     }
+    if min_p(n1, n2) >= alpha {
+        let need = runs_needed(alpha);
+        return (
+            Verdict::CannotTell,
+            format!("{counts} cannot reach p < {alpha}: need {need} a side"),
+            None,
+        );
+    }
+    let Some(p) = mann_whitney_p(a, b) else {
+        return (Verdict::CannotTell, format!("{counts}: no figures"), None);
+    };
+    let v = if p < alpha && overhead != 0.0 {
+        direction(overhead)
+    } else {
+        Verdict::WithinNoise
+    };
+    let test = format!("Mann-Whitney on run medians, {counts}: p={}", shown_p(p));
+    (v, test, Some(p))
+}
+
+/// The smallest two-sided p a Mann-Whitney test of `n1` against `n2`
+/// values can give (the two sides fully apart): 2 / C(n1 + n2, n1).
+pub fn min_p(n1: usize, n2: usize) -> f64 {
+    if n1 == 0 || n2 == 0 {
+        return 1.0;
+    }
+    // C(n1 + n2, n1) as a float product: exact enough far past any alpha.
+    let ways = (1..=n1).fold(1.0, |c, i| c * (n2 + i) as f64 / i as f64);
+    (2.0 / ways).min(1.0)
+}
+
+/// The fewest runs a side with which a Mann-Whitney test can reach p < `alpha`.
+pub fn runs_needed(alpha: f64) -> usize {
+    (1..).find(|&n| min_p(n, n) < alpha).unwrap_or(usize::MAX)
 }
 
 /// Two-sided p-value that `a` and `b` come from one distribution.
@@ -226,6 +296,56 @@ mod tests {
         let (u, _) = u_statistic(&a, &b);
         let approx = normal_p(&a, &b, u);
         assert!((exact - approx).abs() < 0.01, "{exact} vs {approx}");
+    }
+
+    #[test]
+    fn run_counts_that_cannot_reach_alpha_say_so() {
+        assert!((min_p(5, 5) - 2.0 / 252.0).abs() < 1e-15);
+        assert!((min_p(3, 3) - 0.1).abs() < 1e-15);
+        assert_eq!(runs_needed(0.01), 5);
+        assert_eq!(runs_needed(0.001), 7);
+        assert_eq!(runs_needed(0.05), 4);
+        // 3 vs 3 fully apart is p = 0.1: never a verdict at 0.01.
+        let (v, test, p) = runs_verdict(50.0, &[1.0, 2.0, 3.0], &[7.0, 8.0, 9.0], 0.01);
+        assert_eq!(v, Verdict::CannotTell);
+        assert_eq!(test, "3 runs a side cannot reach p < 0.01: need 5 a side");
+        assert_eq!(p, None);
+        let (v, _, p) = runs_verdict(
+            50.0,
+            &[1.0, 2.0, 3.0, 4.0, 5.0],
+            &[6.0, 7.0, 8.0, 9.0, 10.0],
+            0.01,
+        );
+        assert_eq!((v, p), (Verdict::Slower, Some(2.0 / 252.0)));
+        let (v, _, _) = runs_verdict(
+            -50.0,
+            &[6.0, 7.0, 8.0, 9.0, 10.0],
+            &[1.0, 2.0, 3.0, 4.0, 5.0],
+            0.01,
+        );
+        assert_eq!(v, Verdict::Faster);
+        let (v, _, _) = runs_verdict(
+            1.0,
+            &[1.0, 3.0, 5.0, 7.0, 9.0],
+            &[2.0, 4.0, 6.0, 8.0, 10.0],
+            0.01,
+        );
+        assert_eq!(v, Verdict::WithinNoise);
+    }
+
+    #[test]
+    fn one_run_a_side_in_real_time_cannot_tell() {
+        // Samples fully apart, as drift between two runs makes them: the
+        // within-run test is shown, never taken as a verdict.
+        let (a, b) = ([1.0, 2.0, 3.0, 4.0, 5.0], [6.0, 7.0, 8.0, 9.0, 10.0]);
+        let (v, test, p) = verdict(false, 100.0, &a, &b);
+        assert_eq!((v, p), (Verdict::CannotTell, None));
+        assert_eq!(
+            test,
+            "one run a side; within-run p=0.008 (information only)"
+        );
+        let (v, _, _) = verdict(true, 100.0, &a, &b);
+        assert_eq!(v, Verdict::Slower);
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! `--compare BASE.json`: each op as the LSMPMON paper's Table 3 prints it,
 //! `value (+x %)`, with changes inside the noise marked, and a baseline from
-//! another kernel, mode or machine refused (or, with --force, flagged).
+//! another kernel, mode or machine refused (or, with --force, flagged). In
+//! real time one run a side cannot tell a change from drift between runs:
+//! such rows are marked so, never slower or faster.
 use std::path::Path;
 
 use anyhow::Result;
@@ -20,8 +22,8 @@ pub struct CompareRow {
     pub value: f64,
     /// Positive = slower (more ns/op, or fewer MB/s).
     pub overhead_pct: f64,
-    pub within_noise: bool,
-    /// How the verdict was reached ("exact (±0.5 %)", "Mann-Whitney p=…").
+    pub verdict: Verdict,
+    /// How the verdict was reached ("exact (±0.5 %)", "one run a side; …").
     pub test: String,
 }
 
@@ -64,10 +66,10 @@ pub fn check_ops(base: &BenchResult, selected: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// One row per op present in both results, with `lsmpmon compare`'s verdict:
-/// virtual time exact against its determinism, real time a Mann-Whitney U
-/// test of the two runs' samples.
-pub fn rows(base: &BenchResult, cur: &BenchResult, alpha: f64) -> Vec<CompareRow> {
+/// One row per op present in both results, with `lsmpmon compare`'s verdict
+/// on one run a side: virtual time exact against its determinism, real time
+/// "cannot tell".
+pub fn rows(base: &BenchResult, cur: &BenchResult) -> Vec<CompareRow> {
     let mut out = Vec::new();
     for r in &cur.results {
         let Some(b) = base.op(&r.op) else {
@@ -80,7 +82,6 @@ pub fn rows(base: &BenchResult, cur: &BenchResult, alpha: f64) -> Vec<CompareRow
             overhead,
             &b.samples,
             &r.samples,
-            alpha,
         );
         out.push(CompareRow {
             op: r.op.clone(),
@@ -88,7 +89,7 @@ pub fn rows(base: &BenchResult, cur: &BenchResult, alpha: f64) -> Vec<CompareRow
             base: b.summary.median,
             value: v,
             overhead_pct: overhead,
-            within_noise: verdict == Verdict::WithinNoise,
+            verdict,
             test,
         });
     }
@@ -118,17 +119,21 @@ pub fn render(rows: &[CompareRow], forced: &[String]) -> String {
                     Cell::text(&r.unit),
                     Cell::fixed(r.base, 2),
                     Cell::text(format!("{:.2} ({:+.1} %)", r.value, r.overhead_pct)),
-                    Cell::text(if r.within_noise {
-                        "~noise"
-                    } else if r.overhead_pct > 0.0 {
-                        "slower"
-                    } else {
-                        "faster"
+                    Cell::text(match r.verdict {
+                        Verdict::WithinNoise => "~noise",
+                        Verdict::CannotTell => "cannot tell",
+                        Verdict::Slower => "slower",
+                        Verdict::Faster => "faster",
                     }),
                     Cell::text(&r.test),
                 ],
             })
             .collect(),
     };
-    s + &plain(&t) + "\n"
+    s += &plain(&t);
+    if rows.iter().any(|r| r.verdict == Verdict::CannotTell) {
+        s += "\ncannot tell: in real time one run a side cannot separate a change from drift between runs; \
+              write several runs a side (--json > A/1.json, ...) and compare the two directories with `lsmpmon compare A B`\n";
+    }
+    s + "\n"
 }

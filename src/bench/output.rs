@@ -9,9 +9,6 @@ use super::compare;
 use super::result::BenchResult;
 use crate::base::table::{Cell, Row, Table};
 
-/// Significance level of `--compare`'s real-time test (as `lsmpmon compare`'s default).
-const COMPARE_ALPHA: f64 = 0.01;
-
 /// Prints the result (and the comparison with the baseline).
 pub fn print(result: &BenchResult, json: bool, baseline: Option<&Baseline>) -> Result<()> {
     let out = if json {
@@ -21,7 +18,7 @@ pub fn print(result: &BenchResult, json: bool, baseline: Option<&Baseline>) -> R
     };
     crate::base::output::stdout(&out)?;
     if let Some((base, forced)) = baseline {
-        let text = compare::render(&compare::rows(base, result, COMPARE_ALPHA), forced);
+        let text = compare::render(&compare::rows(base, result), forced);
         if json {
             eprint!("{text}");
         } else {

@@ -23,7 +23,7 @@ enum Command {
     Lab(Box<lab::LabCommand>),
     /// The papers' tables and charts from any results: text, Markdown, CSV, JSON, one HTML page.
     Report(Box<report::ReportArgs>),
-    /// Every figure two runs share, its change and a verdict: faster, slower, within noise.
+    /// Every figure two runs share, its change and a verdict: faster, slower, within noise, cannot tell.
     Compare(Box<report::CompareArgs>),
     /// Throwaway QEMU guests with real Debian kernels.
     #[command(subcommand)]

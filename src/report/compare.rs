@@ -1,13 +1,18 @@
 //! `lsmpmon compare A B`: every figure two runs share, its change and a
 //! verdict. Virtual time is deterministic, so a change beyond its stated
-//! determinism (0.5 %) is real; real time gets a Mann-Whitney U test on the
-//! recorded samples (bench) or the calls' histogram (trace).
+//! determinism (0.5 %) is real. Real time drifts between runs, which the
+//! samples of one run cannot show: with one run a side the verdict is
+//! "cannot tell"; with several (A and B each a directory of single
+//! results) each run is one observation, and a Mann-Whitney U test on the
+//! runs' figures decides.
 use anyhow::Result;
 
 use super::forms::{floor, latest, ops, timed, trace};
 use super::input::Run;
 use crate::base::error::usage;
-use crate::base::stats::{self, overhead_pct, verdict, VIRTUAL_DETERMINISM_PCT};
+use crate::base::stats::{
+    self, median, overhead_pct, runs_verdict, verdict, VIRTUAL_DETERMINISM_PCT,
+};
 use crate::base::table::{Cell, Row, Table};
 use crate::model::compare::Change;
 use crate::model::provenance::TimeMode;
@@ -15,20 +20,59 @@ use crate::model::trace::HookResult;
 
 const HIST_SAMPLE_CAP: usize = 20_000;
 
-/// Pairs of runs to compare: by (kernel, configuration), or the one run
-/// of each side.
-pub fn pair<'a>(a: &'a [Run], b: &'a [Run]) -> Result<Vec<(&'a Run, &'a Run)>> {
+/// What is compared: one run a side (a lab cell by kernel and
+/// configuration, or one result each), or in real time several single
+/// results a side, repeated runs of one measurement.
+pub struct Pair<'a> {
+    pub a: Vec<&'a Run>,
+    pub b: Vec<&'a Run>,
+}
+
+impl<'a> Pair<'a> {
+    fn one(a: &'a Run, b: &'a Run) -> Self {
+        Self {
+            a: vec![a],
+            b: vec![b],
+        }
+    }
+
+    fn first(&self) -> (&'a Run, &'a Run) {
+        (self.a[0], self.b[0])
+    }
+
+    fn passed(&self) -> bool {
+        self.a.iter().chain(&self.b).all(|r| r.passed())
+    }
+}
+
+/// Several single results a side, all in real time: repeated runs.
+fn repeated(a: &[Run], b: &[Run]) -> bool {
+    a.len() + b.len() > 2
+        && a.iter()
+            .chain(b)
+            .all(|r| !r.from_lab && r.time == TimeMode::Real)
+}
+
+/// Pairs of runs to compare: the one run of each side, the repeated runs
+/// of each side, or lab cells by (kernel, configuration).
+pub fn pair<'a>(a: &'a [Run], b: &'a [Run]) -> Result<Vec<Pair<'a>>> {
     if let ([x], [y]) = (a, b) {
-        return Ok(vec![(x, y)]);
+        return Ok(vec![Pair::one(x, y)]);
+    }
+    if repeated(a, b) {
+        return Ok(vec![Pair {
+            a: a.iter().collect(),
+            b: b.iter().collect(),
+        }]);
     }
     // The newest cell per (kernel, configuration), as report's tables take.
     let lb = latest(b);
-    let pairs: Vec<(&Run, &Run)> = latest(a)
+    let pairs: Vec<Pair> = latest(a)
         .into_iter()
         .filter_map(|x| {
             lb.iter()
                 .find(|y| y.kernel == x.kernel && y.config == x.config)
-                .map(|y| (x, *y))
+                .map(|y| Pair::one(x, y))
         })
         .collect();
     if pairs.is_empty() {
@@ -41,14 +85,27 @@ pub fn pair<'a>(a: &'a [Run], b: &'a [Run]) -> Result<Vec<(&'a Run, &'a Run)>> {
 
 /// Refuses runs measured in different places unless `force`; returns the
 /// differences that `force` let through.
-pub fn check_origins(pairs: &[(&Run, &Run)], force: bool) -> Result<Vec<String>> {
-    let mut diffs = Vec::new();
-    for (a, b) in pairs {
+/// Every run of a side is checked against the other side's first run, and
+/// that one against every run of this side: repeated runs are alike too.
+pub fn check_origins(pairs: &[Pair], force: bool) -> Result<Vec<String>> {
+    let mut diffs: Vec<String> = Vec::new();
+    let checked = pairs.iter().flat_map(|p| {
+        let (a0, b0) = p.first();
+        let against_b0 = p.a.iter().map(move |a| (*a, b0));
+        against_b0.chain(p.b.iter().skip(1).map(move |b| (a0, *b)))
+    });
+    let mut note = |d: String| {
+        // Repeated runs would say the same difference once per run.
+        if !diffs.contains(&d) {
+            diffs.push(d);
+        }
+    };
+    for (a, b) in checked {
         for m in a.origin.mismatches(&b.origin) {
-            diffs.push(format!("{} on {}: {m}", a.config, a.kernel));
+            note(format!("{} on {}: {m}", a.config, a.kernel));
         }
         if a.alike != b.alike {
-            diffs.push(format!(
+            note(format!(
                 "{} on {}: measured otherwise (kernel package or release, samples, sample length, QEMU options)",
                 a.config, a.kernel
             ));
@@ -81,65 +138,100 @@ fn hist_samples(h: &HookResult) -> Vec<f64> {
     stats::from_histogram(&buckets, HIST_SAMPLE_CAP)
 }
 
-fn bench_changes(a: &Run, b: &Run, alpha: f64, out: &mut Vec<Change>) {
+/// The figure each run of a side gives, one observation a run (runs
+/// without it left out).
+fn per_run<T>(runs: &[&Run], figure: impl Fn(&Run) -> Option<T>) -> Vec<T> {
+    runs.iter().filter_map(|r| figure(r)).collect()
+}
+
+/// The run column: the run compared, or how many runs a side.
+fn run_label(p: &Pair) -> String {
+    match (p.a.len(), p.b.len()) {
+        (1, 1) => p.a[0].config.clone(),
+        (n1, n2) => format!("{n1} vs {n2} runs"),
+    }
+}
+
+fn bench_changes(p: &Pair, alpha: f64, out: &mut Vec<Change>) {
+    let (a, b) = p.first();
     for oa in ops(a) {
-        let Some(ob) = ops(b).iter().find(|r| r.op == oa.op) else {
+        let op = oa.op.as_str();
+        let median_of = |r: &Run| ops(r).iter().find(|o| o.op == op).map(|o| o.summary.median);
+        let (ma, mb) = (per_run(&p.a, median_of), per_run(&p.b, median_of));
+        if mb.is_empty() {
             continue;
-        };
-        let (va, vb) = (oa.summary.median, ob.summary.median);
+        }
+        let (va, vb) = (median(&ma), median(&mb));
         let overhead = overhead_pct(oa.unit.higher_is_better(), va, vb);
-        let (v, test, p) = verdict(
-            a.time == TimeMode::Virtual,
-            overhead,
-            samples(a, &oa.op),
-            samples(b, &oa.op),
-            alpha,
-        );
+        let (v, test, p_value) = if p.a.len() == 1 && p.b.len() == 1 {
+            verdict(
+                a.time == TimeMode::Virtual,
+                overhead,
+                samples(a, op),
+                samples(b, op),
+            )
+        } else {
+            runs_verdict(overhead, &ma, &mb, alpha)
+        };
         out.push(Change {
             kernel: a.kernel.to_string(),
-            run: a.config.clone(),
-            figure: format!("bench {}", oa.op),
+            run: run_label(p),
+            figure: format!("bench {op}"),
             unit: oa.unit.name().to_string(),
             a: va,
             b: vb,
             overhead_pct: overhead,
             verdict: v,
             test,
-            p_value: p,
+            p_value,
         });
     }
 }
 
-fn trace_changes(a: &Run, b: &Run, alpha: f64, out: &mut Vec<Change>) {
-    let (Some(ta), Some(tb)) = (trace(a), trace(b)) else {
+/// A hook's time per call in a run: without the probe floor (shown), and
+/// with it (judged: virtual time repeats that to 0.5 %, not the small
+/// figure left after the floor).
+fn hook_times(r: &Run, hook: &str) -> Option<(f64, f64)> {
+    let t = trace(r)?;
+    let h = t.hooks.iter().find(|h| h.hook == hook)?;
+    Some((timed(h, floor(t))?, timed(h, 0.0)?))
+}
+
+fn trace_changes(p: &Pair, alpha: f64, out: &mut Vec<Change>) {
+    let (a, b) = p.first();
+    let Some(ta) = trace(a) else {
         return;
     };
     for h in &ta.hooks {
-        let Some(g) = tb.hooks.iter().find(|g| g.hook == h.hook) else {
+        let times = |r: &Run| hook_times(r, &h.hook);
+        let (ta_all, tb_all) = (per_run(&p.a, times), per_run(&p.b, times));
+        if tb_all.is_empty() || times(a).is_none() {
             continue;
-        };
-        let (Some(xa), Some(xb)) = (timed(h, floor(ta)), timed(g, floor(tb))) else {
-            continue;
-        };
-        let (Some(ra), Some(rb)) = (timed(h, 0.0), timed(g, 0.0)) else {
-            continue;
-        };
+        }
+        let shown = |t: &[(f64, f64)]| median(&t.iter().map(|x| x.0).collect::<Vec<_>>());
+        let raw: [Vec<f64>; 2] = [&ta_all, &tb_all].map(|t| t.iter().map(|x| x.1).collect());
+        let (xa, xb, ra, rb) = (
+            shown(&ta_all),
+            shown(&tb_all),
+            median(&raw[0]),
+            median(&raw[1]),
+        );
         if xa <= 0.0 || ra <= 0.0 {
             continue;
         }
         let overhead = overhead_pct(false, xa, xb);
-        // Virtual time repeats the time per call, probe floor included, to
-        // 0.5 %: judged on that, not on the small figure left after the floor.
-        let (v, test, p) = verdict(
-            a.time == TimeMode::Virtual,
-            overhead_pct(false, ra, rb),
-            &hist_samples(h),
-            &hist_samples(g),
-            alpha,
-        );
+        let judged = overhead_pct(false, ra, rb);
+        let (v, test, p_value) = match (p.a.len(), p.b.len(), trace(b)) {
+            (1, 1, Some(tb)) => {
+                let g = tb.hooks.iter().find(|g| g.hook == h.hook);
+                let sb = g.map(hist_samples).unwrap_or_default();
+                verdict(a.time == TimeMode::Virtual, judged, &hist_samples(h), &sb)
+            }
+            _ => runs_verdict(judged, &raw[0], &raw[1], alpha),
+        };
         out.push(Change {
             kernel: a.kernel.to_string(),
-            run: a.config.clone(),
+            run: run_label(p),
             figure: format!("hook {}", h.hook),
             unit: "ns/call".into(),
             a: xa,
@@ -147,29 +239,32 @@ fn trace_changes(a: &Run, b: &Run, alpha: f64, out: &mut Vec<Change>) {
             overhead_pct: overhead,
             verdict: v,
             test,
-            p_value: p,
+            p_value,
         });
     }
 }
 
 /// Every figure the pairs share.
-pub fn changes(pairs: &[(&Run, &Run)], alpha: f64) -> Vec<Change> {
+pub fn changes(pairs: &[Pair], alpha: f64) -> Vec<Change> {
     let mut out = Vec::new();
-    for (a, b) in pairs {
-        if !a.passed() || !b.passed() {
-            continue;
-        }
-        bench_changes(a, b, alpha, &mut out);
-        trace_changes(a, b, alpha, &mut out);
+    for p in pairs.iter().filter(|p| p.passed()) {
+        bench_changes(p, alpha, &mut out);
+        trace_changes(p, alpha, &mut out);
     }
     out
 }
 
-pub fn table(changes: &[Change], pairs: &[(&Run, &Run)], forced: &[String]) -> Table {
+pub fn table(changes: &[Change], pairs: &[Pair], forced: &[String]) -> Table {
     let mut notes = vec![
-        format!("Positive = B slower than A (for MB/s rows: less bandwidth). Virtual time: a change beyond ±{VIRTUAL_DETERMINISM_PCT} % (its determinism across boots) is real; a hook is judged on its time per call with the probe floor (the change shown is without it). Real time: Mann-Whitney U on the recorded samples (bench) or on the calls' log2 histogram (trace hooks, coarse: 2× buckets)."),
+        format!("Positive = B slower than A (for MB/s rows: less bandwidth). Virtual time: a change beyond ±{VIRTUAL_DETERMINISM_PCT} % (its determinism across boots) is real; a hook is judged on its time per call with the probe floor (the change shown is without it). Real time: each run is one observation, and a Mann-Whitney U test on the runs' medians (bench) or times per call (trace hooks) decides; A and B are then directories of repeated single results, and A, B show the median over the runs."),
     ];
-    for (a, b) in pairs.iter().filter(|(a, b)| !a.passed() || !b.passed()) {
+    if changes
+        .iter()
+        .any(|c| c.test.starts_with("one run a side;"))
+    {
+        notes.push("Real time, one run a side: cannot tell. One run's samples share whatever drift that run met, so they cannot separate a change from drift between runs (the within-run p is shown for information only); give each side several runs.".into());
+    }
+    for (a, b) in pairs.iter().filter(|p| !p.passed()).map(Pair::first) {
         notes.push(format!(
             "{} on {}: not compared (A {:?}, B {:?})",
             a.config, a.kernel, a.status, b.status
@@ -185,7 +280,7 @@ pub fn table(changes: &[Change], pairs: &[(&Run, &Run)], forced: &[String]) -> T
         form: "compare".into(),
         title: "compare: A → B".into(),
         kernel: {
-            let mut k: Vec<String> = pairs.iter().map(|(a, _)| a.kernel.to_string()).collect();
+            let mut k: Vec<String> = pairs.iter().map(|p| p.a[0].kernel.to_string()).collect();
             k.dedup();
             k.join(", ")
         },

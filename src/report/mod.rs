@@ -60,7 +60,8 @@ pub struct ReportArgs {
 
 #[derive(Args, Debug)]
 pub struct CompareArgs {
-    /// The earlier run: a result file or a lab results directory.
+    /// The earlier run: a result file, a lab results directory, or (real
+    /// time) a directory of repeated runs, each run one observation.
     #[arg(value_name = "A")]
     pub a: PathBuf,
     /// The later run, of the same kind.
