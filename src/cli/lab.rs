@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 
 use crate::base::error::{usage, EXIT_OK};
 use crate::base::table;
-use crate::lab::{self, nginx, results, RerunArgs, RunArgs, RunOutcome};
+use crate::lab::{self, batch, nginx, results, RerunArgs, RunArgs, RunOutcome};
 use crate::report::{self, forms::BASELINE, input};
 
 #[derive(Args, Debug)]
@@ -29,6 +29,10 @@ pub enum LabSub {
     Rerun(RerunArgs),
     /// Print the tables of a results directory (cells from any machine).
     Tables(TablesArgs),
+    /// Resolve a matrix into its cells and write a plan: one command per cell.
+    Plan(PlanArgs),
+    /// Run one cell of a plan into a results directory.
+    Cell(CellArgs),
     /// (guest) run one cell: setup, proof, bench, trace.
     #[command(hide = true)]
     Guest { plan: PathBuf },
@@ -64,6 +68,29 @@ pub struct TablesArgs {
     pub format: String,
 }
 
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Where to write the plan (JSON).
+    #[arg(short = 'o', long = "output", value_name = "PLAN")]
+    pub output: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct CellArgs {
+    /// A plan written by `lab plan` or `lab submit`.
+    pub plan: PathBuf,
+    /// The cell's index in the plan (0 to cells - 1).
+    pub index: usize,
+    /// Results directory (default: the plan's).
+    #[arg(long)]
+    pub results: Option<PathBuf>,
+    /// Kernel cache (default: the plan's).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+}
+
 pub fn main(cmd: LabCommand) -> Result<i32> {
     match cmd.sub {
         None => {
@@ -74,6 +101,14 @@ pub fn main(cmd: LabCommand) -> Result<i32> {
         Some(LabSub::Run(args)) => finish(lab::run(&args)?),
         Some(LabSub::Rerun(args)) => finish(lab::rerun(&args)?),
         Some(LabSub::Tables(args)) => show_tables(&args),
+        Some(LabSub::Plan(args)) => write_plan(&args),
+        Some(LabSub::Cell(args)) => batch::cell::run(
+            &args.plan,
+            args.index,
+            args.results.as_deref(),
+            args.cache_dir.as_deref(),
+        )?
+        .finish(),
         Some(LabSub::Guest { plan }) => lab::guest::main(&plan),
         Some(LabSub::Confine { plan, command }) => lab::guest::confine(&plan, &command),
         Some(LabSub::Access { plan, landlock }) => lab::guest::access(&plan, landlock),
@@ -120,6 +155,45 @@ fn write_tables(outcome: &RunOutcome, runs: &[input::Run]) -> Result<()> {
         &dir.join("tables.json"),
         &report::json(&all, runs, &inputs, &warnings)?,
     )
+}
+
+/// The plan, then its cells' commands on stdout, one a line.
+fn write_plan(args: &PlanArgs) -> Result<i32> {
+    let plan = batch::plan::make(&args.run, &args.output)?;
+    plan.write(&args.output)?;
+    eprintln!(
+        "lsmpmon: plan {} ({} cells) in {}",
+        plan.short_id(),
+        plan.cells.len(),
+        args.output.display()
+    );
+    let lines: String = plan
+        .cells
+        .iter()
+        .map(|c| shell_words(&c.command) + "\n")
+        .collect();
+    stdout(&lines)?;
+    Ok(EXIT_OK)
+}
+
+/// A command as a shell line: each word single-quoted where it needs it.
+fn shell_words(words: &[String]) -> String {
+    let plain = |w: &str| {
+        !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "/._-=+,:@".contains(c))
+    };
+    words
+        .iter()
+        .map(|w| {
+            if plain(w) {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn show_tables(args: &TablesArgs) -> Result<i32> {

@@ -1,0 +1,8 @@
+//! The lab beyond one machine: a matrix as a plan of self-contained cells
+//! (`lab plan`, `lab cell`), submitted to a batch engine (`lab submit`,
+//! `lab status`; Slurm is the one adapter), and results directories
+//! joined into one (`lab merge`).
+pub mod cell;
+mod files;
+pub mod plan;
+pub mod tagged;
