@@ -6,7 +6,7 @@ use crate::base::output::stdout;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 
-use crate::base::error::{usage, EXIT_OK};
+use crate::base::error::{usage, with_code, EXIT_FAILURE, EXIT_OK};
 use crate::base::table;
 use crate::lab::{self, batch, nginx, results, RerunArgs, RunArgs, RunOutcome};
 use crate::report::{self, forms::BASELINE, input};
@@ -33,6 +33,10 @@ pub enum LabSub {
     Plan(PlanArgs),
     /// Run one cell of a plan into a results directory.
     Cell(CellArgs),
+    /// Submit a matrix to a batch engine (Slurm): one job array, one task a cell.
+    Submit(SubmitArgs),
+    /// Where a submitted plan's cells stand: pending, running, passed, failed.
+    Status(StatusArgs),
     /// (guest) run one cell: setup, proof, bench, trace.
     #[command(hide = true)]
     Guest { plan: PathBuf },
@@ -91,6 +95,38 @@ pub struct CellArgs {
     pub cache_dir: Option<PathBuf>,
 }
 
+#[derive(Args, Debug)]
+pub struct SubmitArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Submit to Slurm (`sbatch`; SLURM_CONF names the cluster).
+    #[arg(long, required = true)]
+    pub slurm: bool,
+    #[arg(long)]
+    pub partition: Option<String>,
+    /// Each task's time limit, as Slurm reads it (`30`, `1:00:00`).
+    #[arg(long)]
+    pub time: Option<String>,
+    /// Tasks running at once (`--array=…%K`).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub max_parallel: Option<u32>,
+    /// One more sbatch option (repeatable), e.g. `--sbatch-arg=--account=lab`.
+    #[arg(long = "sbatch-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub sbatch_args: Vec<String>,
+    /// Return once submitted (`lab status PLAN` shows the progress).
+    #[arg(long)]
+    pub no_wait: bool,
+    /// Submit a plan's cells that have not passed (the plan's options, not the run options, apply).
+    #[arg(long, value_name = "PLAN")]
+    pub resume: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// A plan (`RESULTS/batch/<id>/plan.json` for a submitted one).
+    pub plan: PathBuf,
+}
+
 pub fn main(cmd: LabCommand) -> Result<i32> {
     match cmd.sub {
         None => {
@@ -109,6 +145,8 @@ pub fn main(cmd: LabCommand) -> Result<i32> {
             args.cache_dir.as_deref(),
         )?
         .finish(),
+        Some(LabSub::Submit(args)) => submit(&args),
+        Some(LabSub::Status(args)) => status(&args),
         Some(LabSub::Guest { plan }) => lab::guest::main(&plan),
         Some(LabSub::Confine { plan, command }) => lab::guest::confine(&plan, &command),
         Some(LabSub::Access { plan, landlock }) => lab::guest::access(&plan, landlock),
@@ -155,6 +193,41 @@ fn write_tables(outcome: &RunOutcome, runs: &[input::Run]) -> Result<()> {
         &dir.join("tables.json"),
         &report::json(&all, runs, &inputs, &warnings)?,
     )
+}
+
+fn submit(args: &SubmitArgs) -> Result<i32> {
+    let engine = batch::slurm::Slurm {
+        partition: args.partition.clone(),
+        time: args.time.clone(),
+        max_parallel: args.max_parallel,
+        sbatch_args: args.sbatch_args.clone(),
+    };
+    let opts = batch::submit::SubmitOptions {
+        resume: args.resume.clone(),
+        wait: !args.no_wait,
+        poll: std::time::Duration::from_secs(5),
+    };
+    let Some(settled) = batch::submit::submit(&args.run, &engine, "slurm", &opts)? else {
+        return Ok(EXIT_OK);
+    };
+    let code = finish(settled.outcome)?;
+    if settled.without_result > 0 {
+        return Err(with_code(
+            EXIT_FAILURE,
+            format!(
+                "{} cell(s) ended without a result (above): `lsmpmon lab submit --slurm --resume {}` runs them again",
+                settled.without_result,
+                settled.plan_path.display()
+            ),
+        ));
+    }
+    Ok(code)
+}
+
+fn status(args: &StatusArgs) -> Result<i32> {
+    let (lines, all_done) = batch::submit::status(&args.plan)?;
+    stdout(&lines.iter().map(|l| format!("{l}\n")).collect::<String>())?;
+    Ok(if all_done { EXIT_OK } else { EXIT_FAILURE })
 }
 
 /// The plan, then its cells' commands on stdout, one a line.

@@ -3,6 +3,12 @@
 //! `lab status`; Slurm is the one adapter), and results directories
 //! joined into one (`lab merge`).
 pub mod cell;
+pub mod engine;
 mod files;
 pub mod plan;
+mod record;
+mod registry;
+pub mod slurm;
+mod status;
+pub mod submit;
 pub mod tagged;

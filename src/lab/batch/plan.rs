@@ -85,6 +85,12 @@ impl Plan {
         self.matrix.kernels.iter().find(|k| k.series == series)
     }
 
+    /// The cells' commands for the plan kept at `plan_path`.
+    pub fn place(&mut self, plan_path: &Path) -> Result<()> {
+        self.cells = cells(&self.matrix, &self.paths, &std::path::absolute(plan_path)?)?;
+        Ok(())
+    }
+
     pub fn write(&self, path: &Path) -> Result<()> {
         files::write_json(path, self)
     }
@@ -145,14 +151,15 @@ pub fn make(args: &RunArgs, plan_path: &Path) -> Result<Plan> {
         mirror: args.mirror.clone(),
         results: std::path::absolute(&args.results)?,
     };
-    let cells = cells(&matrix, &paths, &std::path::absolute(plan_path)?)?;
-    Ok(Plan {
+    let mut plan = Plan {
         schema: PLAN_SCHEMA.into(),
         id: plan_id(&matrix)?,
         matrix,
         paths,
-        cells,
-    })
+        cells: Vec::new(),
+    };
+    plan.place(plan_path)?;
+    Ok(plan)
 }
 
 fn options(args: &RunArgs) -> Options {
