@@ -37,6 +37,8 @@ pub enum LabSub {
     Submit(SubmitArgs),
     /// Where a submitted plan's cells stand: pending, running, passed, failed.
     Status(StatusArgs),
+    /// Join results directories (machines, tasks) into one.
+    Merge(MergeArgs),
     /// (guest) run one cell: setup, proof, bench, trace.
     #[command(hide = true)]
     Guest { plan: PathBuf },
@@ -127,6 +129,18 @@ pub struct StatusArgs {
     pub plan: PathBuf,
 }
 
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// The merged results directory (new, or without cells).
+    pub out: PathBuf,
+    /// Results directories to join.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Merge cells of other lsmpmon versions, plans or kernel packages (flagged in the tables).
+    #[arg(long)]
+    pub force: bool,
+}
+
 pub fn main(cmd: LabCommand) -> Result<i32> {
     match cmd.sub {
         None => {
@@ -147,6 +161,7 @@ pub fn main(cmd: LabCommand) -> Result<i32> {
         .finish(),
         Some(LabSub::Submit(args)) => submit(&args),
         Some(LabSub::Status(args)) => status(&args),
+        Some(LabSub::Merge(args)) => merge(&args),
         Some(LabSub::Guest { plan }) => lab::guest::main(&plan),
         Some(LabSub::Confine { plan, command }) => lab::guest::confine(&plan, &command),
         Some(LabSub::Access { plan, landlock }) => lab::guest::access(&plan, landlock),
@@ -230,6 +245,33 @@ fn status(args: &StatusArgs) -> Result<i32> {
     Ok(if all_done { EXIT_OK } else { EXIT_FAILURE })
 }
 
+fn merge(args: &MergeArgs) -> Result<i32> {
+    let m = batch::merge::merge(&args.out, &args.dirs, args.force)?;
+    for f in &m.forced {
+        eprintln!("lsmpmon: merged with --force: {f}");
+    }
+    for d in &m.disagreements {
+        eprintln!("lsmpmon: disagreement: {d}");
+    }
+    eprintln!(
+        "lsmpmon: {} cell(s) from {} directories in {} ({} superseded by another run of their cell)",
+        m.cells,
+        m.inputs.len(),
+        args.out.display(),
+        m.superseded.len()
+    );
+    if !m.disagreements.is_empty() {
+        return Err(with_code(
+            EXIT_FAILURE,
+            format!(
+                "{} cell(s) disagree between runs (above; the newest is kept)",
+                m.disagreements.len()
+            ),
+        ));
+    }
+    Ok(EXIT_OK)
+}
+
 /// The plan, then its cells' commands on stdout, one a line.
 fn write_plan(args: &PlanArgs) -> Result<i32> {
     let plan = batch::plan::make(&args.run, &args.output)?;
@@ -278,10 +320,17 @@ fn show_tables(args: &TablesArgs) -> Result<i32> {
     }
     let runs = input::load(std::slice::from_ref(&args.dir), true)?;
     let t = report::tables(&runs, &lab::split_list(lab::DEFAULT_CONFIGS), &[]);
+    let forced: Vec<String> = batch::merge::Merged::read(&args.dir)?
+        .map(|m| m.forced)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|f| format!("merged with --force: {f}"))
+        .collect();
+    let flags: String = forced.iter().map(|f| format!("\n{f}\n")).collect();
     stdout(&match args.format.as_str() {
-        "markdown" => table::markdown(&t),
-        "json" => report::json(&t, &runs, &[args.dir.display().to_string()], &[])?,
-        _ => table::text(&t),
+        "markdown" => table::markdown(&t) + &flags,
+        "json" => report::json(&t, &runs, &[args.dir.display().to_string()], &forced)?,
+        _ => table::text(&t) + &flags,
     })?;
     Ok(EXIT_OK)
 }

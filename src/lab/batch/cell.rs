@@ -63,6 +63,7 @@ pub fn run(
         let tagged = TaggedCell {
             cell: c.clone(),
             plan: Some(tag.clone()),
+            file: Default::default(),
         };
         tagged::write(results, &tagged).err()
     });

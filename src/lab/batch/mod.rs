@@ -5,6 +5,7 @@
 pub mod cell;
 pub mod engine;
 mod files;
+pub mod merge;
 pub mod plan;
 mod record;
 mod registry;

@@ -20,6 +20,9 @@ pub struct TaggedCell {
     pub cell: CellResult,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<PlanRef>,
+    /// The file it was read from.
+    #[serde(skip)]
+    pub file: std::path::PathBuf,
 }
 
 /// The cell file `DIR/cells/<id>.json`.
@@ -49,7 +52,7 @@ pub fn read_all(results: &Path) -> Result<(Vec<TaggedCell>, Vec<String>)> {
     let mut bad = Vec::new();
     for p in paths {
         match files::read_json::<TaggedCell>(&p, "a lab cell") {
-            Ok(c) if c.cell.schema == CELL_SCHEMA => cells.push(c),
+            Ok(c) if c.cell.schema == CELL_SCHEMA => cells.push(TaggedCell { file: p, ..c }),
             Ok(c) => bad.push(format!(
                 "{}: schema {} (want {CELL_SCHEMA})",
                 p.display(),
