@@ -357,7 +357,9 @@ mod tests {
         );
         assert_eq!(Merged::read(&out).unwrap().unwrap(), m);
         // A directory that already holds cells is not merged into.
-        let again = merge(&out, &[a.clone()], true).unwrap_err().to_string();
+        let again = merge(&out, std::slice::from_ref(&a), true)
+            .unwrap_err()
+            .to_string();
         assert!(again.contains("already holds cells"), "{again}");
         for d in [a, b, out] {
             std::fs::remove_dir_all(d).unwrap();
