@@ -101,7 +101,7 @@ fn new_plan(args: &RunArgs) -> Result<(Plan, PathBuf)> {
     secure_fs::private_dir(&batch)?;
     let dir = batch.join(plan.short_id());
     let path = dir.join("plan.json");
-    if path.exists() {
+    if super::record::path(&path).exists() {
         return Err(usage(format!(
             "plan {} was submitted before: `lsmpmon lab submit --slurm --resume {}` submits its cells that have not passed",
             plan.short_id(),

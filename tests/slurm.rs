@@ -1,0 +1,235 @@
+//! `lab submit --slurm` against a real one-node Slurm cluster (Debian's
+//! slurm-wlm, started in a temporary directory): a matrix submitted as a
+//! job array gives the tables `lab run` gives; a cancelled task is named
+//! by its cell, and `--resume` runs that cell alone.
+mod common;
+#[path = "common/slurm.rs"]
+mod slurm;
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+    time::{Duration, Instant},
+};
+
+use common::{fresh_dir, json, one_error_line, LSMPMON};
+use serde_json::Value;
+use slurm::Cluster;
+
+const MATRIX: [&str; 8] = [
+    "--kernels",
+    "6.1",
+    "--configs",
+    "none,tomoyo",
+    "--ops",
+    "null,stat",
+    "--samples",
+    "3",
+];
+
+fn lab(cluster: &Cluster, args: &[&str]) -> Output {
+    let out = Command::new(LSMPMON)
+        .env("SLURM_CONF", &cluster.conf)
+        .arg("lab")
+        .args(args)
+        .output()
+        .expect("running lsmpmon lab");
+    eprintln!(
+        "--- lab {args:?} stderr ---\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The job id of the `lsmpmon: job N: cells [...]` line for `cells`.
+fn job_of(out: &Output, cells: &str) -> String {
+    let err = text(&out.stderr);
+    err.lines()
+        .find_map(|l| l.strip_prefix("lsmpmon: job ")?.split_once(": cells "))
+        .filter(|(_, rest)| rest.starts_with(cells))
+        .map(|(id, _)| id.to_string())
+        .unwrap_or_else(|| panic!("no job of cells {cells} in: {err}"))
+}
+
+fn the_plan(results: &Path) -> PathBuf {
+    let batch = results.join("batch");
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&batch)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "one plan in {}", batch.display());
+    dirs[0].join("plan.json")
+}
+
+/// `lab status` until no task is queued or running: its last output.
+fn settled_status(cluster: &Cluster, plan: &Path) -> Output {
+    let start = Instant::now();
+    loop {
+        let out = lab(cluster, &["status", plan.to_str().unwrap()]);
+        let t = text(&out.stdout);
+        if t.contains(" 0 pending, 0 running") {
+            return out;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(300),
+            "not settled: {t}"
+        );
+        std::thread::sleep(Duration::from_secs(2));
+    }
+}
+
+fn cell_files(results: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(results.join("cells"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().into_string().unwrap())
+        .collect();
+    v.sort();
+    v
+}
+
+fn tables(cluster: &Cluster, results: &Path) -> Value {
+    let out = lab(
+        cluster,
+        &["tables", results.to_str().unwrap(), "--format", "json"],
+    );
+    assert!(out.status.success());
+    json(&text(&out.stdout))
+}
+
+/// Same tables, rows and columns; the Table 3 form's times within 0.5 %
+/// (virtual time), the other forms' labels alike.
+fn assert_same_tables(a: &Value, b: &Value) {
+    let (ta, tb) = (
+        a["tables"].as_array().unwrap(),
+        b["tables"].as_array().unwrap(),
+    );
+    assert_eq!(ta.len(), tb.len());
+    for (x, y) in ta.iter().zip(tb) {
+        assert_eq!((&x["form"], &x["header"]), (&y["form"], &y["header"]));
+        let (rx, ry) = (x["rows"].as_array().unwrap(), y["rows"].as_array().unwrap());
+        assert_eq!(rx.len(), ry.len());
+        for (r, s) in rx.iter().zip(ry) {
+            assert_eq!(r["label"], s["label"]);
+            if x["form"] != "table3" {
+                continue;
+            }
+            for (c, d) in r["cells"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .zip(s["cells"].as_array().unwrap())
+            {
+                assert_eq!(c["kind"], d["kind"], "{}", r["label"]);
+                if let (Some(v), Some(w)) = (c["value"].as_f64(), d["value"].as_f64()) {
+                    assert!(
+                        (v - w).abs() <= 0.005 * v.abs().max(w.abs()),
+                        "{}: {v} vs {w}",
+                        r["label"]
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// No sbatch, an unknown partition, an unreachable controller: one line
+/// each, exit 2, and a plan that was not submitted can be submitted later.
+fn slurm_errors_are_one_line(cluster: &Cluster, dir: &Path) {
+    let results = dir.join("refused");
+    let mut submit = vec!["submit", "--slurm", "--results", results.to_str().unwrap()];
+    submit.extend(MATRIX);
+    let no_sbatch = Command::new(LSMPMON)
+        .env("PATH", "/nonexistent")
+        .arg("lab")
+        .args(&submit)
+        .output()
+        .unwrap();
+    assert_eq!(no_sbatch.status.code(), Some(2));
+    assert!(one_error_line(&no_sbatch).contains("sbatch not found"));
+
+    let mut unknown = submit.clone();
+    unknown.extend(["--partition", "nosuch"]);
+    let out = lab(cluster, &unknown);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_error_line(&out).contains("no partition nosuch: `sinfo -s`"));
+
+    let dead = dir.join("dead.conf");
+    let conf = std::fs::read_to_string(&cluster.conf).unwrap();
+    let port = conf
+        .lines()
+        .find_map(|l| l.strip_prefix("SlurmctldPort="))
+        .unwrap();
+    std::fs::write(
+        &dead,
+        conf.replace(&format!("SlurmctldPort={port}"), "SlurmctldPort=9"),
+    )
+    .unwrap();
+    let out = Command::new(LSMPMON)
+        .env("SLURM_CONF", &dead)
+        .arg("lab")
+        .args(&submit)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_error_line(&out).contains("controller cannot be reached"));
+}
+
+#[test]
+fn a_matrix_through_slurm_is_lab_runs_and_a_cancelled_cell_resumes_alone() {
+    let cluster = Cluster::start();
+    let dir = fresh_dir("slurm", "matrix");
+    slurm_errors_are_one_line(&cluster, &dir);
+    let (by_run, by_slurm) = (dir.join("run"), dir.join("slurm"));
+
+    let mut run = vec!["run", "--jobs", "2", "--results", by_run.to_str().unwrap()];
+    run.extend(MATRIX);
+    assert!(lab(&cluster, &run).status.success());
+
+    // One task at a time: the second is still pending when it is cancelled.
+    let mut submit = vec!["submit", "--slurm", "--max-parallel", "1", "--no-wait"];
+    submit.extend(["--results", by_slurm.to_str().unwrap()]);
+    submit.extend(MATRIX);
+    let out = lab(&cluster, &submit);
+    assert!(out.status.success());
+    let job = job_of(&out, "[0, 1]");
+    let cancel = cluster.command("scancel", &[&format!("{job}_1")]);
+    assert!(cancel.status.success(), "{}", text(&cancel.stderr));
+
+    let plan = the_plan(&by_slurm);
+    let out = settled_status(&cluster, &plan);
+    let t = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.contains("1 passed, 1 failed"), "{t}");
+    let line = t
+        .lines()
+        .find(|l| l.starts_with("cell 1 "))
+        .unwrap_or_else(|| panic!("{t}"));
+    assert!(line.contains("(6.1 tomoyo, 1 CPU)"), "{line}");
+    assert!(line.contains(&format!("logs/{job}_1.out")), "{line}");
+    let before = cell_files(&by_slurm);
+    assert_eq!(before.len(), 1, "{before:?}");
+
+    let out = lab(
+        &cluster,
+        &["submit", "--slurm", "--resume", plan.to_str().unwrap()],
+    );
+    assert!(out.status.success());
+    job_of(&out, "[1]");
+    let after = cell_files(&by_slurm);
+    assert_eq!(after.len(), 2, "{after:?}");
+    assert!(
+        before.iter().all(|b| after.contains(b)),
+        "the passed cell ran again"
+    );
+    let out = lab(&cluster, &["status", plan.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("2 passed, 0 failed"));
+
+    assert_same_tables(&tables(&cluster, &by_run), &tables(&cluster, &by_slurm));
+}
