@@ -233,3 +233,93 @@ fn a_matrix_through_slurm_is_lab_runs_and_a_cancelled_cell_resumes_alone() {
 
     assert_same_tables(&tables(&cluster, &by_run), &tables(&cluster, &by_slurm));
 }
+
+/// BENCHMARKS.md: the engine's own cost per cell (plan and submission,
+/// Slurm's scheduling, the watch, merge) against `lab run` of the same
+/// cells on the same two cores. A benchmark, not a test:
+/// `cargo test --release --test slurm -- --ignored --nocapture engine_overhead`.
+#[test]
+#[ignore]
+fn engine_overhead_per_cell() {
+    let cluster = Cluster::start();
+    let dir = fresh_dir("slurm", "bench");
+    let (by_run, by_slurm, merged) = (dir.join("run"), dir.join("slurm"), dir.join("merged"));
+    let matrix = [
+        "--kernels",
+        "6.1",
+        "--configs",
+        "none,tomoyo,apparmor,landlock",
+        "--ops",
+        "null,stat",
+        "--samples",
+        "3",
+    ];
+    let timed = |args: &[&str]| {
+        let start = Instant::now();
+        let out = lab(&cluster, args);
+        assert!(out.status.success());
+        (start.elapsed().as_secs_f64(), out)
+    };
+    let mut run = vec!["run", "--jobs", "2", "--results", by_run.to_str().unwrap()];
+    run.extend(matrix);
+    let (run_s, _) = timed(&run);
+
+    let mut submit = vec!["submit", "--slurm", "--max-parallel", "2", "--no-wait"];
+    submit.extend(["--results", by_slurm.to_str().unwrap()]);
+    submit.extend(matrix);
+    let start = Instant::now();
+    let (submit_s, _) = timed(&submit);
+    let plan = the_plan(&by_slurm);
+    loop {
+        let t = text(&lab(&cluster, &["status", plan.to_str().unwrap()]).stdout);
+        if t.contains(" 0 pending, 0 running") {
+            assert!(t.contains("4 passed"), "{t}");
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let settled_s = start.elapsed().as_secs_f64();
+    let (merge_s, _) = timed(&[
+        "merge",
+        merged.to_str().unwrap(),
+        by_slurm.to_str().unwrap(),
+    ]);
+
+    // Each side's own cost: its wall time minus the makespan its cells'
+    // own wall times would have on two slots started at once (host load
+    // slows the cells, not this difference).
+    let run_cells = walls(&by_run);
+    let slurm_cells = walls(&by_slurm);
+    let n = run_cells.len() as f64;
+    let run_own_s = run_s - makespan(&run_cells, 2);
+    let slurm_own_s = settled_s + merge_s - makespan(&slurm_cells, 2);
+    let cell_s = slurm_cells.iter().sum::<f64>() / n;
+    let per_cell_s = (slurm_own_s - run_own_s) / n;
+    println!(
+        "cells {n}; lab run {run_s:.1} s (own cost {run_own_s:.1} s); submit {submit_s:.2} s, \
+         all settled {settled_s:.1} s, merge {merge_s:.2} s (own cost {slurm_own_s:.1} s); \
+         a cell's wall time {cell_s:.1} s; the engine's cost per cell beyond lab run's \
+         {per_cell_s:.2} s = {:.1} % of a cell",
+        100.0 * per_cell_s / cell_s
+    );
+}
+
+/// Every cell's wall time, in the plan's (and lab run's) order.
+fn walls(results: &Path) -> Vec<f64> {
+    let mut cells = common::lab_cells(results);
+    cells.sort_by_key(|c| c["id"].as_str().unwrap().to_string());
+    cells
+        .iter()
+        .map(|c| c["wall_s"].as_f64().unwrap())
+        .collect()
+}
+
+/// Each job to the slot free first, all starting at once.
+fn makespan(walls: &[f64], slots: usize) -> f64 {
+    let mut free = vec![0.0_f64; slots];
+    for w in walls {
+        let slot = free.iter_mut().min_by(|a, b| a.total_cmp(b)).unwrap();
+        *slot += w;
+    }
+    free.into_iter().fold(0.0, f64::max)
+}

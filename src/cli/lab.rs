@@ -220,7 +220,7 @@ fn submit(args: &SubmitArgs) -> Result<i32> {
     let opts = batch::submit::SubmitOptions {
         resume: args.resume.clone(),
         wait: !args.no_wait,
-        poll: std::time::Duration::from_secs(5),
+        poll: std::time::Duration::from_secs(2),
     };
     let Some(settled) = batch::submit::submit(&args.run, &engine, "slurm", &opts)? else {
         return Ok(EXIT_OK);
