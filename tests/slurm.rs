@@ -260,11 +260,14 @@ fn engine_overhead_per_cell() {
         assert!(out.status.success());
         (start.elapsed().as_secs_f64(), out)
     };
-    let mut run = vec!["run", "--jobs", "2", "--results", by_run.to_str().unwrap()];
+    // One cell at a time on each side: a side's own cost is then its wall
+    // time minus the sum of its cells' own (host load slows the cells, not
+    // that difference), and every task's scheduling is on the path.
+    let mut run = vec!["run", "--jobs", "1", "--results", by_run.to_str().unwrap()];
     run.extend(matrix);
     let (run_s, _) = timed(&run);
 
-    let mut submit = vec!["submit", "--slurm", "--max-parallel", "2", "--no-wait"];
+    let mut submit = vec!["submit", "--slurm", "--max-parallel", "1", "--no-wait"];
     submit.extend(["--results", by_slurm.to_str().unwrap()]);
     submit.extend(matrix);
     let start = Instant::now();
@@ -285,14 +288,11 @@ fn engine_overhead_per_cell() {
         by_slurm.to_str().unwrap(),
     ]);
 
-    // Each side's own cost: its wall time minus the makespan its cells'
-    // own wall times would have on two slots started at once (host load
-    // slows the cells, not this difference).
     let run_cells = walls(&by_run);
     let slurm_cells = walls(&by_slurm);
     let n = run_cells.len() as f64;
-    let run_own_s = run_s - makespan(&run_cells, 2);
-    let slurm_own_s = settled_s + merge_s - makespan(&slurm_cells, 2);
+    let run_own_s = run_s - run_cells.iter().sum::<f64>();
+    let slurm_own_s = settled_s + merge_s - slurm_cells.iter().sum::<f64>();
     let cell_s = slurm_cells.iter().sum::<f64>() / n;
     let per_cell_s = (slurm_own_s - run_own_s) / n;
     println!(
@@ -304,22 +304,10 @@ fn engine_overhead_per_cell() {
     );
 }
 
-/// Every cell's wall time, in the plan's (and lab run's) order.
+/// Every cell's wall time.
 fn walls(results: &Path) -> Vec<f64> {
-    let mut cells = common::lab_cells(results);
-    cells.sort_by_key(|c| c["id"].as_str().unwrap().to_string());
-    cells
+    common::lab_cells(results)
         .iter()
         .map(|c| c["wall_s"].as_f64().unwrap())
         .collect()
-}
-
-/// Each job to the slot free first, all starting at once.
-fn makespan(walls: &[f64], slots: usize) -> f64 {
-    let mut free = vec![0.0_f64; slots];
-    for w in walls {
-        let slot = free.iter_mut().min_by(|a, b| a.total_cmp(b)).unwrap();
-        *slot += w;
-    }
-    free.into_iter().fold(0.0, f64::max)
 }

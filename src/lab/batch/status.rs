@@ -132,12 +132,12 @@ pub fn summary(plan: &Plan, states: &[CellState]) -> String {
     line
 }
 
-/// One line per failed cell or cell without a result: by its cell, with
-/// its logs.
-pub fn problems(states: &[CellState]) -> Vec<String> {
+/// One line per cell in one of `which` states (failed, without a result):
+/// by its cell, with its logs.
+pub fn problems(states: &[CellState], which: &[State]) -> Vec<String> {
     states
         .iter()
-        .filter(|c| matches!(c.state, State::Failed | State::NoResult))
+        .filter(|c| which.contains(&c.state))
         .map(|c| {
             let what = match (&c.state, &c.result) {
                 (State::Failed, Some(r)) => format!(

@@ -149,17 +149,10 @@ fn watch(
         }
         std::thread::sleep(poll);
     };
-    let without: Vec<&CellState> = states
-        .iter()
-        .filter(|c| c.state == State::NoResult)
-        .collect();
-    for line in status::problems(&states) {
-        if without
-            .iter()
-            .any(|c| line.starts_with(&format!("cell {} ", c.cell.index)))
-        {
-            eprintln!("lsmpmon: {line}");
-        }
+    // The failed cells are listed with the tables, as `lab run` lists them.
+    let without = status::problems(&states, &[State::NoResult]);
+    for line in &without {
+        eprintln!("lsmpmon: {line}");
     }
     Ok(Settled {
         outcome: outcome(plan, &states),
@@ -202,6 +195,6 @@ pub fn status(plan_path: &Path) -> Result<(Vec<String>, bool)> {
         .transpose()?;
     let states = status::collect(&plan, record.as_ref(), engine.as_deref())?;
     let mut lines = vec![status::summary(&plan, &states)];
-    lines.extend(status::problems(&states));
+    lines.extend(status::problems(&states, &[State::Failed, State::NoResult]));
     Ok((lines, states.iter().all(|c| c.state.done())))
 }
