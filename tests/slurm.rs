@@ -1,7 +1,8 @@
 //! `lab submit --slurm` against a real one-node Slurm cluster (Debian's
 //! slurm-wlm, started in a temporary directory): a matrix submitted as a
 //! job array gives the tables `lab run` gives; a cancelled task is named
-//! by its cell, and `--resume` runs that cell alone.
+//! by its cell, and `--resume` runs that cell alone. Also `lab merge`
+//! through the command line (host only).
 mod common;
 #[path = "common/slurm.rs"]
 mod slurm;
@@ -310,4 +311,78 @@ fn walls(results: &Path) -> Vec<f64> {
         .iter()
         .map(|c| c["wall_s"].as_f64().unwrap())
         .collect()
+}
+
+/// Host only (no cluster, no guest): cells of another lsmpmon version are
+/// refused by `lab merge` (exit 2, one line), merged with `--force`, and
+/// then flagged under `lab tables`, as text and in the JSON's warnings.
+#[test]
+fn a_forced_merge_is_flagged_under_the_tables() {
+    const CELLS: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/report/lab/cells"
+    );
+    let dir = fresh_dir("slurm", "forced-merge");
+    let (a, b, out) = (dir.join("a"), dir.join("b"), dir.join("out"));
+    for d in [&a, &b] {
+        std::fs::create_dir_all(d.join("cells")).unwrap();
+    }
+    for name in ["none", "tomoyo"] {
+        let f = std::fs::read_dir(CELLS)
+            .unwrap()
+            .flatten()
+            .find(|e| {
+                e.file_name()
+                    .to_str()
+                    .unwrap()
+                    .contains(&format!("__{name}__"))
+            })
+            .unwrap();
+        let mut cell = json(&std::fs::read_to_string(f.path()).unwrap());
+        std::fs::write(a.join("cells").join(f.file_name()), cell.to_string()).unwrap();
+        if name == "tomoyo" {
+            cell["id"] = "6.1-cloud__tomoyo__later".into();
+            cell["lsmpmon_version"] = "0.0.1-other".into();
+            std::fs::write(
+                b.join("cells/6.1-cloud__tomoyo__later.json"),
+                cell.to_string(),
+            )
+            .unwrap();
+        }
+    }
+    let run = |args: &[&str]| {
+        let out = Command::new(LSMPMON)
+            .arg("lab")
+            .args(args)
+            .output()
+            .unwrap();
+        eprintln!("--- lab {args:?} ---\n{}", text(&out.stderr));
+        out
+    };
+    let paths = [
+        out.to_str().unwrap(),
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ];
+    let refused = run(&[&["merge"][..], &paths].concat());
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(one_error_line(&refused).contains("lsmpmon versions 0.0.1-other"));
+    assert!(
+        !out.join("cells").exists() || std::fs::read_dir(out.join("cells")).unwrap().count() == 0
+    );
+
+    let forced = run(&[&["merge", "--force"][..], &paths].concat());
+    assert!(forced.status.success());
+    assert_eq!(std::fs::read_dir(out.join("cells")).unwrap().count(), 2);
+    let tables = run(&["tables", paths[0]]);
+    assert!(tables.status.success());
+    assert!(text(&tables.stdout).contains("\nmerged with --force: cells of lsmpmon versions"));
+    let j = json(&text(
+        &run(&["tables", paths[0], "--format", "json"]).stdout,
+    ));
+    assert!(
+        j["warnings"].to_string().contains("merged with --force"),
+        "{}",
+        j["warnings"]
+    );
 }
