@@ -386,3 +386,59 @@ fn a_forced_merge_is_flagged_under_the_tables() {
         j["warnings"]
     );
 }
+
+/// `lab plan` writes one command per cell; `lab cell` refuses a cell whose
+/// configuration changed since the plan (exit 2, one line, nothing boots)
+/// and an index the plan does not have.
+#[test]
+fn a_cell_runs_only_the_plan_it_was_planned_with() {
+    let dir = fresh_dir("slurm", "plan-cell");
+    let configs = dir.join("configs");
+    let mine = configs.join("tomoyo");
+    std::fs::create_dir_all(&mine).unwrap();
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/tomoyo");
+    for f in std::fs::read_dir(&shipped).unwrap().flatten() {
+        if f.file_type().unwrap().is_file() {
+            std::fs::copy(f.path(), mine.join(f.file_name())).unwrap();
+        }
+    }
+    let plan = dir.join("plan.json");
+    let results = dir.join("results");
+    let out = Command::new(LSMPMON)
+        .args(["lab", "plan", "--config-dir", configs.to_str().unwrap()])
+        .args(MATRIX)
+        .args([
+            "--results",
+            results.to_str().unwrap(),
+            "-o",
+            plan.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let commands = text(&out.stdout);
+    let lines: Vec<&str> = commands.lines().collect();
+    assert_eq!(lines.len(), 2, "{commands}");
+    assert!(lines[1].ends_with(&format!(
+        "lab cell {} 1 --results {}",
+        plan.display(),
+        results.display()
+    )));
+
+    let spec = mine.join("spec.toml");
+    let text_before = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, text_before + "\n# changed after the plan\n").unwrap();
+    let cell = |index: &str| {
+        Command::new(LSMPMON)
+            .args(["lab", "cell", plan.to_str().unwrap(), index])
+            .output()
+            .unwrap()
+    };
+    let out = cell("1");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_error_line(&out).contains("configuration tomoyo changed since the plan"));
+    let out = cell("2");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_error_line(&out).contains("no cell 2 (the plan has 2: 0 to 1)"));
+    assert!(!results.join("cells").exists());
+}
