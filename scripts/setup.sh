@@ -15,7 +15,9 @@ PACKAGES=(clang llvm libbpf-dev libelf-dev zlib1g-dev libzstd-dev linux-libc-dev
           # the 6.1-smack kernel is built from Debian's source; the smack config labels files
           linux-source-6.1 dwarves flex bison bc attr
           # the build op's C library headers and start files (its tcc comes by apt-get download)
-          libc6-dev)
+          libc6-dev
+          # tests/slurm.rs: a one-node Slurm cluster for `lab submit --slurm`
+          slurm-wlm munge)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

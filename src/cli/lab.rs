@@ -6,9 +6,9 @@ use crate::base::output::stdout;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 
-use crate::base::error::{usage, EXIT_OK};
+use crate::base::error::{usage, with_code, EXIT_FAILURE, EXIT_OK};
 use crate::base::table;
-use crate::lab::{self, nginx, results, RerunArgs, RunArgs, RunOutcome};
+use crate::lab::{self, batch, nginx, results, RerunArgs, RunArgs, RunOutcome};
 use crate::report::{self, forms::BASELINE, input};
 
 #[derive(Args, Debug)]
@@ -29,6 +29,16 @@ pub enum LabSub {
     Rerun(RerunArgs),
     /// Print the tables of a results directory (cells from any machine).
     Tables(TablesArgs),
+    /// Resolve a matrix into its cells and write a plan: one command per cell.
+    Plan(PlanArgs),
+    /// Run one cell of a plan into a results directory.
+    Cell(CellArgs),
+    /// Submit a matrix to a batch engine (Slurm): one job array, one task a cell.
+    Submit(SubmitArgs),
+    /// Where a submitted plan's cells stand: pending, running, passed, failed.
+    Status(StatusArgs),
+    /// Join results directories (machines, tasks) into one.
+    Merge(MergeArgs),
     /// (guest) run one cell: setup, proof, bench, trace.
     #[command(hide = true)]
     Guest { plan: PathBuf },
@@ -64,6 +74,73 @@ pub struct TablesArgs {
     pub format: String,
 }
 
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Where to write the plan (JSON).
+    #[arg(short = 'o', long = "output", value_name = "PLAN")]
+    pub output: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct CellArgs {
+    /// A plan written by `lab plan` or `lab submit`.
+    pub plan: PathBuf,
+    /// The cell's index in the plan (0 to cells - 1).
+    pub index: usize,
+    /// Results directory (default: the plan's).
+    #[arg(long)]
+    pub results: Option<PathBuf>,
+    /// Kernel cache (default: the plan's).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct SubmitArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Submit to Slurm (`sbatch`; SLURM_CONF names the cluster).
+    #[arg(long, required = true)]
+    pub slurm: bool,
+    #[arg(long)]
+    pub partition: Option<String>,
+    /// Each task's time limit, as Slurm reads it (`30`, `1:00:00`).
+    #[arg(long)]
+    pub time: Option<String>,
+    /// Tasks running at once (`--array=…%K`).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub max_parallel: Option<u32>,
+    /// One more sbatch option (repeatable), e.g. `--sbatch-arg=--account=lab`.
+    #[arg(long = "sbatch-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub sbatch_args: Vec<String>,
+    /// Return once submitted (`lab status PLAN` shows the progress).
+    #[arg(long)]
+    pub no_wait: bool,
+    /// Submit a plan's cells that have not passed (the plan's options, not the run options, apply).
+    #[arg(long, value_name = "PLAN")]
+    pub resume: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// A plan (`RESULTS/batch/<id>/plan.json` for a submitted one).
+    pub plan: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// The merged results directory (new, or without cells).
+    pub out: PathBuf,
+    /// Results directories to join.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Merge cells of other lsmpmon versions, plans or kernel packages (flagged in the tables).
+    #[arg(long)]
+    pub force: bool,
+}
+
 pub fn main(cmd: LabCommand) -> Result<i32> {
     match cmd.sub {
         None => {
@@ -74,6 +151,17 @@ pub fn main(cmd: LabCommand) -> Result<i32> {
         Some(LabSub::Run(args)) => finish(lab::run(&args)?),
         Some(LabSub::Rerun(args)) => finish(lab::rerun(&args)?),
         Some(LabSub::Tables(args)) => show_tables(&args),
+        Some(LabSub::Plan(args)) => write_plan(&args),
+        Some(LabSub::Cell(args)) => batch::cell::run(
+            &args.plan,
+            args.index,
+            args.results.as_deref(),
+            args.cache_dir.as_deref(),
+        )?
+        .finish(),
+        Some(LabSub::Submit(args)) => submit(&args),
+        Some(LabSub::Status(args)) => status(&args),
+        Some(LabSub::Merge(args)) => merge(&args),
         Some(LabSub::Guest { plan }) => lab::guest::main(&plan),
         Some(LabSub::Confine { plan, command }) => lab::guest::confine(&plan, &command),
         Some(LabSub::Access { plan, landlock }) => lab::guest::access(&plan, landlock),
@@ -122,6 +210,107 @@ fn write_tables(outcome: &RunOutcome, runs: &[input::Run]) -> Result<()> {
     )
 }
 
+fn submit(args: &SubmitArgs) -> Result<i32> {
+    let engine = batch::slurm::Slurm {
+        partition: args.partition.clone(),
+        time: args.time.clone(),
+        max_parallel: args.max_parallel,
+        sbatch_args: args.sbatch_args.clone(),
+    };
+    let opts = batch::submit::SubmitOptions {
+        resume: args.resume.clone(),
+        wait: !args.no_wait,
+        poll: std::time::Duration::from_secs(2),
+    };
+    let Some(settled) = batch::submit::submit(&args.run, &engine, "slurm", &opts)? else {
+        return Ok(EXIT_OK);
+    };
+    let code = finish(settled.outcome)?;
+    if settled.without_result > 0 {
+        return Err(with_code(
+            EXIT_FAILURE,
+            format!(
+                "{} cell(s) ended without a result (above): `lsmpmon lab submit --slurm --resume {}` runs them again",
+                settled.without_result,
+                settled.plan_path.display()
+            ),
+        ));
+    }
+    Ok(code)
+}
+
+fn status(args: &StatusArgs) -> Result<i32> {
+    let (lines, all_done) = batch::submit::status(&args.plan)?;
+    stdout(&lines.iter().map(|l| format!("{l}\n")).collect::<String>())?;
+    Ok(if all_done { EXIT_OK } else { EXIT_FAILURE })
+}
+
+fn merge(args: &MergeArgs) -> Result<i32> {
+    let m = batch::merge::merge(&args.out, &args.dirs, args.force)?;
+    for f in &m.forced {
+        eprintln!("lsmpmon: merged with --force: {f}");
+    }
+    for d in &m.disagreements {
+        eprintln!("lsmpmon: disagreement: {d}");
+    }
+    eprintln!(
+        "lsmpmon: {} cell(s) from {} directories in {} ({} superseded by another run of their cell)",
+        m.cells,
+        m.inputs.len(),
+        args.out.display(),
+        m.superseded.len()
+    );
+    if !m.disagreements.is_empty() {
+        return Err(with_code(
+            EXIT_FAILURE,
+            format!(
+                "{} cell(s) disagree between runs (above; the newest is kept)",
+                m.disagreements.len()
+            ),
+        ));
+    }
+    Ok(EXIT_OK)
+}
+
+/// The plan, then its cells' commands on stdout, one a line.
+fn write_plan(args: &PlanArgs) -> Result<i32> {
+    let plan = batch::plan::make(&args.run, &args.output)?;
+    plan.write(&args.output)?;
+    eprintln!(
+        "lsmpmon: plan {} ({} cells) in {}",
+        plan.short_id(),
+        plan.cells.len(),
+        args.output.display()
+    );
+    let lines: String = plan
+        .cells
+        .iter()
+        .map(|c| shell_words(&c.command) + "\n")
+        .collect();
+    stdout(&lines)?;
+    Ok(EXIT_OK)
+}
+
+/// A command as a shell line: each word single-quoted where it needs it.
+fn shell_words(words: &[String]) -> String {
+    let plain = |w: &str| {
+        !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "/._-=+,:@".contains(c))
+    };
+    words
+        .iter()
+        .map(|w| {
+            if plain(w) {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn show_tables(args: &TablesArgs) -> Result<i32> {
     if !args.dir.join("cells").is_dir() {
         return Err(usage(format!(
@@ -131,10 +320,17 @@ fn show_tables(args: &TablesArgs) -> Result<i32> {
     }
     let runs = input::load(std::slice::from_ref(&args.dir), true)?;
     let t = report::tables(&runs, &lab::split_list(lab::DEFAULT_CONFIGS), &[]);
+    let forced: Vec<String> = batch::merge::Merged::read(&args.dir)?
+        .map(|m| m.forced)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|f| format!("merged with --force: {f}"))
+        .collect();
+    let flags: String = forced.iter().map(|f| format!("\n{f}\n")).collect();
     stdout(&match args.format.as_str() {
-        "markdown" => table::markdown(&t),
-        "json" => report::json(&t, &runs, &[args.dir.display().to_string()], &[])?,
-        _ => table::text(&t),
+        "markdown" => table::markdown(&t) + &flags,
+        "json" => report::json(&t, &runs, &[args.dir.display().to_string()], &forced)?,
+        _ => table::text(&t) + &flags,
     })?;
     Ok(EXIT_OK)
 }

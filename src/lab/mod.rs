@@ -4,6 +4,7 @@
 //! command line (`cli::lab`) prints the tables over them.
 pub mod access;
 mod args;
+pub mod batch;
 mod buildkit;
 mod cell;
 pub mod footprint;

@@ -1,0 +1,47 @@
+//! What a batch engine does for the lab: take an array of a plan's cells
+//! (one task a cell, each running the cell's own command), say which tasks
+//! are still queued or running, and where a task's log is. Everything else
+//! (the plan, progress from the cells' results, resume) is the engine's
+//! neighbours' job, so another engine is one small adapter.
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use super::plan::Plan;
+
+/// A task still in the engine's queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Queued {
+    Pending,
+    Running,
+}
+
+/// Cells asking for the same resources, submitted together.
+pub struct Array<'a> {
+    pub plan: &'a Plan,
+    pub plan_path: &'a Path,
+    pub cells: Vec<usize>,
+    pub cpus: u32,
+    pub memory_mb: u32,
+    /// The plan's directory: the engine's script and the tasks' logs go here.
+    pub dir: &'a Path,
+}
+
+/// One submitted array, as the submission record keeps it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Job {
+    pub id: String,
+    pub cells: Vec<usize>,
+    pub submitted_unix_s: u64,
+    pub log_dir: PathBuf,
+}
+
+pub trait Engine {
+    /// Refuses (one line, exit 2) when the engine cannot be used from here.
+    fn check(&self) -> Result<()>;
+    fn submit(&self, array: &Array) -> Result<Job>;
+    /// The job's tasks still queued or running, by cell index.
+    fn queued(&self, job: &Job) -> Result<Vec<(usize, Queued)>>;
+    fn log_path(&self, job: &Job, index: usize) -> PathBuf;
+}

@@ -1,0 +1,33 @@
+//! The batch files (plans, submission records, tagged cells): read as a
+//! regular file of bounded size into a typed value, written atomically.
+use std::{fs, io::Read, path::Path};
+
+use anyhow::Result;
+use serde::{de::DeserializeOwned, Serialize};
+
+use crate::base::{error::usage, secure_fs};
+
+/// A plan for thousands of cells is a few MiB; a cell with a full trace too.
+const MAX_BYTES: u64 = 256 << 20;
+
+/// `what` names the file's kind in the one-line error ("a lab plan").
+pub fn read_json<T: DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
+    let cannot = |e: String| usage(format!("cannot read {} as {what}: {e}", path.display()));
+    let meta = fs::metadata(path).map_err(|e| cannot(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(cannot("not a regular file".into()));
+    }
+    let mut bytes = Vec::new();
+    fs::File::open(path)
+        .and_then(|f| f.take(MAX_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| cannot(e.to_string()))?;
+    if bytes.len() as u64 > MAX_BYTES {
+        return Err(cannot("larger than 256 MiB".into()));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| cannot(e.to_string()))
+}
+
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let text = serde_json::to_string_pretty(value)? + "\n";
+    secure_fs::write_atomic(path, text.as_bytes())
+}

@@ -1,0 +1,357 @@
+//! `lab merge OUT DIR…`: results directories joined into one. A cell that
+//! is there twice (copied, or run again) is kept once when the runs agree
+//! (virtual time: every median within 0.5 %) and reported when they do
+//! not; cells of other lsmpmon versions, plans or kernel packages are
+//! refused unless forced, and then flagged (`merge.json`, the tables).
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+};
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    files,
+    tagged::{self, TaggedCell},
+};
+use crate::base::error::usage;
+use crate::lab::results::{CellStatus, ResultsDir};
+
+pub const MERGE_SCHEMA: &str = "lsmpmon.lab-merge/1";
+/// Two virtual-time runs of one cell agree within this (`lab rerun`'s tolerance).
+pub const TOLERANCE: f64 = 0.005;
+
+/// What the merge did, kept in `OUT/merge.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct Merged {
+    pub schema: String,
+    pub inputs: Vec<PathBuf>,
+    pub cells: usize,
+    /// Mixed versions, plans or kernel packages, merged with --force.
+    pub forced: Vec<String>,
+    /// Runs of one cell whose figures differ beyond the tolerance.
+    pub disagreements: Vec<String>,
+    /// Cells left out: another run of the same cell counts.
+    pub superseded: Vec<String>,
+}
+
+impl Merged {
+    /// The record of a merged directory, if it is one.
+    pub fn read(dir: &Path) -> Result<Option<Self>> {
+        let p = dir.join("merge.json");
+        if !p.exists() {
+            return Ok(None);
+        }
+        files::read_json(&p, "a merge record").map(Some)
+    }
+}
+
+pub fn merge(out: &Path, dirs: &[PathBuf], force: bool) -> Result<Merged> {
+    let mut all: Vec<TaggedCell> = Vec::new();
+    for d in dirs {
+        if !d.join("cells").is_dir() {
+            return Err(usage(format!(
+                "{} is not a lab results directory (no cells/)",
+                d.display()
+            )));
+        }
+        let (cells, bad) = tagged::read_all(d)?;
+        for b in bad {
+            eprintln!("lsmpmon: skipping {b}");
+        }
+        all.extend(cells);
+    }
+    let mismatches = mismatches(&all);
+    if let (Some(first), false) = (mismatches.first(), force) {
+        return Err(usage(format!(
+            "refusing to merge: {first}: use --force to merge them anyway (flagged in the tables)"
+        )));
+    }
+    let out_dir = ResultsDir::open(out)?;
+    let (existing, _) = tagged::read_all(out)?;
+    if !existing.is_empty() {
+        return Err(usage(format!(
+            "{} already holds cells: give it as an input and merge into a new directory",
+            out.display()
+        )));
+    }
+    let mut merged = Merged {
+        schema: MERGE_SCHEMA.into(),
+        inputs: dirs.to_vec(),
+        forced: mismatches,
+        ..Merged::default()
+    };
+    for group in by_identity(all).into_values() {
+        let keep = choose(&group, &mut merged);
+        std::fs::copy(&keep.file, tagged::cell_path(out, &keep.cell.id))?;
+        merged.cells += 1;
+    }
+    out_dir.write_index()?;
+    files::write_json(&out.join("merge.json"), &merged)?;
+    Ok(merged)
+}
+
+/// Everything that makes two cells the same cell of a matrix.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Identity {
+    series: String,
+    flavour: String,
+    config: String,
+    config_hash: String,
+    cpus: u32,
+    ops: String,
+    samples: usize,
+    sample_ms_bits: u64,
+    iterations: Option<u64>,
+    trace: bool,
+    bench_dir: String,
+    icount: String,
+    memory_mb: u32,
+}
+
+fn identity(c: &TaggedCell) -> Identity {
+    let (k, o) = (&c.cell.kernel, &c.cell.options);
+    Identity {
+        series: k.series.clone(),
+        flavour: k.flavour.clone(),
+        config: c.cell.config.name.clone(),
+        config_hash: c.cell.config.hash.clone(),
+        cpus: o.cpus,
+        ops: o.ops.clone(),
+        samples: o.samples,
+        sample_ms_bits: o.sample_ms.to_bits(),
+        iterations: o.iterations,
+        trace: o.trace,
+        bench_dir: o.bench_dir.clone(),
+        icount: o.icount.clone(),
+        memory_mb: o.memory_mb,
+    }
+}
+
+fn by_identity(cells: Vec<TaggedCell>) -> BTreeMap<Identity, Vec<TaggedCell>> {
+    let mut groups: BTreeMap<Identity, Vec<TaggedCell>> = BTreeMap::new();
+    for c in cells {
+        let group = groups.entry(identity(&c)).or_default();
+        // The same file copied into two directories is one cell.
+        if !group.iter().any(|g| g.cell.id == c.cell.id) {
+            group.push(c);
+        }
+    }
+    groups
+}
+
+/// The newest passed run of a cell (else its newest run); the others are
+/// superseded, and a passed run whose figures differ is a disagreement.
+fn choose<'a>(group: &'a [TaggedCell], merged: &mut Merged) -> &'a TaggedCell {
+    let passed = |c: &&TaggedCell| c.cell.status == CellStatus::Passed;
+    let keep = group
+        .iter()
+        .filter(passed)
+        .max_by_key(|c| c.cell.started_unix_s)
+        .or_else(|| group.iter().max_by_key(|c| c.cell.started_unix_s))
+        .unwrap_or(&group[0]);
+    for other in group.iter().filter(|c| c.cell.id != keep.cell.id) {
+        if passed(&other) {
+            if let Some(why) = differs(keep, other) {
+                merged.disagreements.push(format!(
+                    "{} {} ({} CPU): {} and {} differ: {why}",
+                    keep.cell.kernel.series,
+                    keep.cell.config.name,
+                    keep.cell.options.cpus,
+                    keep.file.display(),
+                    other.file.display()
+                ));
+            }
+        }
+        merged.superseded.push(other.file.display().to_string());
+    }
+    keep
+}
+
+/// The untraced benchmark's results.
+fn figures(c: &TaggedCell) -> Vec<crate::model::bench::OpResult> {
+    c.cell
+        .guest
+        .as_ref()
+        .and_then(|g| g.bench.as_ref())
+        .map(|b| b.results.clone())
+        .unwrap_or_default()
+}
+
+/// Why two passed runs of one cell disagree, if they do. Real-time runs
+/// differ by the host's noise: they are kept, not compared.
+fn differs(a: &TaggedCell, b: &TaggedCell) -> Option<String> {
+    use crate::model::TimeMode::Virtual;
+    if a.cell.time != Virtual || b.cell.time != Virtual {
+        return None;
+    }
+    let (fa, fb) = (figures(a), figures(b));
+    for x in &fa {
+        let Some(y) = fb.iter().find(|y| y.op == x.op) else {
+            return Some(format!("{} only in one", x.op));
+        };
+        let scale = x.summary.median.abs().max(y.summary.median.abs());
+        if scale > 0.0 && (x.summary.median - y.summary.median).abs() / scale > TOLERANCE {
+            return Some(format!(
+                "{} median {} vs {} (beyond {} %)",
+                x.op,
+                x.summary.median,
+                y.summary.median,
+                TOLERANCE * 100.0
+            ));
+        }
+    }
+    (fa.len() != fb.len()).then(|| "not the same ops".into())
+}
+
+/// Versions, plans and kernel packages that are not one each.
+fn mismatches(cells: &[TaggedCell]) -> Vec<String> {
+    let mut out = Vec::new();
+    let distinct = |key: &dyn Fn(&TaggedCell) -> Option<String>| {
+        let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
+        for c in cells {
+            if let Some(k) = key(c) {
+                seen.entry(k).or_insert_with(|| c.file.clone());
+            }
+        }
+        seen
+    };
+    let show = |seen: &BTreeMap<String, PathBuf>| {
+        seen.iter()
+            .map(|(k, f)| format!("{k} (e.g. {})", f.display()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let versions = distinct(&|c| Some(c.cell.lsmpmon_version.clone()));
+    if versions.len() > 1 {
+        out.push(format!("cells of lsmpmon versions {}", show(&versions)));
+    }
+    let plans = distinct(&|c| c.plan.as_ref().map(|p| p.id.clone()));
+    if plans.len() > 1 {
+        out.push(format!("cells of plans {}", show(&plans)));
+    }
+    let kernels = distinct(&|c| {
+        Some(format!(
+            "{}-{}",
+            c.cell.kernel.series, c.cell.kernel.flavour
+        ))
+    });
+    for k in kernels.keys() {
+        let packages = distinct(&|c| {
+            let name = format!("{}-{}", c.cell.kernel.series, c.cell.kernel.flavour);
+            (&name == k).then(|| {
+                format!(
+                    "{} {} (sha256 {}…)",
+                    c.cell.kernel.package,
+                    c.cell.kernel.package_version,
+                    c.cell
+                        .kernel
+                        .deb_sha256
+                        .chars()
+                        .take(12)
+                        .collect::<String>()
+                )
+            })
+        });
+        if packages.len() > 1 {
+            out.push(format!("kernel {k} from packages {}", show(&packages)));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NONE_CELL: &str = include_str!(
+        "../../../tests/fixtures/report/lab/cells/6.1-cloud__none__1795500718528-17793-0-vm.json"
+    );
+
+    fn temp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("lsmpmon-merge-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("cells")).unwrap();
+        d
+    }
+
+    /// The fixture's `none` cell as `id`, changed by `f`, into `dir`.
+    fn put(dir: &Path, id: &str, f: &dyn Fn(&mut serde_json::Value)) {
+        let mut v: serde_json::Value = serde_json::from_str(NONE_CELL).unwrap();
+        v["id"] = id.into();
+        f(&mut v);
+        let path = tagged::cell_path(dir, id);
+        std::fs::write(path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    }
+
+    fn scale_first_median(v: &mut serde_json::Value, by: f64) {
+        let m = &mut v["guest"]["bench"]["results"][0]["median"];
+        *m = (m.as_f64().unwrap() * by).into();
+    }
+
+    #[test]
+    fn a_cell_twice_is_kept_once_and_a_differing_run_is_a_disagreement() {
+        let (a, b, out) = (temp("a"), temp("b"), temp("out"));
+        put(&a, "one", &|_| ());
+        put(&b, "one", &|_| ());
+        put(&b, "again", &|v| {
+            v["started_unix_s"] = (v["started_unix_s"].as_u64().unwrap() + 10).into();
+            scale_first_median(v, 1.004);
+        });
+        let m = merge(&out, &[a.clone(), b.clone()], false).unwrap();
+        assert_eq!((m.cells, m.superseded.len()), (1, 1));
+        assert!(m.disagreements.is_empty(), "{:?}", m.disagreements);
+        // The newer run is the one kept.
+        assert!(tagged::cell_path(&out, "again").exists());
+        assert!(!tagged::cell_path(&out, "one").exists());
+
+        let out2 = temp("out2");
+        put(&b, "again", &|v| {
+            v["started_unix_s"] = (v["started_unix_s"].as_u64().unwrap() + 10).into();
+            scale_first_median(v, 1.01);
+        });
+        let m = merge(&out2, &[a.clone(), b.clone()], false).unwrap();
+        assert_eq!(m.disagreements.len(), 1, "{m:?}");
+        assert!(m.disagreements[0].contains("beyond 0.5 %"), "{m:?}");
+        for d in [a, b, out, out2] {
+            std::fs::remove_dir_all(d).unwrap();
+        }
+    }
+
+    #[test]
+    fn other_versions_and_kernel_packages_are_refused_unless_forced() {
+        let (a, b) = (temp("va"), temp("vb"));
+        put(&a, "one", &|_| ());
+        put(&b, "other", &|v| {
+            v["config"]["name"] = "tomoyo".into();
+            v["lsmpmon_version"] = "9.9.9".into();
+            v["kernel"]["deb_sha256"] = "ffff".into();
+        });
+        let out = temp("vout");
+        let err = merge(&out, &[a.clone(), b.clone()], false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("lsmpmon versions") && err.contains("--force"),
+            "{err}"
+        );
+        assert!(!out.join("index.json").exists());
+        let m = merge(&out, &[a.clone(), b.clone()], true).unwrap();
+        assert_eq!(m.cells, 2);
+        assert_eq!(m.forced.len(), 2, "{m:?}");
+        assert!(
+            m.forced[1].contains("kernel 6.1-cloud from packages"),
+            "{m:?}"
+        );
+        assert_eq!(Merged::read(&out).unwrap().unwrap(), m);
+        // A directory that already holds cells is not merged into.
+        let again = merge(&out, std::slice::from_ref(&a), true)
+            .unwrap_err()
+            .to_string();
+        assert!(again.contains("already holds cells"), "{again}");
+        for d in [a, b, out] {
+            std::fs::remove_dir_all(d).unwrap();
+        }
+    }
+}
