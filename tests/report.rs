@@ -804,6 +804,176 @@ fn impossible_figures_stop_the_report() {
     }
 }
 
+const NONE_CELL: &str = "lab/cells/6.1-cloud__none__1795500718528-17793-0-vm.json";
+
+/// The first hook of the trace fixture that was called.
+fn called_hook(v: &mut Value) -> &mut Value {
+    v["hooks"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|h| h["count"].as_u64().unwrap() > 0)
+        .unwrap()
+}
+
+type Edit = fn(&mut Value);
+
+/// Figures no measurement can produce, one per field: each stops the report.
+#[test]
+fn every_impossible_field_stops_the_report() {
+    let bench: &[(&str, Edit, &str)] = &[
+        (
+            "no-samples",
+            |v| v["results"][0]["samples"] = Value::Array(vec![]),
+            "samples is empty",
+        ),
+        (
+            "mean-above-max",
+            |v| v["results"][0]["mean"] = 1e9.into(),
+            "mean 1000000000 is outside",
+        ),
+        (
+            "negative-cov",
+            |v| v["results"][0]["cov_pct"] = (-1.0).into(),
+            "cov_pct -1 is negative",
+        ),
+        (
+            "negative-spread",
+            |v| v["results"][0]["spread_pct"] = (-1.0).into(),
+            "spread_pct -1",
+        ),
+        (
+            "negative-overhead",
+            |v| v["clock_overhead_ns"] = (-1.0).into(),
+            "clock_overhead_ns -1",
+        ),
+        (
+            "negative-wall",
+            |v| v["wall_s"] = (-1.0).into(),
+            "wall_s -1 is negative",
+        ),
+        (
+            "op-twice",
+            |v| {
+                let first = v["results"][0].clone();
+                v["results"].as_array_mut().unwrap().push(first);
+            },
+            "the op is given twice",
+        ),
+        (
+            "zero-samples",
+            |v| v["options"]["samples"] = 0.into(),
+            "options.samples is 0",
+        ),
+        (
+            "zero-sample-ms",
+            |v| v["options"]["sample_ms"] = 0.0.into(),
+            "options.sample_ms 0 is not positive",
+        ),
+    ];
+    let trace: &[(&str, Edit, &str)] = &[
+        (
+            "calls-off",
+            |v| {
+                let h = called_hook(v);
+                h["calls"] = (h["calls"].as_u64().unwrap() + 1).into();
+            },
+            "is not count",
+        ),
+        (
+            "decisions-over-calls",
+            |v| {
+                let h = called_hook(v);
+                h["deny"] = h["calls"].clone();
+                h["allow"] = h["calls"].clone();
+            },
+            "is more than calls",
+        ),
+        (
+            "bucket-upside-down",
+            |v| called_hook(v)["hist"][0]["low_ns"] = 1_000_000.into(),
+            "low_ns 1000000 is above high_ns",
+        ),
+        (
+            "sum-off",
+            |v| {
+                let h = called_hook(v);
+                h["sum_ns"] = (h["sum_ns"].as_u64().unwrap() * 2).into();
+            },
+            "sum_ns",
+        ),
+        (
+            "syscall-ave-off",
+            |v| v["syscalls"][0]["hooks"][0]["ave_ns"] = 5000.0.into(),
+            "ave_ns 5000 is not sum_ns",
+        ),
+        (
+            "floor-beyond",
+            |v| v["probe"]["floor_ns"] = 2e9.into(),
+            "probe.floor_ns 2000000000 is beyond 1 s",
+        ),
+    ];
+    let cell: &[(&str, Edit, &str)] = &[
+        (
+            "cell-wall",
+            |v| v["wall_s"] = (-1.0).into(),
+            "wall_s -1 is negative",
+        ),
+        (
+            "stage-wall",
+            |v| v["stages"][0]["wall_s"] = (-1.0).into(),
+            "wall_s -1 is negative",
+        ),
+        (
+            "stage-guest-ms",
+            |v| v["stages"][0]["guest_ms"] = (-1.0).into(),
+            "guest_ms -1 is negative",
+        ),
+        (
+            "guest-stage-ms",
+            |v| v["guest"]["stages"][0]["guest_ms"] = (-1.0).into(),
+            "guest_ms -1 is negative",
+        ),
+        (
+            "used-over-total",
+            |v| {
+                let m = &mut v["guest"]["footprint"]["after_setup"];
+                m["used_kib"] = (m["total_kib"].as_u64().unwrap() + 1).into();
+            },
+            "used_kib",
+        ),
+        (
+            "cell-zero-samples",
+            |v| v["options"]["samples"] = 0.into(),
+            "options.samples is 0",
+        ),
+        (
+            "cell-zero-sample-ms",
+            |v| v["options"]["sample_ms"] = (-1.0).into(),
+            "options.sample_ms -1",
+        ),
+        (
+            "series-path",
+            |v| v["kernel"]["series"] = "../../etc".into(),
+            "kernel.series",
+        ),
+        (
+            "other-proof",
+            |v| v["guest"]["proof"]["kind"] = "deny".into(),
+            "guest.proof.kind Deny",
+        ),
+    ];
+    for (fixture_file, cases) in [
+        ("bench-host.json", bench),
+        ("trace-6.1.json", trace),
+        (NONE_CELL, cell),
+    ] {
+        for (name, edit, want) in cases {
+            refused(&edited(fixture_file, &format!("{name}.json"), edit), want);
+        }
+    }
+}
+
 #[test]
 fn a_passed_cell_needs_a_passed_proof() {
     for (name, proof) in [("proof-failed", Some(false)), ("proof-missing", None)] {
