@@ -408,6 +408,7 @@ fn bench_with(samples: &[f64], name: &str) -> String {
         r["median"] = s[s.len() / 2].into();
         r["min"] = s[0].into();
         r["max"] = s[s.len() - 1].into();
+        r["mean"] = (s.iter().sum::<f64>() / s.len() as f64).into();
     }
     let p = tmp(name);
     std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
@@ -490,7 +491,7 @@ fn lab_with_cell(name: &str, config: &str, edit: impl Fn(&mut Value)) -> String 
 fn scale_stat(v: &mut Value, factor: f64) {
     for r in v["guest"]["bench"]["results"].as_array_mut().unwrap() {
         if r["op"] == "stat" {
-            for k in ["median", "min", "max"] {
+            for k in ["median", "min", "max", "mean"] {
                 r[k] = (r[k].as_f64().unwrap() * factor).into();
             }
             let samples: Vec<f64> = r["samples"]
@@ -1126,4 +1127,88 @@ fn the_newest_passed_cell_counts_and_the_others_are_named() {
         }),
         "{warnings:?}"
     );
+}
+
+/// `args` must stop with exit 2 and one line holding every one of `want`.
+fn one_line_refusal(args: &[&str], want: &[&str]) {
+    let out = lsmpmon(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    assert!(want.iter().all(|w| err.contains(w)), "{args:?}: {err}");
+    assert!(out.stdout.is_empty(), "{args:?}");
+}
+
+/// The same op in MB/s in one result and ns/op in another is no 0.0 % row.
+#[test]
+fn one_op_in_two_units_is_refused() {
+    let host = fixture("bench-host.json");
+    let other = edited("bench-host.json", "null-in-mbps.json", |v| {
+        for r in v["results"].as_array_mut().unwrap() {
+            if r["op"] == "null" {
+                r["unit"] = "MB/s".into();
+            }
+        }
+    });
+    let (a, b) = (host.to_str().unwrap(), other.to_str().unwrap());
+    let want = ["op null", "MB/s", "ns/op", "null-in-mbps.json"];
+    one_line_refusal(&["compare", a, b], &want);
+    one_line_refusal(&["report", a, b], &want);
+}
+
+/// Two different cells under one id and start time: neither is chosen by
+/// its file name.
+#[test]
+fn two_cells_with_one_identity_are_a_conflict() {
+    let dir = lab_with("conflict", |_| {});
+    let cells = Path::new(&dir).join("cells");
+    let tomoyo = std::fs::read_dir(&cells)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_str().unwrap().contains("tomoyo"))
+        .unwrap();
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&tomoyo).unwrap()).unwrap();
+    v["wall_s"] = (v["wall_s"].as_f64().unwrap() + 1.0).into();
+    let twin = cells.join("zz-twin.json");
+    std::fs::write(&twin, v.to_string()).unwrap();
+    let first = tomoyo.file_name().unwrap().to_str().unwrap();
+    one_line_refusal(
+        &["report", &dir],
+        &[first, "zz-twin.json", "two different cells"],
+    );
+    // The same cell read twice is still one cell.
+    std::fs::copy(&tomoyo, &twin).unwrap();
+    stdout_ok(&lsmpmon(&["report", &dir]));
+}
+
+/// A cells/*.json entry that is not a regular file is named, by every
+/// reader of a results directory (`lab tables` goes on without it).
+#[test]
+fn entries_of_a_results_directory_that_are_not_files_are_named() {
+    let make: [(&str, fn(&Path)); 4] = [
+        ("fifo", |p| {
+            assert!(Command::new("mkfifo").arg(p).status().unwrap().success())
+        }),
+        ("zero", |p| {
+            std::os::unix::fs::symlink("/dev/zero", p).unwrap()
+        }),
+        ("dir", |p| std::fs::create_dir(p).unwrap()),
+        ("dangling", |p| {
+            std::os::unix::fs::symlink("/nonexistent/cell.json", p).unwrap()
+        }),
+    ];
+    for (kind, mk) in make {
+        let dir = lab_with(&format!("entry-{kind}"), |_| {});
+        let name = format!("odd-{kind}.json");
+        mk(&Path::new(&dir).join("cells").join(&name));
+        one_line_refusal(&["report", &dir], &[&name]);
+        one_line_refusal(&["compare", &lab(), &dir], &[&name]);
+        let out = lsmpmon(&["lab", "tables", &dir]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{kind}: {err}");
+        assert!(err.contains(&name), "lab tables, {kind}: {err}");
+        if kind != "dangling" {
+            assert!(err.contains("not a regular file"), "{kind}: {err}");
+        }
+    }
 }

@@ -236,6 +236,7 @@ pub fn compare_main(args: CompareArgs) -> Result<i32> {
     }
     let a = input::load(std::slice::from_ref(&args.a), false)?;
     let b = input::load(std::slice::from_ref(&args.b), false)?;
+    input::one_unit_per_op(a.iter().chain(&b))?;
     let pairs = compare::pair(&a, &b)?;
     let forced = compare::check_origins(&pairs, args.force)?;
     let changes = compare::changes(&pairs, args.alpha);
