@@ -1185,7 +1185,8 @@ fn two_cells_with_one_identity_are_a_conflict() {
 /// reader of a results directory (`lab tables` goes on without it).
 #[test]
 fn entries_of_a_results_directory_that_are_not_files_are_named() {
-    let make: [(&str, fn(&Path)); 4] = [
+    type Make = fn(&Path);
+    let make: [(&str, Make); 4] = [
         ("fifo", |p| {
             assert!(Command::new("mkfifo").arg(p).status().unwrap().success())
         }),
