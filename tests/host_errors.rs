@@ -314,6 +314,27 @@ fn values_that_cannot_work_are_usage_errors() {
     }
 }
 
+/// A path or list with a control character is refused as it is parsed (it
+/// would be recorded in a result its own reader refuses, or echoed), and the
+/// one line shows it escaped.
+#[test]
+fn control_characters_in_paths_are_usage_errors() {
+    let cases: &[&[&str]] = &[
+        &["bench", "--dir", "/tmp/b\u{1b}[31mX", "--json"],
+        &["lab", "run", "--bench-dir", "/tmp/b\u{1b}[31mX"],
+        &["lab", "run", "--results", "r\u{1b}[2J"],
+        &["report", "--syscalls", "x\u{1b}[2J", "results"],
+    ];
+    for args in cases {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let line = one_error_line(&out);
+        assert!(line.contains("control character"), "{args:?}: {line}");
+        assert!(!out.stderr.contains(&0x1b), "{args:?}: escape echoed");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
 /// clap's own errors are one line too.
 #[test]
 fn usage_errors_are_one_line() {

@@ -414,6 +414,7 @@ fn bench_at(samples: &[f64], p: &Path) {
         r["median"] = s[s.len() / 2].into();
         r["min"] = s[0].into();
         r["max"] = s[s.len() - 1].into();
+        r["mean"] = (s.iter().sum::<f64>() / s.len() as f64).into();
     }
     std::fs::write(p, serde_json::to_string(&v).unwrap()).unwrap();
 }
@@ -605,7 +606,7 @@ fn lab_with_cell(name: &str, config: &str, edit: impl Fn(&mut Value)) -> String 
 fn scale_stat(v: &mut Value, factor: f64) {
     for r in v["guest"]["bench"]["results"].as_array_mut().unwrap() {
         if r["op"] == "stat" {
-            for k in ["median", "min", "max"] {
+            for k in ["median", "min", "max", "mean"] {
                 r[k] = (r[k].as_f64().unwrap() * factor).into();
             }
             let samples: Vec<f64> = r["samples"]
@@ -919,6 +920,176 @@ fn impossible_figures_stop_the_report() {
     }
 }
 
+const NONE_CELL: &str = "lab/cells/6.1-cloud__none__1795500718528-17793-0-vm.json";
+
+/// The first hook of the trace fixture that was called.
+fn called_hook(v: &mut Value) -> &mut Value {
+    v["hooks"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|h| h["count"].as_u64().unwrap() > 0)
+        .unwrap()
+}
+
+type Edit = fn(&mut Value);
+
+/// Figures no measurement can produce, one per field: each stops the report.
+#[test]
+fn every_impossible_field_stops_the_report() {
+    let bench: &[(&str, Edit, &str)] = &[
+        (
+            "no-samples",
+            |v| v["results"][0]["samples"] = Value::Array(vec![]),
+            "samples is empty",
+        ),
+        (
+            "mean-above-max",
+            |v| v["results"][0]["mean"] = 1e9.into(),
+            "mean 1000000000 is outside",
+        ),
+        (
+            "negative-cov",
+            |v| v["results"][0]["cov_pct"] = (-1.0).into(),
+            "cov_pct -1 is negative",
+        ),
+        (
+            "negative-spread",
+            |v| v["results"][0]["spread_pct"] = (-1.0).into(),
+            "spread_pct -1",
+        ),
+        (
+            "negative-overhead",
+            |v| v["clock_overhead_ns"] = (-1.0).into(),
+            "clock_overhead_ns -1",
+        ),
+        (
+            "negative-wall",
+            |v| v["wall_s"] = (-1.0).into(),
+            "wall_s -1 is negative",
+        ),
+        (
+            "op-twice",
+            |v| {
+                let first = v["results"][0].clone();
+                v["results"].as_array_mut().unwrap().push(first);
+            },
+            "the op is given twice",
+        ),
+        (
+            "zero-samples",
+            |v| v["options"]["samples"] = 0.into(),
+            "options.samples is 0",
+        ),
+        (
+            "zero-sample-ms",
+            |v| v["options"]["sample_ms"] = 0.0.into(),
+            "options.sample_ms 0 is not positive",
+        ),
+    ];
+    let trace: &[(&str, Edit, &str)] = &[
+        (
+            "calls-off",
+            |v| {
+                let h = called_hook(v);
+                h["calls"] = (h["calls"].as_u64().unwrap() + 1).into();
+            },
+            "is not count",
+        ),
+        (
+            "decisions-over-calls",
+            |v| {
+                let h = called_hook(v);
+                h["deny"] = h["calls"].clone();
+                h["allow"] = h["calls"].clone();
+            },
+            "is more than calls",
+        ),
+        (
+            "bucket-upside-down",
+            |v| called_hook(v)["hist"][0]["low_ns"] = 1_000_000.into(),
+            "low_ns 1000000 is above high_ns",
+        ),
+        (
+            "sum-off",
+            |v| {
+                let h = called_hook(v);
+                h["sum_ns"] = (h["sum_ns"].as_u64().unwrap() * 2).into();
+            },
+            "sum_ns",
+        ),
+        (
+            "syscall-ave-off",
+            |v| v["syscalls"][0]["hooks"][0]["ave_ns"] = 5000.0.into(),
+            "ave_ns 5000 is not sum_ns",
+        ),
+        (
+            "floor-beyond",
+            |v| v["probe"]["floor_ns"] = 2e9.into(),
+            "probe.floor_ns 2000000000 is beyond 1 s",
+        ),
+    ];
+    let cell: &[(&str, Edit, &str)] = &[
+        (
+            "cell-wall",
+            |v| v["wall_s"] = (-1.0).into(),
+            "wall_s -1 is negative",
+        ),
+        (
+            "stage-wall",
+            |v| v["stages"][0]["wall_s"] = (-1.0).into(),
+            "wall_s -1 is negative",
+        ),
+        (
+            "stage-guest-ms",
+            |v| v["stages"][0]["guest_ms"] = (-1.0).into(),
+            "guest_ms -1 is negative",
+        ),
+        (
+            "guest-stage-ms",
+            |v| v["guest"]["stages"][0]["guest_ms"] = (-1.0).into(),
+            "guest_ms -1 is negative",
+        ),
+        (
+            "used-over-total",
+            |v| {
+                let m = &mut v["guest"]["footprint"]["after_setup"];
+                m["used_kib"] = (m["total_kib"].as_u64().unwrap() + 1).into();
+            },
+            "used_kib",
+        ),
+        (
+            "cell-zero-samples",
+            |v| v["options"]["samples"] = 0.into(),
+            "options.samples is 0",
+        ),
+        (
+            "cell-zero-sample-ms",
+            |v| v["options"]["sample_ms"] = (-1.0).into(),
+            "options.sample_ms -1",
+        ),
+        (
+            "series-path",
+            |v| v["kernel"]["series"] = "../../etc".into(),
+            "kernel.series",
+        ),
+        (
+            "other-proof",
+            |v| v["guest"]["proof"]["kind"] = "deny".into(),
+            "guest.proof.kind Deny",
+        ),
+    ];
+    for (fixture_file, cases) in [
+        ("bench-host.json", bench),
+        ("trace-6.1.json", trace),
+        (NONE_CELL, cell),
+    ] {
+        for (name, edit, want) in cases {
+            refused(&edited(fixture_file, &format!("{name}.json"), edit), want);
+        }
+    }
+}
+
 #[test]
 fn a_passed_cell_needs_a_passed_proof() {
     for (name, proof) in [("proof-failed", Some(false)), ("proof-missing", None)] {
@@ -1071,4 +1242,89 @@ fn the_newest_passed_cell_counts_and_the_others_are_named() {
         }),
         "{warnings:?}"
     );
+}
+
+/// `args` must stop with exit 2 and one line holding every one of `want`.
+fn one_line_refusal(args: &[&str], want: &[&str]) {
+    let out = lsmpmon(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    assert!(want.iter().all(|w| err.contains(w)), "{args:?}: {err}");
+    assert!(out.stdout.is_empty(), "{args:?}");
+}
+
+/// The same op in MB/s in one result and ns/op in another is no 0.0 % row.
+#[test]
+fn one_op_in_two_units_is_refused() {
+    let host = fixture("bench-host.json");
+    let other = edited("bench-host.json", "null-in-mbps.json", |v| {
+        for r in v["results"].as_array_mut().unwrap() {
+            if r["op"] == "null" {
+                r["unit"] = "MB/s".into();
+            }
+        }
+    });
+    let (a, b) = (host.to_str().unwrap(), other.to_str().unwrap());
+    let want = ["op null", "MB/s", "ns/op", "null-in-mbps.json"];
+    one_line_refusal(&["compare", a, b], &want);
+    one_line_refusal(&["report", a, b], &want);
+}
+
+/// Two different cells under one id and start time: neither is chosen by
+/// its file name.
+#[test]
+fn two_cells_with_one_identity_are_a_conflict() {
+    let dir = lab_with("conflict", |_| {});
+    let cells = Path::new(&dir).join("cells");
+    let tomoyo = std::fs::read_dir(&cells)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_str().unwrap().contains("tomoyo"))
+        .unwrap();
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&tomoyo).unwrap()).unwrap();
+    v["wall_s"] = (v["wall_s"].as_f64().unwrap() + 1.0).into();
+    let twin = cells.join("zz-twin.json");
+    std::fs::write(&twin, v.to_string()).unwrap();
+    let first = tomoyo.file_name().unwrap().to_str().unwrap();
+    one_line_refusal(
+        &["report", &dir],
+        &[first, "zz-twin.json", "two different cells"],
+    );
+    // The same cell read twice is still one cell.
+    std::fs::copy(&tomoyo, &twin).unwrap();
+    stdout_ok(&lsmpmon(&["report", &dir]));
+}
+
+/// A cells/*.json entry that is not a regular file is named, by every
+/// reader of a results directory (`lab tables` goes on without it).
+#[test]
+fn entries_of_a_results_directory_that_are_not_files_are_named() {
+    type Make = fn(&Path);
+    let make: [(&str, Make); 4] = [
+        ("fifo", |p| {
+            assert!(Command::new("mkfifo").arg(p).status().unwrap().success())
+        }),
+        ("zero", |p| {
+            std::os::unix::fs::symlink("/dev/zero", p).unwrap()
+        }),
+        ("dir", |p| std::fs::create_dir(p).unwrap()),
+        ("dangling", |p| {
+            std::os::unix::fs::symlink("/nonexistent/cell.json", p).unwrap()
+        }),
+    ];
+    for (kind, mk) in make {
+        let dir = lab_with(&format!("entry-{kind}"), |_| {});
+        let name = format!("odd-{kind}.json");
+        mk(&Path::new(&dir).join("cells").join(&name));
+        one_line_refusal(&["report", &dir], &[&name]);
+        one_line_refusal(&["compare", &lab(), &dir], &[&name]);
+        let out = lsmpmon(&["lab", "tables", &dir]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{kind}: {err}");
+        assert!(err.contains(&name), "lab tables, {kind}: {err}");
+        if kind != "dangling" {
+            assert!(err.contains("not a regular file"), "{kind}: {err}");
+        }
+    }
 }

@@ -80,6 +80,15 @@ pub fn clap_line(rendered: &str) -> String {
     } else {
         format!("{} {}", first, listed.join(", "))
     };
+    // clap quotes the value it refused: a control character in it is shown
+    // escaped, never sent to the terminal.
+    let line: String = line
+        .chars()
+        .map(|c| match c.is_control() {
+            true => c.escape_default().to_string(),
+            false => c.to_string(),
+        })
+        .collect();
     format!("{line}; see --help")
 }
 

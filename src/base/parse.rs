@@ -45,6 +45,20 @@ pub fn list(s: &str) -> Result<String, String> {
     Ok(s.to_string())
 }
 
+/// Text without control characters: it is echoed in messages and recorded
+/// in results, which refuse them.
+pub fn printable(s: &str) -> Result<String, String> {
+    match s.chars().find(|c| c.is_control()) {
+        Some(c) => Err(format!("a control character ({c:?}) in the value")),
+        None => Ok(s.to_string()),
+    }
+}
+
+/// A path without control characters.
+pub fn path(s: &str) -> Result<std::path::PathBuf, String> {
+    printable(s).map(std::path::PathBuf::from)
+}
+
 /// A string that must not be empty.
 pub fn non_empty(s: &str) -> Result<String, String> {
     if s.trim().is_empty() {

@@ -15,7 +15,7 @@ pub struct BenchArgs {
     /// DIR/<op>.XXXXXX, removed after; DIR is left as it was (made 0700 and
     /// removed if missing). Refused if another user could change it. Keep it
     /// identical across compared runs: path depth changes LSM costs.
-    #[arg(long, default_value = "/tmp/lsmpmon-bench")]
+    #[arg(long, default_value = "/tmp/lsmpmon-bench", value_parser = crate::base::parse::path)]
     pub dir: PathBuf,
     /// Samples per operation (the median is reported).
     #[arg(long, default_value_t = 11, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000))]

@@ -55,7 +55,7 @@ pub struct RunArgs {
     #[arg(long = "timeout", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(10..=86_400))]
     pub timeout_s: u64,
     /// Results directory (created; cells accumulate, newest per cell wins in tables).
-    #[arg(long, default_value = "lab-results")]
+    #[arg(long, default_value = "lab-results", value_parser = crate::base::parse::path)]
     pub results: PathBuf,
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(256..=65_536))]
     pub memory_mb: u32,
@@ -86,6 +86,7 @@ pub struct RerunArgs {
 
 /// An absolute guest path without empty, `.` or `..` components.
 fn absolute_dir(s: &str) -> std::result::Result<String, String> {
+    crate::base::parse::printable(s)?;
     let ok = s.starts_with('/')
         && s.len() > 1
         && s[1..]

@@ -2,6 +2,7 @@
 //! directories), `bench` and `trace` results. Each becomes a [`Run`]: one
 //! configuration measured on one kernel, with where its numbers come from.
 use std::{
+    collections::HashMap,
     fs,
     path::{Path, PathBuf},
 };
@@ -9,7 +10,7 @@ use std::{
 use anyhow::Result;
 
 use crate::base::error::usage;
-use crate::model::bench::{BenchResult, BENCH_SCHEMA};
+use crate::model::bench::{BenchResult, Unit, BENCH_SCHEMA};
 use crate::model::cell::{CellResult, CellStatus, Footprint, ProofKind, ProofReport, CELL_SCHEMA};
 use crate::model::identity::{Alike, KernelId, Origin};
 use crate::model::provenance::TimeMode;
@@ -86,6 +87,7 @@ pub fn load(paths: &[PathBuf], skip: bool) -> Result<Vec<Run>> {
 /// The runs that count, and a line for each run another one superseded.
 pub fn load_counting(paths: &[PathBuf], skip: bool) -> Result<(Vec<Run>, Vec<String>)> {
     let mut runs = Vec::new();
+    let mut cells = CellsSeen::default();
     for p in paths {
         let meta =
             fs::metadata(p).map_err(|e| usage(format!("cannot read {}: {e}", p.display())))?;
@@ -95,8 +97,13 @@ pub fn load_counting(paths: &[PathBuf], skip: bool) -> Result<(Vec<Run>, Vec<Str
             vec![p.clone()]
         };
         for f in files {
-            match load_file(&f) {
-                Ok(r) => runs.push(r),
+            match load_entry(&f) {
+                Ok((r, key)) => {
+                    if let Some(key) = key {
+                        cells.add(key, &f)?;
+                    }
+                    runs.push(r)
+                }
                 Err(e) if skip => {
                     eprintln!("lsmpmon: skipping {}", crate::base::error::one_line(&e))
                 }
@@ -109,8 +116,69 @@ pub fn load_counting(paths: &[PathBuf], skip: bool) -> Result<(Vec<Run>, Vec<Str
             "no results in the given paths: pass lab result directories or result files",
         ));
     }
+    one_unit_per_op(&runs)?;
     label_standalone(&mut runs);
     Ok(counting(runs))
+}
+
+/// A cell's identity (id and start time) and its contents.
+struct CellKey {
+    id: String,
+    started_unix_s: u64,
+    contents: String,
+}
+
+/// The cells read so far: the same cell read twice (a file given twice, or
+/// a copy) is one cell; two different cells under one identity cannot both
+/// be it, and no file name decides which.
+#[derive(Default)]
+struct CellsSeen(HashMap<(String, u64), (String, PathBuf)>);
+
+impl CellsSeen {
+    fn add(&mut self, key: CellKey, path: &Path) -> Result<()> {
+        let id = (key.id, key.started_unix_s);
+        match self.0.get(&id) {
+            Some((contents, first)) if *contents != key.contents => Err(usage(format!(
+                "{} and {}: two different cells with id {} started at {}: remove the wrong one",
+                first.display(),
+                path.display(),
+                id.0,
+                id.1
+            ))),
+            Some(_) => Ok(()),
+            None => {
+                self.0.insert(id, (key.contents, path.to_path_buf()));
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Each op in one unit across the runs read together: a percentage between
+/// "MB/s" and "ns/op" figures means nothing.
+pub fn one_unit_per_op<'a>(runs: impl IntoIterator<Item = &'a Run>) -> Result<()> {
+    let mut seen: HashMap<&str, (Unit, &Path)> = HashMap::new();
+    for r in runs {
+        for o in r.bench.iter().flat_map(|b| &b.results) {
+            match seen.get(o.op.as_str()) {
+                Some((unit, first)) if *unit != o.unit => {
+                    return Err(usage(format!(
+                        "{}: op {} is in {}, but in {} in {}: not compared",
+                        r.source.display(),
+                        o.op,
+                        o.unit.name(),
+                        unit.name(),
+                        first.display()
+                    )))
+                }
+                Some(_) => {}
+                None => {
+                    seen.insert(&o.op, (o.unit, &r.source));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The one rule for the run that counts: per kernel and configuration, the
@@ -165,7 +233,9 @@ fn result_files(dir: &Path) -> Result<Vec<PathBuf>> {
         .map_err(|e| usage(format!("cannot read {}: {e}", cells.display())))?
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
+        // Every *.json entry, whatever it is: one that is not a regular file
+        // is named when it is read, never skipped in silence.
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     files.sort();
     if files.is_empty() {
@@ -178,18 +248,30 @@ fn result_files(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 pub fn load_file(p: &Path) -> Result<Run> {
+    Ok(load_entry(p)?.0)
+}
+
+/// The run in `p`, and for a cell its identity.
+fn load_entry(p: &Path) -> Result<(Run, Option<CellKey>)> {
     let readable = [CELL_SCHEMA, BENCH_SCHEMA, TRACE_SCHEMA];
     Ok(match read::load_one_of("", p, &readable, "report")? {
-        AnyResult::Cell(c) => from_cell(p, &c),
+        AnyResult::Cell(c) => {
+            let key = CellKey {
+                id: c.id.clone(),
+                started_unix_s: c.started_unix_s,
+                contents: serde_json::to_string(&c)?,
+            };
+            (from_cell(p, &c), Some(key))
+        }
         AnyResult::Bench(b) => {
             let origin = Origin::of_bench(&b.provenance);
             let (alike, started) = (Alike::of_bench(&b), b.provenance.base.started_unix_s);
-            standalone(p, origin, alike, started, Some(*b), None)
+            (standalone(p, origin, alike, started, Some(*b), None), None)
         }
         AnyResult::Trace(t) => {
             let origin = Origin::of_trace(&t.provenance);
             let (alike, started) = (Alike::of_trace(&t), t.provenance.started_unix_s);
-            standalone(p, origin, alike, started, None, Some(*t))
+            (standalone(p, origin, alike, started, None, Some(*t)), None)
         }
         other => {
             return Err(usage(format!(

@@ -45,7 +45,7 @@ pub struct ReportArgs {
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Syscalls of the Tables 6/7 form, comma-separated (default: the three with most hook time).
-    #[arg(long, value_name = "LIST")]
+    #[arg(long, value_name = "LIST", value_parser = crate::base::parse::printable)]
     pub syscalls: Option<String>,
     /// Configurations in this order first (lab names; others follow as found).
     #[arg(long, value_name = "LIST", default_value = crate::lab::DEFAULT_CONFIGS)]
@@ -237,6 +237,7 @@ pub fn compare_main(args: CompareArgs) -> Result<i32> {
     }
     let a = input::load(std::slice::from_ref(&args.a), false)?;
     let b = input::load(std::slice::from_ref(&args.b), false)?;
+    input::one_unit_per_op(a.iter().chain(&b))?;
     let pairs = compare::pair(&a, &b)?;
     let forced = compare::check_origins(&pairs, args.force)?;
     let changes = compare::changes(&pairs, args.alpha);
