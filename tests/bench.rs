@@ -779,3 +779,88 @@ fn ctrl_c_reports_interrupted_not_failed_ops() {
     assert_eq!(listing(&dir), Vec::<String>::new());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Starts `bench --ops OP` (long samples) with stderr piped, and returns it
+/// once its first sample round began, with a thread collecting the rest of
+/// its stderr.
+fn sampling_bench(
+    op: &str,
+    dir: &std::path::Path,
+) -> (std::process::Child, std::thread::JoinHandle<Vec<String>>) {
+    use std::io::BufRead;
+    let mut child = Command::new(LSMPMON)
+        .args([
+            "bench",
+            "--ops",
+            op,
+            "--samples",
+            "1000",
+            "--sample-ms",
+            "30",
+        ])
+        .args(["--ctx-procs", "4", "--dir", dir.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    assert!(
+        lines.any(|l| l.is_ok_and(|l| l.contains("sample round 1/"))),
+        "bench --ops {op} never sampled"
+    );
+    (
+        child,
+        std::thread::spawn(move || lines.map_while(Result::ok).collect()),
+    )
+}
+
+/// Waits up to `secs` for `child`; kills it (and fails) if it is still running.
+fn ends_within(child: &mut std::process::Child, secs: u64, what: &str) -> i32 {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code().unwrap_or(-1);
+        }
+        if started.elapsed().as_secs() >= secs {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: bench still running after {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// A helper process that dies under bench (killed by someone else) fails
+/// its op with one line, and the run ends with its files removed: the ctx
+/// ring (bench held every ring pipe open, and read forever) and the
+/// yield_proc partner (bench spun on sched_yield forever).
+#[test]
+fn a_killed_helper_fails_its_op_and_the_run_ends() {
+    for (op, line) in [
+        ("ctx", "the ring lost a process"),
+        ("yield_proc", "partner process died"),
+    ] {
+        let dir = fresh(&format!("helper-{op}"));
+        let (mut bench, rest) = sampling_bench(op, &dir);
+        // yield_proc forks its partner for each sample: look until one runs.
+        let mut helpers = descendants(bench.id() as i32);
+        for _ in 0..100 {
+            if !helpers.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            helpers = descendants(bench.id() as i32);
+        }
+        assert!(!helpers.is_empty(), "{op}: no helper process");
+        // SAFETY: killing a process our own child started.
+        unsafe { libc::kill(helpers[helpers.len() / 2], libc::SIGKILL) };
+        let code = ends_within(&mut bench, 20, op);
+        let rest = rest.join().unwrap();
+        assert_eq!(code, 1, "{op}: {rest:?}");
+        let failed: Vec<&String> = rest.iter().filter(|l| l.contains("FAILED")).collect();
+        assert_eq!(failed.len(), 1, "{op}: {rest:?}");
+        assert!(failed[0].contains(line), "{op}: {rest:?}");
+        assert_eq!(listing(&dir), Vec::<String>::new(), "{op}: files left");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
