@@ -276,7 +276,10 @@ impl Bench for Stream {
             let buf = &mut self.buf.bytes_mut()[..n];
             // SAFETY: reading into our buffer.
             let r = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-            if r <= 0 {
+            if r == 0 {
+                bail!("the stream writer died (end of stream after {got} of {want} bytes)");
+            }
+            if r < 0 {
                 bail!(
                     "stream read failed after {got} bytes: {}",
                     std::io::Error::last_os_error()
@@ -559,7 +562,8 @@ mod tests {
         assert_ne!(pids[0], pids[1], "one writer for two samples");
         s.prepare(3).unwrap();
         s.writer.as_mut().unwrap()._child.kill();
-        assert!(s.run(3).is_err(), "a sample without its writer passed");
+        let err = s.run(3).expect_err("a sample without its writer passed");
+        assert!(err.to_string().contains("writer died"), "{err}");
     }
 
     #[test]
