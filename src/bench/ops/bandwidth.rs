@@ -268,7 +268,10 @@ impl Bench for Stream {
         // SAFETY: writing the request from our own buffer.
         let n = unsafe { libc::write(control, want.to_ne_bytes().as_ptr().cast(), 8) };
         if n != 8 {
-            bail!("stream writer gone: {}", std::io::Error::last_os_error());
+            bail!(
+                "the stream writer died before the sample: {}",
+                std::io::Error::last_os_error()
+            );
         }
         let mut got = 0u64;
         while got < want {
