@@ -940,3 +940,170 @@ fn compare_repeated_runs_finds_a_planted_change_and_one_run_a_side_cannot_tell()
         );
     }
 }
+
+/// Starts `bench --ops OP` (long samples) with stderr piped, and returns it
+/// once its first sample round began, with a thread collecting the rest of
+/// its stderr.
+fn sampling_bench(
+    op: &str,
+    dir: &std::path::Path,
+) -> (std::process::Child, std::thread::JoinHandle<Vec<String>>) {
+    use std::io::BufRead;
+    let mut child = Command::new(LSMPMON)
+        .args([
+            "bench",
+            "--ops",
+            op,
+            "--samples",
+            "1000",
+            "--sample-ms",
+            "30",
+        ])
+        .args(["--ctx-procs", "4", "--dir", dir.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    assert!(
+        lines.any(|l| l.is_ok_and(|l| l.contains("sample round 1/"))),
+        "bench --ops {op} never sampled"
+    );
+    (
+        child,
+        std::thread::spawn(move || lines.map_while(Result::ok).collect()),
+    )
+}
+
+/// Waits up to `secs` for `child`; kills it (and fails) if it is still running.
+fn ends_within(child: &mut std::process::Child, secs: u64, what: &str) -> i32 {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code().unwrap_or(-1);
+        }
+        if started.elapsed().as_secs() >= secs {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: bench still running after {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// A helper process that dies under bench (killed by someone else) fails
+/// its op with one line, and the run ends with its files removed: the ctx
+/// ring (bench held every ring pipe open, and read forever) and the
+/// yield_proc partner (bench spun on sched_yield forever).
+#[test]
+fn a_killed_helper_fails_its_op_and_the_run_ends() {
+    for (op, line) in [
+        ("ctx", "the ring lost a process"),
+        ("yield_proc", "partner process died"),
+    ] {
+        let dir = fresh(&format!("helper-{op}"));
+        let (mut bench, rest) = sampling_bench(op, &dir);
+        // yield_proc forks its partner for each sample: look until one runs.
+        let mut helpers = descendants(bench.id() as i32);
+        for _ in 0..100 {
+            if !helpers.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            helpers = descendants(bench.id() as i32);
+        }
+        assert!(!helpers.is_empty(), "{op}: no helper process");
+        // SAFETY: killing a process our own child started.
+        unsafe { libc::kill(helpers[helpers.len() / 2], libc::SIGKILL) };
+        let code = ends_within(&mut bench, 20, op);
+        let rest = rest.join().unwrap();
+        assert_eq!(code, 1, "{op}: {rest:?}");
+        let failed: Vec<&String> = rest.iter().filter(|l| l.contains("FAILED")).collect();
+        assert_eq!(failed.len(), 1, "{op}: {rest:?}");
+        assert!(failed[0].contains(line), "{op}: {rest:?}");
+        assert_eq!(listing(&dir), Vec::<String>::new(), "{op}: files left");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+/// SIGTERM stops bench within a second or two, even in the middle of a
+/// calibration step or a sample 20 s long (the stop flag is looked at
+/// inside the op's loop, not only between samples).
+#[test]
+fn sigterm_stops_a_long_sample_at_once() {
+    use std::io::BufRead;
+    let dir = fresh("long-sample");
+    let mut child = Command::new(LSMPMON)
+        .args(["bench", "--ops", "null", "--samples", "5"])
+        .args(["--sample-ms", "20000", "--dir", dir.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    assert!(lines.any(|l| l.is_ok_and(|l| l.contains("calibrating"))));
+    let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let code = ends_within(&mut child, 5, "SIGTERM during a 20 s sample");
+    let rest = rest.join().unwrap();
+    assert_eq!(code, 1, "{rest:?}");
+    assert!(rest.last().unwrap().contains("interrupted"), "{rest:?}");
+    assert!(!rest.iter().any(|l| l.contains("FAILED")), "{rest:?}");
+    assert_eq!(listing(&dir), Vec::<String>::new());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A `--dir` bench made is removed at the end: under --landlock (whose
+/// ruleset forbade removing it), and when two runs shared it (the one that
+/// made it ending first).
+#[test]
+fn a_work_directory_bench_made_is_removed_by_the_last_run() {
+    let base = fresh("made-root");
+    let made = base.join("l2");
+    let out = quick("null", &["--landlock", "--dir", made.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !err.contains("Landlock is not available") {
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert!(!made.exists(), "--landlock left the --dir it made");
+    }
+    let shared = base.join("shared");
+    let (mut first, _) = sampling_bench("null", &shared);
+    let (mut second, _) = sampling_bench("null", &shared);
+    for b in [&mut first, &mut second] {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(b.id() as i32, libc::SIGTERM) };
+        assert_eq!(ends_within(b, 10, "shared --dir"), 1);
+    }
+    assert!(!shared.exists(), "{:?} left", listing(&shared));
+    std::fs::remove_dir_all(&base).unwrap();
+}
+
+/// A full `--dir` names ENOSPC (root only: a 64 KiB tmpfs in a mount
+/// namespace of its own).
+#[test]
+fn a_full_work_directory_names_enospc() {
+    // SAFETY: plain query.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    let dir = fresh("full");
+    let script = format!(
+        "mount -t tmpfs -o size=64k lsmpmon-full {d} && exec {LSMPMON} bench --ops create_10k \
+         --samples 3 --sample-ms 5 --dir {d}/w",
+        d = dir.display()
+    );
+    let out = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let failed = err
+        .lines()
+        .find(|l| l.contains("FAILED"))
+        .unwrap_or_default();
+    assert!(failed.contains("No space left on device"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

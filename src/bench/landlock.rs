@@ -27,7 +27,13 @@ const SYSTEM_DIRS: &[&str] = &[
 /// Confines this process (and what it forks) to `work_dir` plus read and
 /// execute access to the system, then proves a write elsewhere is denied.
 pub fn enter(work_dir: &Path) -> Result<LandlockInfo> {
-    let status = ruleset(work_dir)?
+    enter_with(work_dir, false)
+}
+
+/// As `enter`; `made_by_bench`: bench made `work_dir` and removes it at
+/// the end, which needs the right to remove a directory in its parent.
+pub fn enter_with(work_dir: &Path, made_by_bench: bool) -> Result<LandlockInfo> {
+    let status = ruleset(work_dir, made_by_bench)?
         .restrict_self()
         .context("landlock_restrict_self")?;
     let (abi, effective) = kernel_abi(&status)?;
@@ -43,7 +49,7 @@ pub fn enter(work_dir: &Path) -> Result<LandlockInfo> {
 /// The ruleset: all of `work_dir`, the system to read and execute,
 /// lsmpmon itself (the fork ops' helper is lsmpmon re-executed, wherever it
 /// lies) and the devices the ops use.
-fn ruleset(work_dir: &Path) -> Result<RulesetCreated> {
+fn ruleset(work_dir: &Path, made_by_bench: bool) -> Result<RulesetCreated> {
     let all = AccessFs::from_all(HANDLED_UP_TO);
     let mut ruleset = Ruleset::default()
         .handle_access(all)
@@ -51,6 +57,12 @@ fn ruleset(work_dir: &Path) -> Result<RulesetCreated> {
         .create()
         .context("landlock_create_ruleset")?;
     ruleset = allow(ruleset, work_dir, all)?;
+    if made_by_bench {
+        // Removing it at the end (rmdir) is a right on its parent.
+        if let Some(parent) = work_dir.parent() {
+            ruleset = allow(ruleset, parent, AccessFs::RemoveDir.into())?;
+        }
+    }
     for dir in SYSTEM_DIRS {
         ruleset = allow(ruleset, Path::new(dir), READ_EXEC)?;
     }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+use super::interrupt::requested_now;
 use super::op::{Bench, Ctx, OpDef, Unit, Work};
 use super::stats::summarize;
 pub use crate::model::bench::{Latency, OpResult};
@@ -101,6 +102,9 @@ fn calibrate(bench: &mut dyn Bench, m: &Method, clock_ns: f64) -> Result<u64> {
     };
     let mut iters = bench.whole_iterations(1);
     loop {
+        if requested_now() {
+            bail!("interrupted");
+        }
         let (el, _) = timed(bench, iters, clock_ns)?;
         if el < target && iters < MAX_ITERS {
             iters = bench.whole_iterations(grow(iters, el));
@@ -109,6 +113,9 @@ fn calibrate(bench: &mut dyn Bench, m: &Method, clock_ns: f64) -> Result<u64> {
         // The warm-up sample must confirm the count: one slow first run (a
         // cold cache, a first connection) is not the op's cost, and would
         // leave samples far shorter than --sample-ms.
+        if requested_now() {
+            bail!("interrupted");
+        }
         let (again, _) = timed(bench, iters, clock_ns)?;
         if again >= target / 2.0 || iters >= MAX_ITERS {
             return Ok(iters);

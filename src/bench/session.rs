@@ -58,7 +58,7 @@ pub fn main(args: BenchArgs) -> Result<i32> {
         host::pin(cpu)?;
     }
     let landlock = if args.landlock {
-        let info = landlock::enter(work.root())?;
+        let info = landlock::enter_with(work.root(), work.made_root())?;
         eprintln!("bench: Landlock ABI {} enforcing: {}", info.abi, info.proof);
         Some(info)
     } else {
@@ -98,10 +98,11 @@ struct Run<'a, 's> {
 
 impl<'a> Run<'a, '_> {
     fn op_failed(&mut self, name: &'a str, e: &anyhow::Error) {
-        eprintln!("bench: {name} FAILED: {}", one_line(e));
         if self.stop.requested() {
+            eprintln!("bench: {name} stopped: {}", one_line(e));
             self.outcome.interrupted = true;
         } else {
+            eprintln!("bench: {name} FAILED: {}", one_line(e));
             self.outcome.failed.push(name);
         }
     }
@@ -178,6 +179,10 @@ impl<'a> Run<'a, '_> {
             eprintln!("bench: sample round {}/{samples}", round + 1);
             let mut i = 0;
             while i < prepared.len() {
+                if self.stop.requested() {
+                    eprintln!("bench: interrupted in sample round {}/{samples}", round + 1);
+                    return;
+                }
                 match prepared[i].sample(self.clock_ns) {
                     Ok(()) => i += 1,
                     Err(e) => {

@@ -2,6 +2,8 @@
 //! which each op gets a fresh private directory `<op>.XXXXXX` (mkdtemp, mode
 //! 0700). Only what bench created is removed, on every exit path: error,
 //! panic, Ctrl-C or SIGTERM (the caller turns those into a normal return).
+//! A `--dir` bench made holds a marker file while in use, so that another
+//! bench sharing it knows it is bench's, and whichever ends last removes it.
 //! Files sit at `<dir>/<op>.XXXXXX/<file>`, the depth they had before
 //! (`<dir>/<op>/<file>`): path depth changes what path-based LSMs cost.
 use std::{
@@ -18,10 +20,14 @@ use anyhow::Result;
 use crate::base::error::usage;
 use crate::base::secure_fs::{euid, trusted_path};
 
+/// The marker of a `--dir` that bench made.
+const MARKER: &str = ".lsmpmon-bench-made";
+
 pub struct WorkDir {
     /// The user's --dir, resolved (symlinks followed once, at the start).
     root: PathBuf,
-    /// Bench made --dir itself: removed at the end if empty.
+    /// Bench made --dir (this run or another, by its marker): removed at
+    /// the end if nothing but the marker is left in it.
     made_root: bool,
     /// The private directories bench made, removed with what is in them.
     made: Vec<PathBuf>,
@@ -47,11 +53,25 @@ impl WorkDir {
         if made_root && root.is_err() {
             let _ = fs::remove_dir(dir);
         }
+        let root = root?;
+        let marker = root.join(MARKER);
+        if made_root {
+            if let Err(e) = crate::bench::sys::file::create_new(&marker) {
+                let _ = fs::remove_dir(&root);
+                return Err(e);
+            }
+        }
+        let marked = fs::symlink_metadata(&marker).is_ok_and(|m| m.is_file());
         Ok(Self {
-            root: root?,
-            made_root,
+            root,
+            made_root: made_root || marked,
             made: Vec::new(),
         })
+    }
+
+    /// Bench made the directory the user named (it is removed at the end).
+    pub fn made_root(&self) -> bool {
+        self.made_root
     }
 
     /// The directory the user named, resolved.
@@ -137,6 +157,11 @@ fn check_links(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Nothing but bench's marker is left in `dir`.
+fn only_the_marker(dir: &Path) -> bool {
+    fs::read_dir(dir).is_ok_and(|entries| entries.flatten().all(|e| e.file_name() == MARKER))
+}
+
 enum Part {
     Root,
     Up,
@@ -160,8 +185,9 @@ impl Drop for WorkDir {
         for d in &self.made {
             let _ = fs::remove_dir_all(d);
         }
-        if self.made_root {
-            // Only if empty: another bench may have made its directories there.
+        if self.made_root && only_the_marker(&self.root) {
+            // Another bench may be using it still: then it removes it.
+            let _ = fs::remove_file(self.root.join(MARKER));
             let _ = fs::remove_dir(&self.root);
         }
     }

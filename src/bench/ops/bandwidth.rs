@@ -268,7 +268,10 @@ impl Bench for Stream {
         // SAFETY: writing the request from our own buffer.
         let n = unsafe { libc::write(control, want.to_ne_bytes().as_ptr().cast(), 8) };
         if n != 8 {
-            bail!("stream writer gone: {}", std::io::Error::last_os_error());
+            bail!(
+                "the stream writer died before the sample: {}",
+                std::io::Error::last_os_error()
+            );
         }
         let mut got = 0u64;
         while got < want {
@@ -276,7 +279,10 @@ impl Bench for Stream {
             let buf = &mut self.buf.bytes_mut()[..n];
             // SAFETY: reading into our buffer.
             let r = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-            if r <= 0 {
+            if r == 0 {
+                bail!("the stream writer died (end of stream after {got} of {want} bytes)");
+            }
+            if r < 0 {
                 bail!(
                     "stream read failed after {got} bytes: {}",
                     std::io::Error::last_os_error()
@@ -559,7 +565,8 @@ mod tests {
         assert_ne!(pids[0], pids[1], "one writer for two samples");
         s.prepare(3).unwrap();
         s.writer.as_mut().unwrap()._child.kill();
-        assert!(s.run(3).is_err(), "a sample without its writer passed");
+        let err = s.run(3).expect_err("a sample without its writer passed");
+        assert!(err.to_string().contains("writer died"), "{err}");
     }
 
     #[test]

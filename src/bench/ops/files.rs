@@ -8,6 +8,7 @@ use std::{
 
 use anyhow::{bail, Result};
 
+use crate::bench::interrupt::check_loop;
 use crate::bench::op::{group, Bench, Ctx, OpDef, Unit, Work};
 use crate::bench::sys::{
     fd::check,
@@ -51,7 +52,8 @@ impl Fs {
     }
 
     fn create_all(&self) -> Result<()> {
-        for n in &self.names {
+        for (i, n) in (0u64..).zip(&self.names) {
+            check_loop(i)?;
             // SAFETY: valid path; fd closed right away.
             let fd = check(
                 unsafe {
@@ -63,24 +65,41 @@ impl Fs {
                 } as i64,
                 "create",
             )? as i32;
-            if self.size > 0 {
-                let w = unsafe { libc::write(fd, self.data.as_ptr().cast(), self.size) };
-                if w != self.size as isize {
-                    bail!("short write while creating a {} byte file", self.size);
-                }
-            }
-            check(unsafe { libc::close(fd) } as i64, "close")?;
+            let written = write_all(fd, &self.data);
+            // SAFETY: our descriptor, closed once.
+            let closed = check(unsafe { libc::close(fd) } as i64, "close");
+            written.and(closed)?;
         }
         Ok(())
     }
 
     fn delete_all(&self) -> Result<()> {
-        for n in &self.names {
+        for (i, n) in (0u64..).zip(&self.names) {
+            check_loop(i)?;
             // SAFETY: valid path.
             check(unsafe { libc::unlink(n.as_ptr()) } as i64, "unlink")?;
         }
         Ok(())
     }
+}
+
+/// Writes all of `data` to `fd`; the error names its cause (ENOSPC on a
+/// full disk, which a first short write does not report).
+fn write_all(fd: libc::c_int, data: &[u8]) -> Result<()> {
+    let mut done = 0;
+    while done < data.len() {
+        // SAFETY: writing the rest of our buffer.
+        let w = unsafe { libc::write(fd, data[done..].as_ptr().cast(), data.len() - done) };
+        if w <= 0 {
+            bail!(
+                "writing a {} byte file: {} after {done} bytes",
+                data.len(),
+                std::io::Error::last_os_error()
+            );
+        }
+        done += w as usize;
+    }
+    Ok(())
 }
 
 impl Bench for Fs {
@@ -147,6 +166,7 @@ impl Bench for FileRw {
         let per_file = (RW_FILE_BYTES / len) as u64;
         let fd = self.fd.as_raw_fd();
         for i in 0..iters {
+            check_loop(i)?;
             let off = ((i % per_file) * len as u64) as i64;
             // SAFETY: buffer of len bytes; our fd.
             let r = unsafe { libc::pread(fd, self.buf.as_mut_ptr().cast(), len, off) };

@@ -5,7 +5,7 @@ use std::{
     path::PathBuf,
 };
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 
 use crate::bench::forker::Forker;
 use crate::bench::op::{group, Bench, Ctx, OpDef, Unit, Work};
@@ -274,8 +274,13 @@ fn pipes(n: usize) -> Result<Vec<(OwnedFd, OwnedFd)>> {
 /// process (`overhead_ns` in the result).
 struct CtxRing {
     cpu: usize,
-    ring: Vec<(OwnedFd, OwnedFd)>,
-    daemons: Vec<Child>,
+    procs: usize,
+    /// The write end of the first pipe and the read end of the last: the
+    /// only ring descriptors kept here, so that a ring process that dies
+    /// closes the ring (its successors see EOF, and so do we).
+    first: OwnedFd,
+    last: OwnedFd,
+    _daemons: Vec<Child>,
     data: Vec<u64>,
 }
 
@@ -285,17 +290,21 @@ impl CtxRing {
         let cpu = this_cpu();
         let old = pin(cpu)?;
         let made = pipes(c.ctx_procs).and_then(|ring| {
-            let mut me = Self {
+            let daemons = (1..c.ctx_procs)
+                .map(|i| Self::daemon(&ring, i, words))
+                .collect::<Result<Vec<_>>>()?;
+            // Every other end is the ring processes' own: dropped here.
+            let mut ends = ring.into_iter();
+            let (_, first) = ends.next().context("an empty ring")?;
+            let (last, _) = ends.last().context("a ring of one process")?;
+            Ok(Self {
                 cpu,
-                ring,
-                daemons: Vec::new(),
+                procs: c.ctx_procs,
+                first,
+                last,
+                _daemons: daemons,
                 data: vec![1; words],
-            };
-            for i in 1..c.ctx_procs {
-                let daemon = me.daemon(i, words)?;
-                me.daemons.push(daemon);
-            }
-            Ok(me)
+            })
         });
         unpin(&old);
         made
@@ -304,10 +313,9 @@ impl CtxRing {
     /// Ring process `i`: reads the token from pipe i - 1, writes it to pipe
     /// i. It closes every other ring descriptor it inherited, so that it
     /// sees EOF (and leaves) when its neighbours go.
-    fn daemon(&self, i: usize, words: usize) -> Result<Child> {
-        let (rd, wr) = (self.ring[i - 1].0.as_raw_fd(), self.ring[i].1.as_raw_fd());
-        let others: Vec<RawFd> = self
-            .ring
+    fn daemon(ring: &[(OwnedFd, OwnedFd)], i: usize, words: usize) -> Result<Child> {
+        let (rd, wr) = (ring[i - 1].0.as_raw_fd(), ring[i].1.as_raw_fd());
+        let others: Vec<RawFd> = ring
             .iter()
             .flat_map(|(r, w)| [r.as_raw_fd(), w.as_raw_fd()])
             .filter(|fd| *fd != rd && *fd != wr)
@@ -327,12 +335,9 @@ impl CtxRing {
 
 impl Bench for CtxRing {
     fn run(&mut self, iters: u64) -> Result<Work> {
-        let procs = self.ring.len() as u64;
+        let procs = self.procs as u64;
         let rounds = iters.div_ceil(procs);
-        let (first, last) = (
-            self.ring[0].1.as_raw_fd(),
-            self.ring[self.ring.len() - 1].0.as_raw_fd(),
-        );
+        let (first, last) = (self.first.as_raw_fd(), self.last.as_raw_fd());
         let old = pin(self.cpu)?;
         let before = switches(libc::RUSAGE_SELF);
         let mut lost = false;
@@ -346,7 +351,7 @@ impl Bench for CtxRing {
         let mine = switches(libc::RUSAGE_SELF) - before;
         unpin(&old);
         if lost {
-            bail!("token lost: {}", std::io::Error::last_os_error());
+            bail!("the ring lost a process: a pipe of the ring was closed");
         }
         if mine < rounds / 2 {
             bail!("only {mine} context switches in {rounds} rounds: the ring did not switch");
@@ -361,7 +366,7 @@ impl Bench for CtxRing {
     /// in turn, and the sum, in one process (the median of 7 runs).
     fn overhead_ns(&mut self) -> Result<Option<f64>> {
         const PASSES: usize = 1000;
-        let ring = pipes(self.ring.len())?;
+        let ring = pipes(self.procs)?;
         let mut runs = Vec::new();
         for _ in 0..7 {
             let start = std::time::Instant::now();

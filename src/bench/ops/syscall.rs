@@ -6,6 +6,7 @@ use std::{
 
 use anyhow::{bail, Result};
 
+use crate::bench::interrupt::check_loop;
 use crate::bench::op::{group, Bench, Ctx, OpDef, Unit, Work};
 use crate::bench::sys::{
     fd::{check, owned},
@@ -31,7 +32,8 @@ struct Null;
 
 impl Bench for Null {
     fn run(&mut self, iters: u64) -> Result<Work> {
-        for _ in 0..iters {
+        for i in 0..iters {
+            check_loop(i)?;
             // getppid is never cached by libc: a real syscall each time.
             // SAFETY: no arguments.
             if unsafe { libc::getppid() } <= 0 {
@@ -68,7 +70,8 @@ impl Rw {
 impl Bench for Rw {
     fn run(&mut self, iters: u64) -> Result<Work> {
         let (fd, mut b) = (self.fd.as_raw_fd(), [0u8; 1]);
-        for _ in 0..iters {
+        for i in 0..iters {
+            check_loop(i)?;
             // SAFETY: one-byte buffer on the stack.
             let n = unsafe {
                 if self.write {
@@ -110,7 +113,8 @@ impl Bench for Stat {
     fn run(&mut self, iters: u64) -> Result<Work> {
         // SAFETY: zeroed stat buffer, valid path.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        for _ in 0..iters {
+        for i in 0..iters {
+            check_loop(i)?;
             check(
                 unsafe { libc::stat(self.0.as_ptr(), &mut st) } as i64,
                 "stat",
@@ -141,7 +145,8 @@ impl Bench for Fstat {
         // SAFETY: zeroed stat buffer, our fd.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         let fd = self.0.as_raw_fd();
-        for _ in 0..iters {
+        for i in 0..iters {
+            check_loop(i)?;
             check(unsafe { libc::fstat(fd, &mut st) } as i64, "fstat")?;
         }
         Ok(Work {
@@ -161,7 +166,8 @@ impl OpenClose {
 
 impl Bench for OpenClose {
     fn run(&mut self, iters: u64) -> Result<Work> {
-        for _ in 0..iters {
+        for i in 0..iters {
+            check_loop(i)?;
             // SAFETY: valid path; the fd is closed right away.
             let fd = check(
                 unsafe { libc::open(self.0.as_ptr(), libc::O_RDONLY) } as i64,

@@ -27,10 +27,14 @@ pub fn ops() -> Vec<OpDef> {
     )
 }
 
-/// Runs `body(1)` in a second task (a forked process or a thread) and
-/// `body(0)` here, both pinned to this CPU; returns the context switches the
-/// two made.
-fn two_tasks(threads: bool, body: impl Fn(u64) + Send + Sync + 'static) -> Result<u64> {
+/// Runs `body(1, None)` in a second task (a forked process or a thread) and
+/// `body(0, partner)` here, both pinned to this CPU; returns the context
+/// switches the two made. `partner` is the forked process, which `body`
+/// watches while it waits for it (false: it died); a thread cannot die alone.
+fn two_tasks(
+    threads: bool,
+    body: impl Fn(u64, Option<libc::pid_t>) -> bool + Send + Sync + 'static,
+) -> Result<u64> {
     let cpu = this_cpu();
     let old = pin(cpu)?;
     let body = std::sync::Arc::new(body);
@@ -39,17 +43,22 @@ fn two_tasks(threads: bool, body: impl Fn(u64) + Send + Sync + 'static) -> Resul
         let other = body.clone();
         let t = std::thread::spawn(move || {
             let _ = pin(cpu);
-            other(1);
+            other(1, None);
         });
-        body(0);
+        body(0, None);
         t.join()
             .map_err(|_| anyhow::anyhow!("yield thread panicked"))
             .map(|()| switches(libc::RUSAGE_SELF) - before)
     } else {
         let count = || switches(libc::RUSAGE_SELF) + switches(libc::RUSAGE_CHILDREN);
         let before = count();
-        child::fork(|| body(1)).and_then(|child| {
-            body(0);
+        child::fork(|| {
+            body(1, None);
+        })
+        .and_then(|child| {
+            if !body(0, Some(child.pid())) {
+                bail!("the yield partner process died (killed?) before the sample's end");
+            }
             child.wait_ok("yield child")?;
             Ok(count() - before)
         })
@@ -58,6 +67,26 @@ fn two_tasks(threads: bool, body: impl Fn(u64) + Send + Sync + 'static) -> Resul
     result
 }
 
+/// Whether process `pid` (our child) has ended, without reaping it.
+fn ended(pid: libc::pid_t) -> bool {
+    // SAFETY: zeroed out-buffer; WNOWAIT leaves the child to be reaped later.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let r = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    // SAFETY: filled in by waitid (0 when nothing has ended).
+    r != 0 || unsafe { info.si_pid() } != 0
+}
+
+/// Waiting turns between two looks at whether the partner process lives:
+/// a system call per this many sched_yield calls, outside any hand-over.
+const CHECK_EVERY: u32 = 4096;
+
 /// The paper's program: each task calls sched_yield once per round.
 struct Rounds {
     threads: bool,
@@ -65,11 +94,12 @@ struct Rounds {
 
 impl Bench for Rounds {
     fn run(&mut self, iters: u64) -> Result<Work> {
-        let seen = two_tasks(self.threads, move |_| {
+        let seen = two_tasks(self.threads, move |_, _| {
             for _ in 0..iters {
                 // SAFETY: plain syscall.
                 unsafe { libc::sched_yield() };
             }
+            true
         })?;
         // Two runnable tasks on one CPU: each yield gives the CPU to the other.
         if seen < iters {
@@ -115,18 +145,25 @@ impl Turn {
         Ok(Self(p.cast()))
     }
 
-    fn play(&self, me: u64, total: u64) {
+    /// Plays turns `me`, `me + 2`, … below `total`; false if `partner`
+    /// ended before the last turn.
+    fn play(&self, me: u64, total: u64, partner: Option<libc::pid_t>) -> bool {
         use std::sync::atomic::Ordering::SeqCst;
         // SAFETY: valid for the mapping's lifetime.
         let t = unsafe { &*self.0 };
+        let mut waits = 0u32;
         loop {
             let now = t.load(SeqCst);
             if now >= total {
-                return;
+                return true;
             }
             if now % 2 == me {
                 t.store(now + 1, SeqCst);
             } else {
+                waits += 1;
+                if waits % CHECK_EVERY == 0 && partner.is_some_and(ended) {
+                    return false;
+                }
                 // SAFETY: plain syscall.
                 unsafe { libc::sched_yield() };
             }
@@ -144,7 +181,9 @@ impl Drop for Turn {
 impl Bench for Yield {
     fn run(&mut self, iters: u64) -> Result<Work> {
         let turn = Turn::new()?;
-        let seen = two_tasks(self.threads, move |me| turn.play(me, iters))?;
+        let seen = two_tasks(self.threads, move |me, partner| {
+            turn.play(me, iters, partner)
+        })?;
         if seen < iters / 2 {
             bail!(
                 "only {seen} context switches for {iters} hand-overs: were both tasks on one CPU?"

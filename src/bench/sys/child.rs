@@ -12,7 +12,6 @@ pub struct Child {
 }
 
 impl Child {
-    #[cfg(test)]
     pub fn pid(&self) -> libc::pid_t {
         self.pid
     }
