@@ -8,21 +8,9 @@ use std::sync::{
 use anyhow::{Context, Result};
 use signal_hook::consts::{SIGINT, SIGTERM};
 
-/// The flag of `Stop::on_signals`, for the checks inside ops' loops.
+/// The flag of `Stop::on_signals`, for the checks between samples (never
+/// inside a timed loop: a look at it there would be part of every figure).
 static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
-
-/// Iterations of an op's loop between two looks at the flag: one branch per
-/// iteration and a load per this many (nothing measurable), which bounds a
-/// stop's delay to this many operations.
-const CHECK_EVERY: u64 = 1 << 14;
-
-/// In an op's loop, at iteration `i`: an error once SIGINT or SIGTERM came.
-pub fn check_loop(i: u64) -> anyhow::Result<()> {
-    if i % CHECK_EVERY == CHECK_EVERY - 1 && requested_now() {
-        anyhow::bail!("interrupted");
-    }
-    Ok(())
-}
 
 /// Whether SIGINT or SIGTERM came (false before `Stop::on_signals`).
 pub fn requested_now() -> bool {

@@ -8,7 +8,6 @@ use std::{
 
 use anyhow::{bail, Result};
 
-use crate::bench::interrupt::check_loop;
 use crate::bench::op::{group, Bench, Ctx, OpDef, Unit, Work};
 use crate::bench::sys::{
     fd::check,
@@ -52,8 +51,7 @@ impl Fs {
     }
 
     fn create_all(&self) -> Result<()> {
-        for (i, n) in (0u64..).zip(&self.names) {
-            check_loop(i)?;
+        for n in &self.names {
             // SAFETY: valid path; fd closed right away.
             let fd = check(
                 unsafe {
@@ -74,8 +72,7 @@ impl Fs {
     }
 
     fn delete_all(&self) -> Result<()> {
-        for (i, n) in (0u64..).zip(&self.names) {
-            check_loop(i)?;
+        for n in &self.names {
             // SAFETY: valid path.
             check(unsafe { libc::unlink(n.as_ptr()) } as i64, "unlink")?;
         }
@@ -166,7 +163,6 @@ impl Bench for FileRw {
         let per_file = (RW_FILE_BYTES / len) as u64;
         let fd = self.fd.as_raw_fd();
         for i in 0..iters {
-            check_loop(i)?;
             let off = ((i % per_file) * len as u64) as i64;
             // SAFETY: buffer of len bytes; our fd.
             let r = unsafe { libc::pread(fd, self.buf.as_mut_ptr().cast(), len, off) };

@@ -6,7 +6,6 @@ use std::{
 
 use anyhow::{bail, Result};
 
-use crate::bench::interrupt::check_loop;
 use crate::bench::op::{group, Bench, Ctx, OpDef, Unit, Work};
 use crate::bench::sys::{
     fd::{check, owned},
@@ -32,8 +31,7 @@ struct Null;
 
 impl Bench for Null {
     fn run(&mut self, iters: u64) -> Result<Work> {
-        for i in 0..iters {
-            check_loop(i)?;
+        for _ in 0..iters {
             // getppid is never cached by libc: a real syscall each time.
             // SAFETY: no arguments.
             if unsafe { libc::getppid() } <= 0 {
@@ -70,8 +68,7 @@ impl Rw {
 impl Bench for Rw {
     fn run(&mut self, iters: u64) -> Result<Work> {
         let (fd, mut b) = (self.fd.as_raw_fd(), [0u8; 1]);
-        for i in 0..iters {
-            check_loop(i)?;
+        for _ in 0..iters {
             // SAFETY: one-byte buffer on the stack.
             let n = unsafe {
                 if self.write {
@@ -113,8 +110,7 @@ impl Bench for Stat {
     fn run(&mut self, iters: u64) -> Result<Work> {
         // SAFETY: zeroed stat buffer, valid path.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        for i in 0..iters {
-            check_loop(i)?;
+        for _ in 0..iters {
             check(
                 unsafe { libc::stat(self.0.as_ptr(), &mut st) } as i64,
                 "stat",
@@ -145,8 +141,7 @@ impl Bench for Fstat {
         // SAFETY: zeroed stat buffer, our fd.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         let fd = self.0.as_raw_fd();
-        for i in 0..iters {
-            check_loop(i)?;
+        for _ in 0..iters {
             check(unsafe { libc::fstat(fd, &mut st) } as i64, "fstat")?;
         }
         Ok(Work {
@@ -166,8 +161,7 @@ impl OpenClose {
 
 impl Bench for OpenClose {
     fn run(&mut self, iters: u64) -> Result<Work> {
-        for i in 0..iters {
-            check_loop(i)?;
+        for _ in 0..iters {
             // SAFETY: valid path; the fd is closed right away.
             let fd = check(
                 unsafe { libc::open(self.0.as_ptr(), libc::O_RDONLY) } as i64,
