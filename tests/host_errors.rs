@@ -445,3 +445,43 @@ fn lab_tables_never_panics_on_a_full_or_closed_stdout() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// Help and version onto a full disk are a failure (exit 1), as any output;
+/// a full or closed stderr loses a warning line, never the run or its
+/// result (no panic, exit 101).
+#[test]
+fn help_onto_a_full_disk_fails_and_a_full_stderr_loses_no_result() {
+    for args in [&["--help"][..], &["--version"], &["report", "--help"]] {
+        let out = Command::new(LSMPMON)
+            .args(args)
+            .stdout(std::fs::File::create("/dev/full").unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(one_error_line(&out).contains("No space left"), "{args:?}");
+    }
+    let dir = std::env::temp_dir().join(format!("lsmpmon-stderr-full-{}", std::process::id()));
+    let out = Command::new(LSMPMON)
+        .args([
+            "bench",
+            "--ops",
+            "null",
+            "--samples",
+            "1",
+            "--sample-ms",
+            "1",
+            "--json",
+        ])
+        .args(["--dir", dir.to_str().unwrap()])
+        .stderr(std::fs::File::create("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"op\": \"null\""));
+    let out = Command::new(LSMPMON)
+        .arg("bogus")
+        .stderr(std::fs::File::create("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

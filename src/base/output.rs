@@ -12,6 +12,21 @@ pub fn stdout(text: &str) -> Result<()> {
     write_to(&mut std::io::stdout().lock(), text)
 }
 
+/// A line on standard error (progress, warnings, the one-line error) that
+/// never panics: on a stderr that is full or gone the line is dropped, not
+/// the run or what it measured. `eprintln!` would panic (exit 101).
+pub fn stderr(text: &str) {
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
+/// `eprintln!` through [`stderr`]: never a panic.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::base::output::stderr(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 /// `stdout` with a newline after `text`.
 pub fn line(text: &str) -> Result<()> {
     stdout(&format!("{text}\n"))

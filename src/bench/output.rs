@@ -20,7 +20,7 @@ pub fn print(result: &BenchResult, json: bool, baseline: Option<&Baseline>) -> R
     if let Some((base, forced)) = baseline {
         let text = compare::render(&compare::rows(base, result), forced);
         if json {
-            eprint!("{text}");
+            crate::base::output::stderr(&text);
         } else {
             crate::base::output::stdout(&format!("\n{text}"))?;
         }

@@ -59,7 +59,7 @@ pub fn main(args: BenchArgs) -> Result<i32> {
     }
     let landlock = if args.landlock {
         let info = landlock::enter_with(work.root(), work.made_root())?;
-        eprintln!("bench: Landlock ABI {} enforcing: {}", info.abi, info.proof);
+        crate::say!("bench: Landlock ABI {} enforcing: {}", info.abi, info.proof);
         Some(info)
     } else {
         None
@@ -99,10 +99,10 @@ struct Run<'a, 's> {
 impl<'a> Run<'a, '_> {
     fn op_failed(&mut self, name: &'a str, e: &anyhow::Error) {
         if self.stop.requested() {
-            eprintln!("bench: {name} stopped: {}", one_line(e));
+            crate::say!("bench: {name} stopped: {}", one_line(e));
             self.outcome.interrupted = true;
         } else {
-            eprintln!("bench: {name} FAILED: {}", one_line(e));
+            crate::say!("bench: {name} FAILED: {}", one_line(e));
             self.outcome.failed.push(name);
         }
     }
@@ -119,7 +119,7 @@ impl<'a> Run<'a, '_> {
         let mut results = Vec::new();
         for p in prepared.into_iter().filter(|p| p.sampled()) {
             let r = p.result()?;
-            eprintln!(
+            crate::say!(
                 "bench: {:<15} {:>12.2} {} (spread {:.1} %)",
                 r.op,
                 r.summary.median,
@@ -155,7 +155,7 @@ impl<'a> Run<'a, '_> {
                 ctx_procs: args.ctx_procs,
                 ctx_size_kib: args.ctx_size,
             };
-            eprintln!(
+            crate::say!(
                 "bench: calibrating [{}/{}] {}",
                 i + 1,
                 selected.len(),
@@ -173,14 +173,14 @@ impl<'a> Run<'a, '_> {
     fn sample_rounds(&mut self, prepared: &mut Vec<Prepared<'a>>, samples: usize) {
         for round in 0..samples {
             if self.stop.requested() {
-                eprintln!("bench: interrupted after {round} of {samples} sample rounds");
+                crate::say!("bench: interrupted after {round} of {samples} sample rounds");
                 return;
             }
-            eprintln!("bench: sample round {}/{samples}", round + 1);
+            crate::say!("bench: sample round {}/{samples}", round + 1);
             let mut i = 0;
             while i < prepared.len() {
                 if self.stop.requested() {
-                    eprintln!("bench: interrupted in sample round {}/{samples}", round + 1);
+                    crate::say!("bench: interrupted in sample round {}/{samples}", round + 1);
                     return;
                 }
                 match prepared[i].sample(self.clock_ns) {

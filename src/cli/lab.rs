@@ -248,12 +248,12 @@ fn status(args: &StatusArgs) -> Result<i32> {
 fn merge(args: &MergeArgs) -> Result<i32> {
     let m = batch::merge::merge(&args.out, &args.dirs, args.force)?;
     for f in &m.forced {
-        eprintln!("lsmpmon: merged with --force: {f}");
+        crate::say!("lsmpmon: merged with --force: {f}");
     }
     for d in &m.disagreements {
-        eprintln!("lsmpmon: disagreement: {d}");
+        crate::say!("lsmpmon: disagreement: {d}");
     }
-    eprintln!(
+    crate::say!(
         "lsmpmon: {} cell(s) from {} directories in {} ({} superseded by another run of their cell)",
         m.cells,
         m.inputs.len(),
@@ -276,7 +276,7 @@ fn merge(args: &MergeArgs) -> Result<i32> {
 fn write_plan(args: &PlanArgs) -> Result<i32> {
     let plan = batch::plan::make(&args.run, &args.output)?;
     plan.write(&args.output)?;
-    eprintln!(
+    crate::say!(
         "lsmpmon: plan {} ({} cells) in {}",
         plan.short_id(),
         plan.cells.len(),

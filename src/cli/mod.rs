@@ -52,7 +52,7 @@ pub fn main() -> ! {
     match result {
         Ok(code) => std::process::exit(code),
         Err(err) => {
-            eprintln!("lsmpmon: error: {}", error::one_line(&err));
+            crate::say!("lsmpmon: error: {}", error::one_line(&err));
             std::process::exit(error::exit_code(&err));
         }
     }
@@ -62,7 +62,14 @@ pub fn main() -> ! {
 /// line, `lsmpmon: error: <what clap says first>; see --help`, exit 2.
 fn usage_error(e: clap::Error) -> ! {
     if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-        e.exit();
+        // As every output: a reader that went away is no failure, a full disk is.
+        match e.print() {
+            Err(io) if io.kind() != std::io::ErrorKind::BrokenPipe => {
+                crate::say!("lsmpmon: error: cannot write to standard output: {io}");
+                std::process::exit(error::EXIT_FAILURE);
+            }
+            _ => std::process::exit(error::EXIT_OK),
+        }
     }
     let line = match e.kind() {
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
@@ -70,6 +77,6 @@ fn usage_error(e: clap::Error) -> ! {
         }
         _ => error::clap_line(&e.to_string()),
     };
-    eprintln!("lsmpmon: error: {line}");
+    crate::say!("lsmpmon: error: {line}");
     std::process::exit(error::EXIT_USAGE);
 }

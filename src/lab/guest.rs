@@ -38,7 +38,7 @@ pub fn main(plan_path: &Path) -> Result<i32> {
 }
 
 fn stage<T>(report: &mut Report, name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    eprintln!("lab: stage {name}");
+    crate::say!("lab: stage {name}");
     let t = Instant::now();
     let r = f().with_context(|| name.to_string());
     report.stages.push(Stage {
@@ -60,7 +60,7 @@ fn run(plan: &Plan, report: &mut Report) -> Result<()> {
         proof::prove(plan, &before, || access_as_workload(plan, true))
     })?;
     let passed = p.passed;
-    eprintln!(
+    crate::say!(
         "lab: proof {}: {}",
         if passed { "passed" } else { "FAILED" },
         p.summary
@@ -108,7 +108,7 @@ fn settle() -> Result<()> {
             .and_then(|u| u.split_whitespace().next()?.parse().ok())
             .unwrap_or(0.0);
         if !cs.trim().ends_with("-early") && idle >= 0.98 {
-            eprintln!(
+            crate::say!(
                 "lab: settled after {uptime_s:.1} s: clock source {}, {:.1} % idle",
                 cs.trim(),
                 idle * 100.0
@@ -184,7 +184,7 @@ fn setup(spec: &Spec) -> Result<()> {
         .lines()
         .chain(String::from_utf8_lossy(&out.stderr).lines())
     {
-        eprintln!("lab: setup: {line}");
+        crate::say!("lab: setup: {line}");
     }
     if !out.status.success() {
         bail!("{script} failed ({})", out.status);

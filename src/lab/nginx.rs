@@ -55,7 +55,7 @@ fn fetch(name: &str, dir: &Path, root: &Path) -> Result<PackageRef> {
     let download = dir.join("download");
     let _ = fs::remove_dir_all(&download);
     fs::create_dir_all(&download)?;
-    eprintln!("lsmpmon: fetching Debian's {name} package (apt-get download)");
+    crate::say!("lsmpmon: fetching Debian's {name} package (apt-get download)");
     command::run(
         Command::new("apt-get")
             .args(["-q", "download", name])

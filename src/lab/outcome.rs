@@ -47,7 +47,7 @@ impl RunOutcome {
             .filter(|c| matches!(c.status, CellStatus::Failed | CellStatus::ProofFailed))
             .collect();
         for c in &bad {
-            eprintln!(
+            crate::say!(
                 "lsmpmon: cell {} {} ({} CPU): {:?}: {} (log: {})",
                 c.kernel.series,
                 c.config.name,
@@ -57,7 +57,7 @@ impl RunOutcome {
                 c.log_dir
             );
         }
-        eprintln!("lsmpmon: results in {}", self.results.display());
+        crate::say!("lsmpmon: results in {}", self.results.display());
         if let Some(e) = self.write_error {
             return Err(e);
         }

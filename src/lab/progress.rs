@@ -45,7 +45,7 @@ impl Progress {
         bar.set_message("boot");
         bar.enable_steady_tick(std::time::Duration::from_millis(250));
         if !self.tty {
-            eprintln!("lab: {label}: boot");
+            crate::say!("lab: {label}: boot");
         }
         Line {
             bar,
@@ -80,7 +80,7 @@ impl Progress {
         if self.tty {
             let _ = self.multi.println(line);
         } else {
-            eprintln!("{line}");
+            crate::say!("{line}");
         }
     }
 
@@ -97,7 +97,7 @@ impl Line<'_> {
         if let Some(stage) = line.strip_prefix("lab: stage ") {
             self.bar.set_message(stage.to_string());
             if !self.progress.tty {
-                eprintln!("lab: {}: {stage}", self.label);
+                crate::say!("lab: {}: {stage}", self.label);
             }
         } else if line.starts_with("lab: proof") {
             self.progress

@@ -12,7 +12,7 @@ use crate::base::error::one_line;
 /// kept in `elsewhere` (a new file of its own) or printed as JSON.
 pub fn cell(dir: &ResultsDir, r: &CellResult, elsewhere: &Path) -> Result<()> {
     if let Err(e) = dir.write_cell(r) {
-        eprintln!(
+        crate::say!(
             "lsmpmon: cell {}: cannot write its result: {}",
             r.id,
             one_line(&e)
@@ -21,7 +21,7 @@ pub fn cell(dir: &ResultsDir, r: &CellResult, elsewhere: &Path) -> Result<()> {
         return Err(e.context("writing a cell result (the others are kept)"));
     }
     dir.write_index().map(|_| ()).map_err(|e| {
-        eprintln!("lsmpmon: cannot update the index: {}", one_line(&e));
+        crate::say!("lsmpmon: cannot update the index: {}", one_line(&e));
         e.context("writing index.json (the cells are kept)")
     })
 }
@@ -47,19 +47,19 @@ fn keep_elsewhere(r: &CellResult, results: &Path, elsewhere: &Path) {
         })
         .with_context(|| format!("writing {}", path.display()));
     match kept {
-        Ok(()) => eprintln!(
+        Ok(()) => crate::say!(
             "lsmpmon: cell {}: its result is kept in {} (move it into {} when there is room)",
             r.id,
             path.display(),
             results.join("cells").display()
         ),
         Err(e) => {
-            eprintln!(
+            crate::say!(
                 "lsmpmon: cell {}: nor could it be kept elsewhere ({}): its result as JSON follows",
                 r.id,
                 one_line(&e)
             );
-            eprintln!("{}", json.trim_end());
+            crate::say!("{}", json.trim_end());
         }
     }
 }

@@ -140,7 +140,7 @@ pub fn main(nginx: &Path) -> Result<i32> {
                 .is_ok_and(|c| c.starts_with("nginx: worker process"))
         })
         .count();
-    eprintln!(
+    crate::say!(
         "lab: web server: nginx master {pid}, {workers} worker(s), {} files on {ADDR}",
         FILES.len()
     );

@@ -105,7 +105,7 @@ pub fn load_counting(paths: &[PathBuf], skip: bool) -> Result<(Vec<Run>, Vec<Str
                     runs.push(r)
                 }
                 Err(e) if skip => {
-                    eprintln!("lsmpmon: skipping {}", crate::base::error::one_line(&e))
+                    crate::say!("lsmpmon: skipping {}", crate::base::error::one_line(&e))
                 }
                 Err(e) => return Err(e),
             }

@@ -208,7 +208,7 @@ pub fn main(args: ReportArgs) -> Result<i32> {
     let mut warnings = input::warnings(&runs);
     warnings.extend(superseded);
     for w in &warnings {
-        eprintln!("lsmpmon: {w}");
+        crate::say!("lsmpmon: {w}");
     }
     let mut syscalls = args.syscalls.as_deref().map(split_list).unwrap_or_default();
     let mut seen = std::collections::HashSet::new();

@@ -184,7 +184,7 @@ pub fn tables(runs: &[&Run], syscalls: &[String]) -> Vec<Table> {
             if t.rows.len() > 1 {
                 out.push(t);
             } else if !syscalls.is_empty() {
-                eprintln!("lsmpmon: no traced hook ran in syscall {sys}: no Tables 6/7 for it");
+                crate::say!("lsmpmon: no traced hook ran in syscall {sys}: no Tables 6/7 for it");
             }
         }
     }

@@ -215,7 +215,7 @@ mod tests {
     #[test]
     fn reads_functions_enums_and_struct_layouts() {
         if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
-            eprintln!("skipped: no kernel BTF here");
+            crate::say!("skipped: no kernel BTF here");
             return;
         }
         let btf = KernelBtf::load(

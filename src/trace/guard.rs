@@ -76,7 +76,7 @@ pub fn acquire(functions: &[String], allow_others: bool, stop: &dyn Fn() -> bool
         None => other_probes.push("(not checked: no tracefs enabled_functions)".into()),
     }
     if !other_probes.is_empty() && allow_others {
-        eprintln!(
+        crate::say!(
             "lsmpmon: warning: other probes on the traced functions ({}): figures include them",
             other_probes.len()
         );
@@ -106,7 +106,7 @@ fn lock(stop: &dyn Fn() -> bool) -> Result<Holder> {
         match holder {
             Some(("trace", pid)) => return Ok(Holder::Tracing(pid)),
             Some((_, pid)) if told != Some(pid) => {
-                eprintln!(
+                crate::say!(
                     "lsmpmon: waiting for an earlier trace's probes to be released (pid {pid}) ..."
                 );
                 told = Some(pid);
@@ -122,7 +122,7 @@ fn lock(stop: &dyn Fn() -> bool) -> Result<Holder> {
         std::thread::sleep(Duration::from_millis(200));
     }
     if told.is_some() {
-        eprintln!(
+        crate::say!(
             "lsmpmon: released after {:.0} s",
             start.elapsed().as_secs_f64()
         );

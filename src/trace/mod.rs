@@ -180,7 +180,7 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     let server = ctl::Server::start()
         .map_err(|e| {
             let why = crate::base::error::one_line(&e);
-            eprintln!("lsmpmon: warning: no trace ctl for this trace: {why}");
+            crate::say!("lsmpmon: warning: no trace ctl for this trace: {why}");
         })
         .ok();
     let status = watch(&mut session, args, server.as_ref())?;
@@ -261,7 +261,7 @@ fn choose_method(
     // trace refused a moment later prints its one line and nothing else.
     let choice = method::choose(&offer, args.method)?;
     if choice.method == method::Method::Kprobe {
-        eprintln!("lsmpmon: this kernel lacks bpf_get_func_ret() (5.17): falling back to kprobe/kretprobe");
+        crate::say!("lsmpmon: this kernel lacks bpf_get_func_ret() (5.17): falling back to kprobe/kretprobe");
         if args.syscall_time {
             return Err(usage(
                 "--syscall-time needs kernel 5.17 or later (fentry tracing)",
@@ -328,9 +328,9 @@ fn trace_options(args: &TraceArgs) -> TraceOptions {
 fn finish(mut session: Session, args: &TraceArgs, status: Option<i32>) -> Result<i32> {
     // Read everything before detaching: detaching cannot lose a measurement.
     let mut result = session.snapshot()?;
-    eprintln!("lsmpmon: detaching ...");
+    crate::say!("lsmpmon: detaching ...");
     result.probe.detach_ms = Some(session.attacher.free(args.detach));
-    eprintln!(
+    crate::say!(
         "lsmpmon: detached in {:.0} ms",
         result.probe.detach_ms.unwrap_or(0.0)
     );
@@ -342,7 +342,7 @@ fn finish(mut session: Session, args: &TraceArgs, status: Option<i32>) -> Result
     }
     Ok(match status {
         Some(code) if code != 0 => {
-            eprintln!("lsmpmon: the traced command exited with status {code}");
+            crate::say!("lsmpmon: the traced command exited with status {code}");
             crate::base::error::EXIT_FAILURE
         }
         _ => 0,
@@ -365,7 +365,7 @@ fn watch(s: &mut Session, args: &TraceArgs, server: Option<&ctl::Server>) -> Res
     let start = Instant::now();
     let mut next_print = args.interval.map(|i| start + Duration::from_secs_f64(i));
     if child.is_none() && args.duration.is_none() {
-        eprintln!("lsmpmon: tracing; Ctrl-C to stop");
+        crate::say!("lsmpmon: tracing; Ctrl-C to stop");
     }
     loop {
         // A signal goes on to COMMAND, whose exit then ends the trace.

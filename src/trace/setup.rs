@@ -37,7 +37,7 @@ pub fn plan(args: &TraceArgs, discovery: hooks::Discovery, kbtf: &btf::KernelBtf
     let mut unmapped = Vec::new();
     if args.per_lsm {
         let (impls, skipped) = hooks::lsm_targets(kbtf, &hooks)?;
-        eprintln!(
+        crate::say!(
             "lsmpmon: --per-lsm: {} LSM implementations of {} hooks{}",
             impls.len(),
             hooks.len(),

@@ -58,7 +58,7 @@ pub fn merge(out: &Path, dirs: &[PathBuf], force: bool) -> Result<Merged> {
         }
         let (cells, bad) = tagged::read_all(d)?;
         for b in bad {
-            eprintln!("lsmpmon: skipping {b}");
+            crate::say!("lsmpmon: skipping {b}");
         }
         all.extend(cells);
     }

@@ -60,7 +60,7 @@ pub fn submit(
         .filter(|c| c.state.settled() && !c.state.done())
         .collect();
     if to_run.is_empty() {
-        eprintln!("lsmpmon: every cell of the plan has passed or is queued: nothing to submit");
+        crate::say!("lsmpmon: every cell of the plan has passed or is queued: nothing to submit");
     }
     for (cpus, memory_mb, cells) in groups(&to_run) {
         let array = Array {
@@ -72,7 +72,7 @@ pub fn submit(
             dir: plan_path.parent().unwrap_or(Path::new(".")),
         };
         let job = engine.submit(&array)?;
-        eprintln!(
+        crate::say!(
             "lsmpmon: job {}: cells {:?} of plan {} ({})",
             job.id,
             job.cells,
@@ -83,7 +83,7 @@ pub fn submit(
         record.write(&plan_path)?;
     }
     if !opts.wait {
-        eprintln!(
+        crate::say!(
             "lsmpmon: `lsmpmon lab status {}` shows their progress",
             plan_path.display()
         );
@@ -141,7 +141,7 @@ fn watch(
         let states = status::collect(plan, Some(record), Some(engine))?;
         let line = status::summary(plan, &states);
         if line != last {
-            eprintln!("lab: {line}");
+            crate::say!("lab: {line}");
             last = line;
         }
         if states.iter().all(|c| c.state.settled()) {
@@ -152,7 +152,7 @@ fn watch(
     // The failed cells are listed with the tables, as `lab run` lists them.
     let without = status::problems(&states, &[State::NoResult]);
     for line in &without {
-        eprintln!("lsmpmon: {line}");
+        crate::say!("lsmpmon: {line}");
     }
     Ok(Settled {
         outcome: outcome(plan, &states),

@@ -21,7 +21,7 @@ pub struct Kprobe {
 pub fn prepare() -> Option<ReturnProbes> {
     let returns = ReturnProbes::new();
     if returns.is_none() {
-        eprintln!("lsmpmon: warning: no tracefs kprobe_events: return probes keep the kernel's default maxactive, and returns lost while tasks sleep in a hook are not counted");
+        crate::say!("lsmpmon: warning: no tracefs kprobe_events: return probes keep the kernel's default maxactive, and returns lost while tasks sleep in a hook are not counted");
     }
     // A SIGKILLed trace's return probes would count as another tool's.
     kretprobe::remove_stale();

@@ -160,7 +160,7 @@ impl Attacher {
             .map(|(i, h)| Target::hook(i as u32, h, self.options))
             .collect();
         let method = self.method()?;
-        eprintln!(
+        crate::say!(
             "lsmpmon: attaching {} {} ...",
             hooks.len(),
             method.describe()
@@ -170,7 +170,7 @@ impl Attacher {
             None => return self.attach_each(&targets, hooks, start),
             Some(Ok(probe)) => {
                 let attach_ms = start.elapsed().as_secs_f64() * 1e3;
-                eprintln!(
+                crate::say!(
                     "lsmpmon: {} hooks attached in {attach_ms:.0} ms",
                     hooks.len()
                 );
@@ -197,11 +197,11 @@ impl Attacher {
                  use --method auto or session"
             ));
         };
-        eprintln!(
+        crate::say!(
             "lsmpmon: the kernel refused the multi-link ({reason}): one session program per hook"
         );
         self.refused = Some((refused_name, reason));
-        eprintln!(
+        crate::say!(
             "lsmpmon: attaching {} {} ...",
             hooks.len(),
             fallback.describe()
@@ -243,7 +243,7 @@ impl Attacher {
                 failed.first().map(|f| f.reason.as_str()).unwrap_or("?")
             );
         }
-        eprintln!(
+        crate::say!(
             "lsmpmon: {} {} attached in {attach_ms:.0} ms{}",
             probes.len(),
             method.describe(),

@@ -104,7 +104,7 @@ pub fn pair(
         (Side::Exit, exit, &progs[1]),
     ] {
         if skipped_by_test(side.name(), target.function) {
-            eprintln!(
+            crate::say!(
                 "lsmpmon: test: {} probe of {} left unattached",
                 side.name(),
                 target.function

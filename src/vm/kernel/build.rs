@@ -107,7 +107,7 @@ fn build(r: &Recipe, dir: &Path) -> Result<Kernel> {
     // Removed however the build ends: a failed one leaves no source tree.
     let tree = Staging::new(dir, ".build")?;
     let started = Instant::now();
-    eprintln!(
+    crate::say!(
         "lsmpmon: building the {} kernel from {} {version} in {} (once; about 20 minutes on 2 cores)",
         r.name,
         r.source_package,
@@ -128,7 +128,7 @@ fn build(r: &Recipe, dir: &Path) -> Result<Kernel> {
     fs::write(&config_path, &config)?;
     drop(tree);
     let source_sha = sha256_file(Path::new(r.tarball))?;
-    eprintln!(
+    crate::say!(
         "lsmpmon: built {} ({release}) in {:.1} min",
         r.name,
         started.elapsed().as_secs_f64() / 60.0
@@ -233,7 +233,7 @@ fn make_bzimage(src: &Path) -> Result<()> {
         }
         if last.elapsed().as_secs() >= 30 {
             last = Instant::now();
-            eprintln!(
+            crate::say!(
                 "lsmpmon: kernel build: {compiled} files compiled, {:.0} s, at {}",
                 started.elapsed().as_secs_f64(),
                 line.trim()

@@ -19,7 +19,7 @@ pub fn fetch(
     dir: &Path,
     mirror: Option<&str>,
 ) -> Result<Kernel> {
-    eprintln!(
+    crate::say!(
         "lsmpmon: fetching Debian {} {flavour} kernel ({}) into {}",
         s.name,
         s.suite,
@@ -59,7 +59,7 @@ fn download_newest(apt: &PrivateApt, flavour: &str, dir: &Path) -> Result<PathBu
         match apt.download(&package, dir) {
             Ok(deb) => return Ok(deb),
             Err(e) => {
-                eprintln!("lsmpmon: {package} could not be fetched, trying an older one");
+                crate::say!("lsmpmon: {package} could not be fetched, trying an older one");
                 last_err = Some(e);
             }
         }
@@ -91,7 +91,7 @@ fn download_split(apt: &PrivateApt, s: &Series, flavour: &str, dir: &Path) -> Re
         match got {
             Ok(debs) => return Ok(debs),
             Err(e) => {
-                eprintln!(
+                crate::say!(
                     "lsmpmon: the {release} packages could not be fetched, trying an older one"
                 );
                 last_err = e;

@@ -29,7 +29,7 @@ pub fn ensure_entry(
     }
     let kernels = cache.join("kernels");
     let _lock = FetchLock::acquire(&kernels.join(".fetch.lock"), || {
-        eprintln!(
+        crate::say!(
             "lsmpmon: waiting for another lsmpmon fetching into {}",
             kernels.display()
         )
