@@ -42,6 +42,8 @@ pub fn rerun(args: &RerunArgs) -> Result<RunOutcome> {
     };
     let mut run_args = recorded_args(&old).map_err(invalid)?;
     let recorded = recorded_machine(&old.options).map_err(invalid)?;
+    crate::bench::check_ops(&run_args.ops, run_args.iterations)
+        .map_err(|e| invalid(format!("ops: {}", crate::base::error::one_line(&e))))?;
     let k = kernel::ensure(
         &args.cache.path(),
         &old.kernel.series,
