@@ -485,3 +485,23 @@ fn help_onto_a_full_disk_fails_and_a_full_stderr_loses_no_result() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A cache that cannot be made is the user's to choose (exit 2, a hint), not
+/// a failure at run time.
+#[test]
+fn a_cache_that_cannot_be_made_is_a_usage_error() {
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args([LSMPMON, "vm", "run", "--", "true"])
+        .env("HOME", "/nonexistent")
+        .env_remove("LSMPMON_CACHE")
+        .env_remove("XDG_CACHE_HOME")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        one_error_line(&out).contains("--cache-dir"),
+        "{}",
+        one_error_line(&out)
+    );
+}

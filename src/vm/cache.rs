@@ -20,7 +20,12 @@ pub const REFETCH_HINT: &str = "run `lsmpmon vm cache --clean --all` to fetch it
 /// `base/rel` as a real directory, made if missing: no component of `rel`
 /// may be a symlink (`base`, the cache itself, is where the user put it).
 pub fn real_dir(base: &Path, rel: &Path) -> Result<PathBuf> {
-    fs::create_dir_all(base).with_context(|| format!("creating {}", base.display()))?;
+    fs::create_dir_all(base).map_err(|e| {
+        usage(format!(
+            "cannot create the cache {}: {e}; choose one you can write with --cache-dir or LSMPMON_CACHE",
+            base.display()
+        ))
+    })?;
     let mut p = base.to_path_buf();
     for c in rel.components() {
         let Component::Normal(name) = c else {
