@@ -123,7 +123,7 @@ fn compare_shows_the_planted_change() {
             .collect();
         o["samples"] = samples.into();
         o["median"] = v.into();
-        for k in ["min", "max"] {
+        for k in ["min", "max", "mean"] {
             o[k] = (o[k].as_f64().unwrap() * scale).into();
         }
         o["spread_pct"] = 0.0.into();
