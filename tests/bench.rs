@@ -653,31 +653,10 @@ fn alive(pid: i32) -> bool {
     processes().iter().any(|p| p.0 == pid && p.1 != 'Z')
 }
 
-/// Starts bench on `ops`, waits for its first sample round (every helper
-/// started), and returns it with its stderr reader.
+/// Starts bench on `ops` (200 samples of 50 ms), waits for its first sample
+/// round (every helper started) and returns it, its stderr drained.
 fn started_bench(ops: &str, dir: &std::path::Path) -> std::process::Child {
-    use std::io::BufRead;
-    let mut child = Command::new(LSMPMON)
-        .args([
-            "bench",
-            "--ops",
-            ops,
-            "--samples",
-            "200",
-            "--sample-ms",
-            "50",
-        ])
-        .args(["--ctx-procs", "4", "--dir", dir.to_str().unwrap()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let first_round = lines.any(|l| l.is_ok_and(|l| l.contains("sample round 1/")));
-    assert!(first_round, "bench --ops {ops} never sampled");
-    // Keep reading so that bench never blocks on a full stderr pipe.
-    std::thread::spawn(move || lines.for_each(drop));
-    child
+    sampling_bench(ops, dir, "200", "50").0
 }
 
 /// Issue 27 item 1: SIGKILL to bench leaves none of its helpers running
@@ -947,6 +926,8 @@ fn compare_repeated_runs_finds_a_planted_change_and_one_run_a_side_cannot_tell()
 fn sampling_bench(
     op: &str,
     dir: &std::path::Path,
+    samples: &str,
+    sample_ms: &str,
 ) -> (std::process::Child, std::thread::JoinHandle<Vec<String>>) {
     use std::io::BufRead;
     let mut child = Command::new(LSMPMON)
@@ -955,9 +936,9 @@ fn sampling_bench(
             "--ops",
             op,
             "--samples",
-            "1000",
+            samples,
             "--sample-ms",
-            "30",
+            sample_ms,
         ])
         .args(["--ctx-procs", "4", "--dir", dir.to_str().unwrap()])
         .stdout(std::process::Stdio::null())
@@ -1002,7 +983,7 @@ fn a_killed_helper_fails_its_op_and_the_run_ends() {
         ("yield_proc", "partner process died"),
     ] {
         let dir = fresh(&format!("helper-{op}"));
-        let (mut bench, rest) = sampling_bench(op, &dir);
+        let (mut bench, rest) = sampling_bench(op, &dir, "1000", "30");
         // yield_proc forks its partner for each sample: look until one runs.
         let mut helpers = descendants(bench.id() as i32);
         for _ in 0..100 {
@@ -1071,8 +1052,8 @@ fn a_work_directory_bench_made_is_removed_by_the_last_run() {
         assert!(!made.exists(), "--landlock left the --dir it made");
     }
     let shared = base.join("shared");
-    let (mut first, _) = sampling_bench("null", &shared);
-    let (mut second, _) = sampling_bench("null", &shared);
+    let (mut first, _) = sampling_bench("null", &shared, "1000", "30");
+    let (mut second, _) = sampling_bench("null", &shared, "1000", "30");
     for b in [&mut first, &mut second] {
         // SAFETY: signalling our own child.
         unsafe { libc::kill(b.id() as i32, libc::SIGTERM) };

@@ -466,13 +466,11 @@ fn help_onto_a_full_disk_fails_and_a_full_stderr_loses_no_result() {
             "bench",
             "--ops",
             "null",
-            "--samples",
-            "1",
-            "--sample-ms",
-            "1",
             "--json",
+            "--dir",
+            dir.to_str().unwrap(),
         ])
-        .args(["--dir", dir.to_str().unwrap()])
+        .args(["--samples", "1", "--sample-ms", "1"])
         .stderr(std::fs::File::create("/dev/full").unwrap())
         .output()
         .unwrap();

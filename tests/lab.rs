@@ -33,16 +33,7 @@ fn tmpdir(name: &str) -> PathBuf {
 }
 
 fn lab(args: &[&str]) -> Output {
-    let out = Command::new(LSMPMON)
-        .arg("lab")
-        .args(args)
-        .output()
-        .expect("running lsmpmon lab");
-    eprintln!(
-        "--- lab {args:?} stderr ---\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    common::lab_logged(args, None)
 }
 
 /// The shipped configurations (every directory with a spec).

@@ -29,17 +29,7 @@ const MATRIX: [&str; 8] = [
 ];
 
 fn lab(cluster: &Cluster, args: &[&str]) -> Output {
-    let out = Command::new(LSMPMON)
-        .env("SLURM_CONF", &cluster.conf)
-        .arg("lab")
-        .args(args)
-        .output()
-        .expect("running lsmpmon lab");
-    eprintln!(
-        "--- lab {args:?} stderr ---\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    common::lab_logged(args, Some(("SLURM_CONF", cluster.conf.as_os_str())))
 }
 
 fn text(b: &[u8]) -> String {

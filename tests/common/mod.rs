@@ -264,3 +264,22 @@ pub fn with_stdout_closed(cmd: &mut Command) -> Output {
     drop(child.stdout.take());
     child.wait_with_output().unwrap()
 }
+
+/// `lsmpmon lab ARGS` (with one extra environment variable), its stderr
+/// shown in the test's output.
+pub fn lab_logged(args: &[&str], env: Option<(&str, &std::ffi::OsStr)>) -> Output {
+    let mut cmd = std::process::Command::new(LSMPMON);
+    if let Some((k, v)) = env {
+        cmd.env(k, v);
+    }
+    let out = cmd
+        .arg("lab")
+        .args(args)
+        .output()
+        .expect("running lsmpmon lab");
+    eprintln!(
+        "--- lab {args:?} stderr ---\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
