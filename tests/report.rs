@@ -944,47 +944,12 @@ fn every_impossible_field_stops_the_report() {
             "samples is empty",
         ),
         (
-            "mean-above-max",
-            |v| v["results"][0]["mean"] = 1e9.into(),
-            "mean 1000000000 is outside",
-        ),
-        (
-            "negative-cov",
-            |v| v["results"][0]["cov_pct"] = (-1.0).into(),
-            "cov_pct -1 is negative",
-        ),
-        (
-            "negative-spread",
-            |v| v["results"][0]["spread_pct"] = (-1.0).into(),
-            "spread_pct -1",
-        ),
-        (
-            "negative-overhead",
-            |v| v["clock_overhead_ns"] = (-1.0).into(),
-            "clock_overhead_ns -1",
-        ),
-        (
-            "negative-wall",
-            |v| v["wall_s"] = (-1.0).into(),
-            "wall_s -1 is negative",
-        ),
-        (
             "op-twice",
             |v| {
                 let first = v["results"][0].clone();
                 v["results"].as_array_mut().unwrap().push(first);
             },
             "the op is given twice",
-        ),
-        (
-            "zero-samples",
-            |v| v["options"]["samples"] = 0.into(),
-            "options.samples is 0",
-        ),
-        (
-            "zero-sample-ms",
-            |v| v["options"]["sample_ms"] = 0.0.into(),
-            "options.sample_ms 0 is not positive",
         ),
     ];
     let trace: &[(&str, Edit, &str)] = &[
@@ -1018,38 +983,8 @@ fn every_impossible_field_stops_the_report() {
             },
             "sum_ns",
         ),
-        (
-            "syscall-ave-off",
-            |v| v["syscalls"][0]["hooks"][0]["ave_ns"] = 5000.0.into(),
-            "ave_ns 5000 is not sum_ns",
-        ),
-        (
-            "floor-beyond",
-            |v| v["probe"]["floor_ns"] = 2e9.into(),
-            "probe.floor_ns 2000000000 is beyond 1 s",
-        ),
     ];
     let cell: &[(&str, Edit, &str)] = &[
-        (
-            "cell-wall",
-            |v| v["wall_s"] = (-1.0).into(),
-            "wall_s -1 is negative",
-        ),
-        (
-            "stage-wall",
-            |v| v["stages"][0]["wall_s"] = (-1.0).into(),
-            "wall_s -1 is negative",
-        ),
-        (
-            "stage-guest-ms",
-            |v| v["stages"][0]["guest_ms"] = (-1.0).into(),
-            "guest_ms -1 is negative",
-        ),
-        (
-            "guest-stage-ms",
-            |v| v["guest"]["stages"][0]["guest_ms"] = (-1.0).into(),
-            "guest_ms -1 is negative",
-        ),
         (
             "used-over-total",
             |v| {
@@ -1057,16 +992,6 @@ fn every_impossible_field_stops_the_report() {
                 m["used_kib"] = (m["total_kib"].as_u64().unwrap() + 1).into();
             },
             "used_kib",
-        ),
-        (
-            "cell-zero-samples",
-            |v| v["options"]["samples"] = 0.into(),
-            "options.samples is 0",
-        ),
-        (
-            "cell-zero-sample-ms",
-            |v| v["options"]["sample_ms"] = (-1.0).into(),
-            "options.sample_ms -1",
         ),
         (
             "series-path",
@@ -1079,6 +1004,126 @@ fn every_impossible_field_stops_the_report() {
             "guest.proof.kind Deny",
         ),
     ];
+    // A number set where no measurement could put it: (fixture, case, JSON
+    // pointer, value, what the refusal names).
+    let numbers: &[(&str, &str, &str, f64, &str)] = &[
+        (
+            "bench-host.json",
+            "mean-above-max",
+            "/results/0/mean",
+            1e9,
+            "mean 1000000000 is outside",
+        ),
+        (
+            "bench-host.json",
+            "negative-cov",
+            "/results/0/cov_pct",
+            -1.0,
+            "cov_pct -1 is negative",
+        ),
+        (
+            "bench-host.json",
+            "negative-spread",
+            "/results/0/spread_pct",
+            -1.0,
+            "spread_pct -1",
+        ),
+        (
+            "bench-host.json",
+            "negative-overhead",
+            "/clock_overhead_ns",
+            -1.0,
+            "clock_overhead_ns -1",
+        ),
+        (
+            "bench-host.json",
+            "negative-wall",
+            "/wall_s",
+            -1.0,
+            "wall_s -1 is negative",
+        ),
+        (
+            "bench-host.json",
+            "zero-samples",
+            "/options/samples",
+            0.0,
+            "options.samples is 0",
+        ),
+        (
+            "bench-host.json",
+            "zero-sample-ms",
+            "/options/sample_ms",
+            0.0,
+            "options.sample_ms 0 is not positive",
+        ),
+        (
+            "trace-6.1.json",
+            "syscall-ave-off",
+            "/syscalls/0/hooks/0/ave_ns",
+            5000.0,
+            "ave_ns 5000 is not sum_ns",
+        ),
+        (
+            "trace-6.1.json",
+            "floor-beyond",
+            "/probe/floor_ns",
+            2e9,
+            "probe.floor_ns 2000000000 is beyond 1 s",
+        ),
+        (
+            NONE_CELL,
+            "cell-wall",
+            "/wall_s",
+            -1.0,
+            "wall_s -1 is negative",
+        ),
+        (
+            NONE_CELL,
+            "stage-wall",
+            "/stages/0/wall_s",
+            -1.0,
+            "wall_s -1 is negative",
+        ),
+        (
+            NONE_CELL,
+            "stage-guest-ms",
+            "/stages/0/guest_ms",
+            -1.0,
+            "guest_ms -1 is negative",
+        ),
+        (
+            NONE_CELL,
+            "guest-stage-ms",
+            "/guest/stages/0/guest_ms",
+            -1.0,
+            "guest_ms -1 is negative",
+        ),
+        (
+            NONE_CELL,
+            "cell-zero-samples",
+            "/options/samples",
+            0.0,
+            "options.samples is 0",
+        ),
+        (
+            NONE_CELL,
+            "cell-zero-sample-ms",
+            "/options/sample_ms",
+            -1.0,
+            "options.sample_ms -1",
+        ),
+    ];
+    for (fixture_file, name, pointer, value, want) in numbers {
+        // An integer field gets an integer: the type, not the value, would be refused.
+        let edit = |v: &mut Value| {
+            let field = v.pointer_mut(pointer).unwrap();
+            *field = match field.is_f64() {
+                true => (*value).into(),
+                false => (*value as i64).into(),
+            };
+        };
+        refused(&edited(fixture_file, &format!("{name}.json"), edit), want);
+    }
     for (fixture_file, cases) in [
         ("bench-host.json", bench),
         ("trace-6.1.json", trace),
