@@ -75,12 +75,7 @@ fn tables_carry_the_measured_figures_and_mark_what_is_not() {
     let text = stdout_ok(&lsmpmon(&["report", &lab(), "--format", "json"]));
     common::validate("report.schema.json", &text);
     let json: Value = serde_json::from_str(&text).unwrap();
-    let t3 = json["tables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["form"] == "table3")
-        .expect("a Table 3 form");
+    let t3 = form_table(&json, "table3");
     let col = |name: &str| {
         t3["header"]
             .as_array()
@@ -155,12 +150,7 @@ fn the_yield_study_sets_processes_against_threads() {
         "json",
     ]));
     let json: Value = serde_json::from_str(&text).unwrap();
-    let t = json["tables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["form"] == "yield")
-        .expect("the yield table");
+    let t = form_table(&json, "yield");
     let cell = |label: &str| {
         t["rows"]
             .as_array()
@@ -225,13 +215,7 @@ fn the_yield_study_runs_end_to_end() {
             "json",
         ]));
         let json: Value = serde_json::from_str(&out).unwrap();
-        json["tables"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["form"] == "yield")
-            .expect("the yield table")
-            .clone()
+        form_table(&json, "yield").clone()
     };
     let row = |t: &Value, label: &str| -> Value {
         t["rows"]
@@ -1250,12 +1234,7 @@ fn a_cell_given_twice_counts_once() {
 fn the_newest_passed_cell_counts_and_the_others_are_named() {
     let dir = lab_with("superseded", |_| {});
     let cells = Path::new(&dir).join("cells");
-    let tomoyo = std::fs::read_dir(&cells)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_str().unwrap().contains("tomoyo"))
-        .unwrap();
-    let mut v: Value = serde_json::from_slice(&std::fs::read(&tomoyo).unwrap()).unwrap();
+    let (_, mut v) = cell_of(&cells, "tomoyo");
     v["started_unix_s"] = (v["started_unix_s"].as_u64().unwrap() + 100).into();
     v["status"] = "failed".into();
     v["reason"] = "guest stopped".into();
@@ -1322,12 +1301,7 @@ fn one_op_in_two_units_is_refused() {
 fn two_cells_with_one_identity_are_a_conflict() {
     let dir = lab_with("conflict", |_| {});
     let cells = Path::new(&dir).join("cells");
-    let tomoyo = std::fs::read_dir(&cells)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_str().unwrap().contains("tomoyo"))
-        .unwrap();
-    let mut v: Value = serde_json::from_slice(&std::fs::read(&tomoyo).unwrap()).unwrap();
+    let (tomoyo, mut v) = cell_of(&cells, "tomoyo");
     v["wall_s"] = (v["wall_s"].as_f64().unwrap() + 1.0).into();
     let twin = cells.join("zz-twin.json");
     std::fs::write(&twin, v.to_string()).unwrap();
@@ -1372,4 +1346,25 @@ fn entries_of_a_results_directory_that_are_not_files_are_named() {
             assert!(err.contains("not a regular file"), "{kind}: {err}");
         }
     }
+}
+
+/// The table of `form` in a `report --format json` document.
+fn form_table<'a>(doc: &'a Value, form: &str) -> &'a Value {
+    doc["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["form"] == form)
+        .unwrap_or_else(|| panic!("no {form} table"))
+}
+
+/// The cell file of `config` in a lab `cells/` directory, and its JSON.
+fn cell_of(cells: &Path, config: &str) -> (PathBuf, Value) {
+    let file = std::fs::read_dir(cells)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_str().unwrap().contains(config))
+        .unwrap();
+    let v = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    (file, v)
 }
