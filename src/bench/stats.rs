@@ -5,13 +5,7 @@ pub fn summarize(values: &[f64]) -> Summary {
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
     let n = v.len().max(1) as f64;
-    let median = if v.is_empty() {
-        0.0
-    } else if v.len() % 2 == 1 {
-        v[v.len() / 2]
-    } else {
-        (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
-    };
+    let median = crate::base::stats::median(&v);
     let mean = v.iter().sum::<f64>() / n;
     let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
     let pct = |x: f64, of: f64| if of == 0.0 { 0.0 } else { x / of * 100.0 };
