@@ -131,7 +131,13 @@ fn ima_ops_measure_the_three_cases_and_the_report_prints_the_papers_tables() {
             cached - reference < 0.25 * (rehash - reference),
             "{access}: cached {cached}, rehash {rehash}, none {reference}"
         );
-        assert!(extend > rehash, "{access}: extend {extend}");
+        // A new file is hashed like a changed one, plus one list entry: the
+        // entry is ~1-5 % here, within this reduced run's noise, so only
+        // "not cheaper than hashing again" is certain.
+        assert!(
+            extend > cached + 5_000.0 && extend > 0.9 * rehash,
+            "{access}: extend {extend}, rehash {rehash}, cached {cached}"
+        );
         // The TPM's share is not deterministic in virtual time (swtpm answers
         // on the host's clock; the driver polls, then sleeps 1 ms): only
         // that it adds time is certain.
