@@ -263,3 +263,22 @@ mod tests {
         fs::remove_dir_all(&d).unwrap();
     }
 }
+
+/// Copies the directories and regular files below `from` into `to`
+/// (made); symlinks and special files are left behind.
+pub fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
+    fs::create_dir_all(to)?;
+    let entries =
+        fs::read_dir(from).map_err(|e| anyhow::anyhow!("reading {}: {e}", from.display()))?;
+    for e in entries {
+        let e = e?;
+        let ty = e.file_type()?;
+        let dest = to.join(e.file_name());
+        if ty.is_dir() {
+            copy_tree(&e.path(), &dest)?;
+        } else if ty.is_file() {
+            fs::copy(e.path(), &dest)?;
+        }
+    }
+    Ok(())
+}

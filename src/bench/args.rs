@@ -75,6 +75,7 @@ impl BenchArgs {
             ctx_procs: self.ctx_procs,
             ctx_size_kib: self.ctx_size,
             landlock: self.landlock,
+            dir_path: None,
         }
     }
 }

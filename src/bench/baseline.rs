@@ -20,7 +20,8 @@ pub fn check_baseline(
         return Ok(None);
     };
     let base = compare::read_baseline(path)?;
-    let forced = compare::check_comparable(&base, provenance, args.force)?;
+    let dir = crate::model::bench::PathShape::of(&args.dir.display().to_string());
+    let forced = compare::check_comparable(&base, provenance, dir, args.force)?;
     let names: Vec<&str> = selected.iter().map(|d| d.name).collect();
     compare::check_ops(&base, &names)?;
     Ok(Some((base, forced)))

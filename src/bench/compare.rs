@@ -10,7 +10,7 @@ use anyhow::Result;
 use crate::base::error::usage;
 use crate::base::stats::{overhead_pct, verdict, Verdict};
 use crate::base::table::{plain, Cell, Row, Table};
-use crate::model::bench::{BenchProvenance, BenchResult, BENCH_SCHEMA};
+use crate::model::bench::{BenchProvenance, BenchResult, PathShape, BENCH_SCHEMA};
 use crate::model::identity::Origin;
 use crate::model::provenance::TimeMode;
 use crate::model::read::load_as;
@@ -37,10 +37,12 @@ pub fn read_baseline(path: &Path) -> Result<BenchResult> {
 pub fn check_comparable(
     base: &BenchResult,
     cur: &BenchProvenance,
+    cur_dir: PathShape,
     force: bool,
 ) -> Result<Vec<String>> {
     // The same like-with-like rule as `lsmpmon compare` (baseline first).
-    let diffs = Origin::of_bench(&base.provenance).mismatches(&Origin::of_bench(cur));
+    let mut diffs = Origin::of_bench(&base.provenance).mismatches(&Origin::of_bench(cur));
+    diffs.extend(base.options.path_shape().mismatch(cur_dir));
     if !diffs.is_empty() && !force {
         return Err(usage(format!(
             "baseline was measured elsewhere ({}): compare like with like, or pass --force",

@@ -15,6 +15,7 @@ use super::runner::{self, OpResult, Prepared};
 use super::workdir::WorkDir;
 use super::{host, landlock, ops, output};
 use crate::base::error::one_line;
+use crate::model::bench::{BenchOptions, PathShape};
 
 /// What went wrong during a run.
 #[derive(Default)]
@@ -74,11 +75,15 @@ pub fn main(args: BenchArgs) -> Result<i32> {
     let results = run.measure(&selected, &mut work, &args)?;
     run.outcome.interrupted |= stop.requested();
     let wall_s = started.elapsed().as_secs_f64();
+    let dir_path = PathShape::of(&work.root().display().to_string());
     drop(work);
     let result = BenchResult {
         schema: SCHEMA.into(),
         provenance,
-        options: args.options(),
+        options: BenchOptions {
+            dir_path: Some(dir_path),
+            ..args.options()
+        },
         clock_overhead_ns: clock_ns,
         landlock,
         results,

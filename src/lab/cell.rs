@@ -16,7 +16,7 @@ use super::{
     guest,
     guest_plan::{self, Plan},
     results::{CellResult, CellStatus, ConfigRef, KernelRef, StageTime},
-    spec::Config,
+    spec::{self, Config},
     swtpm::Swtpm,
 };
 use crate::vm::{self, initramfs::Entry, kernel::Kernel, qemu, Machine};
@@ -249,7 +249,7 @@ fn guest_files(job: &CellJob, work: &Path) -> Result<(Vec<Entry>, u64)> {
     check_packages(&job.config)?;
     let copy = work.join("config");
     let _ = fs::remove_dir_all(&copy);
-    copy_dir(&job.config.dir, &copy)?;
+    crate::base::secure_fs::copy_tree(&job.config.dir, &copy)?;
     if let Some(build) = &spec.host_build {
         crate::base::command::run(Command::new("sh").args(["-c", build]).current_dir(&copy))
             .with_context(|| format!("{}: host_build", job.config.name))?;
@@ -338,21 +338,6 @@ fn check_packages(config: &Config) -> Result<()> {
     Ok(())
 }
 
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    fs::create_dir_all(to)?;
-    for e in fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
-        let e = e?;
-        let ty = e.file_type()?;
-        let dest = to.join(e.file_name());
-        if ty.is_dir() {
-            copy_dir(&e.path(), &dest)?;
-        } else if ty.is_file() {
-            fs::copy(e.path(), &dest)?;
-        }
-    }
-    Ok(())
-}
-
 /// The result's references to what the cell ran on.
 pub fn kernel_ref(k: &Kernel) -> KernelRef {
     k.reference()
@@ -362,7 +347,7 @@ pub fn config_ref(c: &Config) -> ConfigRef {
     ConfigRef {
         name: c.name.clone(),
         description: c.spec.description.clone(),
-        dir: c.dir.display().to_string(),
+        dir: spec::shown_dir(c),
         hash: c.hash.clone(),
         lsm: c.spec.lsm.clone(),
         append: c.spec.append.clone(),

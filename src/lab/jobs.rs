@@ -221,6 +221,7 @@ fn base_result(
         guest: None,
         web_server: None,
         compiler: None,
+        plan: None,
     }
 }
 

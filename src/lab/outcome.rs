@@ -54,7 +54,7 @@ impl RunOutcome {
                 c.options.cpus,
                 c.status,
                 c.reason.as_deref().unwrap_or(""),
-                c.log_dir
+                c.log_path(&self.results).display()
             );
         }
         crate::say!("lsmpmon: results in {}", self.results.display());

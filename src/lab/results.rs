@@ -17,6 +17,12 @@ pub use crate::model::index::{Index, IndexEntry, INDEX_SCHEMA};
 use crate::model::read::load_as;
 pub use crate::model::KernelRef;
 
+/// A cell's log directory, relative to the results directory: committed
+/// cells carry no path of the machine that ran them.
+pub fn log_rel(id: &str) -> String {
+    format!("logs/{id}")
+}
+
 pub struct ResultsDir {
     pub root: PathBuf,
 }
@@ -48,7 +54,7 @@ impl ResultsDir {
     }
 
     pub fn log_dir(&self, id: &str) -> PathBuf {
-        self.root.join("logs").join(id)
+        self.root.join(log_rel(id))
     }
 
     pub fn write_cell(&self, cell: &CellResult) -> Result<PathBuf> {

@@ -87,7 +87,7 @@ fn run_one(job: &CellJob, mut base: CellResult, shared: &Shared) {
         return;
     }
     let log_dir = shared.dir.log_dir(&base.id);
-    base.log_dir = log_dir.display().to_string();
+    base.log_dir = super::results::log_rel(&base.id);
     let label = match job.machine.cpus {
         1 => format!("{} {}", job.kernel.series, job.config.name),
         n => format!("{} {} {n}cpu", job.kernel.series, job.config.name),

@@ -115,6 +115,21 @@ pub fn shipped_dir() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("configs"))
 }
 
+/// Where a configuration came from, without this machine's paths:
+/// `configs/<name>` for a shipped one, else relative to the working
+/// directory when below it, else its name (its hash identifies it).
+pub fn shown_dir(c: &Config) -> String {
+    if c.dir.parent() == Some(shipped_dir().as_path()) {
+        return format!("configs/{}", c.name);
+    }
+    let cwd = std::env::current_dir().unwrap_or_default();
+    match c.dir.strip_prefix(&cwd) {
+        Ok(rel) if c.dir.is_absolute() => rel.display().to_string(),
+        _ if c.dir.is_relative() => c.dir.display().to_string(),
+        _ => c.name.clone(),
+    }
+}
+
 /// Every configuration name available, sorted.
 pub fn available(dirs: &[PathBuf]) -> Vec<String> {
     let mut names: Vec<String> = dirs

@@ -56,6 +56,49 @@ pub struct BenchOptions {
     #[serde(default)]
     pub ctx_size_kib: usize,
     pub landlock: bool,
+    /// The work directory as resolved (results from before it was recorded:
+    /// `dir` as given). Path-based modules' costs depend on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir_path: Option<PathShape>,
+}
+
+impl BenchOptions {
+    /// The shape of the path the ops' files lived under.
+    pub fn path_shape(&self) -> PathShape {
+        self.dir_path.unwrap_or_else(|| PathShape::of(&self.dir))
+    }
+}
+
+/// A path's length and depth: two runs whose work directories differ in
+/// either were not measured alike by a module that matches paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PathShape {
+    pub bytes: usize,
+    /// Components below `/`.
+    pub depth: usize,
+}
+
+impl PathShape {
+    pub fn of(path: &str) -> Self {
+        Self {
+            bytes: path.len(),
+            depth: path.split('/').filter(|c| !c.is_empty()).count(),
+        }
+    }
+
+    /// Path-based modules cost more on a longer or deeper path: two work
+    /// directories must have the same shape to be compared.
+    pub fn mismatch(self, other: PathShape) -> Option<String> {
+        (self != other).then(|| {
+            format!("bench directory: {self} vs {other} (give --dir a path of the same length and depth)")
+        })
+    }
+}
+
+impl std::fmt::Display for PathShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} bytes, depth {}", self.bytes, self.depth)
+    }
 }
 
 fn two_procs() -> usize {

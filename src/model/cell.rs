@@ -47,7 +47,8 @@ pub struct CellResult {
     pub stages: Vec<StageTime>,
     /// Bytes the configuration adds to the guest (its files, programs, libraries).
     pub bytes_added: u64,
-    /// The guest's console log and run files.
+    /// The guest's console log and run files: relative to the results
+    /// directory (`logs/<id>`; absolute in cells from before 0.9).
     pub log_dir: String,
     pub guest: Option<GuestReport>,
     /// The web server's package, for cells running the `web` ops.
@@ -56,12 +57,32 @@ pub struct CellResult {
     /// The compiler's package, for cells running the `build` op.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compiler: Option<DebPackage>,
+    /// The plan the cell was run from (`lab cell`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanRef>,
+}
+
+impl CellResult {
+    /// Its log directory, found from the results directory it is in.
+    pub fn log_path(&self, results: &std::path::Path) -> std::path::PathBuf {
+        results.join(&self.log_dir)
+    }
+}
+
+/// Which plan, and which of its cells.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
+pub struct PlanRef {
+    pub id: String,
+    pub index: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ConfigRef {
     pub name: String,
     pub description: String,
+    /// Where it came from: `configs/<name>` for the shipped ones, else its
+    /// path relative to the working directory, or its name alone (the
+    /// hash identifies it).
     pub dir: String,
     /// sha256 over the configuration directory (names and contents).
     pub hash: String,

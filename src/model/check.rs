@@ -233,6 +233,15 @@ fn run_options(o: &RunOptions) -> Result<(), String> {
 
 /// What every cell must satisfy, whatever its status.
 fn cell_record(c: &CellResult) -> Result<(), String> {
+    if c.id.is_empty() || c.id.starts_with('.') || c.id.contains(['/', '\0']) {
+        return Err(format!("id {:?} is not a file name", c.id));
+    }
+    // Relative: `logs/<id>` below its results directory (merge copies it
+    // from there); absolute in cells from before that.
+    let rel_ok = c.log_dir.is_empty() || c.log_dir == format!("logs/{}", c.id);
+    if !c.log_dir.starts_with('/') && !rel_ok {
+        return Err(format!("log_dir {:?} is not logs/<id>", c.log_dir));
+    }
     kernel(&c.kernel)?;
     run_options(&c.options)?;
     if !time(c.wall_s) {

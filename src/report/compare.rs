@@ -104,6 +104,12 @@ pub fn check_origins(pairs: &[Pair], force: bool) -> Result<Vec<String>> {
         for m in a.origin.mismatches(&b.origin) {
             note(format!("{} on {}: {m}", a.config, a.kernel));
         }
+        let shapes = a.bench.as_ref().zip(b.bench.as_ref());
+        if let Some(m) =
+            shapes.and_then(|(x, y)| x.options.path_shape().mismatch(y.options.path_shape()))
+        {
+            note(format!("{} on {}: {m}", a.config, a.kernel));
+        }
         if a.alike != b.alike {
             note(format!(
                 "{} on {}: measured otherwise (kernel package or release, samples, sample length, QEMU options)",

@@ -10,7 +10,7 @@ use super::{
     tagged::{self, PlanRef, TaggedCell},
 };
 use crate::base::error::usage;
-use crate::lab::{run::run_matrix, spec, RunOutcome};
+use crate::lab::{results::CellResult, run::run_matrix, spec, RunOutcome};
 use crate::vm::kernel;
 
 /// `results` and `cache_dir` default to the plan's.
@@ -61,8 +61,10 @@ pub fn run(
     };
     let failed = outcome.cells.iter().find_map(|c| {
         let tagged = TaggedCell {
-            cell: c.clone(),
-            plan: Some(tag.clone()),
+            cell: CellResult {
+                plan: Some(tag.clone()),
+                ..c.clone()
+            },
             file: Default::default(),
         };
         tagged::write(results, &tagged).err()

@@ -8,7 +8,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -16,7 +16,7 @@ use super::{
     tagged::{self, TaggedCell},
 };
 use crate::base::error::usage;
-use crate::lab::results::{CellStatus, ResultsDir};
+use crate::lab::results::{log_rel, CellStatus, ResultsDir};
 
 pub const MERGE_SCHEMA: &str = "lsmpmon.lab-merge/1";
 /// Two virtual-time runs of one cell agree within this (`lab rerun`'s tolerance).
@@ -85,11 +85,28 @@ pub fn merge(out: &Path, dirs: &[PathBuf], force: bool) -> Result<Merged> {
     for group in by_identity(all).into_values() {
         let keep = choose(&group, &mut merged);
         std::fs::copy(&keep.file, tagged::cell_path(out, &keep.cell.id))?;
+        copy_logs(keep, out)?;
         merged.cells += 1;
     }
     out_dir.write_index()?;
     files::write_json(&out.join("merge.json"), &merged)?;
     Ok(merged)
+}
+
+/// The cell's log directory, when it is where the cell says, relative to
+/// the results directory it was read from (older cells named absolute
+/// paths: those stay where they are).
+fn copy_logs(c: &TaggedCell, out: &Path) -> Result<()> {
+    let rel = Path::new(&c.cell.log_dir);
+    let Some(src_results) = c.file.parent().and_then(Path::parent) else {
+        return Ok(());
+    };
+    let from = src_results.join(rel);
+    if c.cell.log_dir != log_rel(&c.cell.id) || !from.is_dir() {
+        return Ok(());
+    }
+    crate::base::secure_fs::copy_tree(&from, &out.join(rel))
+        .with_context(|| format!("copying the logs of {}", c.cell.id))
 }
 
 /// Everything that makes two cells the same cell of a matrix.
@@ -227,7 +244,7 @@ fn mismatches(cells: &[TaggedCell]) -> Vec<String> {
     if versions.len() > 1 {
         out.push(format!("cells of lsmpmon versions {}", show(&versions)));
     }
-    let plans = distinct(&|c| c.plan.as_ref().map(|p| p.id.clone()));
+    let plans = distinct(&|c| c.plan().map(|p| p.id.clone()));
     if plans.len() > 1 {
         out.push(format!("cells of plans {}", show(&plans)));
     }
@@ -285,9 +302,16 @@ mod tests {
         std::fs::write(path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
     }
 
+    /// The first op's figures, all scaled (cells are checked when read: a
+    /// median outside its samples is refused).
     fn scale_first_median(v: &mut serde_json::Value, by: f64) {
-        let m = &mut v["guest"]["bench"]["results"][0]["median"];
-        *m = (m.as_f64().unwrap() * by).into();
+        let op = &mut v["guest"]["bench"]["results"][0];
+        for key in ["median", "mean", "min", "max"] {
+            op[key] = (op[key].as_f64().unwrap() * by).into();
+        }
+        for s in op["samples"].as_array_mut().unwrap() {
+            *s = (s.as_f64().unwrap() * by).into();
+        }
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Where each cell of a plan stands: queued or running (the engine's
 //! queue), passed, not applicable or failed (its newest result), or ended
 //! without a result (cancelled, killed: the task's log says).
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
@@ -63,8 +63,7 @@ pub fn collect(
             .iter()
             .rev()
             .find(|c| {
-                c.plan
-                    .as_ref()
+                c.plan()
                     .is_some_and(|p| p.id == plan.id && p.index == index)
             })
             .map(|c| c.cell.clone())
@@ -134,7 +133,7 @@ pub fn summary(plan: &Plan, states: &[CellState]) -> String {
 
 /// One line per cell in one of `which` states (failed, without a result):
 /// by its cell, with its logs.
-pub fn problems(states: &[CellState], which: &[State]) -> Vec<String> {
+pub fn problems(states: &[CellState], which: &[State], results: &Path) -> Vec<String> {
     states
         .iter()
         .filter(|c| which.contains(&c.state))
@@ -144,7 +143,7 @@ pub fn problems(states: &[CellState], which: &[State]) -> Vec<String> {
                     "{:?}: {} (guest log: {})",
                     r.status,
                     r.reason.as_deref().unwrap_or(""),
-                    r.log_dir
+                    r.log_path(results).display()
                 ),
                 _ => "its task ended without a result (cancelled or killed)".into(),
             };

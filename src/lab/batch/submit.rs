@@ -150,7 +150,7 @@ fn watch(
         std::thread::sleep(poll);
     };
     // The failed cells are listed with the tables, as `lab run` lists them.
-    let without = status::problems(&states, &[State::NoResult]);
+    let without = status::problems(&states, &[State::NoResult], &plan.paths.results);
     for line in &without {
         crate::say!("lsmpmon: {line}");
     }
@@ -195,6 +195,10 @@ pub fn status(plan_path: &Path) -> Result<(Vec<String>, bool)> {
         .transpose()?;
     let states = status::collect(&plan, record.as_ref(), engine.as_deref())?;
     let mut lines = vec![status::summary(&plan, &states)];
-    lines.extend(status::problems(&states, &[State::Failed, State::NoResult]));
+    lines.extend(status::problems(
+        &states,
+        &[State::Failed, State::NoResult],
+        &plan.paths.results,
+    ));
     Ok((lines, states.iter().all(|c| c.state.done())))
 }

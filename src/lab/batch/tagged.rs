@@ -1,28 +1,26 @@
-//! A cell result as `lab cell` writes it: the cell `lab run` writes, plus
-//! the plan it belongs to (which plan, which of its cells).
+//! The cells of a results directory with the files they came from; a
+//! cell `lab cell` ran names its plan (`CellResult::plan`).
 use std::{fs, path::Path};
 
 use anyhow::Result;
-use serde::{Deserialize, Serialize};
 
 use super::files;
 use crate::lab::results::{CellResult, CELL_SCHEMA};
+use crate::model::read::load_as;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct PlanRef {
-    pub id: String,
-    pub index: usize,
+pub use crate::model::cell::PlanRef;
+
+/// A cell and the file it was read from.
+#[derive(Debug, Clone)]
+pub struct TaggedCell {
+    pub cell: CellResult,
+    pub file: std::path::PathBuf,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TaggedCell {
-    #[serde(flatten)]
-    pub cell: CellResult,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plan: Option<PlanRef>,
-    /// The file it was read from.
-    #[serde(skip)]
-    pub file: std::path::PathBuf,
+impl TaggedCell {
+    pub fn plan(&self) -> Option<&PlanRef> {
+        self.cell.plan.as_ref()
+    }
 }
 
 /// The cell file `DIR/cells/<id>.json`.
@@ -31,7 +29,7 @@ pub fn cell_path(results: &Path, id: &str) -> std::path::PathBuf {
 }
 
 pub fn write(results: &Path, cell: &TaggedCell) -> Result<()> {
-    files::write_json(&cell_path(results, &cell.cell.id), cell)
+    files::write_json(&cell_path(results, &cell.cell.id), &cell.cell)
 }
 
 /// Every cell of `results/cells`, with its file name; files that are not
@@ -51,13 +49,8 @@ pub fn read_all(results: &Path) -> Result<(Vec<TaggedCell>, Vec<String>)> {
     let mut cells = Vec::new();
     let mut bad = Vec::new();
     for p in paths {
-        match files::read_json::<TaggedCell>(&p, "a lab cell") {
-            Ok(c) if c.cell.schema == CELL_SCHEMA => cells.push(TaggedCell { file: p, ..c }),
-            Ok(c) => bad.push(format!(
-                "{}: schema {} (want {CELL_SCHEMA})",
-                p.display(),
-                c.cell.schema
-            )),
+        match load_as::<CellResult>("a lab cell", &p, CELL_SCHEMA, "lab cell") {
+            Ok(cell) => cells.push(TaggedCell { cell, file: p }),
             Err(e) => bad.push(crate::base::error::one_line(&e)),
         }
     }
