@@ -162,6 +162,7 @@ fn compare_refuses_other_machines_before_running() {
     assert!(base.status.success());
     let base_path = format!("{dir}.json");
     let mut b = json(&String::from_utf8(base.stdout).unwrap());
+    let pristine = b.clone();
     // Another kernel: refused with exit 2 before anything runs, flagged with --force.
     b["provenance"]["kernel_release"] = "0.0.0-other".into();
     std::fs::write(&base_path, serde_json::to_string(&b).unwrap()).unwrap();
@@ -199,6 +200,22 @@ fn compare_refuses_other_machines_before_running() {
     assert!(
         String::from_utf8_lossy(&forced.stdout).contains("WARNING: baseline measured elsewhere")
     );
+    // A work directory of another length: path-based modules would cost
+    // otherwise, so it is refused before running too.
+    let mut longer = pristine;
+    longer["options"]["dir_path"]["bytes"] = (dir.len() + 3).into();
+    let longer_path = format!("{dir}-longer.json");
+    std::fs::write(&longer_path, serde_json::to_string(&longer).unwrap()).unwrap();
+    let refused = bench(&["--ops", "null", "--dir", &dir, "--compare", &longer_path]);
+    assert_eq!(refused.status.code(), Some(2));
+    let want = format!("bench directory: {} bytes, depth", dir.len() + 3);
+    assert!(
+        one_error_line(&refused).contains(&want),
+        "{}",
+        one_error_line(&refused)
+    );
+    assert!(!String::from_utf8_lossy(&refused.stderr).contains("bench: calibrating"));
+    std::fs::remove_file(&longer_path).unwrap();
     // Not a bench result at all: refused before running.
     let mut other = b.clone();
     other["schema"] = "lsmpmon.trace/1".into();

@@ -181,7 +181,13 @@ fn every_configuration_proves_itself_and_reruns_repeat() {
     let crash = cell(&all, "crash");
     assert_eq!(crash["status"], "failed");
     assert!(crash["reason"].as_str().unwrap().contains("console log"));
-    assert!(Path::new(crash["log_dir"].as_str().unwrap())
+    // No path of this machine in a cell: the shipped configurations by
+    // their place in the repository, the others relative to the working
+    // directory (the tests run in the repository's root).
+    assert_eq!(crash["config"]["dir"], "tests/fixtures/configs/crash");
+    assert_eq!(cell(&all, "none")["config"]["dir"], "configs/none");
+    assert!(Path::new(&res)
+        .join(crash["log_dir"].as_str().unwrap())
         .join("console.log")
         .is_file());
 

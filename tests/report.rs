@@ -645,6 +645,32 @@ fn compare_refuses_unlike_runs() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("measured otherwise"));
     let forced = lsmpmon(&["compare", &lab(), &other, "--force"]);
     assert!(String::from_utf8_lossy(&forced.stdout).contains("WARNING"));
+    // Path-based modules cost more on a longer path: a bench directory of
+    // another length (or depth) is refused, one of the same shape is not.
+    let dir = |name: &str, d: &'static str| {
+        lab_with(name, move |v| {
+            v["guest"]["bench"]["options"]["dir"] = d.into();
+        })
+    };
+    let longer = lsmpmon(&[
+        "compare",
+        &lab(),
+        &dir("longer-dir", "/tmp/lsmpmon-bench-x"),
+    ]);
+    let err = String::from_utf8_lossy(&longer.stderr);
+    assert_eq!(longer.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("bench directory: 18 bytes, depth 2 vs 20 bytes, depth 2"),
+        "{err}"
+    );
+    let deeper = lsmpmon(&["compare", &lab(), &dir("deeper-dir", "/tmp/lsmpmon/bench")]);
+    assert!(String::from_utf8_lossy(&deeper.stderr).contains("depth 2 vs 18 bytes, depth 3"));
+    let same_shape = lsmpmon(&["compare", &lab(), &dir("same-shape", "/tmp/lsmpmon-bonch")]);
+    assert!(
+        same_shape.status.success(),
+        "{}",
+        String::from_utf8_lossy(&same_shape.stderr)
+    );
     // Virtual against real time is never compared.
     let host = fixture("bench-host.json").display().to_string();
     let trace = fixture("trace-6.1.json").display().to_string();

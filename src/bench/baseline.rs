@@ -20,7 +20,7 @@ pub fn check_baseline(
         return Ok(None);
     };
     let base = compare::read_baseline(path)?;
-    let dir = crate::model::bench::PathShape::of(&args.dir.display().to_string());
+    let dir = crate::model::bench::PathShape::of_dir(&args.dir);
     let forced = compare::check_comparable(&base, provenance, dir, args.force)?;
     let names: Vec<&str> = selected.iter().map(|d| d.name).collect();
     compare::check_ops(&base, &names)?;

@@ -75,7 +75,7 @@ pub fn main(args: BenchArgs) -> Result<i32> {
     let results = run.measure(&selected, &mut work, &args)?;
     run.outcome.interrupted |= stop.requested();
     let wall_s = started.elapsed().as_secs_f64();
-    let dir_path = PathShape::of(&work.root().display().to_string());
+    let dir_path = PathShape::of_dir(&args.dir);
     drop(work);
     let result = BenchResult {
         schema: SCHEMA.into(),

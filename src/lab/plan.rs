@@ -39,6 +39,15 @@ impl KernelConfig {
 
     /// Why `config` cannot run on this kernel, if it cannot.
     pub fn not_applicable(&self, config: &Config) -> Option<String> {
+        let (major, minor) = self.version;
+        if let Some(min) = &config.spec.min_kernel {
+            if min.parsed().is_some_and(|v| self.version < v) {
+                return Some(format!(
+                    "kernel {major}.{minor} is older than {}: {}",
+                    min.version, min.why
+                ));
+            }
+        }
         let missing: Vec<&str> = config
             .spec
             .requires
@@ -180,5 +189,27 @@ mod tests {
         assert_eq!(k.version, (5, 10));
         assert!(k.enabled("CONFIG_SECURITY_SELINUX"));
         assert!(!k.enabled("CONFIG_SECURITY_LANDLOCK"));
+    }
+
+    #[test]
+    fn a_kernel_older_than_a_configuration_needs_is_not_applicable() {
+        let mut c =
+            crate::lab::spec::load("mac-label", &crate::lab::spec::search_path(&[])).unwrap();
+        let conf = format!("{DEBIAN_6_1}CONFIG_SECURITY_PATH=y\n");
+        let k510 = KernelConfig::parse(&conf, "5.10.0-32-cloud-amd64");
+        let why = k510.not_applicable(&c).unwrap();
+        assert!(
+            why.starts_with("kernel 5.10 is older than 5.17: ") && why.contains("bpf_loop"),
+            "{why}"
+        );
+        for release in ["5.17.0", "6.1.0-56-cloud-amd64", "7.3.4+deb13-cloud-amd64"] {
+            assert_eq!(
+                KernelConfig::parse(&conf, release).not_applicable(&c),
+                None,
+                "{release}"
+            );
+        }
+        c.spec.min_kernel = None;
+        assert_eq!(k510.not_applicable(&c), None);
     }
 }

@@ -23,6 +23,9 @@ pub struct Spec {
     /// Kernel config options that must be `y`.
     #[serde(default)]
     pub requires: Vec<String>,
+    /// The oldest kernel it runs on, and why (what it needs that older
+    /// kernels lack and their config cannot show).
+    pub min_kernel: Option<MinKernel>,
     #[serde(default)]
     pub measured_lsms: Vec<String>,
     #[serde(default)]
@@ -38,6 +41,22 @@ pub struct Spec {
     #[serde(default)]
     pub confine: Confine,
     pub proof: Proof,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MinKernel {
+    /// `major.minor`.
+    pub version: String,
+    pub why: String,
+}
+
+impl MinKernel {
+    /// (major, minor), checked when the spec is read.
+    pub fn parsed(&self) -> Option<(u32, u32)> {
+        let (a, b) = self.version.split_once('.')?;
+        Some((a.parse().ok()?, b.parse().ok()?))
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
@@ -194,6 +213,12 @@ fn malformed(path: &Path, e: &toml::de::Error) -> anyhow::Error {
 }
 
 fn check_spec(spec: &Spec) -> std::result::Result<(), String> {
+    if let Some(m) = spec.min_kernel.as_ref().filter(|m| m.parsed().is_none()) {
+        return Err(format!(
+            "min_kernel.version {:?} is not major.minor (e.g. \"5.17\")",
+            m.version
+        ));
+    }
     let p = &spec.proof;
     let record = p.record.is_some() && p.pattern.is_some();
     if p.kind == ProofKind::Deny && record == p.no_record.is_some() {
@@ -310,6 +335,13 @@ mod tests {
         write(&d, "description = \"x\"\n[proof]\nkind = \"maybe\"\n");
         let msg = parse_spec(&p).unwrap_err().to_string();
         assert!(msg.contains("maybe") && msg.contains("line 3"), "{msg}");
+
+        write(
+            &d,
+            "description = \"x\"\nmin_kernel = { version = \"5\", why = \"w\" }\n[proof]\nkind = \"baseline\"\n",
+        );
+        let msg = parse_spec(&p).unwrap_err().to_string();
+        assert!(msg.contains("min_kernel.version \"5\""), "{msg}");
         fs::remove_dir_all(&d).unwrap();
     }
 

@@ -86,6 +86,13 @@ impl PathShape {
         }
     }
 
+    /// The shape of `dir` made absolute (symlinks not followed: the
+    /// path the ops name is the one a path-based module sees first).
+    pub fn of_dir(dir: &std::path::Path) -> Self {
+        let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+        Self::of(&abs.display().to_string())
+    }
+
     /// Path-based modules cost more on a longer or deeper path: two work
     /// directories must have the same shape to be compared.
     pub fn mismatch(self, other: PathShape) -> Option<String> {

@@ -344,6 +344,35 @@ mod tests {
     }
 
     #[test]
+    fn logs_come_along_and_a_log_dir_outside_is_refused() {
+        let (a, out) = (temp("logs-a"), temp("logs-out"));
+        put(&a, "one", &|v| v["log_dir"] = "logs/one".into());
+        std::fs::create_dir_all(a.join("logs/one/sub")).unwrap();
+        std::fs::write(a.join("logs/one/console.log"), "boot\n").unwrap();
+        std::fs::write(a.join("logs/one/sub/x"), "y").unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", a.join("logs/one/link")).unwrap();
+        // Another cell's logs are not this one's.
+        std::fs::create_dir_all(a.join("logs/other")).unwrap();
+        put(&a, "escape", &|v| {
+            v["log_dir"] = "logs/../../escape".into();
+            v["config"]["name"] = "tomoyo".into();
+        });
+        let m = merge(&out, std::slice::from_ref(&a), false).unwrap();
+        assert_eq!(m.cells, 1, "the escaping cell is refused when read");
+        let logs = out.join("logs/one");
+        assert_eq!(
+            std::fs::read_to_string(logs.join("console.log")).unwrap(),
+            "boot\n"
+        );
+        assert_eq!(std::fs::read_to_string(logs.join("sub/x")).unwrap(), "y");
+        assert!(!logs.join("link").exists(), "symlinks stay behind");
+        assert!(!out.join("logs/other").exists());
+        for d in [a, out] {
+            std::fs::remove_dir_all(d).unwrap();
+        }
+    }
+
+    #[test]
     fn other_versions_and_kernel_packages_are_refused_unless_forced() {
         let (a, b) = (temp("va"), temp("vb"));
         put(&a, "one", &|_| ());
