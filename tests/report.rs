@@ -1394,3 +1394,90 @@ fn cell_of(cells: &Path, config: &str) -> (PathBuf, Value) {
     let v = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
     (file, v)
 }
+
+/// The Table 5 form: each configuration across kernels, with the figures
+/// of each kernel's Table 3 form; one measured on a single kernel has none,
+/// and the framework's changes are named under the configurations they move.
+#[test]
+fn table5_sets_each_configuration_across_kernels() {
+    let dir = Path::new(&lab_with("two-kernels", |_| {})).to_path_buf();
+    for config in ["none", "tomoyo"] {
+        let (_, mut v) = cell_of(&fixture("lab/cells"), config);
+        v["kernel"]["series"] = "6.12".into();
+        v["kernel"]["release"] = "6.12.57+deb13-cloud-amd64".into();
+        v["kernel"]["deb_sha256"] = "ab".repeat(32).into();
+        let id = format!("6.12-cloud__{config}__1-1-0-vm");
+        v["id"] = id.clone().into();
+        v["log_dir"] = format!("logs/{id}").into();
+        if config == "tomoyo" {
+            scale_stat(&mut v, 1.5);
+        }
+        let file = dir.join("cells").join(format!("{id}.json"));
+        std::fs::write(file, v.to_string()).unwrap();
+    }
+    let doc = report_json(&[dir.to_str().unwrap()]);
+    let fives: Vec<&Value> = doc["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["form"] == "table5")
+        .collect();
+    let titles: Vec<&str> = fives.iter().map(|t| t["title"].as_str().unwrap()).collect();
+    assert_eq!(
+        titles.len(),
+        2,
+        "none and tomoyo, not permissive: {titles:?}"
+    );
+    assert!(
+        titles[0].ends_with("none across kernels") && titles[1].ends_with("tomoyo across kernels")
+    );
+    let tomoyo = fives[1];
+    assert_eq!(
+        tomoyo["header"],
+        serde_json::json!(["operation", "6.1", "6.12"])
+    );
+    let row = |t: &Value, label: &str| -> Value {
+        t["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["label"] == label)
+            .unwrap()["cells"]
+            .clone()
+    };
+    let threes: Vec<&Value> = doc["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["form"] == "table3")
+        .collect();
+    for (i, kernel) in ["6.1", "6.12"].iter().enumerate() {
+        let t3 = threes.iter().find(|t| t["kernel"] == *kernel).unwrap();
+        let col = t3["header"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|h| h == "tomoyo")
+            .unwrap()
+            - 1;
+        assert_eq!(
+            row(tomoyo, "stat (µs)")[i],
+            row(t3, "stat (µs)")[col],
+            "{kernel}"
+        );
+    }
+    let pct = |i: usize| row(tomoyo, "stat (µs)")[i]["pct"].as_f64().unwrap();
+    assert!(
+        pct(1) > pct(0) + 40.0,
+        "stat scaled by 1.5 on 6.12: {} vs {}",
+        pct(1),
+        pct(0)
+    );
+    let notes = |t: &Value| t["notes"].to_string();
+    assert!(
+        notes(tomoyo).contains("Largest change in overhead: stat"),
+        "{}",
+        notes(tomoyo)
+    );
+    assert!(notes(fives[0]).contains("static calls") && !notes(tomoyo).contains("static calls"));
+}

@@ -171,6 +171,25 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     written
 }
 
+/// Copies the directories and regular files below `from` into `to`
+/// (made); symlinks and special files are left behind.
+pub fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
+    fs::create_dir_all(to)?;
+    let entries =
+        fs::read_dir(from).map_err(|e| anyhow::anyhow!("reading {}: {e}", from.display()))?;
+    for e in entries {
+        let e = e?;
+        let ty = e.file_type()?;
+        let dest = to.join(e.file_name());
+        if ty.is_dir() {
+            copy_tree(&e.path(), &dest)?;
+        } else if ty.is_file() {
+            fs::copy(e.path(), &dest)?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::symlink;
@@ -262,23 +281,4 @@ mod tests {
         assert_eq!(fs::read_to_string(&plain).unwrap(), "short");
         fs::remove_dir_all(&d).unwrap();
     }
-}
-
-/// Copies the directories and regular files below `from` into `to`
-/// (made); symlinks and special files are left behind.
-pub fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
-    fs::create_dir_all(to)?;
-    let entries =
-        fs::read_dir(from).map_err(|e| anyhow::anyhow!("reading {}: {e}", from.display()))?;
-    for e in entries {
-        let e = e?;
-        let ty = e.file_type()?;
-        let dest = to.join(e.file_name());
-        if ty.is_dir() {
-            copy_tree(&e.path(), &dest)?;
-        } else if ty.is_file() {
-            fs::copy(e.path(), &dest)?;
-        }
-    }
-    Ok(())
 }

@@ -236,11 +236,15 @@ fn cell_record(c: &CellResult) -> Result<(), String> {
     if c.id.is_empty() || c.id.starts_with('.') || c.id.contains(['/', '\0']) {
         return Err(format!("id {:?} is not a file name", c.id));
     }
-    // Relative: `logs/<id>` below its results directory (merge copies it
-    // from there); absolute in cells from before that.
-    let rel_ok = c.log_dir.is_empty() || c.log_dir == format!("logs/{}", c.id);
-    if !c.log_dir.starts_with('/') && !rel_ok {
-        return Err(format!("log_dir {:?} is not logs/<id>", c.log_dir));
+    // `logs/<id>` below its results directory (merge copies it from there);
+    // older cells named it as given to --results, absolute or not.
+    let tail = format!("logs/{}", c.id);
+    let climbs = c.log_dir.split('/').any(|p| p == "..");
+    if climbs || !(c.log_dir.is_empty() || c.log_dir.ends_with(&tail)) {
+        return Err(format!(
+            "log_dir {:?} is not <results>/logs/<id>",
+            c.log_dir
+        ));
     }
     kernel(&c.kernel)?;
     run_options(&c.options)?;

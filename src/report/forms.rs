@@ -134,7 +134,7 @@ pub fn baseline<'a>(cols: &[&'a Run]) -> Option<&'a Run> {
     named.or(first).copied().filter(|c| c.passed())
 }
 
-fn op_cell(c: &Run, name: &str, base: Option<(&Run, f64)>) -> Cell {
+pub fn op_cell(c: &Run, name: &str, base: Option<(&Run, f64)>) -> Cell {
     if let Some(m) = missing(c) {
         return m;
     }

@@ -7,6 +7,7 @@ pub mod forms;
 mod html;
 mod ima;
 pub mod input;
+mod kernels;
 mod studies;
 mod syscalls;
 
@@ -102,6 +103,7 @@ fn split_list(s: &str) -> Vec<String> {
 /// per-hook table.
 pub fn tables(runs: &[Run], order: &[String], syscalls: &[String]) -> Vec<Table> {
     let mut out = forms::all(runs, order);
+    out.extend(kernels::tables(runs, order));
     let refs: Vec<&Run> = runs.iter().collect();
     out.extend(syscalls::tables(&refs, syscalls));
     out.extend(studies::yield_table(&refs));

@@ -297,6 +297,7 @@ mod tests {
     fn put(dir: &Path, id: &str, f: &dyn Fn(&mut serde_json::Value)) {
         let mut v: serde_json::Value = serde_json::from_str(NONE_CELL).unwrap();
         v["id"] = id.into();
+        v["log_dir"] = format!("logs/{id}").into();
         f(&mut v);
         let path = tagged::cell_path(dir, id);
         std::fs::write(path, serde_json::to_string_pretty(&v).unwrap()).unwrap();

@@ -1,0 +1,201 @@
+//! The Table 5 form across kernels (LSMPMON, Table 5: one kernel's file
+//! operations and their increase, set against an older kernel's): for each
+//! configuration measured on two kernels or more, its ops × kernels, each
+//! figure with its % over `none` on the same kernel package, and what
+//! changed in the kernel between them that is known to move LSM costs.
+use super::forms::{self, BASELINE};
+use super::input::Run;
+use crate::base::papers;
+use crate::base::table::{Cell, Row, Table};
+use crate::model::bench::Unit;
+use crate::model::identity::KernelId;
+
+/// Changes in the kernel that move what a configuration's tables show: the
+/// release that brought each, and the configurations (by name prefix) whose
+/// Table 5 form names it.
+const CHANGES: &[((u32, u32), &[&str], &str)] = &[
+    (
+        (5, 13),
+        &["landlock"],
+        "5.13 added Landlock (Debian's 5.10 has none: its cell is not applicable)",
+    ),
+    (
+        (6, 9),
+        &["ima"],
+        "6.9 made IMA and EVM LSMs of their own (listed in /sys/kernel/security/lsm, called through the LSM hooks rather than from the VFS directly)",
+    ),
+    (
+        (6, 12),
+        &["none"],
+        "6.12 calls LSM hooks through static calls (direct calls patched at boot, each behind a static key) instead of indirect calls along a list of function pointers: the framework's own cost per hook call is the Table 4 form's `none` column of each kernel",
+    ),
+];
+
+/// One Table 5 form per configuration that ran on two kernels or more.
+pub fn tables(runs: &[Run], order: &[String]) -> Vec<Table> {
+    let per_kernel = forms::by_kernel(runs, order);
+    if per_kernel.len() < 2 {
+        return Vec::new();
+    }
+    let mut configs: Vec<&str> = Vec::new();
+    for (_, cols) in &per_kernel {
+        for c in cols.iter().filter(|c| c.from_lab) {
+            if !configs.contains(&c.config.as_str()) {
+                configs.push(&c.config);
+            }
+        }
+    }
+    configs
+        .into_iter()
+        .filter_map(|config| table(config, &per_kernel))
+        .collect()
+}
+
+/// A kernel's run of the configuration and that kernel's baseline.
+struct Column<'a> {
+    kernel: &'a KernelId,
+    run: &'a Run,
+    base: Option<&'a Run>,
+}
+
+fn table(config: &str, per_kernel: &[(KernelId, Vec<&Run>)]) -> Option<Table> {
+    let cols: Vec<Column> = per_kernel
+        .iter()
+        .filter_map(|(k, runs)| {
+            let run = runs.iter().find(|r| r.config == config)?;
+            Some(Column {
+                kernel: k,
+                run,
+                base: forms::baseline(runs),
+            })
+        })
+        .collect();
+    if cols.len() < 2 || !cols.iter().any(|c| c.run.passed()) {
+        return None;
+    }
+    let names = op_names(&cols);
+    let rows: Vec<Row> = names
+        .iter()
+        .map(|(name, unit)| Row {
+            label: format!("{name} ({})", unit_label(*unit)),
+            cells: cols.iter().map(|c| cell(c, name)).collect(),
+        })
+        .collect();
+    let runs: Vec<&Run> = cols.iter().map(|c| c.run).collect();
+    let mut notes = vec![format!(
+        "{} time; median of each op; untraced; (x %) over `{BASELINE}` on the same kernel package, only where measured alike; positive = slower. Not applicable: the kernel lacks what the configuration needs (its cell says what).",
+        forms::time_mode(&runs)
+    )];
+    notes.extend(largest_change(&cols, &names));
+    notes.extend(changes_between(config, &cols));
+    Some(Table {
+        form: "table5".into(),
+        title: format!(
+            "Table 5 form ({}): {config} across kernels",
+            papers::cite(&papers::LSMPMON, "Table 5")
+        ),
+        kernel: cols
+            .iter()
+            .map(|c| c.kernel.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        notes,
+        header: std::iter::once("operation".to_string())
+            .chain(cols.iter().map(|c| c.kernel.to_string()))
+            .collect(),
+        rows,
+    })
+}
+
+fn op_names(cols: &[Column]) -> Vec<(String, Unit)> {
+    let mut names: Vec<(String, Unit)> = Vec::new();
+    for c in cols {
+        for o in forms::ops(c.run) {
+            if !names.iter().any(|(n, _)| *n == o.op) {
+                names.push((o.op.clone(), o.unit));
+            }
+        }
+    }
+    names
+}
+
+fn unit_label(unit: Unit) -> &'static str {
+    if unit == Unit::NsPerOp {
+        "µs"
+    } else {
+        unit.name()
+    }
+}
+
+fn cell(c: &Column, op: &str) -> Cell {
+    let base = c.base.and_then(|b| Some((b, forms::median(b, op)?)));
+    forms::op_cell(c.run, op, base)
+}
+
+fn pct(c: &Cell) -> Option<f64> {
+    match c {
+        Cell::Value { pct, .. } => *pct,
+        _ => None,
+    }
+}
+
+/// The op whose overhead moved most between the first and the last kernel
+/// that both have one.
+fn largest_change(cols: &[Column], names: &[(String, Unit)]) -> Option<String> {
+    let mut best: Option<(f64, String)> = None;
+    for (name, _) in names {
+        let with: Vec<(&Column, f64)> = cols
+            .iter()
+            .filter_map(|c| Some((c, pct(&cell(c, name))?)))
+            .collect();
+        let (Some((first, a)), Some((last, b))) = (with.first(), with.last()) else {
+            continue;
+        };
+        if std::ptr::eq(*first, *last) {
+            continue;
+        }
+        let line = format!(
+            "Largest change in overhead: {name} {a:+.1} % on {} → {b:+.1} % on {}.",
+            first.kernel, last.kernel
+        );
+        if best.as_ref().is_none_or(|(d, _)| (b - a).abs() > *d) {
+            best = Some(((b - a).abs(), line));
+        }
+    }
+    best.map(|(_, line)| line)
+}
+
+/// The framework changes released between the oldest and newest kernel.
+fn changes_between(config: &str, cols: &[Column]) -> Vec<String> {
+    let versions: Vec<(u32, u32)> = cols
+        .iter()
+        .filter_map(|c| version(&c.run.origin.kernel_release))
+        .collect();
+    let (Some(lo), Some(hi)) = (versions.iter().min(), versions.iter().max()) else {
+        return Vec::new();
+    };
+    CHANGES
+        .iter()
+        .filter(|(v, names, _)| lo < v && v <= hi && names.iter().any(|n| config.starts_with(n)))
+        .map(|(_, _, what)| format!("Between these kernels: {what}."))
+        .collect()
+}
+
+/// (major, minor) of a release string ("6.12.57+deb13-cloud-amd64").
+fn version(release: &str) -> Option<(u32, u32)> {
+    let mut nums = release.split(['.', '-', '+']).map(str::parse::<u32>);
+    Some((nums.next()?.ok()?, nums.next()?.ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::version;
+
+    #[test]
+    fn versions_of_debian_releases() {
+        assert_eq!(version("6.12.57+deb13-cloud-amd64"), Some((6, 12)));
+        assert_eq!(version("5.10.0-32-cloud-amd64"), Some((5, 10)));
+        assert_eq!(version("7.3.4+deb13-cloud-amd64"), Some((7, 3)));
+        assert_eq!(version("garbage"), None);
+    }
+}
