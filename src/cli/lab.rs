@@ -319,7 +319,7 @@ fn show_tables(args: &TablesArgs) -> Result<i32> {
         )));
     }
     let runs = input::load(std::slice::from_ref(&args.dir), true)?;
-    let t = report::tables(&runs, &lab::split_list(lab::DEFAULT_CONFIGS), &[]);
+    let t = report::tables(&runs, &lab::split_list(lab::TABLE_ORDER), &[]);
     let forced: Vec<String> = batch::merge::Merged::read(&args.dir)?
         .map(|m| m.forced)
         .unwrap_or_default()

@@ -8,6 +8,9 @@ use super::results;
 use crate::vm;
 
 pub const DEFAULT_CONFIGS: &str = "none,selinux-mini,apparmor,tomoyo,landlock,ima,bpf-lsm";
+/// Every shipped configuration in the tables' order: the baseline, the
+/// label-based, path-based and stacked modules, then integrity, then BPF.
+pub const TABLE_ORDER: &str = "none,debian-default,selinux-mini,selinux-refpolicy,apparmor,tomoyo,smack,landlock,ima,ima-sha1,ima-tpm,bpf-lsm,mac-label,mac-path,mac-inode";
 
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {

@@ -29,7 +29,7 @@ pub mod spec;
 mod swtpm;
 pub mod webserver;
 
-pub use args::{RerunArgs, RunArgs, DEFAULT_CONFIGS};
+pub use args::{RerunArgs, RunArgs, DEFAULT_CONFIGS, TABLE_ORDER};
 pub use matrix::split_list;
 pub use outcome::RunOutcome;
 pub use rerun::rerun;

@@ -21,6 +21,7 @@ use clap::{Args, ValueEnum};
 use crate::base::error::{usage, with_code, EXIT_FAILURE, EXIT_OK};
 use crate::base::stats::{Verdict, VIRTUAL_DETERMINISM_PCT};
 use crate::base::table::{self, Table};
+use crate::model::cell::CellStatus;
 use crate::model::compare::{CompareResult, COMPARE_SCHEMA};
 use crate::model::report::{ReportResult, RunRef, REPORT_SCHEMA};
 use crate::trace::tables as trace_tables;
@@ -49,7 +50,7 @@ pub struct ReportArgs {
     #[arg(long, value_name = "LIST", value_parser = crate::base::parse::printable)]
     pub syscalls: Option<String>,
     /// Configurations in this order first (lab names; others follow as found).
-    #[arg(long, value_name = "LIST", default_value = crate::lab::DEFAULT_CONFIGS)]
+    #[arg(long, value_name = "LIST", default_value = crate::lab::TABLE_ORDER)]
     pub order: String,
     /// Skip result files that cannot be read (each named on stderr) instead of stopping.
     #[arg(long)]
@@ -158,11 +159,46 @@ pub fn render(
 ) -> Result<String> {
     Ok(match format {
         Format::Text => table::text(tables),
-        Format::Markdown => table::markdown(tables),
+        Format::Markdown => markdown_page(tables, runs, inputs, warnings),
         Format::Csv => table::csv(tables)?,
         Format::Json => json(tables, runs, inputs, warnings)?,
         Format::Html => html::render(tables, runs, inputs, warnings)?,
     })
+}
+
+/// The Markdown tables under a heading that says what they were made from.
+fn markdown_page(tables: &[Table], runs: &[Run], inputs: &[String], warnings: &[String]) -> String {
+    let mut kernels: Vec<String> = Vec::new();
+    let mut configs: Vec<&str> = Vec::new();
+    for r in runs {
+        let k = r.kernel.to_string();
+        if !kernels.contains(&k) {
+            kernels.push(k);
+        }
+        if !configs.contains(&r.config.as_str()) {
+            configs.push(&r.config);
+        }
+    }
+    let count = |s: CellStatus| runs.iter().filter(|r| r.status == s).count();
+    let mut page = format!(
+        "# lsmpmon report\n\n{} results from {}: kernels {}; configurations {}. \
+         {} passed (a lab cell passes only after proving its configuration), {} not applicable, {} failed or proof failed. \
+         Made by `lsmpmon report` from those results alone.\n\n",
+        runs.len(),
+        inputs.join(", "),
+        kernels.join(", "),
+        configs.join(", "),
+        count(CellStatus::Passed),
+        count(CellStatus::NotApplicable),
+        runs.len() - count(CellStatus::Passed) - count(CellStatus::NotApplicable),
+    );
+    for w in warnings {
+        page.push_str(&format!("- {w}\n"));
+    }
+    if !warnings.is_empty() {
+        page.push('\n');
+    }
+    page + &table::markdown(tables)
 }
 
 /// Output to a file (atomically; only a regular file is replaced) or stdout.
