@@ -435,7 +435,7 @@ fn missing_arguments_are_named_on_the_one_line() {
 /// full disk is one line and exit 1, a reader that went away ends it quietly.
 #[test]
 fn lab_tables_never_panics_on_a_full_or_closed_stdout() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/results/lab-6.1");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/results/atlas");
     let full = with_stdout_full(Command::new(LSMPMON).args(["lab", "tables", dir]));
     assert_eq!(full.status.code(), Some(1));
     assert!(one_error_line(&full).contains("No space left on device"));

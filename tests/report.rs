@@ -1480,4 +1480,65 @@ fn table5_sets_each_configuration_across_kernels() {
         notes(tomoyo)
     );
     assert!(notes(fives[0]).contains("static calls") && !notes(tomoyo).contains("static calls"));
+    let bare = notes(fives[0]);
+    assert!(
+        bare.contains("a hook no module implements costs") && bare.contains(" ns on 6.12 ("),
+        "{bare}"
+    );
+}
+
+/// The atlas (`results/atlas`, by scripts/atlas.sh): every kernel ×
+/// configuration once; every cell passed its proof or says why it is not
+/// applicable; no cell carries a path of the machine that ran it; every
+/// bench ran under a work directory of one shape; and its pages are what
+/// `report` makes of the committed cells, nothing edited by hand.
+#[test]
+fn the_committed_atlas_is_whole_and_its_pages_come_from_its_cells() {
+    let atlas = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/atlas");
+    let mut seen = std::collections::BTreeSet::new();
+    let mut shapes = std::collections::BTreeSet::new();
+    for e in std::fs::read_dir(atlas.join("cells")).unwrap() {
+        let text = std::fs::read_to_string(e.unwrap().path()).unwrap();
+        let c: Value = serde_json::from_str(&text).unwrap();
+        let what = format!("{} {}", c["kernel"]["series"], c["config"]["name"]);
+        assert!(seen.insert(what.clone()), "{what} twice");
+        match c["status"].as_str().unwrap() {
+            "passed" => assert_eq!(c["guest"]["proof"]["passed"], true, "{what}"),
+            "not_applicable" => assert!(c["reason"].as_str().unwrap().len() > 10, "{what}"),
+            other => panic!("{what}: {other}: {}", c["reason"]),
+        }
+        for home in ["/work/", "/root/", "/home/", "/tmp/lsmpmon-atlas"] {
+            assert!(!text.contains(home), "{what} names {home}");
+        }
+        let name = c["config"]["name"].as_str().unwrap();
+        assert_eq!(c["config"]["dir"], format!("configs/{name}"), "{what}");
+        let logs = format!("logs/{}", c["id"].as_str().unwrap());
+        let not_booted = c["status"] == "not_applicable" && c["log_dir"] == "";
+        assert!(not_booted || c["log_dir"] == logs.as_str(), "{what}: {}", c["log_dir"]);
+        if let Some(o) = c["guest"]["bench"]["options"].as_object() {
+            shapes.insert(o["dir_path"].to_string());
+        }
+    }
+    let kernels = ["5.10", "6.1", "6.12", "7.3", "6.1-smack"];
+    let configs = std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("configs"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().join("spec.toml").is_file())
+        .count();
+    assert_eq!(seen.len(), kernels.len() * configs, "{seen:?}");
+    assert_eq!(shapes.len(), 1, "one bench directory shape: {shapes:?}");
+    for (format, page) in [("markdown", "README.md"), ("html", "report.html")] {
+        let out = Command::new(LSMPMON)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["report", "results/atlas", "--format", format])
+            .output()
+            .unwrap();
+        let committed = std::fs::read_to_string(atlas.join(page)).unwrap();
+        assert!(
+            String::from_utf8(out.stdout).unwrap() == committed,
+            "results/atlas/{page} is not what `lsmpmon report results/atlas --format {format}` prints"
+        );
+        for t in ["Table 3 form", "Table 4 form", "Table 5 form", "Tables 6", "Footprint"] {
+            assert!(committed.contains(t), "{page} lacks {t}");
+        }
+    }
 }
