@@ -1514,7 +1514,11 @@ fn the_committed_atlas_is_whole_and_its_pages_come_from_its_cells() {
         assert_eq!(c["config"]["dir"], format!("configs/{name}"), "{what}");
         let logs = format!("logs/{}", c["id"].as_str().unwrap());
         let not_booted = c["status"] == "not_applicable" && c["log_dir"] == "";
-        assert!(not_booted || c["log_dir"] == logs.as_str(), "{what}: {}", c["log_dir"]);
+        assert!(
+            not_booted || c["log_dir"] == logs.as_str(),
+            "{what}: {}",
+            c["log_dir"]
+        );
         if let Some(o) = c["guest"]["bench"]["options"].as_object() {
             shapes.insert(o["dir_path"].to_string());
         }
@@ -1537,7 +1541,13 @@ fn the_committed_atlas_is_whole_and_its_pages_come_from_its_cells() {
             String::from_utf8(out.stdout).unwrap() == committed,
             "results/atlas/{page} is not what `lsmpmon report results/atlas --format {format}` prints"
         );
-        for t in ["Table 3 form", "Table 4 form", "Table 5 form", "Tables 6", "Footprint"] {
+        for t in [
+            "Table 3 form",
+            "Table 4 form",
+            "Table 5 form",
+            "Tables 6",
+            "Footprint",
+        ] {
             assert!(committed.contains(t), "{page} lacks {t}");
         }
     }

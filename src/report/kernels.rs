@@ -5,8 +5,8 @@
 //! changed in the kernel between them that is known to move LSM costs.
 use super::forms::{self, BASELINE};
 use super::input::Run;
-use crate::base::{papers, stats};
 use crate::base::table::{Cell, Row, Table};
+use crate::base::{papers, stats};
 use crate::model::bench::Unit;
 use crate::model::identity::KernelId;
 
