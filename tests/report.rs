@@ -217,15 +217,7 @@ fn the_yield_study_runs_end_to_end() {
         let json: Value = serde_json::from_str(&out).unwrap();
         form_table(&json, "yield").clone()
     };
-    let row = |t: &Value, label: &str| -> Value {
-        t["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["label"] == label)
-            .unwrap_or_else(|| panic!("no row {label}"))["cells"][0]
-            .clone()
-    };
+    let row = |t: &Value, label: &str| -> Value { cells_of(t, label)[0].clone() };
     let fixed = yield_table(&["--iterations", "2000"], "yield-2000.json");
     assert_eq!(row(&fixed, "rounds")["value"], 2000.0);
     let total = row(&fixed, "processes, N rounds (µs)")["value"]
@@ -824,6 +816,8 @@ fn every_committed_result_loads_through_the_model() {
             if p.is_dir() {
                 results_in(&p, out);
             } else if p.extension().is_some_and(|x| x == "json")
+                // A merge's record (what `lab merge` did) is not a result.
+                && p.file_name().is_some_and(|n| n != "merge.json")
                 && std::fs::read_to_string(&p).is_ok_and(|t| t.contains("\"schema\""))
             {
                 out.push(p);
@@ -1274,13 +1268,7 @@ fn the_newest_passed_cell_counts_and_the_others_are_named() {
         .iter()
         .find(|t| t["form"] == "table3")
         .unwrap();
-    let col = t3["header"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .position(|h| h == "tomoyo")
-        .unwrap()
-        - 1;
+    let col = column_of(t3, "tomoyo");
     for row in t3["rows"].as_array().unwrap() {
         assert_eq!(row["cells"][col]["kind"], "value", "{row}");
     }
@@ -1384,6 +1372,25 @@ fn form_table<'a>(doc: &'a Value, form: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {form} table"))
 }
 
+/// Every table of `form` in a `report --format json` document.
+fn forms_of<'a>(doc: &'a Value, form: &str) -> Vec<&'a Value> {
+    let all = doc["tables"].as_array().unwrap();
+    all.iter().filter(|t| t["form"] == form).collect()
+}
+
+/// The cells of the row labelled `label`.
+fn cells_of<'a>(table: &'a Value, label: &str) -> &'a Value {
+    let rows = table["rows"].as_array().unwrap();
+    let row = rows.iter().find(|r| r["label"] == label);
+    &row.unwrap_or_else(|| panic!("no row {label}"))["cells"]
+}
+
+/// Which of a table's cells (after its row label) is `name`'s column.
+fn column_of(table: &Value, name: &str) -> usize {
+    let header = table["header"].as_array().unwrap();
+    header.iter().position(|h| h == name).unwrap() - 1
+}
+
 /// The cell file of `config` in a lab `cells/` directory, and its JSON.
 fn cell_of(cells: &Path, config: &str) -> (PathBuf, Value) {
     let file = std::fs::read_dir(cells)
@@ -1416,12 +1423,7 @@ fn table5_sets_each_configuration_across_kernels() {
         std::fs::write(file, v.to_string()).unwrap();
     }
     let doc = report_json(&[dir.to_str().unwrap()]);
-    let fives: Vec<&Value> = doc["tables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|t| t["form"] == "table5")
-        .collect();
+    let fives = forms_of(&doc, "table5");
     let titles: Vec<&str> = fives.iter().map(|t| t["title"].as_str().unwrap()).collect();
     assert_eq!(
         titles.len(),
@@ -1436,30 +1438,11 @@ fn table5_sets_each_configuration_across_kernels() {
         tomoyo["header"],
         serde_json::json!(["operation", "6.1", "6.12"])
     );
-    let row = |t: &Value, label: &str| -> Value {
-        t["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["label"] == label)
-            .unwrap()["cells"]
-            .clone()
-    };
-    let threes: Vec<&Value> = doc["tables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|t| t["form"] == "table3")
-        .collect();
+    let row = |t: &Value, label: &str| -> Value { cells_of(t, label).clone() };
+    let threes = forms_of(&doc, "table3");
     for (i, kernel) in ["6.1", "6.12"].iter().enumerate() {
         let t3 = threes.iter().find(|t| t["kernel"] == *kernel).unwrap();
-        let col = t3["header"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .position(|h| h == "tomoyo")
-            .unwrap()
-            - 1;
+        let col = column_of(t3, "tomoyo");
         assert_eq!(
             row(tomoyo, "stat (µs)")[i],
             row(t3, "stat (µs)")[col],
