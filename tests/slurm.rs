@@ -332,6 +332,7 @@ fn a_forced_merge_is_flagged_under_the_tables() {
         std::fs::write(a.join("cells").join(f.file_name()), cell.to_string()).unwrap();
         if name == "tomoyo" {
             cell["id"] = "6.1-cloud__tomoyo__later".into();
+            cell["log_dir"] = "logs/6.1-cloud__tomoyo__later".into();
             cell["lsmpmon_version"] = "0.0.1-other".into();
             std::fs::write(
                 b.join("cells/6.1-cloud__tomoyo__later.json"),
