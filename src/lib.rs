@@ -15,6 +15,7 @@ pub mod model;
 
 pub mod bench;
 pub mod mac;
+pub mod serve;
 pub mod trace;
 pub mod vm;
 

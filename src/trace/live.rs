@@ -6,19 +6,13 @@ use std::mem::MaybeUninit;
 
 use anyhow::Result;
 
+use super::answer::answer;
+pub use super::answer::Reset;
 use super::args::EngineArgs;
-use super::report::{self, SortKey, View};
+use super::report::{SortKey, View};
 use super::session::Session;
 use super::{command, ctl};
 use crate::model::TraceResult;
-
-/// Whether `trace ctl reset` may restart the statistics of this session.
-#[derive(Debug, Clone, Copy)]
-pub enum Reset {
-    Allowed,
-    /// Refused, with the reason `trace ctl` prints.
-    Refused(&'static str),
-}
 
 /// A running session, lent to the caller of [`attached`].
 pub struct Live<'s, 'obj> {
@@ -87,32 +81,4 @@ impl Live<'_, '_> {
         }
         Ok(())
     }
-}
-
-/// One `trace ctl` request against a running session.
-pub(super) fn answer(s: &mut Session, req: ctl::Request, view: &View, reset: Reset) -> Result<()> {
-    let reply = match req.action {
-        ctl::Action::Enable => {
-            s.set_enabled(true);
-            "enabled\n".to_string()
-        }
-        ctl::Action::Disable => {
-            s.set_enabled(false);
-            "disabled\n".to_string()
-        }
-        ctl::Action::Reset => match reset {
-            Reset::Refused(why) => format!("error: {why}\n"),
-            Reset::Allowed => match s.reset() {
-                Ok(()) => "reset\n".to_string(),
-                Err(e) => format!("error: {e}\n"),
-            },
-        },
-        ctl::Action::Dump => match s.snapshot() {
-            Ok(r) if req.json => serde_json::to_string(&r)? + "\n",
-            Ok(r) => report::text(&r, view),
-            Err(e) => format!("error: {e}\n"),
-        },
-    };
-    req.reply(&reply);
-    Ok(())
 }

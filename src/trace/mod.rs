@@ -1,5 +1,6 @@
 //! `lsmpmon trace`: LSMPMON on eBPF. Times every LSM hook of the running
 //! kernel with fentry/fexit programs; per hook, per syscall, filtered.
+mod answer;
 pub mod args;
 pub mod arrays;
 pub mod attach;
@@ -422,7 +423,7 @@ fn watch(s: &mut Session, args: &TraceArgs, server: Option<&ctl::Server>) -> Res
                 top: args.top,
                 hist: args.hist,
             };
-            live::answer(s, req, &view, live::Reset::Allowed)?;
+            answer::answer(s, req, &view, answer::Reset::Allowed)?;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
