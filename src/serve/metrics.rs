@@ -308,3 +308,164 @@ pub fn families(r: &TraceResult, by: Breakdown, own: Own) -> Vec<MetricFamily> {
 pub fn encode(families: &[MetricFamily]) -> anyhow::Result<String> {
     Ok(prometheus::TextEncoder::new().encode_to_string(families)?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OWN: Own = Own {
+        scrape_seconds: 0.002,
+    };
+
+    fn fixture() -> TraceResult {
+        let text = include_str!("../../tests/fixtures/report/trace-6.1.json");
+        serde_json::from_str(text).unwrap()
+    }
+
+    fn exposition(r: &TraceResult, by: Breakdown) -> String {
+        encode(&families(r, by, OWN)).unwrap()
+    }
+
+    /// The value of the one series `series` (name and labels as written).
+    fn value(text: &str, series: &str) -> f64 {
+        let hits: Vec<f64> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+            .collect();
+        assert_eq!(hits.len(), 1, "{series} in:\n{text}");
+        hits[0]
+    }
+
+    fn series_count(text: &str) -> usize {
+        text.lines().filter(|l| !l.starts_with('#')).count()
+    }
+
+    #[test]
+    fn histogram_buckets_are_cumulative_at_log2_le_bounds() {
+        let text = exposition(&fixture(), Breakdown::default());
+        // file_open: 101 calls in [256, 512) ns, 200 in [512, 1024).
+        let bucket = |le: &str| {
+            value(
+                &text,
+                &format!("lsmpmon_hook_duration_seconds_bucket{{hook=\"file_open\",le=\"{le}\"}}"),
+            )
+        };
+        assert_eq!(bucket("0.000000256"), 0.0);
+        assert_eq!(bucket("0.000000512"), 101.0);
+        assert_eq!(bucket("0.000001024"), 301.0);
+        assert_eq!(bucket("0.268435456"), 301.0);
+        assert_eq!(bucket("+Inf"), 301.0);
+        let count = value(
+            &text,
+            "lsmpmon_hook_duration_seconds_count{hook=\"file_open\"}",
+        );
+        assert_eq!(count, 301.0);
+        let sum = value(
+            &text,
+            "lsmpmon_hook_duration_seconds_sum{hook=\"file_open\"}",
+        );
+        assert!((sum - 157_419e-9).abs() < 1e-12, "{sum}");
+        let le_lines = text
+            .lines()
+            .filter(|l| l.starts_with("lsmpmon_hook_duration_seconds_bucket{hook=\"file_open\""))
+            .count();
+        assert_eq!(le_lines, LE_NS.len() + 1);
+    }
+
+    #[test]
+    fn counters_returns_and_info_carry_the_result() {
+        let r = fixture();
+        let text = exposition(&r, Breakdown::default());
+        assert_eq!(
+            value(&text, "lsmpmon_hook_calls_total{hook=\"file_open\"}"),
+            301.0
+        );
+        let allow = "lsmpmon_hook_returns_total{hook=\"file_open\",decision=\"allow\"}";
+        assert_eq!(value(&text, allow), 301.0);
+        assert!(text.contains("# TYPE lsmpmon_hook_calls_total counter"));
+        assert!(text.contains("# TYPE lsmpmon_hook_duration_seconds histogram"));
+        assert_eq!(value(&text, "lsmpmon_probe_floor_seconds"), 176e-9);
+        assert_eq!(
+            value(&text, "lsmpmon_hooks_attached"),
+            r.probe.hooks_attached as f64
+        );
+        let info = text
+            .lines()
+            .find(|l| l.starts_with("lsmpmon_build_info{"))
+            .unwrap();
+        assert!(info.contains("method=\"fentry/fexit\""), "{info}");
+        assert!(info.contains(&format!(
+            "kernel_release=\"{}\"",
+            r.provenance.kernel_release
+        )));
+        assert!(info.ends_with(" 1"), "{info}");
+        assert_eq!(value(&text, "lsmpmon_scrape_duration_seconds"), 0.002);
+    }
+
+    #[test]
+    fn module_functions_are_their_own_families_labelled_with_the_module() {
+        let r = fixture();
+        let text = exposition(&r, Breakdown::default());
+        let l = &r.per_lsm[0];
+        let series = format!(
+            "lsmpmon_lsm_function_calls_total{{lsm=\"{}\",hook=\"{}\",function=\"{}\"}}",
+            l.lsm, l.stats.hook, l.stats.function
+        );
+        assert_eq!(value(&text, &series), l.stats.calls as f64);
+        // Hook series never carry an lsm label: summing them counts each call once.
+        assert!(!text
+            .lines()
+            .any(|s| s.starts_with("lsmpmon_hook_") && s.contains("lsm=")));
+    }
+
+    #[test]
+    fn syscall_series_only_when_asked_and_lean_has_no_histogram() {
+        let mut r = fixture();
+        let plain = exposition(&r, Breakdown::default());
+        assert!(!plain.contains("lsmpmon_syscall_hook_calls_total"));
+        let by = exposition(&r, Breakdown { syscall: true });
+        let cells: usize = r.syscalls.iter().map(|s| s.hooks.len()).sum();
+        assert!(cells > 0);
+        assert_eq!(series_count(&by), series_count(&plain) + 2 * cells);
+        r.options.lean = true;
+        let lean = exposition(&r, Breakdown::default());
+        assert!(!lean.contains("lsmpmon_hook_duration_seconds"));
+    }
+
+    /// Per hook: 5 counters + up to 3 returns + 25 histogram series; the
+    /// README's series count for a whole kernel is this times its hooks.
+    #[test]
+    fn series_per_hook_are_bounded() {
+        let r = fixture();
+        let text = exposition(&r, Breakdown::default());
+        let rows = r.hooks.len() + r.per_lsm.len();
+        let engine = 8;
+        assert!(series_count(&text) <= engine + rows * (5 + 3 + LE_NS.len() + 3));
+        assert!(series_count(&text) >= engine + rows * (5 + LE_NS.len() + 3));
+    }
+
+    /// Prometheus' own parser and linter (`promtool check metrics`, from
+    /// Debian's prometheus package: scripts/setup.sh) accepts the exposition.
+    #[test]
+    fn promtool_accepts_the_exposition() {
+        use std::io::Write;
+        let text = exposition(&fixture(), Breakdown { syscall: true });
+        let mut child = std::process::Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("promtool (Debian package prometheus; scripts/setup.sh installs it)");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "promtool: {said}");
+        assert!(said.trim().is_empty(), "promtool: {said}");
+    }
+}
