@@ -11,6 +11,7 @@ use std::{
 use anyhow::{bail, Context, Result};
 
 use crate::base::command;
+use crate::base::error::usage;
 use crate::vm::cache::real_dir;
 
 /// The transport (built in on 6.12 and later) and the driver: the modules
@@ -38,18 +39,29 @@ pub fn module_name(path: &str) -> &str {
     file.split(".ko").next().unwrap_or(file)
 }
 
+/// The unpacked `lib/modules/<release>` (or `usr/lib/…` from 7.x on), with a
+/// `modules.dep`: packages ship none (depmod makes it when one is installed),
+/// so depmod (kmod) makes it here, inside the unpacked tree.
 fn modules_dir(root: &Path) -> Result<PathBuf> {
-    for base in [root.join("lib/modules"), root.join("usr/lib/modules")] {
-        let Ok(entries) = fs::read_dir(&base) else {
+    for base in [root.to_path_buf(), root.join("usr")] {
+        let Ok(entries) = fs::read_dir(base.join("lib/modules")) else {
             continue;
         };
         for e in entries.flatten() {
-            if e.path().join("modules.dep").is_file() {
-                return Ok(e.path());
+            let dir = e.path();
+            if !dir.join("modules.order").is_file() {
+                continue;
             }
+            if !dir.join("modules.dep").is_file() {
+                let release = e.file_name();
+                let depmod = command::which("depmod")
+                    .ok_or_else(|| usage("depmod not found: apt-get install kmod"))?;
+                command::run(Command::new(depmod).arg("-b").arg(&base).arg(&release))?;
+            }
+            return Ok(dir);
         }
     }
-    bail!("the kernel packages hold no modules.dep (no loadable network driver)")
+    bail!("the kernel packages hold no modules (no loadable network driver)")
 }
 
 /// Copies the driver's modules into `root/net/` (decompressed), returning
