@@ -18,8 +18,9 @@ PACKAGES=(clang llvm libbpf-dev libelf-dev zlib1g-dev libzstd-dev linux-libc-dev
           libc6-dev
           # tests/slurm.rs: a one-node Slurm cluster for `lab submit --slurm`
           slurm-wlm munge
-          # tests/serve.rs and serve's unit tests: a real Prometheus server and promtool
-          prometheus)
+          # tests/serve.rs and serve's unit tests: a real Prometheus server and promtool,
+          # curl for its HTTP API; kmod's depmod for the guest's network driver (vm run --forward)
+          prometheus curl kmod)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -165,3 +165,153 @@ async fn answer(
         ),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::time::Instant;
+
+    use super::*;
+
+    const BODY: &str = "# TYPE up gauge\nup 1\n";
+
+    /// The server on a free loopback port, answered by a thread standing in
+    /// for the one that owns the probes: (server, port).
+    fn serving(limits: Limits) -> (Server, u16) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (asks, scrapes) = mpsc::channel::<Ask>();
+        std::thread::spawn(move || {
+            for ask in scrapes {
+                let _ = ask.send(Ok(Bytes::from_static(BODY.as_bytes())));
+            }
+        });
+        (start(listener, limits, asks).unwrap(), port)
+    }
+
+    /// A scrape as Prometheus makes one (curl): status and body, or None.
+    fn scrape(port: u16, path: &str, max_s: f64) -> Option<(u16, String)> {
+        let out = std::process::Command::new("curl")
+            .args(["-s", "-m", &max_s.to_string(), "-w", "\n%{http_code}"])
+            .arg(format!("http://127.0.0.1:{port}{path}"))
+            .output()
+            .expect("curl (scripts/setup.sh installs it)");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n')?;
+        Some((code.parse().ok().filter(|c| *c != 0)?, body.to_string()))
+    }
+
+    fn rss_kib() -> u64 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+
+    fn raise_nofile() {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: valid pointers.
+        unsafe {
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+            lim.rlim_cur = lim.rlim_max.min(65536);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+
+    #[test]
+    fn metrics_and_a_one_line_index_only() {
+        let (_server, port) = serving(crate::serve::limits(16));
+        assert_eq!(scrape(port, "/metrics", 5.0), Some((200, BODY.into())));
+        let (code, index) = scrape(port, "/", 5.0).unwrap();
+        assert_eq!((code, index.lines().count()), (200, 1));
+        assert_eq!(scrape(port, "/reset", 5.0).map(|r| r.0), Some(404));
+    }
+
+    /// 1 000 idle connections, a head that never ends, a 10 MB header and a
+    /// non-HTTP byte stream at once: a normal scrape is still answered
+    /// within 1 s, the bad clients are closed, memory stays bounded.
+    #[test]
+    fn hostile_clients_cannot_stall_a_scrape() {
+        raise_nofile();
+        let limits = Limits {
+            head_timeout: Duration::from_secs(2),
+            ..crate::serve::limits(1024)
+        };
+        let (_server, port) = serving(limits);
+        let addr = ("127.0.0.1", port);
+        assert!(scrape(port, "/metrics", 5.0).is_some());
+        let rss_before_kib = rss_kib();
+        let idle: Vec<TcpStream> = (0..1000)
+            .map(|_| TcpStream::connect(addr).unwrap())
+            .collect();
+        let mut endless = TcpStream::connect(addr).unwrap();
+        endless
+            .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+            .unwrap();
+        let huge = std::thread::spawn(move || {
+            let mut s = TcpStream::connect(addr).unwrap();
+            let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nX-Big: ");
+            let chunk = vec![b'a'; 1 << 20];
+            let sent_mib = (0..10).take_while(|_| s.write_all(&chunk).is_ok()).count();
+            let mut reply = Vec::new();
+            let _ = s.read_to_end(&mut reply);
+            (sent_mib, String::from_utf8_lossy(&reply).into_owned())
+        });
+        let mut garbage = TcpStream::connect(addr).unwrap();
+        garbage
+            .write_all(&[0xff, 0x00, 0x13, 0x37, b'\n', b'\n', 0xfe])
+            .unwrap();
+
+        let started = Instant::now();
+        assert_eq!(scrape(port, "/metrics", 1.0), Some((200, BODY.into())));
+        assert!(started.elapsed() < Duration::from_secs(1));
+
+        let mut reply = Vec::new();
+        garbage
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let _ = garbage.read_to_end(&mut reply);
+        assert!(
+            String::from_utf8_lossy(&reply).starts_with("HTTP/1.1 400"),
+            "{reply:?}"
+        );
+        let (sent_mib, huge_reply) = huge.join().unwrap();
+        assert!(
+            sent_mib < 10 || huge_reply.starts_with("HTTP/1.1 431"),
+            "a 10 MB header was read whole: {huge_reply}"
+        );
+        // The head that never ends is dropped after head_timeout.
+        endless
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let t = Instant::now();
+        let mut rest = Vec::new();
+        let _ = endless.read_to_end(&mut rest);
+        assert!(
+            t.elapsed() < Duration::from_secs(8),
+            "the endless head was kept"
+        );
+        let grown_kib = rss_kib().saturating_sub(rss_before_kib);
+        assert!(grown_kib < 64 * 1024, "RSS grew {grown_kib} KiB");
+        drop(idle);
+        assert_eq!(scrape(port, "/metrics", 1.0), Some((200, BODY.into())));
+    }
+
+    /// Beyond max_connections a connection is closed at once; the slots
+    /// come back as clients leave.
+    #[test]
+    fn connections_beyond_the_limit_are_closed() {
+        let (_server, port) = serving(crate::serve::limits(4));
+        let held: Vec<TcpStream> = (0..4)
+            .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
+            .collect();
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(scrape(port, "/metrics", 2.0), None);
+        drop(held);
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(scrape(port, "/metrics", 2.0), Some((200, BODY.into())));
+    }
+}
