@@ -103,6 +103,33 @@ fn promtool_check(text: &str) {
     );
 }
 
+/// Every query of the Grafana dashboard (docs/grafana/lsmpmon.json) runs on
+/// the real Prometheus and, but for the --per-lsm panel, finds series.
+fn dashboard_queries_answer(prom: &Prometheus) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/grafana/lsmpmon.json");
+    let dash: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut checked = 0;
+    for panel in dash["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().unwrap() {
+            let expr = target["expr"]
+                .as_str()
+                .unwrap()
+                .replace("$__rate_interval", "15s");
+            let found = prom.query(&expr);
+            if !expr.contains("lsm_function") {
+                assert!(
+                    !found.is_empty(),
+                    "{}: {expr} found nothing",
+                    panel["title"]
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 10, "{checked} queries");
+}
+
 #[test]
 fn serve_6_1_prometheus_counts_200_creations() {
     let (metrics_port, control_port) = (free_port(), free_port());
@@ -154,6 +181,7 @@ fn serve_6_1_prometheus_counts_200_creations() {
     assert!((low_s..=high_s).contains(&p99_s), "p99 {p99_s} s");
     let up = prom.value(r#"up{job="lsmpmon"}"#);
     assert_eq!(up, Some(1.0));
+    dashboard_queries_answer(&prom);
 
     step(control_port, "after");
     step(control_port, "done");
