@@ -16,6 +16,7 @@ pub mod model;
 pub mod bench;
 pub mod mac;
 pub mod serve;
+pub mod top;
 pub mod trace;
 pub mod vm;
 
