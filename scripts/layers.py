@@ -20,7 +20,7 @@ ROOT = os.environ.get("LAYERS_SRC") or os.path.join(os.path.dirname(os.path.absp
 LAYERS = [
     ("base", ["base"]),
     ("model", ["model"]),
-    ("engines", ["vm", "trace", "bench", "mac"]),
+    ("engines", ["vm", "trace", "bench", "mac", "serve", "top"]),
     ("lab", ["lab"]),
     ("report", ["report"]),
     ("cli", ["cli"]),

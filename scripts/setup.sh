@@ -17,7 +17,10 @@ PACKAGES=(clang llvm libbpf-dev libelf-dev zlib1g-dev libzstd-dev linux-libc-dev
           # the build op's C library headers and start files (its tcc comes by apt-get download)
           libc6-dev
           # tests/slurm.rs: a one-node Slurm cluster for `lab submit --slurm`
-          slurm-wlm munge)
+          slurm-wlm munge
+          # tests/serve.rs and serve's unit tests: a real Prometheus server and promtool,
+          # curl for its HTTP API; kmod's depmod for the guest's network driver (vm run --forward)
+          prometheus curl kmod)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

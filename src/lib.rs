@@ -15,6 +15,8 @@ pub mod model;
 
 pub mod bench;
 pub mod mac;
+pub mod serve;
+pub mod top;
 pub mod trace;
 pub mod vm;
 

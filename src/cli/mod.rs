@@ -2,7 +2,7 @@
 //! exit codes.
 mod lab;
 
-use crate::{base::error, bench, mac, report, trace, vm};
+use crate::{base::error, bench, mac, report, serve, top, trace, vm};
 
 use clap::{error::ErrorKind, Parser, Subcommand};
 
@@ -17,6 +17,10 @@ struct Cli {
 enum Command {
     /// Time every LSM hook with eBPF (fentry/fexit): per hook, per syscall.
     Trace(Box<trace::TraceCommand>),
+    /// Keep the trace engine attached and serve its figures to Prometheus on /metrics.
+    Serve(Box<serve::ServeArgs>),
+    /// The trace engine at a terminal: every hook's cost over the last second, live.
+    Top(Box<top::TopArgs>),
     /// LMbench/Unixbench-class microbenchmarks with honest statistics.
     Bench(Box<bench::BenchArgs>),
     /// Every secure OS with a real, enforcing policy, kernel by kernel: the papers' Tables 3 and 4.
@@ -42,6 +46,8 @@ pub fn main() -> ! {
     }
     let result = match cli.command {
         Command::Trace(cmd) => trace::main(*cmd),
+        Command::Serve(args) => serve::main(*args),
+        Command::Top(args) => top::main(*args),
         Command::Bench(args) => bench::main(*args),
         Command::Vm(cmd) => vm::main(cmd),
         Command::Lab(cmd) => lab::main(*cmd),

@@ -32,27 +32,12 @@ pub enum TraceSub {
 
 #[derive(Args, Debug, Clone)]
 pub struct TraceArgs {
-    /// Hooks to trace: comma-separated globs on the hook (inode_*) or function (security_*) name.
-    #[arg(long, default_value = "*", value_parser = crate::base::parse::list)]
-    pub hooks: String,
+    /// What to attach to and how: shared with `serve` and `top`.
+    #[command(flatten)]
+    pub engine: EngineArgs,
     /// List the hooks this kernel has (and those excluded, with why) and exit.
     #[arg(long)]
     pub list_hooks: bool,
-    /// Subject filter: only tasks with this command name (LSMPMON's `s foo`).
-    #[arg(long, value_parser = crate::base::parse::comm)]
-    pub comm: Option<String>,
-    /// Subject filter: only this process (thread group id; it must exist).
-    #[arg(long, value_parser = crate::base::parse::live_pid)]
-    pub pid: Option<u32>,
-    /// Subject filter: only this user id.
-    #[arg(long, value_parser = crate::base::parse::uid)]
-    pub uid: Option<u32>,
-    /// Subject filter: only tasks in this cgroup (v2 path, absolute or under /sys/fs/cgroup).
-    #[arg(long, value_parser = crate::base::parse::cgroup)]
-    pub cgroup: Option<String>,
-    /// Object filter: only calls on a file/dentry/path with this base name (LSMPMON's `o bar`).
-    #[arg(long, value_parser = crate::base::parse::object)]
-    pub object: Option<String>,
     /// Stop after this many seconds (default: when COMMAND exits, or on Ctrl-C).
     #[arg(long, value_parser = crate::base::parse::seconds)]
     pub duration: Option<f64>,
@@ -74,6 +59,32 @@ pub struct TraceArgs {
     /// Print a log2 latency histogram per hook.
     #[arg(long)]
     pub hist: bool,
+    /// Command to run while tracing (system-wide unless filtered; lsmpmon excludes itself).
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+/// The trace engine's hook selection, filters and probe options.
+#[derive(Args, Debug, Clone)]
+pub struct EngineArgs {
+    /// Hooks to trace: comma-separated globs on the hook (inode_*) or function (security_*) name.
+    #[arg(long, default_value = "*", value_parser = crate::base::parse::list)]
+    pub hooks: String,
+    /// Subject filter: only tasks with this command name (LSMPMON's `s foo`).
+    #[arg(long, value_parser = crate::base::parse::comm)]
+    pub comm: Option<String>,
+    /// Subject filter: only this process (thread group id; it must exist).
+    #[arg(long, value_parser = crate::base::parse::live_pid)]
+    pub pid: Option<u32>,
+    /// Subject filter: only this user id.
+    #[arg(long, value_parser = crate::base::parse::uid)]
+    pub uid: Option<u32>,
+    /// Subject filter: only tasks in this cgroup (v2 path, absolute or under /sys/fs/cgroup).
+    #[arg(long, value_parser = crate::base::parse::cgroup)]
+    pub cgroup: Option<String>,
+    /// Object filter: only calls on a file/dentry/path with this base name (LSMPMON's `o bar`).
+    #[arg(long, value_parser = crate::base::parse::object)]
+    pub object: Option<String>,
     /// Subtract the measured probe floor from every timing.
     #[arg(long)]
     pub subtract_floor: bool,
@@ -105,7 +116,4 @@ pub struct TraceArgs {
     /// inflate the figures, and the result records them.
     #[arg(long)]
     pub allow_other_probes: bool,
-    /// Command to run while tracing (system-wide unless filtered; lsmpmon excludes itself).
-    #[arg(last = true)]
-    pub command: Vec<String>,
 }

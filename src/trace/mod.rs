@@ -1,5 +1,6 @@
 //! `lsmpmon trace`: LSMPMON on eBPF. Times every LSM hook of the running
 //! kernel with fentry/fexit programs; per hook, per syscall, filtered.
+mod answer;
 pub mod args;
 pub mod arrays;
 pub mod attach;
@@ -13,6 +14,7 @@ mod filter_values;
 mod guard;
 pub mod hooks;
 pub mod kfuncs;
+pub mod live;
 pub mod lsm_tables;
 pub mod method;
 mod preempt;
@@ -43,7 +45,7 @@ use kfuncs::Kfuncs;
 use report::View;
 use session::Session;
 
-pub use args::{TraceArgs, TraceCommand, TraceSub};
+pub use args::{EngineArgs, TraceArgs, TraceCommand, TraceSub};
 
 pub fn main(cmd: TraceCommand) -> Result<i32> {
     match cmd.ctl {
@@ -65,7 +67,7 @@ fn check_root() -> Result<()> {
     Ok(())
 }
 
-fn discover(args: &TraceArgs) -> Result<(hooks::Discovery, btf::KernelBtf)> {
+fn discover(args: &EngineArgs) -> Result<(hooks::Discovery, btf::KernelBtf)> {
     let all = args.per_lsm;
     let kbtf = btf::KernelBtf::load(
         |n| {
@@ -145,14 +147,43 @@ fn render(r: &TraceResult, args: &TraceArgs, compact: bool) -> Result<String> {
 /// → attach → run and watch → collect, render and release (`finish`).
 pub fn run(args: &TraceArgs) -> Result<i32> {
     check_root()?;
-    let (discovery, kbtf) = discover(args)?;
+    let (discovery, kbtf) = discover(&args.engine)?;
     if args.list_hooks {
         stdout(&list_hooks(&discovery))?;
         return Ok(0);
     }
-    let plan = setup::plan(args, discovery, &kbtf)?;
-    let kfuncs = Kfuncs::resolve(&kbtf);
-    let choice = choose_method(args, &kbtf, &kfuncs)?;
+    let mut open_object = MaybeUninit::uninit();
+    let (mut session, _guard) = attach_all(
+        &mut open_object,
+        &args.engine,
+        &args.command,
+        discovery,
+        &kbtf,
+    )?;
+    let server = ctl::Server::start()
+        .map_err(|e| {
+            let why = crate::base::error::one_line(&e);
+            crate::say!("lsmpmon: warning: no trace ctl for this trace: {why}");
+        })
+        .ok();
+    let status = watch(&mut session, args, server.as_ref())?;
+    session.set_enabled(false);
+    finish(session, args, status)
+}
+
+/// Chooses the method, takes the guard, loads, attaches, calibrates and
+/// opens the ready gate: a session recording from here on. The guard is held
+/// until the probes are released.
+fn attach_all<'obj>(
+    open_object: &'obj mut MaybeUninit<OpenObject>,
+    args: &EngineArgs,
+    command: &[String],
+    discovery: hooks::Discovery,
+    kbtf: &btf::KernelBtf,
+) -> Result<(Session<'obj>, guard::Guard)> {
+    let plan = setup::plan(args, discovery, kbtf)?;
+    let kfuncs = Kfuncs::resolve(kbtf);
+    let choice = choose_method(args, kbtf, &kfuncs)?;
     let preemptible =
         preempt::check(kfuncs.has("bpf_preempt_disable") && kfuncs.has("bpf_preempt_enable"))?;
     let options = ProbeOptions {
@@ -169,30 +200,22 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     functions.push(calibrate::FUNCTION.into());
     let guard = guard::acquire(&functions, args.allow_other_probes, &command::stopped)?;
 
-    let mut open_object = MaybeUninit::uninit();
-    let mut session = start(&mut open_object, args, &kbtf, plan, attacher, &guard)?;
+    let mut session = start(open_object, args, kbtf, plan, attacher, &guard)?;
+    session.options.command = command.to_vec();
     session.probe.preemption = preemptible
         .map(|m| format!("{m}: the probes run with preemption disabled (bpf_preempt_disable)"));
     session.measure_floor();
     session.set_nested_cost(session.probe.pair_cost_ns);
     // The ready gate: nothing is recorded until every hook is attached.
     session.set_enabled(true);
-    let server = ctl::Server::start()
-        .map_err(|e| {
-            let why = crate::base::error::one_line(&e);
-            crate::say!("lsmpmon: warning: no trace ctl for this trace: {why}");
-        })
-        .ok();
-    let status = watch(&mut session, args, server.as_ref())?;
-    session.set_enabled(false);
-    finish(session, args, status)
+    Ok((session, guard))
 }
 
 /// Loads the BPF object, attaches every probe and calibrates: a session
 /// ready to open its gate.
 fn start<'obj>(
     open_object: &'obj mut MaybeUninit<OpenObject>,
-    args: &TraceArgs,
+    args: &EngineArgs,
     kbtf: &btf::KernelBtf,
     plan: setup::Plan,
     mut attacher: Attacher,
@@ -252,7 +275,7 @@ fn start<'obj>(
 
 /// The attach method (method.rs), and what the kprobe fallback needs.
 fn choose_method(
-    args: &TraceArgs,
+    args: &EngineArgs,
     kbtf: &btf::KernelBtf,
     kfuncs: &Kfuncs,
 ) -> Result<method::Choice> {
@@ -272,7 +295,7 @@ fn choose_method(
 }
 
 fn probe_info(
-    args: &TraceArgs,
+    args: &EngineArgs,
     plan: &setup::Plan,
     attached: &attach::Attached,
     attacher: &Attacher,
@@ -308,10 +331,11 @@ fn probe_info(
     }
 }
 
-fn trace_options(args: &TraceArgs) -> TraceOptions {
+/// The options as the result records them; `command` is filled in by the caller.
+fn trace_options(args: &EngineArgs) -> TraceOptions {
     TraceOptions {
         hooks: args.hooks.clone(),
-        command: args.command.clone(),
+        command: Vec::new(),
         comm: args.comm.clone(),
         pid: args.pid,
         uid: args.uid,
@@ -329,7 +353,7 @@ fn finish(mut session: Session, args: &TraceArgs, status: Option<i32>) -> Result
     // Read everything before detaching: detaching cannot lose a measurement.
     let mut result = session.snapshot()?;
     crate::say!("lsmpmon: detaching ...");
-    result.probe.detach_ms = Some(session.attacher.free(args.detach));
+    result.probe.detach_ms = Some(session.attacher.free(args.engine.detach));
     crate::say!(
         "lsmpmon: detached in {:.0} ms",
         result.probe.detach_ms.unwrap_or(0.0)
@@ -394,36 +418,12 @@ fn watch(s: &mut Session, args: &TraceArgs, server: Option<&ctl::Server>) -> Res
             }
         }
         if let Some(req) = server.and_then(|srv| srv.poll()) {
-            let reply = match req.action {
-                ctl::Action::Enable => {
-                    s.set_enabled(true);
-                    "enabled\n".to_string()
-                }
-                ctl::Action::Disable => {
-                    s.set_enabled(false);
-                    "disabled\n".to_string()
-                }
-                ctl::Action::Reset => match s.reset() {
-                    Ok(()) => "reset\n".to_string(),
-                    Err(e) => format!("error: {e}\n"),
-                },
-                ctl::Action::Dump => {
-                    let json = req.json;
-                    match s.snapshot() {
-                        Ok(r) if json => serde_json::to_string(&r)? + "\n",
-                        Ok(r) => report::text(
-                            &r,
-                            &View {
-                                sort: args.sort,
-                                top: args.top,
-                                hist: args.hist,
-                            },
-                        ),
-                        Err(e) => format!("error: {e}\n"),
-                    }
-                }
+            let view = View {
+                sort: args.sort,
+                top: args.top,
+                hist: args.hist,
             };
-            req.reply(&reply);
+            answer::answer(s, req, &view, answer::Reset::Allowed)?;
         }
         std::thread::sleep(Duration::from_millis(20));
     }

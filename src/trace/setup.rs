@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, OpenObject};
 
-use super::args::TraceArgs;
+use super::args::EngineArgs;
 use super::attach::Attacher;
 use super::filter_values::{cgroup_id, fixed_bytes};
 use super::hooks::{self, Excluded, Hook};
@@ -27,7 +27,7 @@ pub struct Plan {
     pub unmapped: Vec<Excluded>,
 }
 
-pub fn plan(args: &TraceArgs, discovery: hooks::Discovery, kbtf: &btf::KernelBtf) -> Result<Plan> {
+pub fn plan(args: &EngineArgs, discovery: hooks::Discovery, kbtf: &btf::KernelBtf) -> Result<Plan> {
     let mut hooks = discovery.hooks;
     let not_filterable = hooks
         .iter()
@@ -59,7 +59,7 @@ pub fn plan(args: &TraceArgs, discovery: hooks::Discovery, kbtf: &btf::KernelBtf
 }
 
 /// The filters, as read-only data the verifier sees (it prunes what is off).
-fn set_filters(ro: &mut types::rodata, args: &TraceArgs) -> Result<()> {
+fn set_filters(ro: &mut types::rodata, args: &EngineArgs) -> Result<()> {
     ro.self_tgid = std::process::id();
     if let Some(pid) = args.pid {
         ro.filter_tgid = pid;
@@ -90,7 +90,7 @@ fn set_filters(ro: &mut types::rodata, args: &TraceArgs) -> Result<()> {
 /// and loads the programs this kernel and these options need.
 pub fn load<'obj>(
     open_object: &'obj mut MaybeUninit<OpenObject>,
-    args: &TraceArgs,
+    args: &EngineArgs,
     hooks: &[Hook],
     kbtf: &btf::KernelBtf,
     attacher: &Attacher,

@@ -56,6 +56,10 @@ pub struct RunArgs {
     /// Copy a host file into the guest: HOST[:GUEST] (default GUEST: /usr/bin/NAME). Repeatable.
     #[arg(long = "copy", value_name = "HOST[:GUEST]")]
     pub copies: Vec<String>,
+    /// Forward a guest TCP port to 127.0.0.1:HOST (QEMU user network, a
+    /// virtio-net card; the guest reaches nothing else). Repeatable.
+    #[arg(long = "forward", value_name = "HOST:GUEST", value_parser = super::forward::parse)]
+    pub forwards: Vec<super::forward::Forward>,
     /// lsmpmon binary to put in the guest (must be static). Default: this one.
     #[arg(long)]
     pub lsmpmon_bin: Option<PathBuf>,

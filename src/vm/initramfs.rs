@@ -20,6 +20,7 @@ mount -t bpf bpf /sys/fs/bpf
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 ip link set lo up
 hostname lsmpmon-guest
+[ -x /lsmpmon/net.sh ] && /lsmpmon/net.sh
 cd /root
 exec /bin/lsmpmon vm guest-exec /lsmpmon/run.json
 "#;

@@ -11,7 +11,7 @@ use super::args::RunArgs;
 use super::kernel::{self, trace_needs};
 use super::launch::{launch, Launch};
 use super::machine::{Accel, Machine, SMP_ICOUNT};
-use super::{cache, initramfs, interrupt, qemu};
+use super::{cache, forward, initramfs, interrupt, qemu};
 use crate::base::error::usage;
 
 pub fn run(args: &RunArgs) -> Result<i32> {
@@ -28,7 +28,17 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         .iter()
         .map(|c| parse_copy(c).map(|(h, g)| initramfs::Entry::host(h, &g, 0o755)))
         .collect::<Result<Vec<_>>>()?;
-    let kernel = kernel::ensure(&cache, &args.kernel, &args.flavour, args.mirror.as_deref())?;
+    let mut extra = extra;
+    let mut qemu_args = Vec::new();
+    let kernel = if args.forwards.is_empty() {
+        kernel::ensure(&cache, &args.kernel, &args.flavour, args.mirror.as_deref())?
+    } else {
+        forward::check_free(&args.forwards)?;
+        let k = kernel::ensure_net(&cache, &args.kernel, &args.flavour, args.mirror.as_deref())?;
+        extra.extend(forward::guest_files(&k));
+        qemu_args = forward::qemu_args(&args.forwards);
+        k
+    };
     if trace_needs::runs_trace(&args.command) {
         trace_needs::check_trace(&kernel)?;
     }
@@ -55,7 +65,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         argv: args.command.clone(),
         lsmpmon_bin: bin,
         machine: &machine,
-        qemu_args: Vec::new(),
+        qemu_args,
         run_dir: &run_dir.0,
         output: qemu::Output::Terminal { cancel: &stop },
     })

@@ -150,6 +150,7 @@ fn build(r: &Recipe, dir: &Path) -> Result<Kernel> {
         vmlinuz,
         config: config_path,
         path: None,
+        net_modules: Vec::new(),
     })
 }
 

@@ -15,15 +15,21 @@ use crate::model::PackageRef;
 use crate::vm::cache::{real_dir, refuse_links_under, sha256_file};
 
 /// Unpacks `debs` into `root`, keeping only what a guest needs (the image and
-/// its config, as `boot/vmlinuz-<release>` and `boot/config-<release>`), and
-/// describes them (series and flavour left empty).
-pub fn unpack(debs: &[PathBuf], root: &Path) -> Result<Kernel> {
+/// its config, as `boot/vmlinuz-<release>` and `boot/config-<release>`; with
+/// `net`, the network card driver in `net/`), and describes them (series and
+/// flavour left empty).
+pub fn unpack(debs: &[PathBuf], root: &Path, net: bool) -> Result<Kernel> {
     let mut packages = Vec::new();
     for deb in debs {
         packages.push(package_of(deb)?);
         command::run_shown(Command::new("dpkg-deb").arg("-x").arg(deb).arg(root))?;
     }
     gather_into_boot(root)?;
+    let net_modules = if net {
+        super::netmods::gather(root)?
+    } else {
+        Vec::new()
+    };
     for sub in ["lib", "usr"] {
         let _ = fs::remove_dir_all(root.join(sub));
     }
@@ -58,6 +64,7 @@ pub fn unpack(debs: &[PathBuf], root: &Path) -> Result<Kernel> {
         vmlinuz,
         config,
         path: None,
+        net_modules,
     })
 }
 

@@ -11,13 +11,15 @@ use super::mirror::Mirrors;
 use super::series::{flavour_suffix, Layout, Series};
 use super::version::version_cmp;
 
-/// Fetches the newest kernel of the series into `dir` (under the lock).
+/// Fetches the newest kernel of the series into `dir` (under the lock); with
+/// `net`, its network card driver too (`vm run --forward`).
 pub fn fetch(
     cache: &Path,
     s: &Series,
     flavour: &str,
     dir: &Path,
     mirror: Option<&str>,
+    net: bool,
 ) -> Result<Kernel> {
     crate::say!(
         "lsmpmon: fetching Debian {} {flavour} kernel ({}) into {}",
@@ -35,10 +37,10 @@ pub fn fetch(
     let staging = Staging::new(dir, ".fetch")?;
     let debs = match s.layout {
         Layout::Image => download_newest(&apt, flavour, staging.path()).map(|deb| vec![deb]),
-        Layout::Split => download_split(&apt, s, flavour, staging.path()),
+        Layout::Split => download_split(&apt, s, flavour, staging.path(), net),
     }
     .with_context(|| format!("fetching the {} kernel", s.name))?;
-    let mut kernel = deb::unpack(&debs, &staging.path().join("root"))?;
+    let mut kernel = deb::unpack(&debs, &staging.path().join("root"), net)?;
     kernel.series = s.name.into();
     kernel.flavour = flavour.into();
     deb::move_in(staging.path(), dir, &mut kernel)?;
@@ -68,8 +70,15 @@ fn download_newest(apt: &PrivateApt, flavour: &str, dir: &Path) -> Result<PathBu
 }
 
 /// 7.x: the newest `<series>.*` release in the suite's index with an
-/// unsigned image package; its image and base (config) packages, image first.
-fn download_split(apt: &PrivateApt, s: &Series, flavour: &str, dir: &Path) -> Result<Vec<PathBuf>> {
+/// unsigned image package; its image and base (config) packages, image first
+/// (with `net`, its modules package last).
+fn download_split(
+    apt: &PrivateApt,
+    s: &Series,
+    flavour: &str,
+    dir: &Path,
+    net: bool,
+) -> Result<Vec<PathBuf>> {
     const IMAGE: &str = "linux-binary-unsigned-";
     let releases = newest_releases(
         &apt.pkgnames(&format!("{IMAGE}{}.", s.name))?,
@@ -83,11 +92,11 @@ fn download_split(apt: &PrivateApt, s: &Series, flavour: &str, dir: &Path) -> Re
         s.suite
     );
     for release in releases {
-        let got: Result<Vec<PathBuf>> =
-            [format!("{IMAGE}{release}"), format!("linux-base-{release}")]
-                .iter()
-                .map(|p| apt.download(p, dir))
-                .collect();
+        let mut packages = vec![format!("{IMAGE}{release}"), format!("linux-base-{release}")];
+        if net {
+            packages.push(format!("linux-modules-{release}"));
+        }
+        let got: Result<Vec<PathBuf>> = packages.iter().map(|p| apt.download(p, dir)).collect();
         match got {
             Ok(debs) => return Ok(debs),
             Err(e) => {

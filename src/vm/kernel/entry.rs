@@ -137,6 +137,7 @@ mod tests {
             config_sha256: sha256_hex(b"CONFIG_X=y"),
             packages: Vec::new(),
             path: None,
+            net_modules: Vec::new(),
         })
     }
 

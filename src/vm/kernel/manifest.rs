@@ -1,6 +1,6 @@
 //! What a cache entry holds (its `kernel.json`): the provenance of every
 //! guest result.
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -33,9 +33,19 @@ pub struct Kernel {
     /// The file given with `--kernel PATH` (absolute), if it was.
     #[serde(default)]
     pub path: Option<PathBuf>,
+    /// The network card driver's modules in `net/` beside `boot/`, in load
+    /// order (entries fetched for `vm run --forward` only).
+    #[serde(default)]
+    pub net_modules: Vec<String>,
 }
 
 impl Kernel {
+    /// The directory of `net_modules`.
+    pub fn net_dir(&self) -> PathBuf {
+        let boot = self.vmlinuz.parent().unwrap_or(Path::new("."));
+        boot.parent().unwrap_or(Path::new(".")).join("net")
+    }
+
     /// What a result records about this kernel.
     pub fn reference(&self) -> KernelRef {
         let packages = if self.packages.is_empty() && !self.package_version.is_empty() {

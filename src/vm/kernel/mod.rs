@@ -9,6 +9,7 @@ pub mod entry;
 mod lock;
 mod manifest;
 mod mirror;
+mod netmods;
 mod own;
 mod series;
 pub mod trace_needs;
@@ -45,7 +46,30 @@ pub fn ensure(cache: &Path, kernel: &str, flavour: &str, mirror: Option<&str>) -
     let cache = std::path::absolute(cache)?;
     let entry = Path::new("kernels").join(format!("{kernel}-{flavour}"));
     entry::ensure_entry(&cache, &entry, |dir| {
-        debian::fetch(&cache, known, flavour, dir, mirror)
+        debian::fetch(&cache, known, flavour, dir, mirror, false)
+    })
+}
+
+/// As [`ensure`], with the network card driver's modules (`vm run
+/// --forward`): a cache entry of its own (`<series>-<flavour>-net`), so that
+/// the plain entry guests already use is never rewritten. Debian series only.
+pub fn ensure_net(
+    cache: &Path,
+    kernel: &str,
+    flavour: &str,
+    mirror: Option<&str>,
+) -> Result<Kernel> {
+    if build::recipe(kernel).is_some() || series::find(kernel).is_none() {
+        return Err(usage(format!(
+            "--forward needs a Debian series kernel ({}): lsmpmon takes its virtio_net modules from the package",
+            series::SERIES.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    let known = find_series(kernel, flavour)?;
+    let cache = std::path::absolute(cache)?;
+    let entry = Path::new("kernels").join(format!("{kernel}-{flavour}-net"));
+    entry::ensure_entry(&cache, &entry, |dir| {
+        debian::fetch(&cache, known, flavour, dir, mirror, true)
     })
 }
 

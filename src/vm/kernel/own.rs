@@ -102,6 +102,7 @@ fn from_bzimage(path: &Path) -> Result<Kernel> {
         config,
         vmlinuz_sha256: sha,
         path: Some(path.to_path_buf()),
+        net_modules: Vec::new(),
     })
 }
 
@@ -116,7 +117,7 @@ fn from_deb(cache: &Path, path: &Path) -> Result<Kernel> {
         let mut debs = vec![path.to_path_buf()];
         debs.extend(base_beside(path)?);
         let staging = Staging::new(dir, ".fetch")?;
-        let mut k = deb::unpack(&debs, &staging.path().join("root"))?;
+        let mut k = deb::unpack(&debs, &staging.path().join("root"), false)?;
         k.series = SERIES.into();
         deb::move_in(staging.path(), dir, &mut k)?;
         Ok(k)

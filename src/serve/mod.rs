@@ -1,0 +1,99 @@
+//! `lsmpmon serve`: the trace engine kept attached, its statistics served in
+//! Prometheus' text exposition format on `/metrics`.
+pub mod args;
+pub mod http;
+pub mod metrics;
+
+use std::{
+    net::{SocketAddr, TcpListener},
+    sync::mpsc,
+    time::{Duration, Instant},
+};
+
+use anyhow::Result;
+use hyper::body::Bytes;
+
+use crate::base::error::{with_code, EXIT_FAILURE};
+use crate::trace::live::{self, Live, Reset};
+pub use args::{By, ServeArgs};
+
+/// Why `trace ctl reset` is refused while serving.
+const NO_RESET: &str = "lsmpmon serve's counters only grow (Prometheus computes rates): reset refused; restart serve to start afresh";
+
+/// The limits every client gets (http.rs).
+pub fn limits(max_connections: usize) -> http::Limits {
+    http::Limits {
+        max_connections,
+        max_head_bytes: 16 * 1024,
+        head_timeout: Duration::from_secs(5),
+        connection_timeout: Duration::from_secs(30),
+    }
+}
+
+/// Binds before anything is attached: a taken address costs no attach.
+pub fn bind(addr: SocketAddr) -> Result<TcpListener> {
+    let listener = TcpListener::bind(addr).map_err(|e| {
+        with_code(
+            EXIT_FAILURE,
+            format!("cannot listen on {addr}: {e}; choose another address with --listen"),
+        )
+    })?;
+    if !addr.ip().is_loopback() {
+        crate::say!(
+            "lsmpmon: warning: serving on {addr}, not loopback: anyone who can reach it sees which hooks this host runs"
+        );
+    }
+    Ok(listener)
+}
+
+pub fn main(args: ServeArgs) -> Result<i32> {
+    let listener = bind(args.listen)?;
+    let addr = listener.local_addr()?;
+    let breakdown = metrics::Breakdown {
+        syscall: args.by.contains(&By::Syscall),
+    };
+    live::attached(&args.engine, Reset::Refused(NO_RESET), |live| {
+        let (asks, scrapes) = mpsc::channel();
+        let _server = http::start(listener, limits(args.max_connections), asks)?;
+        crate::say!("lsmpmon: serving http://{addr}/metrics; Ctrl-C to stop");
+        serve(live, &scrapes, breakdown)?;
+        Ok(0)
+    })
+}
+
+/// Answers scrapes until SIGINT/SIGTERM; scrapes waiting together share one reading.
+fn serve(
+    live: &mut Live,
+    scrapes: &mpsc::Receiver<http::Ask>,
+    by: metrics::Breakdown,
+) -> Result<()> {
+    while !live.stopped() {
+        live.answer_ctl()?;
+        let first = match scrapes.recv_timeout(Duration::from_millis(20)) {
+            Ok(ask) => ask,
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(with_code(EXIT_FAILURE, "the HTTP server stopped"));
+            }
+        };
+        let exposition = scrape(live, by);
+        for ask in std::iter::once(first).chain(scrapes.try_iter()) {
+            let _ = ask.send(exposition.clone());
+        }
+    }
+    Ok(())
+}
+
+/// One reading of the probes as the exposition.
+pub fn scrape(live: &mut Live, by: metrics::Breakdown) -> http::Exposition {
+    let started = Instant::now();
+    let result = live
+        .snapshot()
+        .map_err(|e| format!("reading the probes: {e}"))?;
+    let own = metrics::Own {
+        scrape_seconds: started.elapsed().as_secs_f64(),
+    };
+    let families = metrics::families(&result, by, own);
+    let text = metrics::encode(&families).map_err(|e| format!("encoding: {e}"))?;
+    Ok(Bytes::from(text))
+}

@@ -1,0 +1,193 @@
+//! `lsmpmon serve` in a real 6.1 guest, scraped through `vm run --forward` by
+//! a real Prometheus server on the host.
+mod common;
+#[path = "common/prometheus.rs"]
+mod prometheus;
+
+use std::{
+    io::Read,
+    net::TcpStream,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use common::LSMPMON;
+use prometheus::{free_port, get, Prometheus};
+
+/// The guest's side: serve, then wait for the host at each step (a line on
+/// the control port), so the host reads Prometheus before and after.
+const GUEST_SCRIPT: &str = r#"
+mkdir /tmp/w
+lsmpmon serve --listen 0.0.0.0:9464 &
+echo before | nc -l -p 9000 > /dev/null
+for i in $(seq 200); do touch /tmp/w/f$i; done
+echo after | nc -l -p 9000 > /dev/null
+lsmpmon trace ctl reset; echo "reset exit $?"
+echo done | nc -l -p 9000 > /dev/null
+kill -INT $!
+wait
+"#;
+
+/// `vm run`, stopped (SIGTERM: it stops its guest) if the test fails.
+struct Guest(Option<Child>);
+
+impl Guest {
+    /// Waits for `vm run` to succeed: the guest's standard output.
+    fn finish(mut self) -> String {
+        let mut child = self.0.take().unwrap();
+        let mut text = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+        let st = child.wait().unwrap();
+        assert!(st.success(), "vm run: {st:?}\n{text}");
+        text
+    }
+}
+
+impl Drop for Guest {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.as_mut() {
+            // SAFETY: a signal to our own child.
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Waits for the guest to reach step `word` and lets it go on.
+fn step(control_port: u16, word: &str) {
+    let start = Instant::now();
+    loop {
+        // Through the forward a connection is taken before the guest listens:
+        // only the guest's word tells that it was there.
+        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", control_port)) {
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let mut got = String::new();
+            let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(&mut s), &mut got);
+            if got.trim() == word {
+                return;
+            }
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(600),
+            "guest never reached {word}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn promtool_check(text: &str) {
+    use std::io::Write;
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (scripts/setup.sh installs prometheus)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && said.trim().is_empty(),
+        "promtool: {said}"
+    );
+}
+
+/// Every query of the Grafana dashboard (docs/grafana/lsmpmon.json) runs on
+/// the real Prometheus and, but for the --per-lsm panel, finds series.
+fn dashboard_queries_answer(prom: &Prometheus) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/grafana/lsmpmon.json");
+    let dash: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut checked = 0;
+    for panel in dash["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().unwrap() {
+            let expr = target["expr"]
+                .as_str()
+                .unwrap()
+                .replace("$__rate_interval", "15s");
+            let found = prom.query(&expr);
+            if !expr.contains("lsm_function") {
+                assert!(
+                    !found.is_empty(),
+                    "{}: {expr} found nothing",
+                    panel["title"]
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 10, "{checked} queries");
+}
+
+#[test]
+fn serve_6_1_prometheus_counts_200_creations() {
+    let (metrics_port, control_port) = (free_port(), free_port());
+    let guest = Guest(Some(
+        Command::new(LSMPMON)
+            .args(["vm", "run", "--kernel", "6.1", "--timeout", "900"])
+            // Real time: with -icount's virtual clock an idle guest's
+            // timers (and so every network timeout) would run ahead.
+            .args(["--icount", "off"])
+            .arg(format!("--forward={metrics_port}:9464"))
+            .arg(format!("--forward={control_port}:9000"))
+            .args(["--", "sh", "-c", GUEST_SCRIPT])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
+    let metrics = format!("http://127.0.0.1:{metrics_port}/metrics");
+    let start = Instant::now();
+    let scrape = loop {
+        if let Some(text) = get(&metrics, 10) {
+            break text;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(600),
+            "serve never answered"
+        );
+        std::thread::sleep(Duration::from_secs(1));
+    };
+    promtool_check(&scrape);
+    let index = get(&format!("http://127.0.0.1:{metrics_port}/"), 10).unwrap();
+    assert_eq!(index.lines().count(), 1, "{index}");
+    assert!(get(&format!("http://127.0.0.1:{metrics_port}/reset"), 10).is_none());
+
+    let prom = Prometheus::start(&format!("127.0.0.1:{metrics_port}"));
+    let creates = r#"lsmpmon_hook_calls_total{hook="inode_create"}"#;
+    let before = prom.wait_for(creates, Duration::from_secs(60), |_| true);
+    // Two more scrapes: nothing creates files while the guest waits.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(prom.value(creates), Some(before));
+    step(control_port, "before");
+    let after = prom.wait_for(creates, Duration::from_secs(120), |v| v >= before + 200.0);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(prom.value(creates), Some(after));
+    assert_eq!(after, before + 200.0, "inode_create: {before} then {after}");
+
+    let q = r#"histogram_quantile(0.99, lsmpmon_hook_duration_seconds_bucket{hook="file_open"})"#;
+    let p99_s = prom.value(q).expect("file_open's p99");
+    let (low_s, high_s) = (128e-9, 268_435_456e-9);
+    assert!((low_s..=high_s).contains(&p99_s), "p99 {p99_s} s");
+    let up = prom.value(r#"up{job="lsmpmon"}"#);
+    assert_eq!(up, Some(1.0));
+    dashboard_queries_answer(&prom);
+
+    step(control_port, "after");
+    step(control_port, "done");
+    let out = guest.finish();
+    assert!(
+        out.contains("reset exit 1"),
+        "trace ctl reset must be refused: {out}"
+    );
+}
