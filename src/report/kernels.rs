@@ -86,7 +86,7 @@ fn table(config: &str, per_kernel: &[(KernelId, Vec<&Run>)]) -> Option<Table> {
         "{} time; median of each op; untraced; (x %) over `{BASELINE}` on the same kernel package, only where measured alike; positive = slower. Not applicable: the kernel lacks what the configuration needs (its cell says what).",
         forms::time_mode(&runs)
     )];
-    notes.extend(largest_change(&cols, &names));
+    notes.extend(largest_change(&cols, &names, &rows));
     notes.extend(changes_between(config, &cols));
     if config == BASELINE {
         notes.extend(bare_hook_costs(&cols));
@@ -143,13 +143,14 @@ fn pct(c: &Cell) -> Option<f64> {
 }
 
 /// The op whose overhead moved most between the first and the last kernel
-/// that both have one.
-fn largest_change(cols: &[Column], names: &[(String, Unit)]) -> Option<String> {
+/// that both have one (read from the table's rows, one per op in `names`).
+fn largest_change(cols: &[Column], names: &[(String, Unit)], rows: &[Row]) -> Option<String> {
     let mut best: Option<(f64, String)> = None;
-    for (name, _) in names {
+    for ((name, _), row) in names.iter().zip(rows) {
         let with: Vec<(&Column, f64)> = cols
             .iter()
-            .filter_map(|c| Some((c, pct(&cell(c, name))?)))
+            .zip(&row.cells)
+            .filter_map(|(c, cell)| Some((c, pct(cell)?)))
             .collect();
         let (Some((first, a)), Some((last, b))) = (with.first(), with.last()) else {
             continue;
