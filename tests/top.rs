@@ -80,7 +80,7 @@ fn last_screen(output: &str) -> String {
         .expect("never left the alternate screen");
     assert!(enter < leave);
     let mut term = vt100::Parser::new(30, 100, 0);
-    term.process(output[..leave].as_bytes());
+    term.process(&output.as_bytes()[..leave]);
     term.screen().contents()
 }
 
