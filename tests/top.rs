@@ -11,6 +11,15 @@ const WORKLOAD: &str = "(i=0; while [ $i -lt 100000 ]; do touch /tmp/f$i; i=$((i
 
 #[test]
 fn top_6_1_on_a_pseudo_terminal_sorts_and_quits_cleanly() {
+    on_a_pseudo_terminal_sorts_and_quits_cleanly("6.1");
+}
+
+#[test]
+fn top_7_3_on_a_pseudo_terminal_sorts_and_quits_cleanly() {
+    on_a_pseudo_terminal_sorts_and_quits_cleanly("7.3");
+}
+
+fn on_a_pseudo_terminal_sorts_and_quits_cleanly(series: &str) {
     let top = "lsmpmon top --hooks 'inode_*,file_*'";
     let script = format!(
         "{WORKLOAD}\n\
@@ -24,7 +33,7 @@ fn top_6_1_on_a_pseudo_terminal_sorts_and_quits_cleanly() {
             "vm",
             "run",
             "--kernel",
-            "6.1",
+            series,
             "--timeout",
             "600",
             "--icount",
