@@ -158,6 +158,8 @@ type Subcommand = (
 const SUBCOMMANDS: &[Subcommand] = &[
     (&["trace"], &[], &[("--duration", "0.2")]),
     (&["trace", "ctl"], &["dump"], &[]),
+    (&["serve"], &[], &[("--listen", "127.0.0.1:0")]),
+    (&["top"], &[], &[]),
     (
         &["bench"],
         &[],
@@ -245,6 +247,8 @@ fn hostile_values_never_panic() {
     for (sub, opt) in [
         ("trace", "--interval"),
         ("trace", "--output"),
+        ("serve", "--max-connections"),
+        ("top", "--interval"),
         ("ctl", "--pid"),
         ("bench", "--sample-ms"),
         ("run", "--memory-mb"),

@@ -132,10 +132,24 @@ fn dashboard_queries_answer(prom: &Prometheus) {
 
 #[test]
 fn serve_6_1_prometheus_counts_200_creations() {
+    prometheus_counts_200_creations("6.1");
+}
+
+#[test]
+fn serve_6_12_prometheus_counts_200_creations() {
+    prometheus_counts_200_creations("6.12");
+}
+
+#[test]
+fn serve_7_3_prometheus_counts_200_creations() {
+    prometheus_counts_200_creations("7.3");
+}
+
+fn prometheus_counts_200_creations(series: &str) {
     let (metrics_port, control_port) = (free_port(), free_port());
     let guest = Guest(Some(
         Command::new(LSMPMON)
-            .args(["vm", "run", "--kernel", "6.1", "--timeout", "900"])
+            .args(["vm", "run", "--kernel", series, "--timeout", "900"])
             // Real time: with -icount's virtual clock an idle guest's
             // timers (and so every network timeout) would run ahead.
             .args(["--icount", "off"])

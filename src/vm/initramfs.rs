@@ -9,6 +9,8 @@ pub const INIT_SCRIPT: &str = r#"#!/bin/busybox sh
 /bin/busybox --install -s
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/root
 mount -t devtmpfs dev /dev
+mkdir -p /dev/pts
+mount -t devpts devpts /dev/pts
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t tmpfs -o mode=1777 tmp /tmp

@@ -14,18 +14,29 @@ pub const LSMPMON: &str = env!("CARGO_BIN_EXE_lsmpmon");
 /// tests/helpers/workload.c, built static so it runs in the busybox guest.
 pub fn workload() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("workload");
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/helpers/workload.c");
+    BIN.get_or_init(|| static_helper("workload"))
+}
+
+/// tests/helpers/pty.c (a command on a pseudo-terminal with scripted keys), static.
+pub fn pty_helper() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| static_helper("pty"))
+}
+
+/// tests/helpers/NAME.c built static into the test's temporary directory.
+fn static_helper(name: &str) -> PathBuf {
+    {
+        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/helpers/{name}.c"));
         let st = Command::new("cc")
             .args(["-static", "-O2", "-Wall", "-o"])
             .arg(&out)
             .arg(&src)
             .status()
             .expect("running cc");
-        assert!(st.success(), "building the workload helper");
+        assert!(st.success(), "building the {name} helper");
         out
-    })
+    }
 }
 
 /// Runs `script` with sh inside a guest of kernel `series` (workload on PATH).

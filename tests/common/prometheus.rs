@@ -41,7 +41,10 @@ impl Prometheus {
     /// Starts Prometheus scraping `target` (host:port) every second and
     /// waits until it is ready.
     pub fn start(target: &str) -> Prometheus {
-        let dir = std::env::temp_dir().join(format!("lsmpmon-prometheus-{}", std::process::id()));
+        // Tests in one process run at once: the port tells their servers apart.
+        let port = free_port();
+        let dir =
+            std::env::temp_dir().join(format!("lsmpmon-prometheus-{}-{port}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(dir.join("data")).unwrap();
         let config = format!(
@@ -49,7 +52,6 @@ impl Prometheus {
              scrape_configs:\n  - job_name: lsmpmon\n    static_configs:\n      - targets: ['{target}']\n"
         );
         fs::write(dir.join("prometheus.yml"), config).unwrap();
-        let port = free_port();
         let log = fs::File::create(dir.join("prometheus.log")).unwrap();
         let child = Command::new("prometheus")
             .arg(format!(

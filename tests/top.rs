@@ -1,0 +1,101 @@
+//! `lsmpmon top` end to end: in a 6.1 guest on a pseudo-terminal
+//! (tests/helpers/pty.c) with typed keys, and its refusals on the host.
+mod common;
+
+use std::process::Command;
+
+use common::{one_error_line, pty_helper, LSMPMON};
+
+/// Files created all along, so that hooks have calls each second.
+const WORKLOAD: &str = "(i=0; while [ $i -lt 100000 ]; do touch /tmp/f$i; i=$((i+1)); done) &";
+
+#[test]
+fn top_6_1_on_a_pseudo_terminal_sorts_and_quits_cleanly() {
+    on_a_pseudo_terminal_sorts_and_quits_cleanly("6.1");
+}
+
+#[test]
+fn top_7_3_on_a_pseudo_terminal_sorts_and_quits_cleanly() {
+    on_a_pseudo_terminal_sorts_and_quits_cleanly("7.3");
+}
+
+fn on_a_pseudo_terminal_sorts_and_quits_cleanly(series: &str) {
+    let top = "lsmpmon top --hooks 'inode_*,file_*'";
+    let script = format!(
+        "{WORKLOAD}\n\
+         pty 100 30 20:s 23:/inode_cr 24:$(printf '\\r') 27:q -- sh -c \"{top}\" > /tmp/q.out; echo \"q exit $?\"\n\
+         pty 100 30 20:$(printf '\\003') -- sh -c \"{top}\" > /tmp/c.out; echo \"ctrl-c exit $?\"\n\
+         pty 50 10 5:q -- sh -c \"{top}\"; echo \"small exit $?\"\n\
+         cat /tmp/q.out; echo; echo '=== ctrl-c'; cat /tmp/c.out"
+    );
+    let out = Command::new(LSMPMON)
+        .args([
+            "vm",
+            "run",
+            "--kernel",
+            series,
+            "--timeout",
+            "600",
+            "--icount",
+            "off",
+        ])
+        .arg("--copy")
+        .arg(pty_helper())
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}\n{err}");
+    assert!(
+        text.contains("q exit 0") && text.contains("ctrl-c exit 0"),
+        "{text}"
+    );
+    assert!(text.contains("small exit 2"), "{text}");
+    assert!(text.contains("terminal too small (50x10)"), "{text}");
+    let (quit_q, quit_c) = text.split_once("=== ctrl-c").unwrap();
+    for (what, output) in [("q", quit_q), ("Ctrl-C", quit_c)] {
+        assert!(
+            output.contains("detached"),
+            "{what}: the probes were not released: {output}"
+        );
+    }
+    let q = last_screen(quit_q);
+    assert!(q.contains("sort: calls/s"), "{q}");
+    assert!(q.contains("filter: inode_cr"), "{q}");
+    let rows: Vec<&str> = q.lines().skip(3).filter(|l| !l.trim().is_empty()).collect();
+    // The filter leaves inode_create, busy with the workload, and the help line.
+    assert_eq!(rows.len(), 2, "{q}");
+    let calls_per_s: f64 = rows[0].split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(
+        rows[0].starts_with("inode_create") && calls_per_s > 0.0,
+        "{q}"
+    );
+    let c = last_screen(quit_c);
+    assert!(
+        c.contains("HOOK") && c.contains("sort: time") && c.contains("inode_create"),
+        "{c}"
+    );
+}
+
+/// What the terminal showed when `top` left its alternate screen, which it
+/// must enter first and leave last (the terminal is then as it was).
+fn last_screen(output: &str) -> String {
+    let enter = output
+        .find("\x1b[?1049h")
+        .expect("never entered the alternate screen");
+    let leave = output
+        .rfind("\x1b[?1049l")
+        .expect("never left the alternate screen");
+    assert!(enter < leave);
+    let mut term = vt100::Parser::new(30, 100, 0);
+    term.process(&output.as_bytes()[..leave]);
+    term.screen().contents()
+}
+
+#[test]
+fn top_without_a_terminal_is_one_line() {
+    let out = Command::new(LSMPMON).arg("top").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_error_line(&out).contains("needs a terminal"));
+}
