@@ -11,14 +11,14 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::LSMPMON;
+use common::{scrape_helper, LSMPMON};
 use prometheus::{free_port, get, Prometheus};
 
 /// The guest's side: serve, then wait for the host at each step (a line on
 /// the control port), so the host reads Prometheus before and after.
 const GUEST_SCRIPT: &str = r#"
 mkdir /tmp/w
-lsmpmon serve --listen 0.0.0.0:9464 &
+lsmpmon serve --listen 0.0.0.0:9464 --by cpu &
 echo before | nc -l -p 9000 > /dev/null
 for i in $(seq 200); do touch /tmp/w/f$i; done
 echo after | nc -l -p 9000 > /dev/null
@@ -130,6 +130,38 @@ fn dashboard_queries_answer(prom: &Prometheus) {
     assert!(checked >= 10, "{checked} queries");
 }
 
+/// What Debian 12's Prometheus asks for: OpenMetrics first.
+const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+
+/// A scrape with Prometheus' Accept header gets OpenMetrics (the format
+/// the real Prometheus then ingests in the test); without one, 0.0.4.
+fn openmetrics_when_asked(url: &str) {
+    let content_type = |accept: Option<&str>| {
+        let mut curl = Command::new("curl");
+        curl.args([
+            "-sf",
+            "-m",
+            "30",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{content_type}",
+        ]);
+        if let Some(a) = accept {
+            curl.args(["-H", &format!("Accept: {a}")]);
+        }
+        let out = curl.arg(url).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(
+        content_type(Some(PROMETHEUS_ACCEPT))
+            .starts_with("application/openmetrics-text; version=1.0.0"),
+        "{}",
+        content_type(Some(PROMETHEUS_ACCEPT))
+    );
+    assert!(content_type(None).starts_with("text/plain; version=0.0.4"));
+}
+
 #[test]
 fn serve_6_1_prometheus_counts_200_creations() {
     prometheus_counts_200_creations("6.1");
@@ -173,6 +205,7 @@ fn prometheus_counts_200_creations(series: &str) {
         std::thread::sleep(Duration::from_secs(1));
     };
     promtool_check(&scrape);
+    openmetrics_when_asked(&metrics);
     let index = get(&format!("http://127.0.0.1:{metrics_port}/"), 10).unwrap();
     assert_eq!(index.lines().count(), 1, "{index}");
     assert!(get(&format!("http://127.0.0.1:{metrics_port}/reset"), 10).is_none());
@@ -188,6 +221,9 @@ fn prometheus_counts_200_creations(series: &str) {
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(prom.value(creates), Some(after));
     assert_eq!(after, before + 200.0, "inode_create: {before} then {after}");
+    // --by cpu: the CPUs' series add up to the hook's.
+    let on_cpus = r#"sum(lsmpmon_cpu_hook_calls_total{hook="inode_create"})"#;
+    assert_eq!(prom.value(on_cpus), Some(after));
 
     let q = r#"histogram_quantile(0.99, lsmpmon_hook_duration_seconds_bucket{hook="file_open"})"#;
     let p99_s = prom.value(q).expect("file_open's p99");
@@ -204,4 +240,57 @@ fn prometheus_counts_200_creations(series: &str) {
         out.contains("reset exit 1"),
         "trace ctl reset must be refused: {out}"
     );
+}
+
+/// The guest's side of the hostile-clients test: serve, and when it
+/// answers, tests/helpers/scrape.c's hostile clients against it.
+const HOSTILE_SCRIPT: &str = r#"
+lsmpmon serve &
+pid=$!
+i=0; until scrape 9464 1 > /dev/null 2>&1; do i=$((i+1)); [ $i -lt 600 ] || exit 9; sleep 1; done
+scrape 9464 hostile $pid
+kill -INT $pid
+wait $pid; echo "serve exit $?"
+"#;
+
+/// 1 000 idle connections, a head that never ends, a 10 MB header and a
+/// non-HTTP byte stream against the real `serve` with every hook attached
+/// (a 6.1 guest, real time): a normal scrape still answers within 1 s,
+/// memory stays bounded, and the bad clients are answered or dropped.
+#[test]
+fn serve_6_1_hostile_clients_cannot_stall_a_scrape() {
+    let out = Command::new(LSMPMON)
+        .args(["vm", "run", "--kernel", "6.1", "--timeout", "900"])
+        .args(["--icount", "off", "--copy"])
+        .arg(scrape_helper())
+        .args(["--", "sh", "-c", HOSTILE_SCRIPT])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let field = |key: &str| -> String {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+            .unwrap_or_else(|| panic!("no {key} in:\n{text}"))
+            .trim()
+            .to_string()
+    };
+    let number = |key: &str| -> f64 { field(key).parse().unwrap() };
+    assert_eq!(field("scrape_status"), "HTTP/1.1 200 OK", "{text}");
+    assert!(number("scrape_bytes") > 100_000.0, "{text}");
+    assert!(number("scrape_ms") < 1000.0, "{text}");
+    assert!(field("garbage_reply").starts_with("HTTP/1.1 400"), "{text}");
+    assert!(
+        number("big_header_sent_mib") < 10.0
+            || field("big_header_reply").starts_with("HTTP/1.1 431"),
+        "a 10 MB header was read whole: {text}"
+    );
+    assert!(number("endless_dropped_after_ms") < 10_000.0, "{text}");
+    let grown_kib = number("rss_during_kib") - number("rss_before_kib");
+    assert!(
+        grown_kib < 64.0 * 1024.0,
+        "RSS grew {grown_kib} KiB: {text}"
+    );
+    assert_eq!(field("after_scrape_status"), "HTTP/1.1 200 OK", "{text}");
+    assert!(text.contains("serve exit 0"), "{text}");
 }

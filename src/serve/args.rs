@@ -11,7 +11,8 @@ pub struct ServeArgs {
     /// (the metrics tell what the host runs).
     #[arg(long, default_value = "127.0.0.1:9464")]
     pub listen: SocketAddr,
-    /// Extra breakdowns (more series): syscall = hook calls and time per syscall × hook.
+    /// Extra breakdowns (more series): syscall = hook calls and time per
+    /// syscall × hook; cpu = per CPU × hook.
     #[arg(long, value_enum, value_delimiter = ',')]
     pub by: Vec<By>,
     /// Clients served at once; more connections are closed at once.
@@ -26,4 +27,5 @@ pub struct ServeArgs {
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum By {
     Syscall,
+    Cpu,
 }

@@ -21,11 +21,17 @@ use hyper::{
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::{oneshot, Semaphore};
 
+use super::exposition::Format;
+
 /// What a scrape gets: the exposition, or why there is none (500).
 pub type Exposition = std::result::Result<Bytes, String>;
 
-/// A scrape waiting for the thread that owns the probes.
-pub type Ask = oneshot::Sender<Exposition>;
+/// A scrape waiting for the thread that owns the probes, in the format its
+/// `Accept` header chose.
+pub struct Ask {
+    pub format: Format,
+    pub reply: oneshot::Sender<Exposition>,
+}
 
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -35,8 +41,6 @@ pub struct Limits {
     pub connection_timeout: Duration,
 }
 
-/// The content type of the text exposition format 0.0.4.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 const INDEX: &str = "lsmpmon serve: Prometheus metrics at /metrics\n";
 
 /// The server thread; dropping it stops the server.
@@ -142,15 +146,21 @@ async fn answer(
     Ok(match req.uri().path() {
         "/" => reply(StatusCode::OK, TEXT, Bytes::from_static(INDEX.as_bytes())),
         "/metrics" => {
-            let (tx, rx) = oneshot::channel();
-            let got = match asks.send(tx) {
+            let accept = req.headers().get(header::ACCEPT);
+            let format = Format::negotiate(accept.and_then(|v| v.to_str().ok()));
+            let (reply_to, rx) = oneshot::channel();
+            let ask = Ask {
+                format,
+                reply: reply_to,
+            };
+            let got = match asks.send(ask) {
                 Ok(()) => rx
                     .await
                     .unwrap_or_else(|_| Err("lsmpmon is stopping".into())),
                 Err(_) => Err("lsmpmon is stopping".into()),
             };
             match got {
-                Ok(body) => reply(StatusCode::OK, CONTENT_TYPE, body),
+                Ok(body) => reply(StatusCode::OK, format.content_type(), body),
                 Err(why) => reply(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     TEXT,
@@ -184,7 +194,7 @@ mod tests {
         let (asks, scrapes) = mpsc::channel::<Ask>();
         std::thread::spawn(move || {
             for ask in scrapes {
-                let _ = ask.send(Ok(Bytes::from_static(BODY.as_bytes())));
+                let _ = ask.reply.send(Ok(Bytes::from_static(BODY.as_bytes())));
             }
         });
         (start(listener, limits, asks).unwrap(), port)

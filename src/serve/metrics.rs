@@ -1,10 +1,6 @@
-//! A trace snapshot as Prometheus metric families (the `prometheus` crate's
-//! data model; its encoder writes the exposition). Every per-hook figure is
+//! A trace snapshot as Prometheus metric families. Every per-hook figure is
 //! a counter that only grows: `serve` refuses `trace ctl reset`.
-use prometheus::proto::{
-    Bucket as PromBucket, Counter, Gauge, Histogram, LabelPair, Metric, MetricFamily, MetricType,
-};
-
+use super::exposition::{Family, Kind, Sample, Value};
 use crate::model::{HookResult, TraceResult};
 
 /// The histogram's `le` bounds: log2 buckets from 128 ns to 2^28 ns
@@ -25,6 +21,8 @@ pub const LE_NS: [u64; 22] = {
 pub struct Breakdown {
     /// Hook calls and time per syscall × hook.
     pub syscall: bool,
+    /// Hook calls and time per CPU × hook.
+    pub cpu: bool,
 }
 
 /// The exporter's own figures for this scrape.
@@ -36,76 +34,73 @@ pub struct Own {
 
 const NS_PER_S: f64 = 1e9;
 
-fn labels(pairs: &[(&str, &str)]) -> Vec<LabelPair> {
-    pairs
-        .iter()
-        .map(|(k, v)| {
-            let mut l = LabelPair::default();
-            l.set_name(k.to_string());
-            l.set_value(v.to_string());
-            l
-        })
-        .collect()
+fn owned(labels: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
+    labels.iter().map(|(k, v)| (*k, v.to_string())).collect()
 }
 
-fn counter(pairs: &[(&str, &str)], value: f64) -> Metric {
-    let mut c = Counter::default();
-    c.set_value(value);
-    let mut m = Metric::from_label(labels(pairs));
-    m.set_counter(c);
-    m
+fn number(labels: &[(&'static str, &str)], value: f64) -> Sample {
+    Sample {
+        labels: owned(labels),
+        value: Value::Number(value),
+    }
 }
 
-fn gauge(pairs: &[(&str, &str)], value: f64) -> Metric {
-    let mut g = Gauge::default();
-    g.set_value(value);
-    let mut m = Metric::from_label(labels(pairs));
-    m.set_gauge(g);
-    m
+fn count(labels: &[(&'static str, &str)], value: u64) -> Sample {
+    Sample {
+        labels: owned(labels),
+        value: Value::Count(value),
+    }
 }
 
-/// The hook's log2 buckets as cumulative counts at each `le` bound; a model
-/// bucket [low, high) counts below `le` = high (calls are whole ns).
-fn histogram(pairs: &[(&str, &str)], h: &HookResult) -> Metric {
-    let buckets = LE_NS
+/// The hook's log2 buckets counted at each `le` bound, then `+Inf`; a model bucket
+/// [low, high) counts below `le` = high (calls are whole ns).
+fn histogram(labels: &[(&'static str, &str)], h: &HookResult) -> Sample {
+    let count: u64 = h.hist.iter().map(|b| b.count).sum();
+    let mut below_prev = 0;
+    let mut buckets: Vec<(f64, u64)> = LE_NS
         .iter()
         .map(|&le| {
-            let mut b = PromBucket::default();
-            b.set_upper_bound(le as f64 / NS_PER_S);
             let below: u64 = h
                 .hist
                 .iter()
                 .filter(|b| b.high_ns <= le)
                 .map(|b| b.count)
                 .sum();
-            b.set_cumulative_count(below);
-            b
+            let in_bucket = below - below_prev;
+            below_prev = below;
+            (le as f64 / NS_PER_S, in_bucket)
         })
         .collect();
-    let mut hist = Histogram::default();
-    hist.set_bucket(buckets);
-    hist.set_sample_count(h.hist.iter().map(|b| b.count).sum());
-    hist.set_sample_sum(h.sum_ns as f64 / NS_PER_S);
-    let mut m = Metric::from_label(labels(pairs));
-    m.set_histogram(hist);
-    m
+    // OpenMetrics wants the +Inf bucket written out.
+    buckets.push((f64::INFINITY, count - below_prev));
+    Sample {
+        labels: owned(labels),
+        value: Value::Histogram {
+            sum_seconds: h.sum_ns as f64 / NS_PER_S,
+            count,
+            buckets,
+        },
+    }
 }
 
-/// Families in order; an empty one is left out (the encoder refuses it).
+/// Families in order; the encoder leaves an empty one out.
 #[derive(Default)]
-struct Families(Vec<MetricFamily>);
+struct Families(Vec<Family>);
 
 impl Families {
-    fn add(&mut self, name: &str, help: &str, kind: MetricType, metrics: Vec<Metric>) {
-        if metrics.is_empty() {
-            return;
-        }
-        let mut f = MetricFamily::default();
-        f.set_name(name.into());
-        f.set_help(help.into());
-        f.set_field_type(kind);
-        f.set_metric(metrics);
-        self.0.push(f);
+    /// A counter's `name` ends in `_total` as its series do; the family
+    /// itself is named without it (OpenMetrics).
+    fn add(&mut self, name: &str, help: &'static str, kind: Kind, samples: Vec<Sample>) {
+        let name = match kind {
+            Kind::Counter => name.strip_suffix("_total").unwrap_or(name),
+            _ => name,
+        };
+        self.0.push(Family {
+            name: name.into(),
+            help,
+            kind,
+            samples,
+        });
     }
 }
 
@@ -117,42 +112,42 @@ struct Row<'a> {
 
 /// The per-hook families under `prefix` (`lsmpmon_hook`, `lsmpmon_lsm_function`).
 fn hook_families(out: &mut Families, prefix: &str, rows: &[Row], histograms: bool) {
-    use MetricType::{COUNTER, HISTOGRAM};
-    let per = |f: &dyn Fn(&HookResult) -> Option<f64>| -> Vec<Metric> {
-        rows.iter()
-            .filter_map(|r| f(r.stats).map(|v| counter(&r.labels, v)))
-            .collect()
+    use Kind::{Counter, Histogram};
+    let per = |f: &dyn Fn(&HookResult) -> u64| -> Vec<Sample> {
+        rows.iter().map(|r| count(&r.labels, f(r.stats))).collect()
     };
     let name = |what: &str| format!("{prefix}_{what}");
     out.add(
         &name("calls_total"),
         "Calls, timed or not.",
-        COUNTER,
-        per(&|h| Some(h.calls as f64)),
+        Counter,
+        per(&|h| h.calls),
     );
     out.add(
         &name("timed_calls_total"),
         "Calls without a context switch: the timed ones.",
-        COUNTER,
-        per(&|h| Some(h.count as f64)),
+        Counter,
+        per(&|h| h.count),
     );
     out.add(
         &name("switched_calls_total"),
         "Calls during which the task was switched out (kept out of the timing).",
-        COUNTER,
-        per(&|h| Some(h.cs_count as f64)),
+        Counter,
+        per(&|h| h.cs_count),
     );
     out.add(
         &name("time_seconds_total"),
         "Time in the timed calls (less the probe floor with --subtract-floor).",
-        COUNTER,
-        per(&|h| Some(h.sum_ns as f64 / NS_PER_S)),
+        Counter,
+        rows.iter()
+            .map(|r| number(&r.labels, r.stats.sum_ns as f64 / NS_PER_S))
+            .collect(),
     );
     out.add(
         &name("dropped_calls_total"),
         "Calls not measured: hook stack full, probe skipped by the kernel, impossible delta.",
-        COUNTER,
-        per(&|h| Some(h.dropped as f64)),
+        Counter,
+        per(&|h| h.dropped),
     );
     let mut decisions = Vec::new();
     for r in rows {
@@ -161,14 +156,14 @@ fn hook_families(out: &mut Families, prefix: &str, rows: &[Row], histograms: boo
             if let Some(v) = v {
                 let mut pairs = r.labels.clone();
                 pairs.push(("decision", decision));
-                decisions.push(counter(&pairs, v as f64));
+                decisions.push(count(&pairs, v));
             }
         }
     }
     out.add(
         &name("returns_total"),
         "Calls by what the hook returned: allow (0), deny (-EACCES, -EPERM), error (other negative).",
-        COUNTER,
+        Counter,
         decisions,
     );
     if histograms {
@@ -176,7 +171,7 @@ fn hook_families(out: &mut Families, prefix: &str, rows: &[Row], histograms: boo
         out.add(
             &name("duration_seconds"),
             "Timed calls by duration (log2 buckets).",
-            HISTOGRAM,
+            Histogram,
             hists,
         );
     }
@@ -188,8 +183,8 @@ fn syscall_families(out: &mut Families, r: &TraceResult) {
     for s in &r.syscalls {
         for h in &s.hooks {
             let pairs = [("syscall", s.syscall.as_str()), ("hook", h.hook.as_str())];
-            calls.push(counter(&pairs, h.count as f64));
-            time.push(counter(&pairs, h.sum_ns as f64 / NS_PER_S));
+            calls.push(count(&pairs, h.count));
+            time.push(number(&pairs, h.sum_ns as f64 / NS_PER_S));
         }
     }
     let help =
@@ -197,20 +192,43 @@ fn syscall_families(out: &mut Families, r: &TraceResult) {
     out.add(
         "lsmpmon_syscall_hook_calls_total",
         help,
-        MetricType::COUNTER,
+        Kind::Counter,
         calls,
     );
     let help = "Hook time by the syscall it was spent in.";
     out.add(
         "lsmpmon_syscall_hook_time_seconds_total",
         help,
-        MetricType::COUNTER,
+        Kind::Counter,
+        time,
+    );
+}
+
+/// Per CPU × hook, the hooks with calls on that CPU (index = CPU).
+fn cpu_families(out: &mut Families, per_cpu: &[Vec<HookResult>]) {
+    let mut calls = Vec::new();
+    let mut time = Vec::new();
+    for (cpu, hooks) in per_cpu.iter().enumerate() {
+        let cpu = cpu.to_string();
+        for h in hooks.iter().filter(|h| h.calls > 0) {
+            let pairs = [("cpu", cpu.as_str()), ("hook", h.hook.as_str())];
+            calls.push(count(&pairs, h.calls));
+            time.push(number(&pairs, h.sum_ns as f64 / NS_PER_S));
+        }
+    }
+    let help = "Hook calls by the CPU they ran on (hooks with calls there).";
+    out.add("lsmpmon_cpu_hook_calls_total", help, Kind::Counter, calls);
+    let help = "Time in the timed hook calls by the CPU they ran on.";
+    out.add(
+        "lsmpmon_cpu_hook_time_seconds_total",
+        help,
+        Kind::Counter,
         time,
     );
 }
 
 fn engine_families(out: &mut Families, r: &TraceResult, own: Own) {
-    use MetricType::{COUNTER, GAUGE};
+    use Kind::{Counter, Gauge};
     let p = &r.probe;
     let lsms = r.provenance.active_lsms.join(",");
     let info = [
@@ -221,58 +239,63 @@ fn engine_families(out: &mut Families, r: &TraceResult, own: Own) {
         ("time", r.provenance.time.name()),
     ];
     let help = "lsmpmon, the kernel and how it is probed (value 1). time: real or virtual (a guest's instruction count).";
-    out.add("lsmpmon_build_info", help, GAUGE, vec![gauge(&info, 1.0)]);
+    out.add("lsmpmon_build_info", help, Gauge, vec![count(&info, 1)]);
     let secs = |ns: Option<f64>| {
-        ns.map(|v| vec![gauge(&[], v / NS_PER_S)])
+        ns.map(|v| vec![number(&[], v / NS_PER_S)])
             .unwrap_or_default()
     };
     let help = "What an empty kernel function measures through the probe pair.";
-    out.add("lsmpmon_probe_floor_seconds", help, GAUGE, secs(p.floor_ns));
+    out.add("lsmpmon_probe_floor_seconds", help, Gauge, secs(p.floor_ns));
     let help = "What one probe pair adds to the call around it (taken out of nested calls).";
     out.add(
         "lsmpmon_probe_pair_cost_seconds",
         help,
-        GAUGE,
+        Gauge,
         secs(p.pair_cost_ns),
     );
-    let count = |v: usize| vec![gauge(&[], v as f64)];
+    let gauge = |v: usize| vec![count(&[], v as u64)];
     out.add(
         "lsmpmon_hooks_found",
         "Hook functions selected.",
-        GAUGE,
-        count(p.hooks_found),
+        Gauge,
+        gauge(p.hooks_found),
     );
     out.add(
         "lsmpmon_hooks_attached",
         "Hook functions attached.",
-        GAUGE,
-        count(p.hooks_attached),
+        Gauge,
+        gauge(p.hooks_attached),
     );
     let help = "Probe runs the kernel skipped (recursion), all hooks together.";
     out.add(
         "lsmpmon_recursion_misses_total",
         help,
-        COUNTER,
-        vec![counter(&[], p.recursion_misses as f64)],
+        Counter,
+        vec![count(&[], p.recursion_misses)],
     );
     let help = "Time the probes have been recording.";
     out.add(
         "lsmpmon_traced_seconds_total",
         help,
-        COUNTER,
-        vec![counter(&[], r.elapsed_ns as f64 / NS_PER_S)],
+        Counter,
+        vec![number(&[], r.elapsed_ns as f64 / NS_PER_S)],
     );
     let help = "Reading the probes' maps and building this scrape's metrics.";
     out.add(
         "lsmpmon_scrape_duration_seconds",
         help,
-        GAUGE,
-        vec![gauge(&[], own.scrape_seconds)],
+        Gauge,
+        vec![number(&[], own.scrape_seconds)],
     );
 }
 
-/// Every family of one scrape.
-pub fn families(r: &TraceResult, by: Breakdown, own: Own) -> Vec<MetricFamily> {
+/// Every family of one scrape; `per_cpu` is read only with `by.cpu`.
+pub fn families(
+    r: &TraceResult,
+    per_cpu: &[Vec<HookResult>],
+    by: Breakdown,
+    own: Own,
+) -> Vec<Family> {
     let mut out = Families::default();
     engine_families(&mut out, r, own);
     let histograms = !r.options.lean;
@@ -301,16 +324,15 @@ pub fn families(r: &TraceResult, by: Breakdown, own: Own) -> Vec<MetricFamily> {
     if by.syscall {
         syscall_families(&mut out, r);
     }
+    if by.cpu {
+        cpu_families(&mut out, per_cpu);
+    }
     out.0
-}
-
-/// The text exposition (format 0.0.4) of `families`.
-pub fn encode(families: &[MetricFamily]) -> anyhow::Result<String> {
-    Ok(prometheus::TextEncoder::new().encode_to_string(families)?)
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::exposition::{encode, Format};
     use super::*;
 
     const OWN: Own = Own {
@@ -323,7 +345,28 @@ mod tests {
     }
 
     fn exposition(r: &TraceResult, by: Breakdown) -> String {
-        encode(&families(r, by, OWN)).unwrap()
+        in_format(r, by, Format::Text004)
+    }
+
+    fn in_format(r: &TraceResult, by: Breakdown, format: Format) -> String {
+        encode(families(r, &two_cpus(r), by, OWN), format).unwrap()
+    }
+
+    /// The result's hooks as if their calls had run on two CPUs: a third of
+    /// each hook's calls on CPU 1, the rest on CPU 0.
+    fn two_cpus(r: &TraceResult) -> Vec<Vec<HookResult>> {
+        let split = |cpu: u64| {
+            r.hooks
+                .iter()
+                .map(|h| {
+                    let mut h = h.clone();
+                    let on_1 = h.calls / 3;
+                    h.calls = if cpu == 1 { on_1 } else { h.calls - on_1 };
+                    h
+                })
+                .collect()
+        };
+        vec![split(0), split(1)]
     }
 
     /// The value of the one series `series` (name and labels as written).
@@ -350,9 +393,9 @@ mod tests {
                 &format!("lsmpmon_hook_duration_seconds_bucket{{hook=\"file_open\",le=\"{le}\"}}"),
             )
         };
-        assert_eq!(bucket("0.000000256"), 0.0);
-        assert_eq!(bucket("0.000000512"), 101.0);
-        assert_eq!(bucket("0.000001024"), 301.0);
+        assert_eq!(bucket("2.56e-07"), 0.0);
+        assert_eq!(bucket("5.12e-07"), 101.0);
+        assert_eq!(bucket("1.024e-06"), 301.0);
         assert_eq!(bucket("0.268435456"), 301.0);
         assert_eq!(bucket("+Inf"), 301.0);
         let count = value(
@@ -423,13 +466,62 @@ mod tests {
         let mut r = fixture();
         let plain = exposition(&r, Breakdown::default());
         assert!(!plain.contains("lsmpmon_syscall_hook_calls_total"));
-        let by = exposition(&r, Breakdown { syscall: true });
+        let by = exposition(
+            &r,
+            Breakdown {
+                syscall: true,
+                cpu: false,
+            },
+        );
         let cells: usize = r.syscalls.iter().map(|s| s.hooks.len()).sum();
         assert!(cells > 0);
         assert_eq!(series_count(&by), series_count(&plain) + 2 * cells);
         r.options.lean = true;
         let lean = exposition(&r, Breakdown::default());
         assert!(!lean.contains("lsmpmon_hook_duration_seconds"));
+    }
+
+    #[test]
+    fn cpu_series_only_when_asked_and_they_add_up_to_the_hook() {
+        let mut r = fixture();
+        let idle = r.hooks.iter_mut().find(|h| h.hook != "file_open").unwrap();
+        idle.calls = 0;
+        let idle = format!("hook=\"{}\"", idle.hook);
+        let plain = exposition(&r, Breakdown::default());
+        assert!(!plain.contains("lsmpmon_cpu_hook"));
+        let by = Breakdown {
+            syscall: false,
+            cpu: true,
+        };
+        let text = exposition(&r, by);
+        let on = |cpu: u32| {
+            value(
+                &text,
+                &format!("lsmpmon_cpu_hook_calls_total{{cpu=\"{cpu}\",hook=\"file_open\"}}"),
+            )
+        };
+        assert_eq!(on(0) + on(1), 301.0);
+        assert_eq!(on(1), 100.0);
+        // A hook without calls has no per-CPU series.
+        assert!(!text
+            .lines()
+            .any(|l| l.starts_with("lsmpmon_cpu_hook") && l.contains(&idle)));
+    }
+
+    /// OpenMetrics: counters' families named without `_total`, their
+    /// series with it, and the `# EOF` the format ends with.
+    #[test]
+    fn openmetrics_when_asked_names_counters_and_ends_with_eof() {
+        let r = fixture();
+        let text = in_format(&r, Breakdown::default(), Format::OpenMetrics);
+        assert!(text.ends_with("# EOF\n"), "{}", &text[text.len() - 40..]);
+        assert!(text.contains("# TYPE lsmpmon_hook_calls counter\n"));
+        assert_eq!(
+            value(&text, "lsmpmon_hook_calls_total{hook=\"file_open\"}"),
+            301.0
+        );
+        let plain = exposition(&r, Breakdown::default());
+        assert_eq!(series_count(&text), series_count(&plain));
     }
 
     /// Per hook: 5 counters + up to 3 returns + 25 histogram series; the
@@ -449,7 +541,13 @@ mod tests {
     #[test]
     fn promtool_accepts_the_exposition() {
         use std::io::Write;
-        let text = exposition(&fixture(), Breakdown { syscall: true });
+        let text = exposition(
+            &fixture(),
+            Breakdown {
+                syscall: true,
+                cpu: false,
+            },
+        );
         let mut child = std::process::Command::new("promtool")
             .args(["check", "metrics"])
             .stdin(std::process::Stdio::piped())

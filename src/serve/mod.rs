@@ -1,6 +1,7 @@
 //! `lsmpmon serve`: the trace engine kept attached, its statistics served in
 //! Prometheus' text exposition format on `/metrics`.
 pub mod args;
+pub mod exposition;
 pub mod http;
 pub mod metrics;
 
@@ -51,6 +52,7 @@ pub fn main(args: ServeArgs) -> Result<i32> {
     let addr = listener.local_addr()?;
     let breakdown = metrics::Breakdown {
         syscall: args.by.contains(&By::Syscall),
+        cpu: args.by.contains(&By::Cpu),
     };
     live::attached(&args.engine, Reset::Refused(NO_RESET), |live| {
         let (asks, scrapes) = mpsc::channel();
@@ -76,24 +78,36 @@ fn serve(
                 return Err(with_code(EXIT_FAILURE, "the HTTP server stopped"));
             }
         };
-        let exposition = scrape(live, by);
-        for ask in std::iter::once(first).chain(scrapes.try_iter()) {
-            let _ = ask.send(exposition.clone());
+        let asks: Vec<http::Ask> = std::iter::once(first).chain(scrapes.try_iter()).collect();
+        let reading = read(live, by);
+        for ask in asks {
+            let text = reading
+                .clone()
+                .and_then(|families| encode(families, ask.format));
+            let _ = ask.reply.send(text);
         }
     }
     Ok(())
 }
 
-/// One reading of the probes as the exposition.
-pub fn scrape(live: &mut Live, by: metrics::Breakdown) -> http::Exposition {
+/// One reading of the probes as metric families.
+pub fn read(
+    live: &mut Live,
+    by: metrics::Breakdown,
+) -> std::result::Result<Vec<exposition::Family>, String> {
     let started = Instant::now();
     let result = live
         .snapshot()
         .map_err(|e| format!("reading the probes: {e}"))?;
+    let per_cpu = if by.cpu { live.per_cpu() } else { Vec::new() };
     let own = metrics::Own {
         scrape_seconds: started.elapsed().as_secs_f64(),
     };
-    let families = metrics::families(&result, by, own);
-    let text = metrics::encode(&families).map_err(|e| format!("encoding: {e}"))?;
+    Ok(metrics::families(&result, &per_cpu, by, own))
+}
+
+/// `families` as the scraper asked for them.
+pub fn encode(families: Vec<exposition::Family>, format: exposition::Format) -> http::Exposition {
+    let text = exposition::encode(families, format).map_err(|e| format!("encoding: {e}"))?;
     Ok(Bytes::from(text))
 }

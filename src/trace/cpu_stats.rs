@@ -93,11 +93,10 @@ impl CpuStats {
         unsafe { self.base.add(off) as *mut lsmpmon_hook_stats }
     }
 
-    /// Per row, summed over CPUs.
-    pub fn sum(&self) -> Vec<lsmpmon_hook_stats> {
-        let mut sums = vec![lsmpmon_hook_stats::default(); self.rows];
-        for cpu in 0..self.cpus {
-            for (row, acc) in sums.iter_mut().enumerate() {
+    /// One CPU's rows, as the probes left them (`min_ns` 0 when empty).
+    pub fn cpu_rows(&self, cpu: usize) -> Vec<lsmpmon_hook_stats> {
+        (0..self.rows)
+            .map(|row| {
                 // SAFETY: plain data, written concurrently by the probes (torn
                 // reads of single counters cannot happen on x86_64).
                 let mut v = unsafe { std::ptr::read_volatile(self.row(cpu, row)) };
@@ -107,6 +106,21 @@ impl CpuStats {
                 if !self.lean {
                     v.count = v.hist.iter().sum();
                 }
+                v
+            })
+            .collect()
+    }
+
+    /// The CPUs the map has a value for.
+    pub fn cpus(&self) -> usize {
+        self.cpus
+    }
+
+    /// Per row, summed over CPUs.
+    pub fn sum(&self) -> Vec<lsmpmon_hook_stats> {
+        let mut sums = vec![lsmpmon_hook_stats::default(); self.rows];
+        for cpu in 0..self.cpus {
+            for (acc, v) in sums.iter_mut().zip(self.cpu_rows(cpu)) {
                 super::collect::add_stats(acc, &v);
             }
         }
@@ -118,7 +132,7 @@ impl CpuStats {
     pub fn pending(&self, mut f: impl FnMut(u32, u32, u64, u64)) {
         for cpu in 0..self.cpus {
             for row in 0..self.rows {
-                // SAFETY: as in sum().
+                // SAFETY: as in cpu_rows().
                 let v = unsafe { std::ptr::read_volatile(self.row(cpu, row)) };
                 if v.pend_count > 0 {
                     let slot = super::collect::cell_slot(v.pend_slot);
@@ -134,7 +148,7 @@ impl CpuStats {
         for cpu in 0..self.cpus {
             for row in 0..self.rows {
                 let r = self.row(cpu, row);
-                // SAFETY: as in sum(); two aligned u64 stores.
+                // SAFETY: as in cpu_rows(); two aligned u64 stores.
                 unsafe {
                     std::ptr::write_volatile(std::ptr::addr_of_mut!((*r).min_ns), u64::MAX);
                     std::ptr::write_volatile(std::ptr::addr_of_mut!((*r).max_ns), 0);
@@ -147,7 +161,7 @@ impl CpuStats {
     pub fn clear(&self) {
         for cpu in 0..self.cpus {
             for row in 0..self.rows {
-                // SAFETY: as in sum().
+                // SAFETY: as in cpu_rows().
                 unsafe { std::ptr::write_volatile(self.row(cpu, row), Self::EMPTY) };
             }
         }

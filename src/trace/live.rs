@@ -56,6 +56,11 @@ impl Live<'_, '_> {
         self.session.snapshot()
     }
 
+    /// Each CPU's hooks since attach (index = CPU); see `Session::per_cpu`.
+    pub fn per_cpu(&self) -> Vec<Vec<crate::model::HookResult>> {
+        self.session.per_cpu()
+    }
+
     /// Restarts the statistics (refused as `trace ctl reset` is, if so set).
     pub fn reset(&mut self) -> Result<()> {
         match self.reset {

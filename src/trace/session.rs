@@ -189,6 +189,31 @@ impl Session<'_> {
         Ok(raw)
     }
 
+    /// The probe floor, when the user asked for it to be taken out.
+    fn floor_to_subtract(&self) -> Option<f64> {
+        self.options
+            .subtract_floor
+            .then_some(self.probe.floor_ns)
+            .flatten()
+    }
+
+    /// Each CPU's hooks (module functions left out) as measured since
+    /// attach, resets not taken out: for `serve`, which refuses them.
+    pub fn per_cpu(&self) -> Vec<Vec<crate::model::HookResult>> {
+        let subtract = self.floor_to_subtract();
+        (0..self.stats.cpus())
+            .map(|cpu| {
+                let rows = self.stats.cpu_rows(cpu);
+                self.hooks
+                    .iter()
+                    .zip(&rows)
+                    .filter(|(h, _)| h.lsm.is_none())
+                    .map(|(h, s)| collect::hook_result(h, s, subtract, false))
+                    .collect()
+            })
+            .collect()
+    }
+
     /// Everything measured so far (since the last reset), as a result.
     pub fn snapshot(&mut self) -> Result<TraceResult> {
         let Raw {
@@ -208,11 +233,7 @@ impl Session<'_> {
         if self.probe.kretprobe_maxactive.is_some() {
             self.probe.kretprobe_missed = Some(misses.iter().map(|m| m.lost_returns).sum());
         }
-        let subtract = self
-            .options
-            .subtract_floor
-            .then_some(self.probe.floor_ns)
-            .flatten();
+        let subtract = self.floor_to_subtract();
         let mut hooks = Vec::new();
         let mut per_lsm = Vec::new();
         for (i, h) in self.hooks.iter().enumerate() {

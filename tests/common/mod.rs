@@ -23,6 +23,13 @@ pub fn pty_helper() -> &'static Path {
     BIN.get_or_init(|| static_helper("pty"))
 }
 
+/// tests/helpers/scrape.c (scrapes `serve` from inside a guest, timed or
+/// hostile), static.
+pub fn scrape_helper() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| static_helper("scrape"))
+}
+
 /// tests/helpers/NAME.c built static into the test's temporary directory.
 fn static_helper(name: &str) -> PathBuf {
     {
