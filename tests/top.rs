@@ -1,4 +1,4 @@
-//! `lsmpmon top` end to end: in a 6.1 guest on a pseudo-terminal
+//! `lsmpmon top` end to end: in 6.1, 6.12 and 7.3 guests on a pseudo-terminal
 //! (tests/helpers/pty.c) with typed keys, and its refusals on the host.
 mod common;
 
@@ -12,6 +12,11 @@ const WORKLOAD: &str = "(i=0; while [ $i -lt 100000 ]; do touch /tmp/f$i; i=$((i
 #[test]
 fn top_6_1_on_a_pseudo_terminal_sorts_and_quits_cleanly() {
     on_a_pseudo_terminal_sorts_and_quits_cleanly("6.1");
+}
+
+#[test]
+fn top_6_12_on_a_pseudo_terminal_sorts_and_quits_cleanly() {
+    on_a_pseudo_terminal_sorts_and_quits_cleanly("6.12");
 }
 
 #[test]

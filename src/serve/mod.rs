@@ -97,7 +97,7 @@ pub fn read(
 ) -> std::result::Result<Vec<exposition::Family>, String> {
     let started = Instant::now();
     let result = live
-        .snapshot()
+        .snapshot_with(by.syscall)
         .map_err(|e| format!("reading the probes: {e}"))?;
     let per_cpu = if by.cpu { live.per_cpu() } else { Vec::new() };
     let own = metrics::Own {

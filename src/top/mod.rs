@@ -76,7 +76,7 @@ fn title(r: &TraceResult) -> String {
 /// Draws and reads keys until q, Ctrl-C or SIGTERM.
 fn run(terminal: &mut DefaultTerminal, live: &mut Live, interval_s: f64) -> Result<()> {
     let mut state = State::default();
-    let mut before = live.snapshot()?;
+    let mut before = live.snapshot_with(false)?;
     let mut taken = Instant::now();
     let mut rows = Vec::new();
     let mut shown_interval_s = interval_s;
@@ -84,7 +84,7 @@ fn run(terminal: &mut DefaultTerminal, live: &mut Live, interval_s: f64) -> Resu
     while !live.stopped() {
         live.answer_ctl()?;
         if !state.paused && taken.elapsed().as_secs_f64() >= interval_s {
-            let now = live.snapshot()?;
+            let now = live.snapshot_with(false)?;
             shown_interval_s = taken.elapsed().as_secs_f64();
             rows = model::rows(&before, &now, shown_interval_s);
             (before, taken) = (now, Instant::now());
@@ -109,7 +109,8 @@ fn run(terminal: &mut DefaultTerminal, live: &mut Live, interval_s: f64) -> Resu
                 Action::Quit => break,
                 Action::Reset => {
                     live.reset()?;
-                    (before, taken, rows) = (live.snapshot()?, Instant::now(), Vec::new());
+                    (before, taken, rows) =
+                        (live.snapshot_with(false)?, Instant::now(), Vec::new());
                 }
                 Action::None => {}
             }

@@ -56,6 +56,12 @@ impl Live<'_, '_> {
         self.session.snapshot()
     }
 
+    /// As `snapshot`, with the per-syscall breakdown only `with_syscalls`:
+    /// reading it is most of a snapshot's cost.
+    pub fn snapshot_with(&mut self, with_syscalls: bool) -> Result<TraceResult> {
+        self.session.snapshot_with(with_syscalls)
+    }
+
     /// Each CPU's hooks since attach (index = CPU); see `Session::per_cpu`.
     pub fn per_cpu(&self) -> Vec<Vec<crate::model::HookResult>> {
         self.session.per_cpu()

@@ -91,7 +91,7 @@ impl Session<'_> {
     /// baseline; min and max restart (a probe racing this may keep one
     /// older extreme).
     pub fn reset(&mut self) -> Result<()> {
-        let raw = self.raw()?;
+        let raw = self.raw(true)?;
         self.baseline = Baseline {
             stats: raw.stats,
             cells: raw.cells,
@@ -116,10 +116,20 @@ impl Session<'_> {
         }
     }
 
-    fn raw(&self) -> Result<Raw> {
+    /// The counters now; the per-syscall cells (a map read of hooks × 512
+    /// entries, most of a reading's cost) only `with_cells`.
+    fn raw(&self, with_cells: bool) -> Result<Raw> {
         let stats = self.stats.sum();
         let misses = self.attacher.misses();
         let mut cells = Cells::new();
+        if !with_cells {
+            return Ok(Raw {
+                stats,
+                cells,
+                times: Times::new(),
+                misses,
+            });
+        }
         let mut add_cell = |hook: u32, slot: u32, count: u64, sum_ns: u64| {
             let c = cells.entry((hook, slot)).or_default();
             c.count += count;
@@ -162,8 +172,8 @@ impl Session<'_> {
     }
 
     /// The counters since the last reset.
-    fn since_reset(&self) -> Result<Raw> {
-        let mut raw = self.raw()?;
+    fn since_reset(&self, with_cells: bool) -> Result<Raw> {
+        let mut raw = self.raw(with_cells)?;
         let b = &self.baseline;
         for (s, old) in raw.stats.iter_mut().zip(&b.stats) {
             collect::sub_stats(s, old);
@@ -216,12 +226,18 @@ impl Session<'_> {
 
     /// Everything measured so far (since the last reset), as a result.
     pub fn snapshot(&mut self) -> Result<TraceResult> {
+        self.snapshot_with(true)
+    }
+
+    /// As `snapshot`, with the per-syscall breakdown only `with_syscalls`
+    /// (`serve` and `top` read often and mostly do without it).
+    pub fn snapshot_with(&mut self, with_syscalls: bool) -> Result<TraceResult> {
         let Raw {
             mut stats,
             cells,
             times,
             misses,
-        } = self.since_reset()?;
+        } = self.since_reset(with_syscalls)?;
         // A probe the kernel skipped is a dropped call of its hook.
         // (A multi-link's misses are every hook's: counted in the total only.)
         for m in &misses {
