@@ -104,3 +104,38 @@ fn top_without_a_terminal_is_one_line() {
     assert_eq!(out.status.code(), Some(2));
     assert!(one_error_line(&out).contains("needs a terminal"));
 }
+
+/// `vm run --tty` hands the guest the terminal it runs on (here the host
+/// side of tests/helpers/pty.c's pseudo-terminal): `top` in the guest sees
+/// its size, draws on it, quits on `q` typed on the host, and the guest's
+/// command ends normally.
+#[test]
+fn top_in_a_guest_through_vm_run_tty() {
+    let guest =
+        format!("{WORKLOAD}\nstty size; lsmpmon top --hooks 'inode_*'; echo \"top exit $?\"");
+    let out = Command::new(pty_helper())
+        .args(["100", "30", "50:q", "--", LSMPMON, "vm", "run", "--tty"])
+        .args(["--kernel", "6.1", "--icount", "off", "--timeout", "600"])
+        .args(["--", "sh", "-c", &guest])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("30 100"), "the guest's terminal size: {text}");
+    assert!(text.contains("top exit 0"), "{text}");
+    let screen = last_screen(&text);
+    assert!(
+        screen.contains("HOOK") && screen.contains("inode_create"),
+        "{screen}"
+    );
+}
+
+#[test]
+fn vm_run_tty_without_a_terminal_is_one_line() {
+    let out = Command::new(LSMPMON)
+        .args(["vm", "run", "--tty", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_error_line(&out).contains("--tty needs a terminal"));
+}

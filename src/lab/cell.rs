@@ -173,6 +173,7 @@ fn launch(
         lsmpmon_bin: PathBuf::from("/proc/self/exe"),
         machine: &job.machine,
         qemu_args: tpm.map(Swtpm::qemu_args).unwrap_or_default(),
+        tty: None,
         run_dir: work,
         output: qemu::Output::Quiet {
             progress: &track,

@@ -60,6 +60,10 @@ pub struct RunArgs {
     /// virtio-net card; the guest reaches nothing else). Repeatable.
     #[arg(long = "forward", value_name = "HOST:GUEST", value_parser = super::forward::parse)]
     pub forwards: Vec<super::forward::Forward>,
+    /// Give COMMAND this terminal (the guest's console port, raw; its size
+    /// and TERM): for `lsmpmon top` in a guest. Kernel messages show there too.
+    #[arg(long)]
+    pub tty: bool,
     /// lsmpmon binary to put in the guest (must be static). Default: this one.
     #[arg(long)]
     pub lsmpmon_bin: Option<PathBuf>,

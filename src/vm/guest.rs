@@ -21,6 +21,9 @@ pub struct RunSpec {
     /// The kernel the guest boots, for the provenance of what runs in it.
     #[serde(default)]
     pub kernel: Option<crate::model::KernelRef>,
+    /// COMMAND gets the console port as its terminal (`vm run --tty`).
+    #[serde(default)]
+    pub tty: Option<super::tty::Tty>,
 }
 
 fn open_raw(path: &str) -> Result<File> {
@@ -65,15 +68,17 @@ pub fn exec(spec_path: &Path) -> Result<()> {
 fn run_command(spec_path: &Path) -> Result<i32> {
     let spec: RunSpec = serde_json::from_slice(&fs::read(spec_path)?)?;
     let (program, args) = spec.argv.split_first().context("empty command")?;
-    let stdout = open_raw(GUEST_STDOUT)?;
-    let stderr = open_raw(GUEST_STDERR)?;
-    let child = match Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(stderr)
-        .spawn()
-    {
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    match &spec.tty {
+        Some(tty) => super::tty::attach(&mut cmd, tty)?,
+        None => {
+            cmd.stdin(Stdio::null())
+                .stdout(open_raw(GUEST_STDOUT)?)
+                .stderr(open_raw(GUEST_STDERR)?);
+        }
+    }
+    let child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
             let mut err = open_raw(GUEST_STDERR)?;

@@ -20,6 +20,8 @@ pub struct Launch<'a> {
     pub qemu_args: Vec<String>,
     pub run_dir: &'a Path,
     pub output: qemu::Output<'a>,
+    /// COMMAND gets the user's terminal (`vm run --tty`).
+    pub tty: Option<super::tty::Tty>,
 }
 
 /// Boots the guest and runs `argv` in it; returns its exit status.
@@ -33,6 +35,7 @@ pub fn launch(l: &Launch) -> Result<i32> {
     let spec = guest::RunSpec {
         argv: l.argv.clone(),
         kernel: Some(l.kernel.reference()),
+        tty: l.tty.clone(),
     };
     // Both in memory: QEMU reads what was built and checked, and nothing is
     // left on disk however lsmpmon ends.
@@ -53,6 +56,7 @@ pub fn launch(l: &Launch) -> Result<i32> {
         extra_args: &l.qemu_args,
         run_dir: l.run_dir,
         output: &l.output,
+        tty: l.tty.is_some(),
     })
 }
 

@@ -12,6 +12,7 @@ pub mod listing;
 pub mod machine;
 pub mod qemu;
 pub mod run;
+pub mod tty;
 
 use anyhow::Result;
 

@@ -35,6 +35,8 @@ pub struct Boot<'a> {
     pub extra_args: &'a [String],
     pub run_dir: &'a Path,
     pub output: &'a Output<'a>,
+    /// The console port is QEMU's stdio, the user's terminal (`--tty`).
+    pub tty: bool,
 }
 
 /// Where COMMAND's output goes while the guest runs.
@@ -93,6 +95,7 @@ pub fn boot(b: &Boot) -> Result<i32> {
     if b.cancelled() {
         return Err(interrupted(&ports.console));
     }
+    let _terminal = b.tty.then(super::tty::Restore::save);
     let child = cmd.spawn().context("starting qemu-system-x86_64")?;
     let exited = supervise(b, &ports, child)?;
     if exited.is_none() && b.cancelled() {
@@ -145,18 +148,37 @@ fn command(b: &Boot, ports: &Ports) -> Result<Command> {
         .arg("-initrd")
         .arg(handed_on(&mut cmd_fds, b.initramfs))
         .args(["-append", &b.cmdline]);
-    for f in [&ports.console, &ports.stdout, &ports.stderr, &ports.status] {
+    if b.tty {
+        // signal=off: Ctrl-C is a key for the guest, not QEMU's end.
+        cmd.args([
+            "-chardev",
+            "stdio,id=tty,signal=off",
+            "-serial",
+            "chardev:tty",
+        ]);
+    } else {
+        cmd.arg("-serial")
+            .arg(format!("file:{}", ports.console.display()));
+    }
+    for f in [&ports.stdout, &ports.stderr, &ports.status] {
         cmd.arg("-serial").arg(format!("file:{}", f.display()));
     }
     cmd.args(b.extra_args);
     let qemu_log = fs::File::create(b.run_dir.join("qemu.log"))?;
-    cmd.stdin(Stdio::null())
-        .stdout(qemu_log.try_clone()?)
-        .stderr(qemu_log);
+    if b.tty {
+        // The terminal's own process group: a background one could not read it.
+        cmd.stdin(Stdio::inherit())
+            .stdout(Stdio::inherit())
+            .stderr(qemu_log);
+    } else {
+        cmd.stdin(Stdio::null())
+            .stdout(qemu_log.try_clone()?)
+            .stderr(qemu_log);
+        // Its own process group: a terminal's Ctrl-C goes to lsmpmon, which stops it.
+        cmd.process_group(0);
+    }
     inherit(&mut cmd, cmd_fds);
     dies_with_parent(&mut cmd);
-    // Its own process group: a terminal's Ctrl-C goes to lsmpmon, which stops it.
-    cmd.process_group(0);
     Ok(cmd)
 }
 

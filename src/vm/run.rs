@@ -21,6 +21,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             args.cpus
         )));
     }
+    let tty = args.tty.then(super::tty::host).transpose()?;
     let interrupt = interrupt::exit_now()?;
     let cache = args.cache.path();
     let extra = args
@@ -68,6 +69,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         qemu_args,
         run_dir: &run_dir.0,
         output: qemu::Output::Terminal { cancel: &stop },
+        tty,
     })
 }
 
