@@ -1539,3 +1539,27 @@ fn the_committed_atlas_is_whole_and_its_pages_come_from_its_cells() {
         }
     }
 }
+
+/// A page for one bench run shows its spread: a dot per sample of each op,
+/// and the median bars, in the "How noisy" section.
+#[test]
+fn one_bench_run_gets_a_chart_of_its_samples() {
+    let host = fixture("bench-host.json");
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&host).unwrap()).unwrap();
+    let samples: usize = result["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["samples"].as_array().unwrap().len())
+        .sum();
+    assert!(samples > 0);
+    let out = lsmpmon(&["report", host.to_str().unwrap(), "--format", "html"]);
+    let html = stdout_ok(&out);
+    let at = html
+        .find("<section id=\"spreads\">")
+        .expect("no spread section for one run");
+    let section = &html[at..at + html[at..].find("</section>").unwrap()];
+    assert!(section.contains("How noisy"), "{section}");
+    assert_eq!(section.matches("<circle").count(), samples);
+}

@@ -185,6 +185,74 @@ pub fn heat_map(
     Ok(svg)
 }
 
+/// Each category's samples as dots, in % from the category's median, with
+/// the median itself as a short black bar at 0: how noisy each figure was.
+pub fn strip(title: &str, categories: &[String], samples: &[Vec<f64>]) -> Result<String> {
+    let devs: Vec<Vec<f64>> = samples
+        .iter()
+        .map(|s| {
+            let m = crate::base::stats::median(s);
+            s.iter()
+                .filter(|v| v.is_finite() && m > 0.0)
+                .map(|v| (v / m - 1.0) * 100.0)
+                .collect()
+        })
+        .collect();
+    let far = devs.iter().flatten().fold(1.0f64, |a, v| a.max(v.abs()));
+    let pad = far * 0.1;
+    let width = (120 + categories.len() * 34).clamp(480, 1400) as u32;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, 340)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let n = categories.len().max(1) as f64;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(50)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..n, -(far + pad)..(far + pad))
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(0)
+            .y_desc("% from the op's median")
+            .draw()
+            .map_err(err)?;
+        let style = ("sans-serif", 11)
+            .into_font()
+            .into_text_style(&root)
+            .pos(Pos::new(HPos::Center, VPos::Top));
+        let (_, bottom) = chart.backend_coord(&(0.0, -(far + pad)));
+        for (i, c) in categories.iter().enumerate() {
+            let (x, _) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
+            let y = bottom + 6 + (i as i32 % 2) * 14;
+            root.draw(&Text::new(c.clone(), (x, y), style.clone()))
+                .map_err(err)?;
+        }
+        let color = PALETTE[0];
+        for (ci, d) in devs.iter().enumerate() {
+            // Samples side by side across the slot, in the order taken.
+            let step = 0.6 / d.len().max(1) as f64;
+            let dots = d.iter().enumerate().map(|(k, v)| {
+                Circle::new(
+                    (ci as f64 + 0.2 + step * (k as f64 + 0.5), *v),
+                    3,
+                    color.filled(),
+                )
+            });
+            chart.draw_series(dots).map_err(err)?;
+            let median = [(ci as f64 + 0.15, 0.0), (ci as f64 + 0.85, 0.0)];
+            chart
+                .draw_series(LineSeries::new(median, BLACK.stroke_width(2)))
+                .map_err(err)?;
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
 /// A log2 latency histogram: one bar per bucket [low, high).
 pub fn histogram(title: &str, unit: &str, buckets: &[(u64, u64, u64)]) -> Result<String> {
     let labels: Vec<String> = buckets.iter().map(|(lo, _, _)| short_ns(*lo)).collect();
@@ -237,5 +305,28 @@ mod tests {
         )
         .unwrap();
         assert!(h.contains("N/A") && h.contains(">\n250 h\n<"), "{h}");
+    }
+
+    /// One dot per sample; a sample 10 % over its median sits above one
+    /// at the median (SVG y grows downwards).
+    #[test]
+    fn strip_draws_each_sample_around_its_median() {
+        let svg = strip(
+            "spread",
+            &["stat".into(), "null".into()],
+            &[vec![100.0, 110.0, 100.0], vec![50.0, 50.0]],
+        )
+        .unwrap();
+        assert_eq!(svg.matches("<circle").count(), 5, "{svg}");
+        let ys: Vec<f64> = svg
+            .split("<circle")
+            .skip(1)
+            .map(|c| {
+                let y = c.split("cy=\"").nth(1).unwrap();
+                y[..y.find('"').unwrap()].parse().unwrap()
+            })
+            .collect();
+        assert!(ys[1] < ys[0] && ys[0] == ys[2] && ys[3] == ys[0], "{ys:?}");
+        assert!(svg.contains("stat") && svg.contains("% from the op"));
     }
 }

@@ -15,6 +15,8 @@ use crate::model::trace::HookResult;
 const TEMPLATE: &str = include_str!("templates/report.html");
 /// Histograms drawn per traced run: its hooks with the most time.
 const HISTOGRAMS_PER_RUN: usize = 6;
+/// Runs whose samples are drawn (a whole atlas would make a huge page).
+const SPREAD_RUNS: usize = 12;
 /// Ops drawn in the kernel-version comparison.
 const KERNEL_CHART_OPS: usize = 6;
 
@@ -162,6 +164,32 @@ fn histograms(runs: &[Run]) -> Result<Vec<Chart>> {
     Ok(out)
 }
 
+/// Each measured run's samples per op around the op's median (the first
+/// `SPREAD_RUNS`), and how many more runs had samples.
+fn spreads(runs: &[Run]) -> Result<(Vec<Chart>, usize)> {
+    let benches: Vec<(usize, &Run)> = runs
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.passed() && r.bench.as_ref().is_some_and(|b| !b.results.is_empty()))
+        .collect();
+    let mut out = Vec::new();
+    for (ri, r) in benches.iter().take(SPREAD_RUNS) {
+        let Some(b) = &r.bench else { continue };
+        let ops: Vec<String> = b.results.iter().map(|o| o.op.clone()).collect();
+        let samples: Vec<Vec<f64>> = b.results.iter().map(|o| o.samples.clone()).collect();
+        let title = format!(
+            "{} on {}: {} samples an op",
+            r.config, r.kernel, b.options.samples
+        );
+        out.push(Chart {
+            id: format!("s{ri}"),
+            svg: charts::strip(&title, &ops, &samples)?,
+            title,
+        });
+    }
+    Ok((out, benches.len().saturating_sub(SPREAD_RUNS)))
+}
+
 /// % over the baseline per configuration, one bar per kernel, op by op.
 fn kernel_charts(tables: &[Table]) -> Result<Vec<Chart>> {
     let t3: Vec<&Table> = tables.iter().filter(|t| t.form == "table3").collect();
@@ -236,6 +264,7 @@ pub fn render(
         .into_iter()
         .map(|(k, _)| k.to_string())
         .collect();
+    let (spreads, spreads_left) = spreads(runs)?;
     let page = Page {
         version: env!("CARGO_PKG_VERSION"),
         inputs,
@@ -243,6 +272,8 @@ pub fn render(
         warnings,
         tables: html_tables,
         histograms: histograms(runs)?,
+        spreads,
+        spreads_left,
         kernel_charts: kernel_charts(tables)?,
         papers: refs,
     };
@@ -259,6 +290,8 @@ struct Page<'a> {
     warnings: &'a [String],
     tables: Vec<HtmlTable>,
     histograms: Vec<Chart>,
+    spreads: Vec<Chart>,
+    spreads_left: usize,
     kernel_charts: Vec<Chart>,
     papers: Vec<String>,
 }
