@@ -563,6 +563,44 @@ fn a_named_directory_and_a_symlink_to_it_survive_with_their_contents() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Unixbench's read and write apart: read_N and write_N move N bytes an
+/// op, rw_N (both, as the atlas measured them) 2 × N.
+#[test]
+fn read_and_write_ops_move_their_buffer_once_and_rw_twice() {
+    let dir = tmpdir("rw");
+    let ops = "read_256,write_256,rw_256,read_4k,write_4k,rw_4k";
+    let r = json(&succeeded(&quick(ops, &["--json", "--dir", &dir])));
+    for (op, bytes_per_op) in [
+        ("read_256", 256),
+        ("write_256", 256),
+        ("rw_256", 512),
+        ("read_4k", 4096),
+        ("write_4k", 4096),
+        ("rw_4k", 8192),
+    ] {
+        let o = result(&r, op);
+        let (ops, bytes) = (
+            o["proof_ops"].as_u64().unwrap(),
+            o["proof_bytes"].as_u64().unwrap(),
+        );
+        assert!(ops > 0, "{op}");
+        assert_eq!(bytes, ops * bytes_per_op, "{op}");
+    }
+    // The paper set measures them apart.
+    let paper = json(&succeeded(&quick("paper", &["--json", "--dir", &dir])));
+    let names: Vec<&str> = paper["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["op"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"read_1k") && names.contains(&"write_1k"),
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|n| n.starts_with("rw_")), "{names:?}");
+}
+
 /// select_file running out of descriptors (EMFILE) fails the op and leaves nothing.
 #[test]
 fn a_failed_op_leaves_no_files() {

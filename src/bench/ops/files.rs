@@ -1,5 +1,5 @@
 //! LMbench lat_fs (create and delete N files of 0 or 10 KB, time per file)
-//! and Unixbench fstime (read and write a file by buffer size).
+//! and Unixbench fstime (read, write, or both, of a file by buffer size).
 use std::{
     ffi::CString,
     os::fd::{AsRawFd, OwnedFd},
@@ -23,9 +23,21 @@ pub fn ops() -> Vec<OpDef> {
             ("delete_0k", |c| Ok(Box::new(Fs::new(c, 0, true)))),
             ("create_10k", |c| Ok(Box::new(Fs::new(c, 10 * 1024, false)))),
             ("delete_10k", |c| Ok(Box::new(Fs::new(c, 10 * 1024, true)))),
-            ("rw_256", |c| Ok(Box::new(FileRw::new(c, 256)?))),
-            ("rw_1k", |c| Ok(Box::new(FileRw::new(c, 1024)?))),
-            ("rw_4k", |c| Ok(Box::new(FileRw::new(c, 4096)?))),
+            ("read_256", |c| Ok(Box::new(FileRw::new(c, 256, Rw::Read)?))),
+            ("read_1k", |c| Ok(Box::new(FileRw::new(c, 1024, Rw::Read)?))),
+            ("read_4k", |c| Ok(Box::new(FileRw::new(c, 4096, Rw::Read)?))),
+            ("write_256", |c| {
+                Ok(Box::new(FileRw::new(c, 256, Rw::Write)?))
+            }),
+            ("write_1k", |c| {
+                Ok(Box::new(FileRw::new(c, 1024, Rw::Write)?))
+            }),
+            ("write_4k", |c| {
+                Ok(Box::new(FileRw::new(c, 4096, Rw::Write)?))
+            }),
+            ("rw_256", |c| Ok(Box::new(FileRw::new(c, 256, Rw::Both)?))),
+            ("rw_1k", |c| Ok(Box::new(FileRw::new(c, 1024, Rw::Both)?))),
+            ("rw_4k", |c| Ok(Box::new(FileRw::new(c, 4096, Rw::Both)?))),
         ],
     )
 }
@@ -135,16 +147,29 @@ impl Bench for Fs {
 }
 
 /// Reads then writes `buf` bytes at a time over a 1 MiB file (fstime).
+/// What one op of `FileRw` does at its offset.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rw {
+    /// A pread (Unixbench's read column).
+    Read,
+    /// A pwrite (its write column).
+    Write,
+    /// A pread then a pwrite: `rw_*`, as the atlas measured before the two
+    /// were apart.
+    Both,
+}
+
 struct FileRw {
     fd: OwnedFd,
     buf: Vec<u8>,
     path: PathBuf,
+    rw: Rw,
 }
 
 const RW_FILE_BYTES: usize = 1 << 20;
 
 impl FileRw {
-    fn new(c: &Ctx, buf: usize) -> Result<Self> {
+    fn new(c: &Ctx, buf: usize, rw: Rw) -> Result<Self> {
         let path = c.dir.join(format!("rw{buf}"));
         write_new(&path, &vec![0x33u8; RW_FILE_BYTES])?;
         let fd = open_nofollow(&path, libc::O_RDWR)?;
@@ -152,28 +177,38 @@ impl FileRw {
             fd,
             buf: vec![0u8; buf],
             path,
+            rw,
         })
     }
 }
 
 impl Bench for FileRw {
-    /// One op = one read and one write of the buffer size.
+    /// One op = a read, a write, or both, of the buffer size, walking
+    /// the 1 MiB file.
     fn run(&mut self, iters: u64) -> Result<Work> {
         let len = self.buf.len();
         let per_file = (RW_FILE_BYTES / len) as u64;
         let fd = self.fd.as_raw_fd();
+        let (read, write) = (self.rw != Rw::Write, self.rw != Rw::Read);
         for i in 0..iters {
             let off = ((i % per_file) * len as u64) as i64;
             // SAFETY: buffer of len bytes; our fd.
-            let r = unsafe { libc::pread(fd, self.buf.as_mut_ptr().cast(), len, off) };
-            let w = unsafe { libc::pwrite(fd, self.buf.as_ptr().cast(), len, off) };
+            let r = match read {
+                true => unsafe { libc::pread(fd, self.buf.as_mut_ptr().cast(), len, off) },
+                false => len as isize,
+            };
+            // SAFETY: as above.
+            let w = match write {
+                true => unsafe { libc::pwrite(fd, self.buf.as_ptr().cast(), len, off) },
+                false => len as isize,
+            };
             if r != len as isize || w != len as isize {
                 bail!("short read/write of {len} bytes ({r}, {w})");
             }
         }
         Ok(Work {
             ops: iters,
-            bytes: iters * 2 * len as u64,
+            bytes: iters * (read as u64 + write as u64) * len as u64,
         })
     }
 }
