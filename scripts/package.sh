@@ -26,21 +26,21 @@ if [ "$(cargo deb --version 2>/dev/null)" != "cargo-deb $CARGO_DEB_VERSION" ]; t
 fi
 command -v lintian >/dev/null || fail "lintian not found: run scripts/setup.sh (or apt-get install lintian)"
 
-if commit_s=$(git log -1 --format=%ct 2>/dev/null); then
-  export SOURCE_DATE_EPOCH=$commit_s
-else
-  export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(date +%s)}
+# The files' dates: the commit's (or SOURCE_DATE_EPOCH's). Given only to the
+# packaging steps: cargo build would rebuild C dependencies for a new value.
+if ! epoch_s=$(git log -1 --format=%ct 2>/dev/null); then
+  epoch_s=${SOURCE_DATE_EPOCH:-$(date +%s)}
 fi
 
 cargo build --release --locked --target "$TARGET" >&2 || fail "cargo build failed: see above"
 cargo run --release --locked --quiet --target "$TARGET" --example package_docs -- target/package \
-  --man-date "$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%d)" \
-  --changelog-date "$(date -u -R -d "@$SOURCE_DATE_EPOCH")" >&2 ||
+  --man-date "$(date -u -d "@$epoch_s" +%Y-%m-%d)" \
+  --changelog-date "$(date -u -R -d "@$epoch_s")" >&2 ||
   fail "generating the man pages and completions failed: see above"
 
 rm -rf "$OUT"
 mkdir -p "$OUT"
-cargo deb --no-build --locked --target "$TARGET" --output "$OUT/" >&2 || fail "cargo deb failed: see above"
+SOURCE_DATE_EPOCH=$epoch_s cargo deb --no-build --locked --target "$TARGET" --output "$OUT/" >&2 || fail "cargo deb failed: see above"
 deb=$(ls "$OUT"/lsmpmon_*.deb)
 
 # Errors fail the build; warnings and informational tags are shown (README, "Install").
