@@ -1,7 +1,8 @@
 //! Compiles the BPF sides (CO-RE, clang), generates their libbpf skeletons
 //! and the Rust view of each side's header, the one file its C and Rust
-//! share: the tracer's `intf.h` and the reference MACs' `mac_intf.h`.
-use std::{env, path::Path, path::PathBuf};
+//! share: the tracer's `intf.h` and the reference MACs' `mac_intf.h`; and
+//! the git commit a build from a checkout is made from.
+use std::{env, path::Path, path::PathBuf, process::Command};
 
 use libbpf_cargo::SkeletonBuilder;
 
@@ -36,6 +37,51 @@ fn main() {
         bpf(&out, side);
     }
     syscall_names(&out);
+    git_commit();
+}
+
+/// `LSMPMON_GIT_COMMIT`: the commit checked out when lsmpmon is built from a
+/// git checkout of its own (empty otherwise, e.g. from a source tarball);
+/// `LSMPMON_VERSION_LONG`: Cargo.toml's version, with that commit.
+fn git_commit() {
+    let manifest = env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR is set by cargo");
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .current_dir(&manifest)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    // A source tree inside someone else's repository is no checkout of lsmpmon.
+    let top = git(&["rev-parse", "--show-toplevel"]).map(PathBuf::from);
+    let ours =
+        top.is_some_and(|t| t.canonicalize().ok() == Path::new(&manifest).canonicalize().ok());
+    let commit = ours
+        .then(|| git(&["rev-parse", "--verify", "HEAD"]))
+        .flatten()
+        .unwrap_or_default();
+    let version = env::var("CARGO_PKG_VERSION").expect("CARGO_PKG_VERSION is set by cargo");
+    let long = match commit.get(..12) {
+        Some(short) => format!("{version} (commit {short})"),
+        None => version,
+    };
+    println!("cargo:rustc-env=LSMPMON_GIT_COMMIT={commit}");
+    println!("cargo:rustc-env=LSMPMON_VERSION_LONG={long}");
+    if !ours {
+        return;
+    }
+    // Moving HEAD (a commit, a checkout) changes HEAD or the branch it names.
+    let branch = git(&["symbolic-ref", "-q", "HEAD"]);
+    for name in ["HEAD", "packed-refs"].into_iter().chain(branch.as_deref()) {
+        if let Some(path) = git(&["rev-parse", "--git-path", name]) {
+            let path = Path::new(&manifest).join(path);
+            if path.exists() {
+                println!("cargo:rerun-if-changed={}", path.display());
+            }
+        }
+    }
 }
 
 fn bpf(out: &Path, side: &Side) {

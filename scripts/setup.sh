@@ -20,7 +20,10 @@ PACKAGES=(clang llvm libbpf-dev libelf-dev zlib1g-dev libzstd-dev linux-libc-dev
           slurm-wlm munge
           # tests/serve.rs and serve's unit tests: a real Prometheus server and promtool,
           # curl for its HTTP API; kmod's depmod for the guest's network driver (vm run --forward)
-          prometheus curl kmod)
+          prometheus curl kmod
+          # scripts/package.sh checks the package with lintian; tests/package.rs
+          # installs it into a Debian 12 root made by mmdebstrap
+          lintian mmdebstrap)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -9,3 +9,4 @@ pub mod parse;
 pub mod secure_fs;
 pub mod stats;
 pub mod table;
+pub mod version;

@@ -141,6 +141,44 @@ pub struct MergeArgs {
     pub force: bool,
 }
 
+/// The `--configs` help of `lab` and its subcommands, with the
+/// configurations this lsmpmon finds and where: a checkout's `configs/`, or
+/// the package's `/usr/share/lsmpmon/configs`. Read when the help is built,
+/// so the man pages (made from the bare definitions) name no build machine's path.
+pub fn with_configs_found(cmd: clap::Command) -> clap::Command {
+    let dir = lab::spec::shipped_dir();
+    let names = lab::spec::available(std::slice::from_ref(&dir));
+    let text = if names.is_empty() {
+        format!(
+            "Configurations, comma-separated: directories under a --config-dir \
+             (none shipped in {}: set LSMPMON_CONFIGS to where they are)",
+            dir.display()
+        )
+    } else {
+        format!(
+            "Configurations, comma-separated: the shipped ones (in {}: {}) or directories \
+             under a --config-dir",
+            dir.display(),
+            names.join(", ")
+        )
+    };
+    cmd.mut_subcommand("lab", |lab| configs_help(lab, &text))
+}
+
+fn configs_help(mut cmd: clap::Command, text: &str) -> clap::Command {
+    if cmd.get_arguments().any(|a| a.get_id() == "configs") {
+        cmd = cmd.mut_arg("configs", |a| a.help(text.to_string()));
+    }
+    let subs: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    for sub in subs {
+        cmd = cmd.mut_subcommand(sub, |s| configs_help(s, text));
+    }
+    cmd
+}
+
 pub fn main(cmd: LabCommand) -> Result<i32> {
     match cmd.sub {
         None => {

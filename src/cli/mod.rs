@@ -4,10 +4,10 @@ mod lab;
 
 use crate::{base::error, bench, mac, report, serve, top, trace, vm};
 
-use clap::{error::ErrorKind, Parser, Subcommand};
+use clap::{error::ErrorKind, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Parser, Debug)]
-#[command(name = "lsmpmon", version, about)]
+#[command(name = "lsmpmon", version = crate::base::version::LONG, about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -37,9 +37,15 @@ enum Command {
     Mac(mac::MacCommand),
 }
 
+/// The whole command line as clap defines it: what the man pages and shell
+/// completions of the Debian package are generated from.
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
 pub fn main() -> ! {
     bench::forker::serve_if_helper();
-    let cli = Cli::try_parse().unwrap_or_else(|e| usage_error(e));
+    let cli = parse().unwrap_or_else(|e| usage_error(e));
     // libbpf's own chatter would bury lsmpmon's one-line errors.
     if std::env::var_os("LSMPMON_LIBBPF_LOG").is_none() {
         libbpf_rs::set_print(None);
@@ -62,6 +68,15 @@ pub fn main() -> ! {
             std::process::exit(error::exit_code(&err));
         }
     }
+}
+
+/// The command line; `lab`'s help names the configurations found.
+fn parse() -> Result<Cli, clap::Error> {
+    let mut cmd = Cli::command();
+    if std::env::args_os().nth(1).is_some_and(|a| a == "lab") {
+        cmd = lab::with_configs_found(cmd);
+    }
+    Cli::from_arg_matches(&cmd.try_get_matches()?)
 }
 
 /// Help and version as clap prints them (exit 0); every usage error as one

@@ -19,7 +19,8 @@ pub struct RunArgs {
     pub kernels: String,
     #[arg(long, default_value = "cloud")]
     pub flavour: String,
-    /// Configurations (directories under configs/ or a --config-dir), comma-separated.
+    /// Configurations (directories under configs/, /usr/share/lsmpmon/configs
+    /// when installed, or a --config-dir), comma-separated.
     #[arg(long, default_value = DEFAULT_CONFIGS, value_name = "LIST")]
     pub configs: String,
     /// More configuration directories (searched first). Repeatable.

@@ -127,10 +127,23 @@ pub fn search_path(extra: &[PathBuf]) -> Vec<PathBuf> {
     dirs
 }
 
-/// `configs/` next to the source tree (LSMPMON_CONFIGS overrides).
+/// Where the Debian package installs the configurations, relative to the
+/// directory of the binary (`/usr/bin`).
+const PACKAGED_DIR: &str = "../share/lsmpmon/configs";
+
+/// The shipped configurations: LSMPMON_CONFIGS if set; for an installed
+/// lsmpmon (one with `../share/lsmpmon/configs` next to its directory) the
+/// packaged ones; else `configs/` of the source tree it was built from.
 pub fn shipped_dir() -> PathBuf {
-    std::env::var_os("LSMPMON_CONFIGS")
-        .map(PathBuf::from)
+    if let Some(dir) = std::env::var_os("LSMPMON_CONFIGS") {
+        return PathBuf::from(dir);
+    }
+    let exe = std::env::current_exe().ok();
+    exe.as_deref()
+        .and_then(Path::parent)
+        .map(|bin| bin.join(PACKAGED_DIR))
+        .filter(|d| d.is_dir())
+        .and_then(|d| d.canonicalize().ok())
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("configs"))
 }
 

@@ -5,6 +5,8 @@ use std::{fmt, fs, time::SystemTime};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::base::version;
+
 /// How and where a figure was obtained.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Provenance {
@@ -12,6 +14,9 @@ pub struct Provenance {
     pub tool: String,
     /// The lsmpmon version that measured.
     pub version: String,
+    /// The git commit that lsmpmon was built from (a build from a checkout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
     pub kernel_release: String,
     /// From securityfs `lsm`, in the kernel's order.
     pub active_lsms: Vec<String>,
@@ -135,7 +140,8 @@ pub fn collect() -> Provenance {
     };
     Provenance {
         tool: "lsmpmon".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
+        version: version::VERSION.into(),
+        commit: version::commit().map(String::from),
         kernel_release: field(&uts.release),
         active_lsms: active_lsms(),
         environment,

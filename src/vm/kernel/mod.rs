@@ -8,7 +8,7 @@ mod debian;
 pub mod entry;
 mod lock;
 mod manifest;
-mod mirror;
+pub mod mirror;
 mod netmods;
 mod own;
 mod series;
