@@ -28,8 +28,8 @@ fn on_a_pseudo_terminal_sorts_and_quits_cleanly(series: &str) {
     let top = "lsmpmon top --hooks 'inode_*,file_*'";
     let script = format!(
         "{WORKLOAD}\n\
-         pty 100 30 20:s 23:/inode_cr 24:$(printf '\\r') 27:q -- sh -c \"{top}\" > /tmp/q.out; echo \"q exit $?\"\n\
-         pty 100 30 20:$(printf '\\003') -- sh -c \"{top}\" > /tmp/c.out; echo \"ctrl-c exit $?\"\n\
+         pty 100 30 @6:s @9:/inode_cr @10:$(printf '\\r') @13:q -- sh -c \"{top}\" > /tmp/q.out; echo \"q exit $?\"\n\
+         pty 100 30 @6:$(printf '\\003') -- sh -c \"{top}\" > /tmp/c.out; echo \"ctrl-c exit $?\"\n\
          pty 50 10 5:q -- sh -c \"{top}\"; echo \"small exit $?\"\n\
          cat /tmp/q.out; echo; echo '=== ctrl-c'; cat /tmp/c.out"
     );
@@ -114,7 +114,7 @@ fn top_in_a_guest_through_vm_run_tty() {
     let guest =
         format!("{WORKLOAD}\nstty size; lsmpmon top --hooks 'inode_*'; echo \"top exit $?\"");
     let out = Command::new(pty_helper())
-        .args(["100", "30", "50:q", "--", LSMPMON, "vm", "run", "--tty"])
+        .args(["100", "30", "@10:q", "--", LSMPMON, "vm", "run", "--tty"])
         .args(["--kernel", "6.1", "--icount", "off", "--timeout", "600"])
         .args(["--", "sh", "-c", &guest])
         .output()

@@ -231,8 +231,10 @@ fn engine_families(out: &mut Families, r: &TraceResult, own: Own) {
     use Kind::{Counter, Gauge};
     let p = &r.probe;
     let lsms = r.provenance.active_lsms.join(",");
+    let commit = r.provenance.commit.as_deref().unwrap_or("");
     let info = [
         ("version", r.provenance.version.as_str()),
+        ("commit", commit),
         ("kernel_release", r.provenance.kernel_release.as_str()),
         ("method", p.method.as_str()),
         ("active_lsms", lsms.as_str()),

@@ -2,7 +2,11 @@
  * has no `script`), types scripted keys into it at given times, and copies
  * everything the command draws to stdout; exits with the command's status.
  *
- *   pty COLS ROWS [SECONDS:KEYS]... -- COMMAND [ARG]...
+ *   pty COLS ROWS [[@]SECONDS:KEYS]... -- COMMAND [ARG]...
+ *
+ * SECONDS count from the start, or with @ from when the command first
+ * entered the alternate screen (a full-screen program is drawing: keys are
+ * not typed while it is still starting, however slow the machine).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -22,6 +26,9 @@ static double now_s(void)
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return t.tv_sec + t.tv_nsec / 1e9;
 }
+
+/* What a full-screen program writes first: the alternate screen. */
+#define ALT_SCREEN "\x1b[?1049h"
 
 int main(int argc, char **argv)
 {
@@ -48,13 +55,15 @@ int main(int argc, char **argv)
 		execvp(argv[cmd + 1], argv + cmd + 1);
 		_exit(127);
 	}
-	double start = now_s(), due = start;
+	double start = now_s(), due = start, screen = 0;
 	int next = 3;
-	char buf[4096];
+	char buf[4096], seen[sizeof(ALT_SCREEN) + sizeof(buf)] = "";
 	for (;;) {
 		int wait_ms = -1;
-		if (next < cmd) {
-			due = start + atof(argv[next]);
+		/* "@S:KEYS" counts S from the alternate screen's first appearance. */
+		int from_screen = next < cmd && argv[next][0] == '@';
+		if (next < cmd && (!from_screen || screen > 0)) {
+			due = (from_screen ? screen : start) + atof(argv[next] + from_screen);
 			wait_ms = due > now_s() ? (int)((due - now_s()) * 1000) + 1 : 0;
 		}
 		struct pollfd p = { .fd = master, .events = POLLIN };
@@ -70,6 +79,17 @@ int main(int argc, char **argv)
 		if (n <= 0)
 			break; /* EIO: the command closed the terminal */
 		fwrite(buf, 1, n, stdout);
+		if (screen == 0) {
+			/* The sequence may straddle two reads: keep the last bytes. */
+			size_t kept = strlen(seen);
+			memcpy(seen + kept, buf, n);
+			seen[kept + n] = 0;
+			if (memmem(seen, kept + n, ALT_SCREEN, sizeof(ALT_SCREEN) - 1))
+				screen = now_s();
+			size_t tail = kept + n < sizeof(ALT_SCREEN) ? kept + n : sizeof(ALT_SCREEN) - 1;
+			memmove(seen, seen + kept + n - tail, tail);
+			seen[tail] = 0;
+		}
 	}
 	fflush(stdout);
 	int status = 0;
