@@ -4,10 +4,16 @@
 #   scripts/bench-probe.sh [KERNEL...]      default: 6.1 6.12 (7.3: multi session, session, fentry/fexit)
 #   METHODS=multi-session scripts/bench-probe.sh 7.3     only these methods
 #                                          (-> results/probe-7.3-multi-session.json)
+#   MODES="default count" OPS=stat SCOPES=one OUT=bench/x scripts/bench-probe.sh 6.1
+#                                          a smaller run of the same loops (modes: default
+#                                          lean count empty; OUT: the JSON's path without .json)
 # Writes results/probe-<kernel>.json and prints a table.
 . "$(dirname "$0")/bench-common.sh"
 N=${N:-20000}
 REPEAT=${REPEAT:-3}
+MODES=${MODES:-default lean count empty}
+OPS=${OPS:-stat open_close}
+SCOPES=${SCOPES:-one all}
 
 # In the guest: baseline loops, then each loop under one hook and under all
 # hooks, default options, --lean and --empty-probes (programs that return at
@@ -25,7 +31,7 @@ loops() { i=0; while [ $i -lt $R ]; do $W $1 $N /tmp/x; i=$((i+1)); done | tr -d
 sleep 5
 echo "base stat $(loops stat)"
 echo "base open_close $(loops open_close)"
-METHODS='"${METHODS:-}"'
+METHODS="'"${METHODS:-}"'"
 if [ -n "$METHODS" ]; then :
 elif lsmpmon trace --method multi-session --hooks inode_getattr -o /dev/null -- true 2>/dev/null; then
   METHODS="multi-session session fentry-fexit"
@@ -35,11 +41,11 @@ else
   METHODS=auto
 fi
 for method in $METHODS; do
-  for mode in default lean empty; do
-    case $mode in lean) L=--lean ;; empty) L=--empty-probes ;; *) L= ;; esac
-    for op in stat open_close; do
+  for mode in '"$MODES"'; do
+    case $mode in lean) L=--lean ;; count) L=--count-only ;; empty) L=--empty-probes ;; *) L= ;; esac
+    for op in '"$OPS"'; do
       [ $op = stat ] && H=inode_getattr || H=file_open
-      for scope in one all; do
+      for scope in '"$SCOPES"'; do
         [ $scope = one ] && HOOKS="--hooks $H" || HOOKS=
         lsmpmon trace --json --detach wait --method $method $L $HOOKS -o /tmp/r.json -- \
           sh -c "i=0; while [ \$i -lt $R ]; do $W $op $N /tmp/x; i=\$((i+1)); done > /tmp/w.json" 2>/dev/null
@@ -55,10 +61,10 @@ echo "detachbg $(tr -d "\n" < /tmp/r.json)"
 for kernel in "${@:-6.1 6.12}"; do
   for k in $kernel; do
     echo "bench-probe: kernel $k ..." >&2
-    out=results/probe-$k${METHODS:+-${METHODS// /-}}
+    out=${OUT:-results/probe-$k${METHODS:+-${METHODS// /-}}}
     "$LSMPMON" vm run --timeout 3600 --kernel "$k" --copy "$WORKLOAD" -- sh -c "$GUEST" > "$out.raw"
     python3 scripts/probe_report.py "$k" "$out.raw" "$(git rev-parse --short HEAD)" > "$out.json"
     rm -f "$out.raw"
   done
 done
-python3 scripts/probe_report.py --table results/probe-*.json
+if [ -n "${OUT:-}" ]; then python3 scripts/probe_report.py --table "$OUT.json"; else python3 scripts/probe_report.py --table results/probe-*.json; fi

@@ -60,6 +60,9 @@ fn counts_filters_and_schema(series: &str, method: &str) {
         (true, "auto") => {
             assert_eq!(used, "multi session");
             assert!(not_used.is_empty(), "{not_used:?}");
+            // A trace without a long --duration: auto weighed attach time, and says so.
+            let why = r["probe"]["method_why"].as_str().unwrap();
+            assert!(why.contains("attach time"), "{why}");
         }
         (true, "refused-multi") => {
             assert_eq!(used, "session");
@@ -717,6 +720,55 @@ echo "LEAN $(tr -d '\n' < /tmp/lean.json)"
         assert!(h["hist"].as_array().unwrap().is_empty(), "{h}");
         assert!(h["deny"].is_null(), "{h}");
     }
+}
+
+/// --count-only: one counting probe per call, exact calls and returns,
+/// nothing timed, on every hook at once.
+fn count_only(series: &str, method: &str) {
+    let script = "mkdir -p /tmp/d && echo x > /tmp/d/file && \
+        lsmpmon trace --json --count-only --comm workload -- sh -c '\
+          workload stat 300 /tmp/d/file && workload open_close 100 /tmp/d/file && \
+          workload prctl 40 /tmp/d && workload landlock_open 25 /tmp/d/file'";
+    let text = guest_stdout(series, script);
+    validate("trace.schema.json", &text);
+    let r = json(&text);
+    assert_eq!(r["probe"]["method"], method);
+    assert_eq!(r["options"]["count_only"], true);
+    assert!(r["probe"]["floor_ns"].is_null(), "nothing timed, no floor");
+    assert!(r["syscalls"].as_array().unwrap().is_empty());
+    // 300 stats + stdio's fstat of stdout in three of the four workload
+    // processes (counts_filters_and_schema: 300 + 4 with five).
+    let getattr = hook(&r, "inode_getattr");
+    assert_eq!(getattr["calls"], 303, "{getattr}");
+    assert_eq!(getattr["deny"], 0);
+    let prctl = hook(&r, "task_prctl");
+    assert_eq!(
+        (prctl["calls"].as_u64(), prctl["error"].as_u64()),
+        (Some(41), Some(41))
+    );
+    let open = hook(&r, "file_open");
+    assert_eq!(open["deny"], 25, "{open}");
+    assert_eq!(
+        open["allow"].as_u64().unwrap() + 25,
+        open["calls"].as_u64().unwrap()
+    );
+    for h in r["hooks"].as_array().unwrap() {
+        for field in ["count", "cs_count", "sum_ns", "max_ns", "dropped"] {
+            assert_eq!(h[field], 0, "{field}: {h}");
+        }
+        assert!(h["hist"].as_array().unwrap().is_empty(), "{h}");
+    }
+}
+
+#[test]
+fn trace_6_1_count_only() {
+    count_only("6.1", "fexit (count only)");
+}
+
+/// 7.3: one counting program for every hook by one BPF_TRACE_FEXIT_MULTI link.
+#[test]
+fn trace_7_3_count_only() {
+    count_only("7.3", "multi fexit (count only)");
 }
 
 /// Two traces never time through each other's probes: a trace waits for an

@@ -14,6 +14,7 @@ mod jobs;
 mod libs;
 mod matrix;
 pub mod nginx;
+pub mod observer;
 mod outcome;
 mod plan;
 mod preflight;

@@ -74,6 +74,12 @@ impl Progress {
             "lab: {} {}{cpus}: {what}{why}",
             r.kernel.series, r.config.name
         ));
+        if let Some(line) = trace_summary(r) {
+            self.println(&format!(
+                "lab: {} {}{cpus}: {line}",
+                r.kernel.series, r.config.name
+            ));
+        }
     }
 
     fn println(&self, line: &str) {
@@ -111,5 +117,42 @@ impl Line<'_> {
 impl Drop for Line<'_> {
     fn drop(&mut self) {
         self.bar.finish_and_clear();
+    }
+}
+
+/// A traced cell's trace in one line: hooks, and what timing them all cost
+/// its ops (the observer effect, observer.rs).
+fn trace_summary(r: &CellResult) -> Option<String> {
+    let g = r.guest.as_ref()?;
+    let trace = g.trace.as_ref()?;
+    let effects = super::observer::effects(g.bench.as_ref()?, g.traced_bench.as_ref()?);
+    Some(format!(
+        "trace: {} hooks by {}; under trace (all hooks, --per-lsm): {}",
+        trace.probe.hooks_attached,
+        trace.probe.method,
+        if effects.is_empty() {
+            "no op in both runs".into()
+        } else {
+            super::observer::summary(&effects, 4)
+        }
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_traced_cell_says_what_the_trace_cost_its_ops() {
+        let cell: CellResult = serde_json::from_str(include_str!(
+            "../../tests/fixtures/report/lab/cells/6.1-cloud__none__1795500718528-17793-0-vm.json"
+        ))
+        .unwrap();
+        let line = trace_summary(&cell).unwrap();
+        assert!(line.starts_with("trace: "), "{line}");
+        assert!(line.contains("stat ×1.67, open_close ×1.74"), "{line}");
+        let mut untraced = cell;
+        untraced.guest.as_mut().unwrap().traced_bench = None;
+        assert_eq!(trace_summary(&untraced), None);
     }
 }

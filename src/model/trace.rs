@@ -41,6 +41,10 @@ pub struct TraceOptions {
     pub syscall_time: bool,
     /// No histogram, per-syscall table or allow/deny were recorded.
     pub lean: bool,
+    /// --count-only: calls and returns per hook, nothing timed (count,
+    /// cs_count and every time field are 0).
+    #[serde(default)]
+    pub count_only: bool,
     pub per_lsm: bool,
 }
 
@@ -52,6 +56,9 @@ pub struct ProbeInfo {
     /// fentry/fexit, kprobe/kretprobe) and why each was not used.
     #[serde(default)]
     pub not_used: Vec<NotUsed>,
+    /// Why `--method auto` took this method where the kernel offered others.
+    #[serde(default)]
+    pub method_why: Option<String>,
     /// Why the fallback method was used, if it was: results are flagged.
     pub fallback: Option<String>,
     /// On a kernel that can preempt a task anywhere (preempt=full, lazy):

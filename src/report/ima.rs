@@ -381,6 +381,7 @@ mod tests {
             measured,
             bench: Some(bench),
             trace: None,
+            traced_bench: None,
             footprint: None,
             bytes_added: None,
             origin,

@@ -40,6 +40,8 @@ pub struct Run {
     pub measured: Option<Measured>,
     pub bench: Option<BenchResult>,
     pub trace: Option<TraceResult>,
+    /// A lab cell's benchmark under trace (the observer effect's numerator).
+    pub traced_bench: Option<BenchResult>,
     pub footprint: Option<Footprint>,
     pub bytes_added: Option<u64>,
     pub origin: Origin,
@@ -301,6 +303,7 @@ fn from_cell(p: &Path, c: &CellResult) -> Run {
         origin: Origin::of_cell(c),
         bench: guest.bench,
         trace: guest.trace,
+        traced_bench: guest.traced_bench,
         footprint: guest.footprint,
         bytes_added: Some(c.bytes_added),
     }
@@ -343,6 +346,7 @@ fn standalone(
         origin,
         bench,
         trace,
+        traced_bench: None,
         footprint: None,
         bytes_added: None,
     }

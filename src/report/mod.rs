@@ -8,6 +8,7 @@ mod html;
 mod ima;
 pub mod input;
 mod kernels;
+mod observer;
 mod studies;
 mod syscalls;
 
@@ -105,6 +106,7 @@ fn split_list(s: &str) -> Vec<String> {
 pub fn tables(runs: &[Run], order: &[String], syscalls: &[String]) -> Vec<Table> {
     let mut out = forms::all(runs, order);
     out.extend(kernels::tables(runs, order));
+    out.extend(observer::table(runs));
     let refs: Vec<&Run> = runs.iter().collect();
     out.extend(syscalls::tables(&refs, syscalls));
     out.extend(studies::yield_table(&refs));

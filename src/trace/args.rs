@@ -102,6 +102,11 @@ pub struct EngineArgs {
     /// Also time each syscall (sys_enter to sys_exit) to give the share spent in LSM hooks.
     #[arg(long)]
     pub syscall_time: bool,
+    /// Count only: calls and allow/deny per hook, no timing (no min/max/ave,
+    /// cs_count, histogram or per-syscall table). One probe per call instead
+    /// of two: the lowest cost per call (see BENCHMARKS.md).
+    #[arg(long, conflicts_with_all = ["lean", "syscall_time", "subtract_floor", "empty_probes"])]
+    pub count_only: bool,
     /// Attach method: auto takes the first this kernel offers, in the order
     /// session (7.x: one program per hook at entry and exit), fentry/fexit,
     /// kprobe/kretprobe (before 5.17); the result says which, and why not the others.
@@ -116,4 +121,8 @@ pub struct EngineArgs {
     /// inflate the figures, and the result records them.
     #[arg(long)]
     pub allow_other_probes: bool,
+    /// How long the trace is to run, if known (`trace --duration`): what
+    /// `--method auto` weighs (method.rs). Not an option of its own.
+    #[arg(skip)]
+    pub expected_s: Option<f64>,
 }

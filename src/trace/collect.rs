@@ -148,6 +148,17 @@ pub fn hook_result(
     }
 }
 
+/// A --count-only hook: its probe counted every call in `count`, and timed
+/// none of them.
+pub fn untimed(r: &mut HookResult) {
+    r.count = 0;
+    r.sum_ns = 0;
+    r.ave_ns = 0.0;
+    r.p50_ns = None;
+    r.p99_ns = None;
+    r.hist.clear();
+}
+
 /// The hook x syscall table, largest hook time first.
 pub fn syscalls(
     hooks: &[Hook],

@@ -1,6 +1,9 @@
 //! How the hooks are timed: the first attach method the running kernel
 //! offers, in the order multi session → session → fentry/fexit →
 //! kprobe/kretprobe. Each method passed over is recorded with its reason.
+//! `auto` weighs what the trace is for: the session programs attach every
+//! hook fast but cost more per call than fentry/fexit (BENCHMARKS.md §1), so
+//! a long trace (`--duration` of at least [`LONG_TRACE_S`]) takes fentry/fexit.
 use anyhow::Result;
 
 use super::btf::KernelBtf;
@@ -48,8 +51,47 @@ impl Method {
 
 pub use crate::model::NotUsed;
 
+/// A trace of at least this many seconds weighs per-call cost over attach
+/// time. On 7.3 the session multi-link costs ≈ 150 virtual ns more per call
+/// than fentry/fexit and attaches every hook ≈ 12 s sooner: at a busy CPU's
+/// million hook calls a second that is 0.15 s per second traced, the attach
+/// time saved after ≈ 80 s.
+pub const LONG_TRACE_S: f64 = 120.0;
+
+/// What `auto` weighs (the trace's expected length).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Weigh {
+    /// A short trace, or `serve`/`top` starting up: attach time.
+    AttachTime,
+    /// A trace of `--duration` >= LONG_TRACE_S: cost per call.
+    PerCall,
+}
+
+impl Weigh {
+    pub fn for_duration(duration_s: Option<f64>) -> Self {
+        match duration_s {
+            Some(d) if d >= LONG_TRACE_S => Weigh::PerCall,
+            _ => Weigh::AttachTime,
+        }
+    }
+}
+
+const WHY_MULTI: &str = "auto weighs attach time (no --duration of 120 s or more, or serve/top): \
+    one multi-link attaches every hook in about 50 ms instead of about 12 s, at about 150 \
+    virtual ns more per call than fentry/fexit (BENCHMARKS.md §1; --method fentry-fexit)";
+const WHY_FENTRY: &str = "auto weighs cost per call (--duration of 120 s or more): fentry/fexit \
+    costs about 150 virtual ns less per call than the session multi-link, 80 less than one \
+    session per hook; its slower attach (about 12 s for every hook) is paid once";
+const PER_CALL_REASON: &str =
+    "auto weighs cost per call (--duration of 120 s or more): dearer per call than fentry/fexit";
+
 pub struct Choice {
     pub method: Method,
+    /// Why `auto` took it, where the kernel offered a choice.
+    pub why: Option<String>,
+    /// BPF_TRACE_FEXIT_MULTI's value, with the multi session method only:
+    /// --count-only's multi-link.
+    pub fexit_multi: Option<u32>,
     /// The methods before it in the order, with their reasons.
     pub not_used: Vec<NotUsed>,
 }
@@ -58,6 +100,8 @@ pub struct Choice {
 pub struct Offer {
     /// BPF_TRACE_FSESSION_MULTI's value, if the kernel has it.
     pub fsession_multi: Option<u32>,
+    /// BPF_TRACE_FEXIT_MULTI's value, if the kernel has it.
+    pub fexit_multi: Option<u32>,
     /// BPF_TRACE_FSESSION's value, if the kernel has it and its kfuncs.
     pub fsession: Option<u32>,
     /// bpf_get_func_ret() (5.17), which fexit probes need.
@@ -70,6 +114,7 @@ impl Offer {
             kfuncs.has("bpf_session_cookie") && kfuncs.has("bpf_session_is_return");
         Self {
             fsession_multi: kbtf.attach_types.get("BPF_TRACE_FSESSION_MULTI").copied(),
+            fexit_multi: kbtf.attach_types.get("BPF_TRACE_FEXIT_MULTI").copied(),
             fsession: kbtf
                 .attach_types
                 .get("BPF_TRACE_FSESSION")
@@ -82,11 +127,15 @@ impl Offer {
     }
 }
 
-pub fn choose(offer: &Offer, arg: MethodArg) -> Result<Choice> {
+pub fn choose(offer: &Offer, arg: MethodArg, weigh: Weigh) -> Result<Choice> {
+    let per_call = arg == MethodArg::Auto && weigh == Weigh::PerCall && offer.func_ret;
     let multi_reason = match (offer.fsession_multi, offer.fsession, arg) {
+        (Some(_), Some(_), MethodArg::Auto) if per_call => PER_CALL_REASON,
         (Some(multi), Some(session), MethodArg::Auto | MethodArg::MultiSession) => {
             return Ok(Choice {
                 method: Method::MultiSession { multi, session },
+                fexit_multi: offer.fexit_multi,
+                why: (arg == MethodArg::Auto).then(|| WHY_MULTI.into()),
                 not_used: Vec::new(),
             })
         }
@@ -106,9 +155,12 @@ pub fn choose(offer: &Offer, arg: MethodArg) -> Result<Choice> {
         reason: multi_reason.into(),
     }];
     let session_reason = match (offer.fsession, arg) {
+        (Some(_), MethodArg::Auto) if per_call => PER_CALL_REASON,
         (Some(t), MethodArg::Auto | MethodArg::Session | MethodArg::MultiSession) => {
             return Ok(Choice {
                 method: Method::Session(t),
+                fexit_multi: None,
+                why: None,
                 not_used,
             })
         }
@@ -127,8 +179,11 @@ pub fn choose(offer: &Offer, arg: MethodArg) -> Result<Choice> {
         reason: session_reason.into(),
     });
     if offer.func_ret {
+        let why = (per_call && offer.fsession.is_some()).then(|| WHY_FENTRY.into());
         return Ok(Choice {
             method: Method::FentryFexit,
+            fexit_multi: None,
+            why,
             not_used,
         });
     }
@@ -138,6 +193,8 @@ pub fn choose(offer: &Offer, arg: MethodArg) -> Result<Choice> {
     });
     Ok(Choice {
         method: Method::Kprobe,
+        fexit_multi: None,
+        why: None,
         not_used,
     })
 }
@@ -149,14 +206,17 @@ mod tests {
     fn offer(multi: Option<u32>, fsession: Option<u32>, func_ret: bool) -> Offer {
         Offer {
             fsession_multi: multi,
+            fexit_multi: multi.map(|m| m + 1),
             fsession,
             func_ret,
         }
     }
 
+    const SHORT: Weigh = Weigh::AttachTime;
+
     #[test]
     fn the_order_is_multi_session_session_fentry_kprobe() {
-        let c = choose(&offer(Some(61), Some(58), true), MethodArg::Auto).unwrap();
+        let c = choose(&offer(Some(61), Some(58), true), MethodArg::Auto, SHORT).unwrap();
         assert_eq!(
             c.method,
             Method::MultiSession {
@@ -166,29 +226,59 @@ mod tests {
         );
         assert!(c.not_used.is_empty());
 
-        let c = choose(&offer(None, Some(58), true), MethodArg::Auto).unwrap();
+        let c = choose(&offer(None, Some(58), true), MethodArg::Auto, SHORT).unwrap();
         assert_eq!(c.method, Method::Session(58));
         assert!(c.not_used[0].reason.contains("no BPF_TRACE_FSESSION_MULTI"));
 
-        let c = choose(&offer(None, None, true), MethodArg::Auto).unwrap();
+        let c = choose(&offer(None, None, true), MethodArg::Auto, SHORT).unwrap();
         assert_eq!(c.method, Method::FentryFexit);
         let names: Vec<&str> = c.not_used.iter().map(|n| n.method.as_str()).collect();
         assert_eq!(names, ["multi session", "session"]);
 
-        let c = choose(&offer(None, None, false), MethodArg::Auto).unwrap();
+        let c = choose(&offer(None, None, false), MethodArg::Auto, SHORT).unwrap();
         assert_eq!(c.method, Method::Kprobe);
         assert_eq!(c.not_used.len(), 3);
     }
 
     #[test]
     fn a_method_asked_for_is_used_or_refused() {
-        let c = choose(&offer(Some(61), Some(58), true), MethodArg::FentryFexit).unwrap();
+        let c = choose(
+            &offer(Some(61), Some(58), true),
+            MethodArg::FentryFexit,
+            SHORT,
+        )
+        .unwrap();
         assert_eq!(c.method, Method::FentryFexit);
         assert!(c.not_used[1].reason.contains("--method fentry-fexit"));
-        let c = choose(&offer(Some(61), Some(58), true), MethodArg::Session).unwrap();
+        let c = choose(&offer(Some(61), Some(58), true), MethodArg::Session, SHORT).unwrap();
         assert_eq!(c.method, Method::Session(58));
         assert!(c.not_used[0].reason.contains("not asked for"));
-        assert!(choose(&offer(None, None, true), MethodArg::Session).is_err());
-        assert!(choose(&offer(None, Some(58), true), MethodArg::MultiSession).is_err());
+        assert!(choose(&offer(None, None, true), MethodArg::Session, SHORT).is_err());
+        assert!(choose(&offer(None, Some(58), true), MethodArg::MultiSession, SHORT).is_err());
+    }
+
+    #[test]
+    fn auto_weighs_attach_time_for_short_traces_and_cost_per_call_for_long_ones() {
+        assert_eq!(Weigh::for_duration(None), Weigh::AttachTime);
+        assert_eq!(Weigh::for_duration(Some(60.0)), Weigh::AttachTime);
+        assert_eq!(Weigh::for_duration(Some(LONG_TRACE_S)), Weigh::PerCall);
+        let o = offer(Some(61), Some(58), true);
+        let short = choose(&o, MethodArg::Auto, SHORT).unwrap();
+        assert_eq!(short.fexit_multi, Some(62));
+        assert!(short.why.unwrap().contains("attach time"));
+        let long = choose(&o, MethodArg::Auto, Weigh::PerCall).unwrap();
+        assert_eq!(long.method, Method::FentryFexit);
+        assert!(long.why.unwrap().contains("cost per call"));
+        let reasons: Vec<&str> = long.not_used.iter().map(|n| n.reason.as_str()).collect();
+        assert!(
+            reasons.iter().all(|r| r.contains("cost per call")),
+            "{reasons:?}"
+        );
+        // Asked for by name, or nothing to weigh: as before.
+        let asked = choose(&o, MethodArg::MultiSession, Weigh::PerCall).unwrap();
+        assert!(matches!(asked.method, Method::MultiSession { .. }) && asked.why.is_none());
+        let plain = choose(&offer(None, None, true), MethodArg::Auto, Weigh::PerCall).unwrap();
+        assert_eq!(plain.method, Method::FentryFexit);
+        assert!(plain.why.is_none());
     }
 }

@@ -148,18 +148,17 @@ fn render(r: &TraceResult, args: &TraceArgs, compact: bool) -> Result<String> {
 pub fn run(args: &TraceArgs) -> Result<i32> {
     check_root()?;
     let (discovery, kbtf) = discover(&args.engine)?;
+    let engine = EngineArgs {
+        expected_s: args.duration,
+        ..args.engine.clone()
+    };
     if args.list_hooks {
         stdout(&list_hooks(&discovery))?;
         return Ok(0);
     }
     let mut open_object = MaybeUninit::uninit();
-    let (mut session, _guard) = attach_all(
-        &mut open_object,
-        &args.engine,
-        &args.command,
-        discovery,
-        &kbtf,
-    )?;
+    let (mut session, _guard) =
+        attach_all(&mut open_object, &engine, &args.command, discovery, &kbtf)?;
     let server = ctl::Server::start()
         .map_err(|e| {
             let why = crate::base::error::one_line(&e);
@@ -191,6 +190,7 @@ fn attach_all<'obj>(
         syscall_time: args.syscall_time,
         no_preempt: preemptible.is_some(),
         empty: args.empty_probes,
+        count_only: args.count_only,
     };
     let attacher = Attacher::new(choice, args.method, options, kfuncs);
 
@@ -226,15 +226,20 @@ fn start<'obj>(
         skel.maps.cpus.as_fd(),
         arrays::possible_cpus(),
         plan.hooks.len() as u32 + 1,
-        args.lean,
+        // The probes count calls themselves: no histogram to sum.
+        args.lean || args.count_only,
     )?;
     // Before any hook: context switches and interrupt handlers change what a call belongs to.
     setup::attach_context(&mut skel)?;
     attacher.load(&skel.progs)?;
     setup::write_hook_meta(&skel, &plan.hooks)?;
     let attached = attacher.attach(&plan.hooks)?;
-    // The floor is measured with the method the hooks got.
-    let pair_cost_ns = kbtf.funcs.get(calibrate::FUNCTION).and_then(|f| {
+    // The floor is measured with the method the hooks got (a count has no time).
+    let calibrated = kbtf
+        .funcs
+        .get(calibrate::FUNCTION)
+        .filter(|_| !args.count_only);
+    let pair_cost_ns = calibrated.and_then(|f| {
         let consts = HookConsts::new(
             plan.hooks.len() as u32,
             f.params.len(),
@@ -282,7 +287,13 @@ fn choose_method(
     let offer = method::Offer::read(kbtf, kfuncs, kernel_version());
     // The method is in the result (probe.method, the text's probe line): a
     // trace refused a moment later prints its one line and nothing else.
-    let choice = method::choose(&offer, args.method)?;
+    let weigh = method::Weigh::for_duration(args.expected_s);
+    let choice = method::choose(&offer, args.method, weigh)?;
+    if choice.method == method::Method::Kprobe && args.count_only {
+        return Err(usage(
+            "--count-only needs kernel 5.17 or later (fexit tracing): trace without it",
+        ));
+    }
     if choice.method == method::Method::Kprobe {
         crate::say!("lsmpmon: this kernel lacks bpf_get_func_ret() (5.17): falling back to kprobe/kretprobe");
         if args.syscall_time {
@@ -306,6 +317,7 @@ fn probe_info(
     ProbeInfo {
         method: method.method,
         not_used: method.not_used,
+        method_why: method.why,
         fallback: method.fallback,
         preemption: None,
         floor_ns: None,
@@ -344,6 +356,7 @@ fn trace_options(args: &EngineArgs) -> TraceOptions {
         subtract_floor: args.subtract_floor,
         syscall_time: args.syscall_time,
         lean: args.lean,
+        count_only: args.count_only,
         per_lsm: args.per_lsm,
     }
 }

@@ -253,7 +253,10 @@ impl Session<'_> {
         let mut hooks = Vec::new();
         let mut per_lsm = Vec::new();
         for (i, h) in self.hooks.iter().enumerate() {
-            let r = collect::hook_result(h, &stats[i], subtract, !self.options.lean);
+            let mut r = collect::hook_result(h, &stats[i], subtract, !self.options.lean);
+            if self.options.count_only {
+                collect::untimed(&mut r);
+            }
             match &h.lsm {
                 None => hooks.push(r),
                 Some(lsm) => {

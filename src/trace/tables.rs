@@ -32,6 +32,9 @@ pub fn called_hooks(t: &TraceResult) -> Vec<&HookResult> {
 
 /// LSMPMON's table (the LSMPMON paper's Fig. 3): min / max / ave / count / cs_count per hook.
 pub fn hooks(t: &TraceResult, hooks: &[&HookResult], what: &str) -> Table {
+    if t.options.count_only {
+        return counts(t, hooks, what);
+    }
     let u = unit(t);
     let floor = match (t.probe.floor_ns, t.options.subtract_floor) {
         (Some(f), true) => format!("probe floor {f:.0} {u} subtracted"),
@@ -65,6 +68,39 @@ pub fn hooks(t: &TraceResult, hooks: &[&HookResult], what: &str) -> Table {
                     n(h.count),
                     n(h.cs_count),
                     deny_cell(h),
+                    n(h.dropped),
+                ],
+            })
+            .collect(),
+    }
+}
+
+/// `--count-only`: calls and their returns per hook, nothing timed.
+fn counts(t: &TraceResult, hooks: &[&HookResult], what: &str) -> Table {
+    let opt = |v: Option<u64>| v.map_or(Cell::missing("-"), n);
+    Table {
+        form: "hooks".into(),
+        title: format!("per hook, calls only{what} (--count-only: nothing timed)"),
+        kernel: t.provenance.kernel_release.clone(),
+        notes: vec![format!(
+            "{} time; probe {}.",
+            t.provenance.time, t.probe.method
+        )],
+        header: [
+            "hook", "calls", "allow", "deny", "error", "value", "dropped",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: hooks
+            .iter()
+            .map(|h| Row {
+                label: h.hook.clone(),
+                cells: vec![
+                    n(h.calls),
+                    opt(h.allow),
+                    deny_cell(h),
+                    opt(h.error),
+                    opt(h.value),
                     n(h.dropped),
                 ],
             })

@@ -34,6 +34,8 @@ pub struct ProbeOptions {
     pub no_preempt: bool,
     /// Programs that return at once (--empty-probes, a benchmark).
     pub empty: bool,
+    /// One fexit program per call that counts calls and returns (--count-only).
+    pub count_only: bool,
 }
 
 impl HookConsts {

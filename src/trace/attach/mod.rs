@@ -9,6 +9,7 @@
 //! kprobe/kretprobe (kprobe.rs). Callers learn which one ran only from
 //! [`Attacher::report`], the result's `probe.method`.
 mod consts;
+mod count;
 mod detach;
 mod fentry;
 mod interface;
@@ -28,6 +29,7 @@ pub use consts::{HookConsts, ProbeOptions};
 pub use detach::DetachMode;
 pub use probe::{Skipped, Target};
 
+use self::count::CountOnly;
 use self::fentry::FentryFexit;
 use self::interface::Method;
 use self::kprobe::Kprobe;
@@ -55,6 +57,8 @@ pub struct MethodReport {
     pub method: String,
     /// The methods passed over, with their reasons.
     pub not_used: Vec<NotUsed>,
+    /// Why `auto` took it (method.rs), unless the kernel refused it.
+    pub why: Option<String>,
     /// Why the figures cost more than they would with the usual method.
     pub fallback: Option<String>,
     pub kretprobe_maxactive: Option<u32>,
@@ -62,6 +66,9 @@ pub struct MethodReport {
 
 pub struct Attacher {
     choice: Chosen,
+    /// BPF_TRACE_FEXIT_MULTI's value where --count-only can use it.
+    fexit_multi: Option<u32>,
+    why: Option<String>,
     not_used: Vec<NotUsed>,
     asked: MethodArg,
     options: ProbeOptions,
@@ -84,6 +91,8 @@ impl Attacher {
             .flatten();
         Self {
             choice: choice.method,
+            fexit_multi: choice.fexit_multi,
+            why: choice.why,
             not_used: choice.not_used,
             asked,
             options,
@@ -122,6 +131,14 @@ impl Attacher {
     pub fn load(&mut self, progs: &LsmpmonProgs) -> Result<()> {
         let [entry, exit] = sources(self.choice, self.options);
         let t = |s: Source, kind| Template::new(s.program(progs).insns(), kind, &self.kfuncs);
+        if self.options.count_only {
+            let multi = self.fexit_multi.map(|m| t(entry, Kind::FexitMulti(m)));
+            self.method = Some(Box::new(CountOnly {
+                single: t(entry, Kind::Fexit)?,
+                multi: multi.transpose()?,
+            }));
+            return Ok(());
+        }
         let method: Box<dyn Method> = match self.choice {
             Chosen::MultiSession { multi, session } => Box::new(MultiSession {
                 multi: t(entry, Kind::SessionMulti(multi))?,
@@ -198,7 +215,8 @@ impl Attacher {
             ));
         };
         crate::say!(
-            "lsmpmon: the kernel refused the multi-link ({reason}): one session program per hook"
+            "lsmpmon: the kernel refused the multi-link ({reason}): {} one by one",
+            fallback.describe()
         );
         self.refused = Some((refused_name, reason));
         crate::say!(
@@ -291,13 +309,14 @@ impl Attacher {
         let not_used = match &self.refused {
             Some((refused, reason)) => vec![NotUsed {
                 method: (*refused).into(),
-                reason: format!("the kernel refused the multi-link session program: {reason}"),
+                reason: format!("the kernel refused the multi-link program: {reason}"),
             }],
             None => self.not_used.clone(),
         };
         MethodReport {
             method: name.into(),
             not_used,
+            why: self.why.clone().filter(|_| self.refused.is_none()),
             fallback: method.and_then(|m| m.note()).map(String::from),
             kretprobe_maxactive: method.and_then(|m| m.maxactive()),
         }
@@ -326,18 +345,20 @@ enum Source {
     ExitNoPreempt,
     Empty,
     Session,
+    Count,
     KprobeEntry,
     KprobeExit,
 }
 
 impl Source {
-    const ALL: [Source; 8] = [
+    const ALL: [Source; 9] = [
         Source::Entry,
         Source::Exit,
         Source::EntryNoPreempt,
         Source::ExitNoPreempt,
         Source::Empty,
         Source::Session,
+        Source::Count,
         Source::KprobeEntry,
         Source::KprobeExit,
     ];
@@ -358,6 +379,7 @@ impl Source {
             Source::ExitNoPreempt => &mut p.hook_exit_np,
             Source::Empty => &mut p.hook_empty,
             Source::Session => &mut p.hook_session,
+            Source::Count => &mut p.hook_count,
             Source::KprobeEntry => &mut p.hook_kentry,
             Source::KprobeExit => &mut p.hook_kexit,
         }
@@ -371,6 +393,7 @@ impl Source {
             Source::ExitNoPreempt => &p.hook_exit_np,
             Source::Empty => &p.hook_empty,
             Source::Session => &p.hook_session,
+            Source::Count => &p.hook_count,
             Source::KprobeEntry => &p.hook_kentry,
             Source::KprobeExit => &p.hook_kexit,
         }
@@ -380,13 +403,15 @@ impl Source {
 /// The entry and exit programs of `method` (a session program is both).
 fn sources(method: Chosen, options: ProbeOptions) -> [Source; 2] {
     match method {
+        // The kprobe fallback has no count-only probe (trace refuses it there).
+        Chosen::Kprobe => [Source::KprobeEntry, Source::KprobeExit],
+        _ if options.count_only => [Source::Count; 2],
         Chosen::MultiSession { .. } | Chosen::Session(_) => [Source::Session; 2],
         Chosen::FentryFexit if options.empty => [Source::Empty; 2],
         Chosen::FentryFexit if options.no_preempt => {
             [Source::EntryNoPreempt, Source::ExitNoPreempt]
         }
         Chosen::FentryFexit => [Source::Entry, Source::Exit],
-        Chosen::Kprobe => [Source::KprobeEntry, Source::KprobeExit],
     }
 }
 
@@ -417,5 +442,11 @@ mod tests {
             [Source::Entry, Source::Exit]
         );
         assert!(sources(Chosen::Kprobe, np).iter().all(|s| !s.tracing()));
+        let count = ProbeOptions {
+            count_only: true,
+            ..np
+        };
+        assert_eq!(sources(multi, count), [Source::Count; 2]);
+        assert_eq!(sources(Chosen::FentryFexit, count), [Source::Count; 2]);
     }
 }

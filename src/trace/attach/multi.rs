@@ -27,13 +27,13 @@ impl Method for MultiSession {
     }
 
     fn attach(&self, target: &Target) -> Result<Probe, String> {
-        let mut probe = self.link_all(std::slice::from_ref(target))?;
+        let mut probe = link_all(&self.multi, std::slice::from_ref(target))?;
         probe.hook_id = target.consts.hook_id;
         Ok(probe)
     }
 
     fn attach_batch(&self, targets: &[Target]) -> Option<Result<Probe, String>> {
-        Some(self.link_all(targets))
+        Some(link_all(&self.multi, targets))
     }
 
     fn fallback(&self) -> Option<Box<dyn Method>> {
@@ -43,22 +43,20 @@ impl Method for MultiSession {
     }
 }
 
-impl MultiSession {
-    /// One copy of the program and one link for all `targets`.
-    fn link_all(&self, targets: &[Target]) -> Result<Probe, String> {
-        let first = targets.first().ok_or("no hook to attach")?;
-        let prog = self.multi.load(first.consts, 0)?;
-        let mut cookies: Vec<(u32, u64)> = targets
-            .iter()
-            .map(|h| (h.btf_id, cookie(h.consts.hook_id, h.returns_int)))
-            .collect();
-        // Fault injection for the tests: a BTF id twice, which the kernel refuses.
-        if std::env::var_os("LSMPMON_TEST_REFUSE_MULTI").is_some() {
-            cookies.push(cookies[0]);
-        }
-        let link = link(&prog, self.multi.attach_type(), &cookies)?;
-        Ok(Probe::new(ALL_HOOKS, prog, link))
+/// One copy of multi-link program `multi` and one link for all `targets`.
+pub fn link_all(multi: &Template, targets: &[Target]) -> Result<Probe, String> {
+    let first = targets.first().ok_or("no hook to attach")?;
+    let prog = multi.load(first.consts, 0)?;
+    let mut cookies: Vec<(u32, u64)> = targets
+        .iter()
+        .map(|h| (h.btf_id, cookie(h.consts.hook_id, h.returns_int)))
+        .collect();
+    // Fault injection for the tests: a BTF id twice, which the kernel refuses.
+    if std::env::var_os("LSMPMON_TEST_REFUSE_MULTI").is_some() {
+        cookies.push(cookies[0]);
     }
+    let link = link(&prog, multi.attach_type(), &cookies)?;
+    Ok(Probe::new(ALL_HOOKS, prog, link))
 }
 
 /// `union bpf_attr` as BPF_LINK_CREATE reads it for a tracing multi-link

@@ -27,6 +27,9 @@ pub enum Kind {
     /// One session program for many functions, attached by one multi-link
     /// (BPF_TRACE_FSESSION_MULTI, its value in the kernel's BTF).
     SessionMulti(u32),
+    /// --count-only's one fexit program for many functions, attached by one
+    /// multi-link (BPF_TRACE_FEXIT_MULTI, its value in the kernel's BTF).
+    FexitMulti(u32),
     /// The fallback for kernels without bpf_get_func_ret() (before 5.17).
     Kprobe,
     Kretprobe,
@@ -40,6 +43,7 @@ impl Kind {
             Kind::Fexit => (libbpf_sys::BPF_PROG_TYPE_TRACING, c"lsmpmon_exit"),
             Kind::Session(_) => (libbpf_sys::BPF_PROG_TYPE_TRACING, c"lsmpmon_session"),
             Kind::SessionMulti(_) => (libbpf_sys::BPF_PROG_TYPE_TRACING, c"lsmpmon_multi"),
+            Kind::FexitMulti(_) => (libbpf_sys::BPF_PROG_TYPE_TRACING, c"lsmpmon_count"),
             Kind::Kprobe => (libbpf_sys::BPF_PROG_TYPE_KPROBE, c"lsmpmon_kentry"),
             Kind::Kretprobe => (libbpf_sys::BPF_PROG_TYPE_KPROBE, c"lsmpmon_kexit"),
         }
@@ -84,7 +88,9 @@ impl Template {
                 LSMPMON_PATCH_SESSION => {
                     matches!(self.kind, Kind::Session(_) | Kind::SessionMulti(_)) as i32
                 }
-                LSMPMON_PATCH_MULTI => matches!(self.kind, Kind::SessionMulti(_)) as i32,
+                LSMPMON_PATCH_MULTI => {
+                    matches!(self.kind, Kind::SessionMulti(_) | Kind::FexitMulti(_)) as i32
+                }
                 _ => consts.value(marker).unwrap_or_default() as i32,
             };
         }
@@ -108,7 +114,7 @@ impl Template {
         match self.kind {
             Kind::Fentry => libbpf_sys::BPF_TRACE_FENTRY,
             Kind::Fexit => libbpf_sys::BPF_TRACE_FEXIT,
-            Kind::Session(t) | Kind::SessionMulti(t) => t,
+            Kind::Session(t) | Kind::SessionMulti(t) | Kind::FexitMulti(t) => t,
             Kind::Kprobe | Kind::Kretprobe => 0,
         }
     }

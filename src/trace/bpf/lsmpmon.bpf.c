@@ -771,6 +771,37 @@ int BPF_PROG(hook_empty)
 }
 
 /*
+ * `trace --count-only`: each call of the hook and what it returned, no
+ * timing: one fexit program per call instead of a pair (or, on a kernel with
+ * BPF_TRACE_FEXIT_MULTI, one program for every hook whose link's cookie
+ * names the hook). No frame, no clock, no context-switch or syscall work.
+ */
+SEC("fexit/security_file_permission")
+int BPF_PROG(hook_count)
+{
+	struct lsmpmon_hook_stats *s;
+	struct lsmpmon_cpu *c;
+
+	if (!enabled)
+		return 0;
+	/* One program for every hook has one recursion guard per CPU (see hook_session). */
+	preempt_off();
+	c = this_cpu();
+	if (!c)
+		goto out;
+	if (MULTI())
+		c->multi_hook = bpf_get_attach_cookie(ctx);
+	if (!call_ok(ctx, c, false, true))
+		goto out;
+	s = stats_of(c, true);
+	s->count++;
+	count_return(ctx, c, s, false, true);
+out:
+	preempt_on();
+	return 0;
+}
+
+/*
  * The session probe (BPF_TRACE_FSESSION, 7.x): one program the trampoline
  * runs at the hook's entry and again at its exit, with a per-call cookie on
  * its stack (enum lsmpmon_cookie) instead of a frame on the CPU's stack.
