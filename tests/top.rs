@@ -139,3 +139,13 @@ fn vm_run_tty_without_a_terminal_is_one_line() {
     assert_eq!(out.status.code(), Some(2));
     assert!(one_error_line(&out).contains("--tty needs a terminal"));
 }
+
+#[test]
+fn top_refuses_count_only_in_one_line() {
+    let out = Command::new(LSMPMON)
+        .args(["top", "--count-only"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_error_line(&out).contains("--count-only times nothing"));
+}

@@ -110,8 +110,17 @@ struct Row<'a> {
     stats: &'a HookResult,
 }
 
+/// What the probes measured beyond calls and returns.
+#[derive(Clone, Copy)]
+struct Timing {
+    /// Timed calls, switched calls and time (not with `--count-only`).
+    timed: bool,
+    /// The latency histogram (neither with `--lean` nor `--count-only`).
+    histograms: bool,
+}
+
 /// The per-hook families under `prefix` (`lsmpmon_hook`, `lsmpmon_lsm_function`).
-fn hook_families(out: &mut Families, prefix: &str, rows: &[Row], histograms: bool) {
+fn hook_families(out: &mut Families, prefix: &str, rows: &[Row], timing: Timing) {
     use Kind::{Counter, Histogram};
     let per = |f: &dyn Fn(&HookResult) -> u64| -> Vec<Sample> {
         rows.iter().map(|r| count(&r.labels, f(r.stats))).collect()
@@ -123,26 +132,28 @@ fn hook_families(out: &mut Families, prefix: &str, rows: &[Row], histograms: boo
         Counter,
         per(&|h| h.calls),
     );
-    out.add(
-        &name("timed_calls_total"),
-        "Calls without a context switch: the timed ones.",
-        Counter,
-        per(&|h| h.count),
-    );
-    out.add(
-        &name("switched_calls_total"),
-        "Calls during which the task was switched out (kept out of the timing).",
-        Counter,
-        per(&|h| h.cs_count),
-    );
-    out.add(
-        &name("time_seconds_total"),
-        "Time in the timed calls (less the probe floor with --subtract-floor).",
-        Counter,
-        rows.iter()
-            .map(|r| number(&r.labels, r.stats.sum_ns as f64 / NS_PER_S))
-            .collect(),
-    );
+    if timing.timed {
+        out.add(
+            &name("timed_calls_total"),
+            "Calls without a context switch: the timed ones.",
+            Counter,
+            per(&|h| h.count),
+        );
+        out.add(
+            &name("switched_calls_total"),
+            "Calls during which the task was switched out (kept out of the timing).",
+            Counter,
+            per(&|h| h.cs_count),
+        );
+        out.add(
+            &name("time_seconds_total"),
+            "Time in the timed calls (less the probe floor with --subtract-floor).",
+            Counter,
+            rows.iter()
+                .map(|r| number(&r.labels, r.stats.sum_ns as f64 / NS_PER_S))
+                .collect(),
+        );
+    }
     out.add(
         &name("dropped_calls_total"),
         "Calls not measured: hook stack full, probe skipped by the kernel, impossible delta.",
@@ -166,7 +177,7 @@ fn hook_families(out: &mut Families, prefix: &str, rows: &[Row], histograms: boo
         Counter,
         decisions,
     );
-    if histograms {
+    if timing.histograms {
         let hists = rows.iter().map(|r| histogram(&r.labels, r.stats)).collect();
         out.add(
             &name("duration_seconds"),
@@ -205,7 +216,7 @@ fn syscall_families(out: &mut Families, r: &TraceResult) {
 }
 
 /// Per CPU × hook, the hooks with calls on that CPU (index = CPU).
-fn cpu_families(out: &mut Families, per_cpu: &[Vec<HookResult>]) {
+fn cpu_families(out: &mut Families, per_cpu: &[Vec<HookResult>], timed: bool) {
     let mut calls = Vec::new();
     let mut time = Vec::new();
     for (cpu, hooks) in per_cpu.iter().enumerate() {
@@ -218,13 +229,15 @@ fn cpu_families(out: &mut Families, per_cpu: &[Vec<HookResult>]) {
     }
     let help = "Hook calls by the CPU they ran on (hooks with calls there).";
     out.add("lsmpmon_cpu_hook_calls_total", help, Kind::Counter, calls);
-    let help = "Time in the timed hook calls by the CPU they ran on.";
-    out.add(
-        "lsmpmon_cpu_hook_time_seconds_total",
-        help,
-        Kind::Counter,
-        time,
-    );
+    if timed {
+        let help = "Time in the timed hook calls by the CPU they ran on.";
+        out.add(
+            "lsmpmon_cpu_hook_time_seconds_total",
+            help,
+            Kind::Counter,
+            time,
+        );
+    }
 }
 
 fn engine_families(out: &mut Families, r: &TraceResult, own: Own) {
@@ -300,7 +313,11 @@ pub fn families(
 ) -> Vec<Family> {
     let mut out = Families::default();
     engine_families(&mut out, r, own);
-    let histograms = !r.options.lean;
+    let timed = !r.options.count_only;
+    let timing = Timing {
+        timed,
+        histograms: timed && !r.options.lean,
+    };
     let hooks: Vec<Row> = r
         .hooks
         .iter()
@@ -309,7 +326,7 @@ pub fn families(
             stats: h,
         })
         .collect();
-    hook_families(&mut out, "lsmpmon_hook", &hooks, histograms);
+    hook_families(&mut out, "lsmpmon_hook", &hooks, timing);
     let functions: Vec<Row> = r
         .per_lsm
         .iter()
@@ -322,12 +339,12 @@ pub fn families(
             stats: &l.stats,
         })
         .collect();
-    hook_families(&mut out, "lsmpmon_lsm_function", &functions, histograms);
+    hook_families(&mut out, "lsmpmon_lsm_function", &functions, timing);
     if by.syscall {
         syscall_families(&mut out, r);
     }
     if by.cpu {
-        cpu_families(&mut out, per_cpu);
+        cpu_families(&mut out, per_cpu, timed);
     }
     out.0
 }
@@ -481,6 +498,22 @@ mod tests {
         r.options.lean = true;
         let lean = exposition(&r, Breakdown::default());
         assert!(!lean.contains("lsmpmon_hook_duration_seconds"));
+        // Counting only: calls and returns, nothing that would read as a time.
+        (r.options.lean, r.options.count_only) = (false, true);
+        let counts = exposition(&r, Breakdown::default());
+        assert!(counts.contains("lsmpmon_hook_calls_total{"));
+        assert!(counts.contains("lsmpmon_hook_returns_total{"));
+        for timed in [
+            "duration_seconds",
+            "time_seconds",
+            "timed_calls",
+            "switched_calls",
+        ] {
+            assert!(
+                !counts.contains(&format!("lsmpmon_hook_{timed}")),
+                "{timed}"
+            );
+        }
     }
 
     #[test]

@@ -51,6 +51,11 @@ fn check_terminal() -> Result<()> {
 }
 
 pub fn main(args: TopArgs) -> Result<i32> {
+    if args.engine.count_only {
+        return Err(usage(
+            "lsmpmon top sorts by time and --count-only times nothing: use lsmpmon serve --count-only or lsmpmon trace --count-only",
+        ));
+    }
     check_terminal()?;
     live::attached(&args.engine, Reset::Allowed, |live| {
         // Raw mode and the alternate screen; ratatui's panic hook restores them.
