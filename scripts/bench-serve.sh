@@ -43,12 +43,14 @@ echo "method $(grep -o "method=\"[^\"]*\"" /tmp/m | head -1)"
 kill -INT $pid; wait $pid
 '
 
+# The commit of the binary built above (not of whatever HEAD is when a run ends).
+commit=$(git rev-parse --short HEAD)
 for k in ${@:-6.1 7.3}; do
   echo "bench-serve: kernel $k ..." >&2
   out=results/serve-$k
   "$LSMPMON" vm run --timeout 3600 --kernel "$k" --copy "$WORKLOAD" --copy "$SCRAPE" \
     -- sh -c "$GUEST" > "$out.raw"
-  python3 scripts/serve_report.py "$k" "$out.raw" "$(git rev-parse --short HEAD)" > "$out.json"
+  python3 scripts/serve_report.py "$k" "$out.raw" "$commit" > "$out.json"
   rm -f "$out.raw"
 done
 python3 scripts/serve_report.py --table results/serve-*.json
