@@ -1,6 +1,7 @@
 //! SVG charts for the HTML report (plotters' SVG backend): grouped bars,
 //! a heat map and a latency histogram. Each returns the SVG text.
 use anyhow::{anyhow, Result};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -25,6 +26,31 @@ fn err<E: std::fmt::Display>(e: E) -> anyhow::Error {
 pub struct Series {
     pub name: String,
     pub values: Vec<Option<f64>>,
+}
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// Category names under their slots (one unit wide from 0), staggered on
+/// two lines so long names do not overlap; `y_bottom` is the axis' low end.
+fn label_categories(
+    root: &Area,
+    chart: &Chart,
+    categories: &[String],
+    y_bottom: f64,
+) -> Result<()> {
+    let style = ("sans-serif", 11)
+        .into_font()
+        .into_text_style(root)
+        .pos(Pos::new(HPos::Center, VPos::Top));
+    let (_, bottom) = chart.backend_coord(&(0.0, y_bottom));
+    for (i, c) in categories.iter().enumerate() {
+        let (x, _) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
+        let y = bottom + 6 + (i as i32 % 2) * 14;
+        root.draw(&Text::new(c.clone(), (x, y), style.clone()))
+            .map_err(err)?;
+    }
+    Ok(())
 }
 
 /// Bars grouped by category, one colour per series, a zero line.
@@ -61,19 +87,7 @@ pub fn grouped_bars(
             .y_desc(y_label)
             .draw()
             .map_err(err)?;
-        // Category names under their groups, staggered on two lines so long
-        // names do not overlap.
-        let style = ("sans-serif", 11)
-            .into_font()
-            .into_text_style(&root)
-            .pos(Pos::new(HPos::Center, VPos::Top));
-        let (_, bottom) = chart.backend_coord(&(0.0, lo - pad));
-        for (i, c) in categories.iter().enumerate() {
-            let (x, _) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
-            let y = bottom + 6 + (i as i32 % 2) * 14;
-            root.draw(&Text::new(c.clone(), (x, y), style.clone()))
-                .map_err(err)?;
-        }
+        label_categories(&root, &chart, categories, lo - pad)?;
         let slot = 0.8 / series.len().max(1) as f64;
         for (si, s) in series.iter().enumerate() {
             let color = PALETTE[si % PALETTE.len()];
@@ -220,17 +234,7 @@ pub fn strip(title: &str, categories: &[String], samples: &[Vec<f64>]) -> Result
             .y_desc("% from the op's median")
             .draw()
             .map_err(err)?;
-        let style = ("sans-serif", 11)
-            .into_font()
-            .into_text_style(&root)
-            .pos(Pos::new(HPos::Center, VPos::Top));
-        let (_, bottom) = chart.backend_coord(&(0.0, -(far + pad)));
-        for (i, c) in categories.iter().enumerate() {
-            let (x, _) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
-            let y = bottom + 6 + (i as i32 % 2) * 14;
-            root.draw(&Text::new(c.clone(), (x, y), style.clone()))
-                .map_err(err)?;
-        }
+        label_categories(&root, &chart, categories, -(far + pad))?;
         let color = PALETTE[0];
         for (ci, d) in devs.iter().enumerate() {
             // Samples side by side across the slot, in the order taken.
