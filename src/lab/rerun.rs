@@ -15,7 +15,7 @@ use super::{
 };
 use crate::{
     base::error::usage,
-    vm::{kernel, SMP_ICOUNT},
+    vm::{kernel, RTC_FIXED_BASE, SMP_ICOUNT},
 };
 
 pub fn rerun(args: &RerunArgs) -> Result<RunOutcome> {
@@ -135,7 +135,7 @@ fn recorded_machine(o: &RunOptions) -> Result<Recorded, String> {
     }
     if !o.rtc.is_empty() && !suboptions_ok(&o.rtc, RTC, "clock") {
         return Err(format!(
-            "rtc '{}': give clock=host|rt|vm with base=utc|localtime, driftfix=none|slew",
+            "rtc '{}': give clock=host|rt|vm with base=utc|localtime|{RTC_FIXED_BASE}, driftfix=none|slew",
             o.rtc
         ));
     }
@@ -160,7 +160,7 @@ const ICOUNT: Suboptions = &[
 ];
 const RTC: Suboptions = &[
     ("clock", &["host", "rt", "vm"]),
-    ("base", &["utc", "localtime"]),
+    ("base", &["utc", "localtime", RTC_FIXED_BASE]),
     ("driftfix", &["none", "slew"]),
 ];
 
@@ -218,6 +218,7 @@ mod tests {
         }
         assert!(with(&|o| o.rtc = String::new()).is_ok());
         assert!(with(&|o| o.rtc = "clock=host,base=utc,driftfix=slew".into()).is_ok());
+        assert!(with(&|o| o.rtc = crate::vm::RTC_DEFAULT.into()).is_ok());
         for bad in [
             "shift=0,rr=record,rrfile=/etc/passwd",
             "shift=0 -monitor stdio",

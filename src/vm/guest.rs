@@ -24,6 +24,10 @@ pub struct RunSpec {
     /// COMMAND gets the console port as its terminal (`vm run --tty`).
     #[serde(default)]
     pub tty: Option<super::tty::Tty>,
+    /// The host's clock when it built the guest: the guest's own starts at
+    /// a fixed date (`machine::RTC_FIXED_BASE`).
+    #[serde(default)]
+    pub host_unix_s: Option<u64>,
 }
 
 fn open_raw(path: &str) -> Result<File> {

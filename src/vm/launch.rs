@@ -36,6 +36,7 @@ pub fn launch(l: &Launch) -> Result<i32> {
         argv: l.argv.clone(),
         kernel: Some(l.kernel.reference()),
         tty: l.tty.clone(),
+        host_unix_s: Some(crate::model::provenance::unix_now_s()),
     };
     // Both in memory: QEMU reads what was built and checked, and nothing is
     // left on disk however lsmpmon ends.
