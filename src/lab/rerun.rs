@@ -15,7 +15,7 @@ use super::{
 };
 use crate::{
     base::error::usage,
-    vm::{kernel, RTC_FIXED_BASE, SMP_ICOUNT},
+    vm::{kernel, RTC_FIXED_BASE},
 };
 
 pub fn rerun(args: &RerunArgs) -> Result<RunOutcome> {
@@ -127,12 +127,6 @@ fn recorded_machine(o: &RunOptions) -> Result<Recorded, String> {
             o.icount
         ));
     }
-    if o.cpus > 1 && o.icount != "off" {
-        return Err(format!(
-            "cpus {} with icount '{}': {SMP_ICOUNT}",
-            o.cpus, o.icount
-        ));
-    }
     if !o.rtc.is_empty() && !suboptions_ok(&o.rtc, RTC, "clock") {
         return Err(format!(
             "rtc '{}': give clock=host|rt|vm with base=utc|localtime|{RTC_FIXED_BASE}, driftfix=none|slew",
@@ -238,8 +232,7 @@ mod tests {
             assert!(with(&|o| o.rtc = bad.into()).is_err(), "{bad}");
         }
         assert!(with(&|o| o.accel = "kvm".into()).is_err());
-        let err = with(&|o| o.cpus = 2).unwrap_err();
-        assert!(err.contains("vCPU"), "{err}");
+        assert!(with(&|o| o.cpus = 2).is_ok());
         assert!(with(&|o| {
             o.cpus = 2;
             o.icount = "off".into()
@@ -265,10 +258,12 @@ mod tests {
             (o.icount, o.rtc, o.kaslr),
             (old.options.icount, old.options.rtc, true)
         );
-        // A run's guests: deterministic time, no KASLR, real time with 2 CPUs.
+        // A run's guests: deterministic time, no KASLR, with 2 CPUs too.
         let m = jobs::machine(&args, 1, None);
         assert_eq!((m.icount.as_str(), m.kaslr), ("shift=0,sleep=off", false));
-        assert_eq!(jobs::machine(&args, 2, None).icount, "off");
+        let m = jobs::machine(&args, 2, None);
+        assert_eq!(m.icount, "shift=0,sleep=off");
+        assert!(m.hotplugs_cpus());
     }
 
     #[test]

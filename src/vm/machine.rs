@@ -48,9 +48,16 @@ pub const RTC_FIXED_BASE: &str = "2000-01-01";
 /// QEMU -rtc by default: `clock=vm,base=` [`RTC_FIXED_BASE`].
 pub const RTC_DEFAULT: &str = "clock=vm,base=2000-01-01";
 
-/// Why `--cpus N` needs `--icount off`: found by booting 6.1 with -smp 2.
-pub const SMP_ICOUNT: &str = "QEMU 7.2 hangs bringing up a second vCPU under -icount \
-     (\"x86: Booting SMP configuration:\", virtual time stops)";
+impl Machine {
+    /// Whether the guest boots on one CPU and brings the others online from
+    /// userland before COMMAND. QEMU 7.2 stops virtual time when a guest with
+    /// two vCPUs boots under -icount (before "x86: Booting SMP
+    /// configuration:"); booted with `maxcpus=1`, the second comes online by
+    /// hotplug and time runs on (found with 6.1, BENCHMARKS.md §17).
+    pub fn hotplugs_cpus(&self) -> bool {
+        self.cpus > 1 && self.accel == Accel::Tcg && self.icount != "off"
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -62,5 +69,15 @@ mod tests {
             .split(',')
             .any(|p| p == format!("base={RTC_FIXED_BASE}")));
         assert_eq!(Machine::deterministic(Duration::ZERO).rtc, RTC_DEFAULT);
+    }
+
+    #[test]
+    fn only_several_cpus_in_virtual_time_are_hotplugged() {
+        let mut m = Machine::deterministic(Duration::ZERO);
+        assert!(!m.hotplugs_cpus());
+        m.cpus = 2;
+        assert!(m.hotplugs_cpus());
+        m.icount = "off".into();
+        assert!(!m.hotplugs_cpus());
     }
 }
