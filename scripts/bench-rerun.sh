@@ -2,13 +2,17 @@
 # Benchmark (not a test): how far two boots of the same guest disagree on the
 # `paper` ops, per boot choice. BOOTS boots of 6.1 per configuration, each
 # running `lsmpmon bench --ops paper`; prints every op's medians and spread
-# ((max - min) / min) and writes results/rerun-6.1.json.
+# ((max - min) / min) and writes results/rerun-6.1.json (ONLY=NAME: that
+# configuration alone, into results/rerun-6.1-NAME.json).
 . "$(dirname "$0")/bench-common.sh"
 BOOTS=${BOOTS:-4}
+ONLY=${ONLY:-}
+out=results/rerun-6.1${ONLY:+-$ONLY}.json
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 configs=()
 while IFS='|' read -r name args; do
+  [ -z "$ONLY" ] || [ "$ONLY" = "$name" ] || continue
   configs+=("$name")
   for i in $(seq "$BOOTS"); do
     echo "bench-rerun: $name, boot $i/$BOOTS" >&2
@@ -19,8 +23,9 @@ while IFS='|' read -r name args; do
 done <<'CFG'
 host-date|--rtc clock=vm
 fixed-date|--rtc clock=vm,base=2000-01-01
+two-cpus|--cpus 2
 CFG
-python3 - "$tmp" "$BOOTS" "$(git rev-parse --short HEAD)" "${configs[@]}" > results/rerun-6.1.json <<'PY'
+python3 - "$tmp" "$BOOTS" "$(git rev-parse --short HEAD)" "${configs[@]}" > "$out" <<'PY'
 import datetime, json, sys
 tmp, boots, commit, *configs = sys.argv[1], int(sys.argv[2]), sys.argv[3], *sys.argv[4:]
 out = {"benchmark": "rerun", "kernel": "6.1", "commit": commit,
@@ -34,9 +39,9 @@ for name in configs:
     out["configs"].append({"config": name, "ops": ops})
 print(json.dumps(out, indent=1))
 PY
-python3 - <<'PY'
-import json
-d = json.load(open("results/rerun-6.1.json"))
+python3 - "$out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
 for c in d["configs"]:
     print(f"== {c['config']} ({d['boots']} boots)")
     for o in c["ops"]:
