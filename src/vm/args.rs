@@ -49,7 +49,8 @@ pub struct RunArgs {
     /// random seeds and with them the figures repeat).
     #[arg(long, default_value = super::machine::RTC_DEFAULT)]
     pub rtc: String,
-    /// Guest CPUs (QEMU -smp). With tcg and -icount they take turns on one host thread.
+    /// Guest CPUs (QEMU -smp). With tcg and -icount they take turns on one host thread, and
+    /// the guest boots on one (maxcpus=1) and brings the others online before COMMAND.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=MAX_CPUS as i64))]
     pub cpus: u32,
     /// Keep kernel address-space randomisation (default: nokaslr, for repeatability).
