@@ -231,12 +231,29 @@ fn reruns_within_half_a_percent(res: &Path, all: &[Value], name: &str) {
 #[test]
 fn paper_ops_rerun_within_half_a_percent() {
     let res = tmpdir("rerun-paper");
+    let unix_s = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    };
+    let started = unix_s();
     let out = run_logged(&lab_run(&res, "6.1", "none,selinux-mini", "paper", &[]));
     succeeded(&out);
     let all = cells(&res);
     for name in ["none", "selinux-mini"] {
         let c = cell(&all, name);
         assert_eq!(c["options"]["rtc"], "clock=vm,base=2000-01-01", "{name}");
+        // The guest's clock said 2000-01-01; its result says when it ran
+        // (host time at boot plus virtual seconds, which idle waits skip
+        // ahead: an hour of slack).
+        let guest_s = c["guest"]["bench"]["provenance"]["started_unix_s"]
+            .as_u64()
+            .unwrap();
+        assert!(
+            (started..=unix_s() + 3600).contains(&guest_s),
+            "{name}: {guest_s}"
+        );
         assert_eq!(
             c["guest"]["bench"]["results"].as_array().unwrap().len(),
             16,
