@@ -8,6 +8,8 @@ use crate::base::error::usage;
 /// Kernel parameters that change what an LSM costs.
 const BOOT_PARAMS: &[&str] = &[
     "lsm=",
+    // vm run boots a guest of several CPUs under -icount on one, then hotplugs.
+    "maxcpus=",
     "security=",
     "selinux=",
     "enforcing=",

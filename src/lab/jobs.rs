@@ -154,16 +154,10 @@ pub fn machine(args: &RunArgs, cpus: u32, recorded: Option<&Recorded>) -> Machin
     let mut m = Machine::deterministic(Duration::from_secs(args.timeout_s));
     m.memory_mb = args.memory_mb;
     m.cpus = cpus;
-    match recorded {
-        Some(r) => {
-            m.icount = r.icount.clone();
-            m.rtc = r.rtc.clone();
-            m.kaslr = r.kaslr;
-        }
-        // QEMU 7.2 never brings a second vCPU up under -icount (see
-        // vm::SMP_ICOUNT): such cells run in the emulation's real time.
-        None if cpus > 1 => m.icount = "off".into(),
-        None => {}
+    if let Some(r) = recorded {
+        m.icount = r.icount.clone();
+        m.rtc = r.rtc.clone();
+        m.kaslr = r.kaslr;
     }
     m
 }

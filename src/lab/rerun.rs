@@ -15,7 +15,7 @@ use super::{
 };
 use crate::{
     base::error::usage,
-    vm::{kernel, SMP_ICOUNT},
+    vm::{kernel, RTC_FIXED_BASE},
 };
 
 pub fn rerun(args: &RerunArgs) -> Result<RunOutcome> {
@@ -127,15 +127,9 @@ fn recorded_machine(o: &RunOptions) -> Result<Recorded, String> {
             o.icount
         ));
     }
-    if o.cpus > 1 && o.icount != "off" {
-        return Err(format!(
-            "cpus {} with icount '{}': {SMP_ICOUNT}",
-            o.cpus, o.icount
-        ));
-    }
     if !o.rtc.is_empty() && !suboptions_ok(&o.rtc, RTC, "clock") {
         return Err(format!(
-            "rtc '{}': give clock=host|rt|vm with base=utc|localtime, driftfix=none|slew",
+            "rtc '{}': give clock=host|rt|vm with base=utc|localtime|{RTC_FIXED_BASE}, driftfix=none|slew",
             o.rtc
         ));
     }
@@ -160,7 +154,7 @@ const ICOUNT: Suboptions = &[
 ];
 const RTC: Suboptions = &[
     ("clock", &["host", "rt", "vm"]),
-    ("base", &["utc", "localtime"]),
+    ("base", &["utc", "localtime", RTC_FIXED_BASE]),
     ("driftfix", &["none", "slew"]),
 ];
 
@@ -218,6 +212,7 @@ mod tests {
         }
         assert!(with(&|o| o.rtc = String::new()).is_ok());
         assert!(with(&|o| o.rtc = "clock=host,base=utc,driftfix=slew".into()).is_ok());
+        assert!(with(&|o| o.rtc = crate::vm::RTC_DEFAULT.into()).is_ok());
         for bad in [
             "shift=0,rr=record,rrfile=/etc/passwd",
             "shift=0 -monitor stdio",
@@ -237,8 +232,7 @@ mod tests {
             assert!(with(&|o| o.rtc = bad.into()).is_err(), "{bad}");
         }
         assert!(with(&|o| o.accel = "kvm".into()).is_err());
-        let err = with(&|o| o.cpus = 2).unwrap_err();
-        assert!(err.contains("vCPU"), "{err}");
+        assert!(with(&|o| o.cpus = 2).is_ok());
         assert!(with(&|o| {
             o.cpus = 2;
             o.icount = "off".into()
@@ -264,10 +258,12 @@ mod tests {
             (o.icount, o.rtc, o.kaslr),
             (old.options.icount, old.options.rtc, true)
         );
-        // A run's guests: deterministic time, no KASLR, real time with 2 CPUs.
+        // A run's guests: deterministic time, no KASLR, with 2 CPUs too.
         let m = jobs::machine(&args, 1, None);
         assert_eq!((m.icount.as_str(), m.kaslr), ("shift=0,sleep=off", false));
-        assert_eq!(jobs::machine(&args, 2, None).icount, "off");
+        let m = jobs::machine(&args, 2, None);
+        assert_eq!(m.icount, "shift=0,sleep=off");
+        assert!(m.hotplugs_cpus());
     }
 
     #[test]

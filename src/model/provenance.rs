@@ -147,10 +147,10 @@ pub fn collect() -> Provenance {
         environment,
         time,
         hostname: field(&uts.nodename),
-        started_unix_s: SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
+        started_unix_s: match vm {
+            Some(_) => guest_started_unix_s().unwrap_or_else(unix_now_s),
+            None => unix_now_s(),
+        },
         kernel: vm.and_then(|_| booted_kernel()),
     }
 }
@@ -158,6 +158,36 @@ pub fn collect() -> Provenance {
 /// Where `vm run` puts the guest's run description (argv, the kernel it
 /// booted) in the initramfs, relative to `/`.
 pub const GUEST_RUN_FILE: &str = "lsmpmon/run.json";
+
+/// This machine's clock, seconds since the epoch.
+pub fn unix_now_s() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// In a guest: the host's clock when it built the guest plus the guest's
+/// seconds since boot (its own clock starts at a fixed date, for repeatable
+/// random seeds). None without the host's time in the run file.
+fn guest_started_unix_s() -> Option<u64> {
+    #[derive(serde::Deserialize)]
+    struct Booted {
+        host_unix_s: Option<u64>,
+    }
+    let bytes = fs::read(std::path::Path::new("/").join(GUEST_RUN_FILE)).ok()?;
+    let host = serde_json::from_slice::<Booted>(&bytes).ok()?.host_unix_s?;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec for the call's duration.
+    let up_s = match unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) } {
+        0 => u64::try_from(ts.tv_sec).unwrap_or(0),
+        _ => 0,
+    };
+    Some(host + up_s)
+}
 
 /// The kernel `vm run` booted this guest with (None on a host).
 pub fn booted_kernel() -> Option<KernelRef> {

@@ -44,10 +44,13 @@ pub struct RunArgs {
     /// QEMU -icount setting for tcg ("off" for none). See BENCHMARKS.md for what each part buys.
     #[arg(long, default_value = "shift=0,sleep=off")]
     pub icount: String,
-    /// QEMU -rtc setting ("clock=vm": the guest's wall clock follows virtual time).
-    #[arg(long, default_value = "clock=vm")]
+    /// QEMU -rtc setting ("clock=vm": the guest's wall clock follows virtual time;
+    /// "base=2000-01-01": it starts at the same date every boot, so that the kernel's
+    /// random seeds and with them the figures repeat).
+    #[arg(long, default_value = super::machine::RTC_DEFAULT)]
     pub rtc: String,
-    /// Guest CPUs (QEMU -smp). With tcg and -icount they take turns on one host thread.
+    /// Guest CPUs (QEMU -smp). With tcg and -icount they take turns on one host thread, and
+    /// the guest boots on one (maxcpus=1) and brings the others online before COMMAND.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=MAX_CPUS as i64))]
     pub cpus: u32,
     /// Keep kernel address-space randomisation (default: nokaslr, for repeatability).

@@ -24,6 +24,14 @@ pub struct RunSpec {
     /// COMMAND gets the console port as its terminal (`vm run --tty`).
     #[serde(default)]
     pub tty: Option<super::tty::Tty>,
+    /// The host's clock when it built the guest: the guest's own starts at
+    /// a fixed date (`machine::RTC_FIXED_BASE`).
+    #[serde(default)]
+    pub host_unix_s: Option<u64>,
+    /// Booted with `maxcpus=1`: bring CPUs 1..N online before COMMAND
+    /// (`Machine::hotplugs_cpus`).
+    #[serde(default)]
+    pub hotplug_cpus: Option<u32>,
 }
 
 fn open_raw(path: &str) -> Result<File> {
@@ -68,6 +76,10 @@ pub fn exec(spec_path: &Path) -> Result<()> {
 fn run_command(spec_path: &Path) -> Result<i32> {
     let spec: RunSpec = serde_json::from_slice(&fs::read(spec_path)?)?;
     let (program, args) = spec.argv.split_first().context("empty command")?;
+    for cpu in 1..spec.hotplug_cpus.unwrap_or(1) {
+        let online = format!("/sys/devices/system/cpu/cpu{cpu}/online");
+        fs::write(&online, "1").with_context(|| format!("bringing CPU {cpu} online ({online})"))?;
+    }
     let mut cmd = Command::new(program);
     cmd.args(args);
     match &spec.tty {

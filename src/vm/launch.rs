@@ -36,6 +36,8 @@ pub fn launch(l: &Launch) -> Result<i32> {
         argv: l.argv.clone(),
         kernel: Some(l.kernel.reference()),
         tty: l.tty.clone(),
+        host_unix_s: Some(crate::model::provenance::unix_now_s()),
+        hotplug_cpus: l.machine.hotplugs_cpus().then_some(l.machine.cpus),
     };
     // Both in memory: QEMU reads what was built and checked, and nothing is
     // left on disk however lsmpmon ends.
@@ -73,6 +75,10 @@ fn cmdline(l: &Launch) -> String {
             (Accel::Kvm, _) => "kvm",
         }
     );
+    if m.hotplugs_cpus() {
+        // The others come online by hotplug (guest::RunSpec::hotplug_cpus).
+        cmdline += " maxcpus=1";
+    }
     if let Some(lsm) = l.lsm {
         cmdline += &format!(" lsm={lsm}");
     }

@@ -31,7 +31,7 @@ impl Machine {
             memory_mb: 1024,
             accel: Accel::Tcg,
             icount: "shift=0,sleep=off".into(),
-            rtc: "clock=vm".into(),
+            rtc: RTC_DEFAULT.into(),
             kaslr: false,
             timeout,
             cpus: 1,
@@ -39,6 +39,45 @@ impl Machine {
     }
 }
 
-/// Why `--cpus N` needs `--icount off`: found by booting 6.1 with -smp 2.
-pub const SMP_ICOUNT: &str = "QEMU 7.2 hangs bringing up a second vCPU under -icount \
-     (\"x86: Booting SMP configuration:\", virtual time stops)";
+/// The guest's wall clock at boot: always the same date, then virtual time.
+/// The kernel seeds its random pool with the wall clock at boot (slab
+/// freelist order, hash salts, userland ASLR follow): with the host's date
+/// there two boots of the same guest differed by up to 0.75 % on file ops,
+/// with a fixed one they repeat exactly (BENCHMARKS.md §17).
+pub const RTC_FIXED_BASE: &str = "2000-01-01";
+/// QEMU -rtc by default: `clock=vm,base=` [`RTC_FIXED_BASE`].
+pub const RTC_DEFAULT: &str = "clock=vm,base=2000-01-01";
+
+impl Machine {
+    /// Whether the guest boots on one CPU and brings the others online from
+    /// userland before COMMAND. QEMU 7.2 stops virtual time when a guest with
+    /// two vCPUs boots under -icount (before "x86: Booting SMP
+    /// configuration:"); booted with `maxcpus=1`, the second comes online by
+    /// hotplug and time runs on (found with 6.1, BENCHMARKS.md §17).
+    pub fn hotplugs_cpus(&self) -> bool {
+        self.cpus > 1 && self.accel == Accel::Tcg && self.icount != "off"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_rtc_starts_at_the_fixed_date() {
+        assert!(RTC_DEFAULT
+            .split(',')
+            .any(|p| p == format!("base={RTC_FIXED_BASE}")));
+        assert_eq!(Machine::deterministic(Duration::ZERO).rtc, RTC_DEFAULT);
+    }
+
+    #[test]
+    fn only_several_cpus_in_virtual_time_are_hotplugged() {
+        let mut m = Machine::deterministic(Duration::ZERO);
+        assert!(!m.hotplugs_cpus());
+        m.cpus = 2;
+        assert!(m.hotplugs_cpus());
+        m.icount = "off".into();
+        assert!(!m.hotplugs_cpus());
+    }
+}

@@ -18,7 +18,7 @@ use anyhow::Result;
 
 pub use args::{CacheDir, VmCommand, MAX_CPUS};
 pub use launch::{launch, Launch};
-pub use machine::{Machine, SMP_ICOUNT};
+pub use machine::{Machine, RTC_DEFAULT, RTC_FIXED_BASE};
 
 pub fn main(cmd: VmCommand) -> Result<i32> {
     match cmd {

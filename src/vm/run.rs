@@ -10,17 +10,11 @@ use anyhow::{Context, Result};
 use super::args::RunArgs;
 use super::kernel::{self, trace_needs};
 use super::launch::{launch, Launch};
-use super::machine::{Accel, Machine, SMP_ICOUNT};
+use super::machine::Machine;
 use super::{cache, forward, initramfs, interrupt, qemu};
 use crate::base::error::usage;
 
 pub fn run(args: &RunArgs) -> Result<i32> {
-    if args.cpus > 1 && args.accel == Accel::Tcg && args.icount != "off" {
-        return Err(usage(format!(
-            "--cpus {}: {SMP_ICOUNT}; add --icount off (real, not deterministic, time)",
-            args.cpus
-        )));
-    }
     let tty = args.tty.then(super::tty::host).transpose()?;
     let interrupt = interrupt::exit_now()?;
     let cache = args.cache.path();
