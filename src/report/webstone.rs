@@ -7,6 +7,7 @@ use crate::base::papers;
 use crate::base::table::{Cell, Row, Table};
 use crate::model::bench::Latency;
 use crate::model::identity::KernelId;
+use crate::model::provenance::TimeMode;
 
 const OPS: [(&str, &str); 4] = [
     ("web_c8", "8 clients"),
@@ -91,6 +92,20 @@ fn latency_row(r: &Run) -> Row {
 }
 
 /// Both Webstone tables over every run holding web figures.
+/// What the 2-CPU cells' time is: virtual since the guest brings its second
+/// CPU online after boot (`maxcpus=1`), real time in cells made before.
+fn smp_note(all: &[&Run]) -> String {
+    let smp_real = all
+        .iter()
+        .any(|r| r.kernel.smp() && r.time == TimeMode::Real);
+    let head = "Kernels named `… 2cpu`: 2 guest CPUs.";
+    if smp_real {
+        format!("{head} Some of these cells ran without -icount, in the emulation's real time (host-dependent, not deterministic, two host threads on a shared machine; lsmpmon before the second CPU was brought online after boot): compare them with each other, not with the virtual-time figures.")
+    } else {
+        format!("{head} The guest boots on one (maxcpus=1) and brings the second online before the workload, so they run in virtual time and repeat as 1-CPU cells do.")
+    }
+}
+
 pub fn tables(runs: &[&Run], order: &[String]) -> Vec<Table> {
     let groups = groups(runs, order);
     if groups.is_empty() {
@@ -126,7 +141,7 @@ pub fn tables(runs: &[&Run], order: &[String]) -> Vec<Table> {
             kernel: kernels.clone(),
             notes: vec![
                 format!("Time: {}. nginx (Debian) serving a Webstone-like mix (500 B 35 %, 5 KiB 50 %, 50 KiB 14 %, 500 KiB 1 %) on the guest's loopback, started as the system (unconfined); the clients are the confined workload, one new connection per request, every response checked byte for byte. 1e9 / median ns per connection; (x %) = fewer connections/s than `{BASELINE}` on the same kernel and CPU count.", time_mode(&all)),
-                "Kernels named `… 2cpu`: 2 guest CPUs. QEMU 7.2 never brings a second vCPU up under -icount, so those cells run without it, in the emulation's real time (host-dependent, not deterministic, two host threads on a shared machine): compare them with each other, not with the 1-CPU virtual-time figures.".into(),
+                smp_note(&all),
                 PAPER.into(),
             ],
             header: header(),
