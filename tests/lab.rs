@@ -256,7 +256,7 @@ fn paper_ops_rerun_within_half_a_percent() {
         );
         assert_eq!(
             c["guest"]["bench"]["results"].as_array().unwrap().len(),
-            16,
+            19, // the paper set: read and write apart at three sizes
             "{name}: every paper op"
         );
         reruns_within_half_a_percent(&res, &all, name);
