@@ -4,7 +4,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{one_error_line, pty_helper, LSMPMON};
+use common::{guest, one_error_line, pty_helper, LSMPMON};
 
 /// Files created all along, so that hooks have calls each second.
 const WORKLOAD: &str = "(i=0; while [ $i -lt 100000 ]; do touch /tmp/f$i; i=$((i+1)); done) &";
@@ -33,22 +33,8 @@ fn on_a_pseudo_terminal_sorts_and_quits_cleanly(series: &str) {
          pty 50 10 5:q -- sh -c \"{top}\"; echo \"small exit $?\"\n\
          cat /tmp/q.out; echo; echo '=== ctrl-c'; cat /tmp/c.out"
     );
-    let out = Command::new(LSMPMON)
-        .args([
-            "vm",
-            "run",
-            "--kernel",
-            series,
-            "--timeout",
-            "600",
-            "--icount",
-            "off",
-        ])
-        .arg("--copy")
-        .arg(pty_helper())
-        .args(["--", "sh", "-c", &script])
-        .output()
-        .unwrap();
+    let pty = pty_helper().to_str().unwrap();
+    let out = guest(series, &["--icount", "off", "--copy", pty], &script);
     let text = String::from_utf8_lossy(&out.stdout);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{text}\n{err}");
