@@ -3,6 +3,7 @@
 //! footprint; one JSON report on stdout.
 use std::{
     fs,
+    io::{BufRead, BufReader},
     os::unix::process::CommandExt,
     path::Path,
     process::{Command, Stdio},
@@ -57,7 +58,8 @@ fn run(plan: &Plan, report: &mut Report) -> Result<()> {
     if plan.spec.lsm.as_deref() == Some("selinux") {
         footprint::ask_kernel_avtab_eval();
     }
-    stage(report, "setup", || setup(&plan.spec))?;
+    let marked = stage(report, "setup", || setup(&plan.spec))?;
+    report.stages.extend(marked);
     report.active_lsms = crate::model::provenance::active_lsms();
     let p = stage(report, "proof", || {
         proof::prove(plan, &before, || access_as_workload(plan, true))
@@ -169,11 +171,14 @@ fn prepare(plan: &Plan) -> Result<()> {
     Ok(())
 }
 
-fn setup(spec: &Spec) -> Result<()> {
+/// Runs the configuration's setup script; the spans it marks on its stdout
+/// (`lab-mark: NAME begin` … `lab-mark: NAME end`, e.g. the policy load) as
+/// stages of their own, timed by when the lines arrive.
+fn setup(spec: &Spec) -> Result<Vec<Stage>> {
     let Some(script) = &spec.setup else {
-        return Ok(());
+        return Ok(Vec::new());
     };
-    let out = Command::new("/bin/sh")
+    let mut child = Command::new("/bin/sh")
         .arg(script)
         .current_dir(CONFIG_DIR)
         .env("LAB_WORKLOAD", WORKLOAD)
@@ -181,18 +186,59 @@ fn setup(spec: &Spec) -> Result<()> {
         .env("LAB_SECRET", SECRET)
         .env("LAB_WORK_DIR", WORK_DIR)
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .with_context(|| format!("running {script}"))?;
-    for line in String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .chain(String::from_utf8_lossy(&out.stderr).lines())
-    {
+    let stderr = child.stderr.take().context("the setup script's stderr")?;
+    let errors = std::thread::spawn(move || {
+        BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+            .collect::<Vec<_>>()
+    });
+    let stdout = child.stdout.take().context("the setup script's stdout")?;
+    let mut marks = SetupMarks::default();
+    for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+        marks.see(&line, Instant::now());
         crate::say!("lab: setup: {line}");
     }
-    if !out.status.success() {
-        bail!("{script} failed ({})", out.status);
+    let status = child.wait()?;
+    for line in errors.join().unwrap_or_default() {
+        crate::say!("lab: setup: {line}");
     }
-    Ok(())
+    if !status.success() {
+        bail!("{script} failed ({status})");
+    }
+    Ok(marks.stages)
+}
+
+/// The spans a setup script marked, in the order they ended.
+#[derive(Default)]
+struct SetupMarks {
+    open: Vec<(String, Instant)>,
+    stages: Vec<Stage>,
+}
+
+impl SetupMarks {
+    fn see(&mut self, line: &str, at: Instant) {
+        let Some(mark) = line.trim().strip_prefix("lab-mark: ") else {
+            return;
+        };
+        match mark.rsplit_once(' ') {
+            Some((name, "begin")) => self.open.push((name.to_string(), at)),
+            Some((name, "end")) => {
+                if let Some(i) = self.open.iter().position(|(n, _)| n == name) {
+                    let (name, began) = self.open.remove(i);
+                    self.stages.push(Stage {
+                        name,
+                        guest_ms: at.duration_since(began).as_secs_f64() * 1e3,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The workload command, confined (through `lab confine`) or not.
@@ -321,4 +367,28 @@ pub fn access(plan_path: &Path, landlock: bool) -> Result<i32> {
     }
     crate::base::output::line(&serde_json::to_string(&access::try_all(&plan.matrix))?)?;
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn marked_spans_become_stages() {
+        let t0 = Instant::now();
+        let mut m = SetupMarks::default();
+        m.see("lab-mark: policy-load begin", t0);
+        m.see("loaded", t0 + Duration::from_millis(3));
+        m.see("lab-mark: relabel begin", t0 + Duration::from_millis(5));
+        m.see("lab-mark: policy-load end", t0 + Duration::from_millis(7));
+        m.see("lab-mark: unknown end", t0 + Duration::from_millis(8));
+        m.see("lab-mark: relabel end", t0 + Duration::from_millis(9));
+        let got: Vec<(&str, f64)> = m
+            .stages
+            .iter()
+            .map(|s| (s.name.as_str(), s.guest_ms.round()))
+            .collect();
+        assert_eq!(got, vec![("policy-load", 7.0), ("relabel", 4.0)]);
+    }
 }

@@ -236,7 +236,7 @@ pub fn timed(r: &HookResult, floor_ns: f64) -> Option<f64> {
 
 /// `hook`'s cost in run `c`: its modules' own functions, or (no module of
 /// its own) the security_* hook itself.
-fn hook_cost(c: &Run, hook: &str) -> Option<Cell> {
+pub fn hook_cost(c: &Run, hook: &str) -> Option<Cell> {
     if let Some(m) = missing(c) {
         return Some(m);
     }

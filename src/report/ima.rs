@@ -383,6 +383,7 @@ mod tests {
             trace: None,
             traced_bench: None,
             footprint: None,
+            policy_load_ms: None,
             bytes_added: None,
             origin,
         }

@@ -43,6 +43,8 @@ pub struct Run {
     /// A lab cell's benchmark under trace (the observer effect's numerator).
     pub traced_bench: Option<BenchResult>,
     pub footprint: Option<Footprint>,
+    /// Guest ms of the span a setup script marked `policy-load`.
+    pub policy_load_ms: Option<f64>,
     pub bytes_added: Option<u64>,
     pub origin: Origin,
 }
@@ -304,6 +306,11 @@ fn from_cell(p: &Path, c: &CellResult) -> Run {
         bench: guest.bench,
         trace: guest.trace,
         traced_bench: guest.traced_bench,
+        policy_load_ms: guest
+            .stages
+            .iter()
+            .find(|s| s.name == "policy-load")
+            .map(|s| s.guest_ms),
         footprint: guest.footprint,
         bytes_added: Some(c.bytes_added),
     }
@@ -348,6 +355,7 @@ fn standalone(
         trace,
         traced_bench: None,
         footprint: None,
+        policy_load_ms: None,
         bytes_added: None,
     }
 }

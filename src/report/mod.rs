@@ -9,6 +9,7 @@ mod ima;
 pub mod input;
 mod kernels;
 mod observer;
+mod selinux;
 mod studies;
 mod syscalls;
 
@@ -109,6 +110,7 @@ pub fn tables(runs: &[Run], order: &[String], syscalls: &[String]) -> Vec<Table>
     out.extend(observer::table(runs));
     let refs: Vec<&Run> = runs.iter().collect();
     out.extend(syscalls::tables(&refs, syscalls));
+    out.extend(selinux::tables(runs, order));
     out.extend(studies::yield_table(&refs));
     out.extend(ima::tables(runs, order));
     out.extend(webstone::tables(&refs, order));
