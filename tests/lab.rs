@@ -341,6 +341,62 @@ fn smack_proves_its_denial_on_its_own_kernel() {
     assert!(stdout.contains("kernel 6.1-smack"), "{stdout}");
 }
 
+/// The avtab figures lsmpmon computes from the loaded policy equal the
+/// kernel's own evaluation (`avtab_hash_eval`), which only lsmpmon's
+/// 7.3-selinux kernel (CONFIG_SECURITY_SELINUX_DEBUG, built on first use)
+/// prints; both policies, so a small and a large table are compared.
+#[test]
+fn avtab_figures_equal_the_kernels_own_on_its_debug_build() {
+    let res = tmpdir("avtab");
+    let out = run_logged(&lab_run(
+        &res,
+        "7.3-selinux",
+        "selinux-mini,selinux-refpolicy",
+        "null",
+        &["--samples", "3"],
+    ));
+    succeeded(&out);
+    let all = cells(&res);
+    let mut entries = Vec::new();
+    for name in ["selinux-mini", "selinux-refpolicy"] {
+        let c = cell(&all, name);
+        assert_eq!(c["status"], "passed", "{name}: {}", c["reason"]);
+        assert_eq!(c["kernel"]["series"], "7.3-selinux");
+        let avtab = &c["guest"]["footprint"]["avtab"];
+        assert_eq!(avtab["source"], "computed", "{name}: {avtab}");
+        assert_eq!(avtab["policy_version"], 33);
+        let rules = &avtab["rules"];
+        assert!(rules["entries"].as_u64().unwrap() > 0, "{name}: {rules}");
+        // The kernel's own line was read, and says what lsmpmon computed.
+        assert_eq!(&avtab["kernel_rules"], rules, "{name}");
+        // Its slot rule: the largest power of two ≤ entries / 2, at most 2^16.
+        let (n, slots) = (
+            rules["entries"].as_u64().unwrap(),
+            rules["slots"].as_u64().unwrap(),
+        );
+        assert!(slots.is_power_of_two() && slots <= (n / 2).max(2));
+        assert!(
+            slots == 1 << 16 || 2 * slots > n / 2,
+            "{n} entries, {slots} slots"
+        );
+        // The policy load is timed on its own.
+        let stages = c["guest"]["stages"].as_array().unwrap();
+        let load = stages.iter().find(|s| s["name"] == "policy-load").unwrap();
+        assert!(load["guest_ms"].as_f64().unwrap() > 0.0);
+        entries.push(n);
+    }
+    // The reference policy's table is far larger than the small one's.
+    assert!(entries[1] > 10 * entries[0], "{entries:?}");
+    // Debian's refpolicy has rules under booleans; the small policy none.
+    let cond = |name: &str| {
+        cell(&all, name)["guest"]["footprint"]["avtab"]["conditional_rules"]["entries"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(cond("selinux-mini"), 0);
+    assert!(cond("selinux-refpolicy") > 0);
+}
+
 /// A hung guest is killed at the timeout; the cell that finished is kept.
 #[test]
 fn hung_guest_keeps_the_rest() {
