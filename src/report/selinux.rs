@@ -38,6 +38,12 @@ fn table(kernel: &str, cols: &[&Run]) -> Table {
     rows.extend(footprint_rows(cols));
     rows.extend(avtab_rows(cols));
     rows.extend(avc_rows(cols));
+    // Figures no cell has (cells from before lsmpmon recorded them) are left out.
+    rows.retain(|r| {
+        r.cells[..cols.len()]
+            .iter()
+            .any(|c| !matches!(c, Cell::Missing { .. }))
+    });
     let mut header = vec!["figure".to_string()];
     header.extend(cols.iter().map(|c| c.config.clone()));
     header.push("standard ÷ embedded".into());
