@@ -4,6 +4,8 @@ use std::{fs, io::Write, path::Path};
 
 use anyhow::{Context, Result};
 
+use crate::model::bench::FORK_HELPER_INSTALLED;
+
 /// What every guest has before COMMAND runs (also documented in the README).
 pub const INIT_SCRIPT: &str = r#"#!/bin/busybox sh
 /bin/busybox --install -s
@@ -29,6 +31,10 @@ exec /bin/lsmpmon vm guest-exec /lsmpmon/run.json
 
 /// Path in the guest of the run description written by `vm run`.
 pub const RUN_FILE: &str = crate::model::provenance::GUEST_RUN_FILE;
+
+/// The fork ops' helper (src/bench/forker.c, built by build.rs) that this
+/// lsmpmon carries into its guests, at `FORK_HELPER_INSTALLED`.
+const FORK_HELPER: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/lsmpmon-fork"));
 
 pub struct Cpio {
     buf: Vec<u8>,
@@ -136,8 +142,9 @@ impl Entry {
     }
 }
 
-/// Writes the guest's initramfs: busybox, `lsmpmon_bin` as /bin/lsmpmon, /init,
-/// the run description and the `extra` files (parent directories made as needed).
+/// Writes the guest's initramfs: busybox, `lsmpmon_bin` as /bin/lsmpmon, the
+/// fork ops' helper, /init, the run description and the `extra` files (parent
+/// directories made as needed).
 pub fn build(
     out: &mut dyn Write,
     busybox: &Path,
@@ -148,8 +155,8 @@ pub fn build(
     let mut cpio = Cpio::new();
     let mut made: Vec<String> = Vec::new();
     for d in [
-        "bin", "sbin", "usr", "usr/bin", "usr/sbin", "dev", "proc", "sys", "tmp", "run", "etc",
-        "root", "lsmpmon", "mnt",
+        "bin", "sbin", "usr", "usr/bin", "usr/sbin", "usr/libexec", "dev", "proc", "sys", "tmp",
+        "run", "etc", "root", "lsmpmon", "mnt",
     ] {
         cpio.dir(d);
         made.push(d.to_string());
@@ -163,6 +170,8 @@ pub fn build(
     let lsmpmon_bytes =
         fs::read(lsmpmon_bin).with_context(|| format!("reading {}", lsmpmon_bin.display()))?;
     cpio.file("bin/lsmpmon", 0o755, &lsmpmon_bytes);
+    let helper = FORK_HELPER_INSTALLED.trim_start_matches('/');
+    cpio.file(helper, 0o755, FORK_HELPER);
     cpio.file("init", 0o755, INIT_SCRIPT.as_bytes());
     cpio.file("etc/passwd", 0o644, b"root:x:0:0:root:/root:/bin/sh\n");
     cpio.file("etc/group", 0o644, b"root:x:0:\n");
