@@ -51,7 +51,9 @@ fn fork_helper(out: &Path) {
     let exe = out.join("lsmpmon-fork");
     let cc = env::var("CC").unwrap_or_else(|_| "cc".into());
     let status = Command::new(&cc)
-        .args(["-O2", "-static", "-no-pie", "-s", "-Wall", "-Wextra", "-Werror"])
+        .args([
+            "-O2", "-static", "-no-pie", "-s", "-Wall", "-Wextra", "-Werror",
+        ])
         .arg("-o")
         .arg(&exe)
         .arg(SOURCE)
@@ -59,7 +61,10 @@ fn fork_helper(out: &Path) {
         .unwrap_or_else(|e| panic!("running {cc} for {SOURCE} (needs a C compiler): {e}"));
     assert!(status.success(), "compiling {SOURCE} with {cc} failed");
     // OUT_DIR is <target dir>/<profile>/build/lsmpmon-<hash>/out.
-    let profile_dir = out.ancestors().nth(3).expect("OUT_DIR is 3 levels below the profile");
+    let profile_dir = out
+        .ancestors()
+        .nth(3)
+        .expect("OUT_DIR is 3 levels below the profile");
     std::fs::copy(&exe, profile_dir.join("lsmpmon-fork"))
         .unwrap_or_else(|e| panic!("copying lsmpmon-fork to {}: {e}", profile_dir.display()));
     println!("cargo:rerun-if-changed={SOURCE}");

@@ -239,7 +239,7 @@ fn landlock_run_is_enforced_and_recorded() {
     let dir = tmpdir("ll");
     let out = bench(&[
         "--ops",
-        // fork_exit: its helper is lsmpmon re-executed, wherever it lies.
+        // fork_exit: its helper, lsmpmon-fork, lies beside lsmpmon.
         "stat,open_close,create_0k,fork_exit",
         "--samples",
         "2",
@@ -258,6 +258,53 @@ fn landlock_run_is_enforced_and_recorded() {
         .as_str()
         .unwrap()
         .contains("denied (EACCES)"));
+}
+
+/// The fork ops' processes come from lsmpmon-fork, the small C helper beside
+/// the binary (lmbench's lat_proc forks from its own small program), not from
+/// lsmpmon re-executed (a static PIE several MiB resident).
+#[test]
+fn fork_ops_fork_from_the_small_helper_beside_lsmpmon() {
+    let out = quick("fork_exit,fork_exec", &["--json"]);
+    let r = json(&succeeded(&out));
+    let beside = std::path::Path::new(LSMPMON).with_file_name("lsmpmon-fork");
+    for op in ["fork_exit", "fork_exec"] {
+        let helper = result(&r, op)["helper"].as_str().expect("the helper named");
+        assert_eq!(std::path::Path::new(helper), beside, "{op}");
+        let rss_kb = result(&r, op)["helper_rss_kb"].as_u64().unwrap();
+        assert!(rss_kb > 0 && rss_kb < 1024, "{op}: helper of {rss_kb} KiB");
+    }
+}
+
+/// Without its helper, a fork op refuses in one line saying where to put it;
+/// the other ops still run.
+#[test]
+fn a_missing_fork_helper_is_one_line() {
+    if std::path::Path::new("/usr/libexec/lsmpmon-fork").exists() {
+        eprintln!("skipped: the Debian package's helper is installed here");
+        return;
+    }
+    let dir = fresh("nohelper");
+    let alone = dir.join("lsmpmon");
+    std::fs::copy(LSMPMON, &alone).unwrap();
+    let out = Command::new(&alone)
+        .args(["bench", "--ops", "null,fork_exit", "--samples", "2"])
+        .args(["--sample-ms", "1", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let failed: Vec<&str> = err.lines().filter(|l| l.contains("FAILED")).collect();
+    assert_eq!(failed.len(), 1, "{err}");
+    assert!(
+        failed[0]
+            .contains("lsmpmon-fork is neither beside lsmpmon nor at /usr/libexec/lsmpmon-fork"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    let r = json(&String::from_utf8_lossy(&out.stdout));
+    assert!(median(&r, "null") > 0.0);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -10,6 +10,7 @@
 use std::{
     ffi::OsString,
     io::{Read, Write},
+    os::unix::ffi::OsStringExt,
     os::unix::process::CommandExt,
     path::{Path, PathBuf},
     process::{Child, ChildStdin, ChildStdout, Command, Stdio},
@@ -39,7 +40,7 @@ fn own_comm() -> OsString {
     std::fs::read("/proc/self/comm")
         .map(|mut b| {
             b.retain(|c| *c != b'\n');
-            std::os::unix::ffi::OsStringExt::from_vec(b)
+            OsString::from_vec(b)
         })
         .unwrap_or_else(|_| "lsmpmon".into())
 }
@@ -66,6 +67,10 @@ impl Forker {
                  the binary, the Debian package installs it there)"
             ))
         })?;
+        Self::start(program, exec)
+    }
+
+    fn start(program: PathBuf, exec: Option<&[&str]>) -> Result<Self> {
         // SAFETY: getpid cannot fail.
         let parent = unsafe { libc::getpid() };
         let mut command = Command::new(&program);
@@ -133,5 +138,39 @@ impl Drop for Forker {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The helper build.rs made (unit tests run from deps/, where nothing
+    /// lies beside them).
+    fn built() -> PathBuf {
+        PathBuf::from(concat!(env!("OUT_DIR"), "/lsmpmon-fork"))
+    }
+
+    #[test]
+    fn the_helper_forks_under_this_process_name_and_counts_failures() {
+        let mut exits = Forker::start(built(), None).unwrap();
+        exits.run(20).unwrap();
+        let comm = std::fs::read(format!("/proc/{}/comm", exits.child.id())).unwrap();
+        assert_eq!(
+            OsString::from_vec(comm.trim_ascii_end().to_vec()),
+            own_comm()
+        );
+        // A small process: lsmpmon re-executed was several MiB resident.
+        assert!(exits.rss_kb().unwrap() < 1024, "{:?} KiB", exits.rss_kb());
+        Forker::start(built(), Some(&["/bin/true"]))
+            .unwrap()
+            .run(3)
+            .unwrap();
+        let err = Forker::start(built(), Some(&["/bin/false"]))
+            .unwrap()
+            .run(3)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("0 of 3 exited with status 0"), "{err}");
     }
 }

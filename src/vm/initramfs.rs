@@ -155,8 +155,21 @@ pub fn build(
     let mut cpio = Cpio::new();
     let mut made: Vec<String> = Vec::new();
     for d in [
-        "bin", "sbin", "usr", "usr/bin", "usr/sbin", "usr/libexec", "dev", "proc", "sys", "tmp",
-        "run", "etc", "root", "lsmpmon", "mnt",
+        "bin",
+        "sbin",
+        "usr",
+        "usr/bin",
+        "usr/sbin",
+        "usr/libexec",
+        "dev",
+        "proc",
+        "sys",
+        "tmp",
+        "run",
+        "etc",
+        "root",
+        "lsmpmon",
+        "mnt",
     ] {
         cpio.dir(d);
         made.push(d.to_string());
