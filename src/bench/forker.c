@@ -47,7 +47,7 @@ static int transfer(int fd, void *buf, size_t len, int writing)
  * The child of fork_exit does what lat_proc's does: lmbench's
  * handle_scheduler() reads LMBENCH_SCHED (unset: nothing more), then the C
  * library's exit(), whose clean-up writes take copy-on-write faults. Both
- * are part of lat_proc's figure (the getenv() ≈ 12 µs of page faults in a
+ * are part of lat_proc's figure (the getenv() ≈ 13 µs of page faults in a
  * 6.1 guest: BENCHMARKS.md §6).
  */
 static void exit_as_lat_proc(void)

@@ -4,7 +4,7 @@
 //! times lmbench's lat_proc, and forking from lsmpmon re-executed (a 5 MB
 //! static PIE: 41 anonymous pages, its layout randomized) still 3.5-8.8 %
 //! more, moving from run to run. As lat_proc forks from its own small C
-//! program, lsmpmon asks `lsmpmon-fork` (forker.c: static, non-PIE, 13
+//! program, lsmpmon asks `lsmpmon-fork` (forker.c: static, non-PIE, 12
 //! anonymous pages to lat_proc's 14, arranged as lat_proc under benchmp) for
 //! N processes per sample over a pipe (two small messages a sample: ≈ 0.1 %
 //! of a 10 ms sample).
