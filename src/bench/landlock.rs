@@ -47,8 +47,8 @@ pub fn enter_with(work_dir: &Path, made_by_bench: bool) -> Result<LandlockInfo> 
 }
 
 /// The ruleset: all of `work_dir`, the system to read and execute,
-/// lsmpmon itself and the fork ops' helper beside it (wherever they lie) and
-/// the devices the ops use.
+/// lsmpmon itself and the fork ops' helper (wherever they lie) and the
+/// devices the ops use.
 fn ruleset(work_dir: &Path, made_by_bench: bool) -> Result<RulesetCreated> {
     let all = AccessFs::from_all(HANDLED_UP_TO);
     let mut ruleset = Ruleset::default()

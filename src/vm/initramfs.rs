@@ -228,4 +228,31 @@ mod tests {
         // name "a\0" after a 110-byte header, padded to 4, then the data.
         assert_eq!(&bytes[112..117], b"hello");
     }
+
+    /// Every guest gets the fork ops' helper where bench looks for it: the
+    /// static, non-PIE program build.rs made (ELF type EXEC, not DYN).
+    #[test]
+    fn the_guest_has_the_fork_helper_in_usr_libexec() {
+        let dir = std::env::temp_dir().join(format!("initramfs-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let (busybox, lsmpmon) = (dir.join("busybox"), dir.join("lsmpmon"));
+        fs::write(&busybox, b"bb").unwrap();
+        fs::write(&lsmpmon, b"lm").unwrap();
+        let mut out = Vec::new();
+        build(&mut out, &busybox, &lsmpmon, &[], b"{}").unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+        let name = b"usr/libexec/lsmpmon-fork\0";
+        let at = out
+            .windows(name.len())
+            .position(|w| w == name)
+            .expect("helper entry");
+        let data = &out[(at + name.len()).next_multiple_of(4)..];
+        assert_eq!(&data[..FORK_HELPER.len()], FORK_HELPER);
+        assert_eq!(&FORK_HELPER[..4], b"\x7fELF");
+        assert_eq!(
+            u16::from_le_bytes([FORK_HELPER[16], FORK_HELPER[17]]),
+            2,
+            "ET_EXEC"
+        );
+    }
 }
