@@ -1,7 +1,8 @@
 //! Compiles the BPF sides (CO-RE, clang), generates their libbpf skeletons
 //! and the Rust view of each side's header, the one file its C and Rust
-//! share: the tracer's `intf.h` and the reference MACs' `mac_intf.h`; and
-//! the git commit a build from a checkout is made from.
+//! share: the tracer's `intf.h` and the reference MACs' `mac_intf.h`; the
+//! fork ops' small C helper; and the git commit a build from a checkout is
+//! made from.
 use std::{env, path::Path, path::PathBuf, process::Command};
 
 use libbpf_cargo::SkeletonBuilder;
@@ -37,7 +38,37 @@ fn main() {
         bpf(&out, side);
     }
     syscall_names(&out);
+    fork_helper(&out);
     git_commit();
+}
+
+/// `lsmpmon-fork` (src/bench/forker.c), the program the fork ops create
+/// processes from: static and not position-independent, as lmbench's
+/// lat_proc, compiled by the C compiler Rust links with. Into OUT_DIR (lsmpmon
+/// carries it into its guests) and beside the binary, where bench finds it.
+fn fork_helper(out: &Path) {
+    const SOURCE: &str = "src/bench/forker.c";
+    let exe = out.join("lsmpmon-fork");
+    let cc = env::var("CC").unwrap_or_else(|_| "cc".into());
+    let status = Command::new(&cc)
+        .args([
+            "-O2", "-static", "-no-pie", "-s", "-Wall", "-Wextra", "-Werror",
+        ])
+        .arg("-o")
+        .arg(&exe)
+        .arg(SOURCE)
+        .status()
+        .unwrap_or_else(|e| panic!("running {cc} for {SOURCE} (needs a C compiler): {e}"));
+    assert!(status.success(), "compiling {SOURCE} with {cc} failed");
+    // OUT_DIR is <target dir>/<profile>/build/lsmpmon-<hash>/out.
+    let profile_dir = out
+        .ancestors()
+        .nth(3)
+        .expect("OUT_DIR is 3 levels below the profile");
+    std::fs::copy(&exe, profile_dir.join("lsmpmon-fork"))
+        .unwrap_or_else(|e| panic!("copying lsmpmon-fork to {}: {e}", profile_dir.display()));
+    println!("cargo:rerun-if-changed={SOURCE}");
+    println!("cargo:rerun-if-env-changed=CC");
 }
 
 /// `LSMPMON_GIT_COMMIT`: the commit checked out when lsmpmon is built from a

@@ -38,6 +38,7 @@ fn the_package_installs_into_a_fresh_root_works_there_and_leaves_nothing_behind(
     man_pages(&root);
     bash_completion(&root);
     packaged_configurations(&root);
+    packaged_fork_helper(&root);
 
     run_in(&root, "apt-get remove -y -q lsmpmon");
     let status = run_in(
@@ -264,6 +265,20 @@ fn packaged_configurations(root: &Path) {
     assert!(root
         .join("usr/share/lsmpmon/configs/access-matrix.toml")
         .is_file());
+}
+
+/// The fork ops find their helper where the package put it
+/// (/usr/libexec/lsmpmon-fork: nothing lies beside /usr/bin/lsmpmon).
+fn packaged_fork_helper(root: &Path) {
+    let out = run_in(
+        root,
+        "lsmpmon bench --ops fork_exit --samples 2 --sample-ms 1 --json --dir /tmp/fork 2>/dev/null",
+    );
+    let result: serde_json::Value = serde_json::from_str(&out).expect("bench's JSON");
+    assert_eq!(
+        result["results"][0]["helper"], "/usr/libexec/lsmpmon-fork",
+        "{out}"
+    );
 }
 
 /// `script` run by sh as root inside the root, with its own /proc (a pid and

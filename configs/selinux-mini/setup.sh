@@ -21,8 +21,9 @@ echo 'lab-mark: policy-load end'
 
 # Files made before the policy existed carry their file system's label
 # (lab_system_t on the root file system, lab_device_t in /dev); relabel the
-# workload's program (its entrypoint), the secret and the two data devices.
-chcon -v system_u:object_r:lab_workload_exec_t "$LAB_WORKLOAD"
+# workload's program (its entrypoint) and the fork ops' helper it executes,
+# the secret and the two data devices.
+chcon -v system_u:object_r:lab_workload_exec_t "$LAB_WORKLOAD" /usr/libexec/lsmpmon-fork
 chcon -v system_u:object_r:lab_secret_t "$LAB_SECRET"
 chcon -v system_u:object_r:lab_null_device_t /dev/null /dev/zero
 

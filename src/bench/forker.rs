@@ -1,84 +1,53 @@
 //! A small, clean process to create processes from. fork() copies the
-//! parent's page tables, so forking from the measuring process (several ops'
-//! buffers alive during round-robin sampling) cost 5.4 times lmbench's
-//! lat_proc. As lmbench forks from its own small program, lsmpmon re-executes
-//! itself as this helper before any op's state exists in it, and asks it for
-//! N forks per sample over a pipe (two small messages a sample: ≈ 0.1 % of
-//! a 10 ms sample).
+//! parent's page tables and anonymous pages, so forking from the measuring
+//! process (several ops' buffers alive during round-robin sampling) cost 5.4
+//! times lmbench's lat_proc, and forking from lsmpmon re-executed (a 5 MB
+//! static PIE: 41 anonymous pages, its layout randomized) still 3.5-8.8 %
+//! more, moving from run to run. As lat_proc forks from its own small C
+//! program, lsmpmon asks `lsmpmon-fork` (forker.c: static, non-PIE, 12
+//! anonymous pages to lat_proc's 14, arranged as lat_proc under benchmp) for
+//! N processes per sample over a pipe (two small messages a sample: ≈ 0.1 %
+//! of a 10 ms sample).
 use std::{
-    ffi::CString,
+    ffi::OsString,
     io::{Read, Write},
-    os::unix::ffi::OsStrExt,
+    os::unix::ffi::OsStringExt,
     os::unix::process::CommandExt,
+    path::{Path, PathBuf},
     process::{Child, ChildStdin, ChildStdout, Command, Stdio},
 };
 
 use anyhow::{bail, Context, Result};
 
 use super::sys::child::tie_to;
+use crate::base::error::usage;
+use crate::model::bench::{FORK_HELPER_INSTALLED, FORK_HELPER_NAME};
 
-/// argv[1] of the helper; checked before any argument parsing.
-pub const HELPER_ARG: &str = "__lsmpmon-fork-helper";
-
-/// In main(), first: if this process is the helper, serve and exit.
-pub fn serve_if_helper() {
-    let mut args = std::env::args_os().skip(1);
-    if args.next().is_none_or(|a| a != HELPER_ARG) {
-        return;
-    }
-    let argv: Vec<CString> = args
-        .filter_map(|a| CString::new(a.as_bytes()).ok())
-        .collect();
-    serve(&argv);
-    std::process::exit(0);
+/// Where the helper is: beside lsmpmon's own binary (a build's target
+/// directory, a guest's /usr/libexec/lsmpmon-workload), else where the Debian
+/// package and the guests install it. None: in neither place.
+pub fn helper_path() -> Option<PathBuf> {
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.join(FORK_HELPER_NAME)));
+    beside
+        .into_iter()
+        .chain(std::iter::once(PathBuf::from(FORK_HELPER_INSTALLED)))
+        .find(|p| p.is_file())
 }
 
-/// Reads a count, forks that many children (each exits, or execs `argv`),
-/// waits for each, and answers with the count done well.
-fn serve(argv: &[CString]) {
-    let ptrs: Vec<*const libc::c_char> = argv
-        .iter()
-        .map(|s| s.as_ptr())
-        .chain(std::iter::once(std::ptr::null()))
-        .collect();
-    let env: [*const libc::c_char; 1] = [std::ptr::null()];
-    let mut req = [0u8; 8];
-    let (mut input, mut output) = (std::io::stdin().lock(), std::io::stdout().lock());
-    while input.read_exact(&mut req).is_ok() {
-        let n = u64::from_ne_bytes(req);
-        let mut ok = 0u64;
-        for _ in 0..n {
-            // SAFETY: the child only execs or exits.
-            let pid = unsafe { libc::fork() };
-            if pid == 0 {
-                if !argv.is_empty() {
-                    // SAFETY: NULL-terminated argv and envp.
-                    unsafe { libc::execve(ptrs[0], ptrs.as_ptr(), env.as_ptr()) };
-                    // SAFETY: exec failed.
-                    unsafe { libc::_exit(127) };
-                }
-                // As lat_proc's child: the C library's exit(), whose
-                // clean-up writes (copy-on-write faults) are part of the cost.
-                // SAFETY: this helper registers no Rust destructors to run.
-                unsafe { libc::exit(0) };
-            }
-            let mut status = 0;
-            // SAFETY: our own child.
-            if pid > 0 && unsafe { libc::waitpid(pid, &mut status, 0) } == pid && status == 0 {
-                ok += 1;
-            }
-        }
-        if output
-            .write_all(&ok.to_ne_bytes())
-            .and_then(|_| output.flush())
-            .is_err()
-        {
-            return;
-        }
-    }
+/// This process's command name (what comm-based policies know it by).
+fn own_comm() -> OsString {
+    std::fs::read("/proc/self/comm")
+        .map(|mut b| {
+            b.retain(|c| *c != b'\n');
+            OsString::from_vec(b)
+        })
+        .unwrap_or_else(|_| "lsmpmon".into())
 }
 
 pub struct Forker {
+    program: PathBuf,
     child: Child,
     to: ChildStdin,
     from: ChildStdout,
@@ -86,17 +55,28 @@ pub struct Forker {
 
 impl Forker {
     /// Starts the helper; `exec` is what each child runs (None: it exits).
-    /// As every helper bench starts, it dies with bench (PR_SET_PDEATHSIG);
-    /// in a process group of its own, a terminal's Ctrl-C reaches bench
-    /// alone, which then stops it.
+    /// It takes this process's command name, so that a policy recognising
+    /// lsmpmon by name confines it and its children alike. As every helper
+    /// bench starts, it dies with bench (PR_SET_PDEATHSIG); in a process
+    /// group of its own, a terminal's Ctrl-C reaches bench alone, which then
+    /// stops it.
     pub fn spawn(exec: Option<&[&str]>) -> Result<Self> {
-        // By its own path (as policies name it), not /proc/self/exe.
-        let exe = std::env::current_exe().context("finding lsmpmon's own path")?;
+        let program = helper_path().ok_or_else(|| {
+            usage(format!(
+                "the fork ops' helper {FORK_HELPER_NAME} is neither beside lsmpmon nor at \
+                 {FORK_HELPER_INSTALLED}: put it in one of them (a cargo build makes it beside \
+                 the binary, the Debian package installs it there)"
+            ))
+        })?;
+        Self::start(program, exec)
+    }
+
+    fn start(program: PathBuf, exec: Option<&[&str]>) -> Result<Self> {
         // SAFETY: getpid cannot fail.
         let parent = unsafe { libc::getpid() };
-        let mut command = Command::new(exe);
+        let mut command = Command::new(&program);
         command
-            .arg(HELPER_ARG)
+            .arg(own_comm())
             .args(exec.unwrap_or_default())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -111,10 +91,15 @@ impl Forker {
         }
         let mut child = command
             .spawn()
-            .context("starting the fork helper (lsmpmon itself)")?;
+            .with_context(|| format!("starting the fork helper {}", program.display()))?;
         let to = child.stdin.take().context("fork helper stdin")?;
         let from = child.stdout.take().context("fork helper stdout")?;
-        Ok(Self { child, to, from })
+        Ok(Self {
+            program,
+            child,
+            to,
+            from,
+        })
     }
 
     /// `iters` processes created (and exited) by the helper.
@@ -129,6 +114,11 @@ impl Forker {
             bail!("the fork helper's children failed: {done} of {iters} exited with status 0");
         }
         Ok(())
+    }
+
+    /// The helper's program, by the path it was started from.
+    pub fn program(&self) -> &Path {
+        &self.program
     }
 
     /// The helper's resident size, for the result (lmbench forks from a
@@ -149,5 +139,39 @@ impl Drop for Forker {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The helper build.rs made (unit tests run from deps/, where nothing
+    /// lies beside them).
+    fn built() -> PathBuf {
+        PathBuf::from(concat!(env!("OUT_DIR"), "/lsmpmon-fork"))
+    }
+
+    #[test]
+    fn the_helper_forks_under_this_process_name_and_counts_failures() {
+        let mut exits = Forker::start(built(), None).unwrap();
+        exits.run(20).unwrap();
+        let comm = std::fs::read(format!("/proc/{}/comm", exits.child.id())).unwrap();
+        assert_eq!(
+            OsString::from_vec(comm.trim_ascii_end().to_vec()),
+            own_comm()
+        );
+        // A small process: lsmpmon re-executed was several MiB resident.
+        assert!(exits.rss_kb().unwrap() < 1024, "{:?} KiB", exits.rss_kb());
+        Forker::start(built(), Some(&["/bin/true"]))
+            .unwrap()
+            .run(3)
+            .unwrap();
+        let err = Forker::start(built(), Some(&["/bin/false"]))
+            .unwrap()
+            .run(3)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("0 of 3 exited with status 0"), "{err}");
     }
 }

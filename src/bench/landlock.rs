@@ -47,8 +47,8 @@ pub fn enter_with(work_dir: &Path, made_by_bench: bool) -> Result<LandlockInfo> 
 }
 
 /// The ruleset: all of `work_dir`, the system to read and execute,
-/// lsmpmon itself (the fork ops' helper is lsmpmon re-executed, wherever it
-/// lies) and the devices the ops use.
+/// lsmpmon itself and the fork ops' helper (wherever they lie) and the
+/// devices the ops use.
 fn ruleset(work_dir: &Path, made_by_bench: bool) -> Result<RulesetCreated> {
     let all = AccessFs::from_all(HANDLED_UP_TO);
     let mut ruleset = Ruleset::default()
@@ -66,8 +66,9 @@ fn ruleset(work_dir: &Path, made_by_bench: bool) -> Result<RulesetCreated> {
     for dir in SYSTEM_DIRS {
         ruleset = allow(ruleset, Path::new(dir), READ_EXEC)?;
     }
-    if let Ok(exe) = std::env::current_exe() {
-        ruleset = allow(ruleset, &exe, AccessFs::Execute | AccessFs::ReadFile)?;
+    let programs = std::env::current_exe().ok().into_iter();
+    for program in programs.chain(super::forker::helper_path()) {
+        ruleset = allow(ruleset, &program, AccessFs::Execute | AccessFs::ReadFile)?;
     }
     let devices = make_bitflags!(AccessFs::{ReadFile | WriteFile | ReadDir | IoctlDev});
     allow(ruleset, Path::new("/dev"), devices)

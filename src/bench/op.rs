@@ -42,6 +42,10 @@ pub trait Bench {
     fn helper_rss_kb(&self) -> Option<u64> {
         None
     }
+    /// The program of that helper process, by the path it ran from.
+    fn helper(&self) -> Option<String> {
+        None
+    }
     /// How long the last `run` took by the op's own timing process's clock
     /// (ns, one clock pair included, as the runner's own), when the work is
     /// done and timed in a child as lmbench's benchmp does; None: the runner

@@ -156,6 +156,7 @@ impl Prepared<'_> {
             proof_ops: self.ops,
             proof_bytes: self.bytes,
             helper_rss_kb: self.bench.helper_rss_kb(),
+            helper: self.bench.helper(),
             overhead_ns: self.overhead_ns,
             latency: Latency::of(&self.latencies_ns),
         })

@@ -44,7 +44,6 @@ pub fn command() -> clap::Command {
 }
 
 pub fn main() -> ! {
-    bench::forker::serve_if_helper();
     let cli = parse().unwrap_or_else(|e| usage_error(e));
     // libbpf's own chatter would bury lsmpmon's one-line errors.
     if std::env::var_os("LSMPMON_LIBBPF_LOG").is_none() {

@@ -7,6 +7,12 @@ use super::provenance::Provenance;
 
 pub const BENCH_SCHEMA: &str = "lsmpmon.bench/1";
 
+/// The fork ops' helper (src/bench/forker.c): its file name, looked for
+/// beside lsmpmon's own binary first ...
+pub const FORK_HELPER_NAME: &str = "lsmpmon-fork";
+/// ... then here, where the Debian package and every guest install it.
+pub const FORK_HELPER_INSTALLED: &str = "/usr/libexec/lsmpmon-fork";
+
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct BenchResult {
     pub schema: String,
@@ -163,6 +169,10 @@ pub struct OpResult {
     /// (lmbench's lat_proc forks from its own small program).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub helper_rss_kb: Option<u64>,
+    /// Process-creation ops: the program that created the processes
+    /// (lsmpmon's C helper, `lsmpmon-fork`, by the path it ran from).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helper: Option<String>,
     /// Ops serving concurrent clients (web): each sampled request's latency.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<Latency>,

@@ -4,6 +4,8 @@ use std::{fs, io::Write, path::Path};
 
 use anyhow::{Context, Result};
 
+use crate::model::bench::FORK_HELPER_INSTALLED;
+
 /// What every guest has before COMMAND runs (also documented in the README).
 pub const INIT_SCRIPT: &str = r#"#!/bin/busybox sh
 /bin/busybox --install -s
@@ -29,6 +31,10 @@ exec /bin/lsmpmon vm guest-exec /lsmpmon/run.json
 
 /// Path in the guest of the run description written by `vm run`.
 pub const RUN_FILE: &str = crate::model::provenance::GUEST_RUN_FILE;
+
+/// The fork ops' helper (src/bench/forker.c, built by build.rs) that this
+/// lsmpmon carries into its guests, at `FORK_HELPER_INSTALLED`.
+const FORK_HELPER: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/lsmpmon-fork"));
 
 pub struct Cpio {
     buf: Vec<u8>,
@@ -136,8 +142,9 @@ impl Entry {
     }
 }
 
-/// Writes the guest's initramfs: busybox, `lsmpmon_bin` as /bin/lsmpmon, /init,
-/// the run description and the `extra` files (parent directories made as needed).
+/// Writes the guest's initramfs: busybox, `lsmpmon_bin` as /bin/lsmpmon, the
+/// fork ops' helper, /init, the run description and the `extra` files (parent
+/// directories made as needed).
 pub fn build(
     out: &mut dyn Write,
     busybox: &Path,
@@ -148,8 +155,21 @@ pub fn build(
     let mut cpio = Cpio::new();
     let mut made: Vec<String> = Vec::new();
     for d in [
-        "bin", "sbin", "usr", "usr/bin", "usr/sbin", "dev", "proc", "sys", "tmp", "run", "etc",
-        "root", "lsmpmon", "mnt",
+        "bin",
+        "sbin",
+        "usr",
+        "usr/bin",
+        "usr/sbin",
+        "usr/libexec",
+        "dev",
+        "proc",
+        "sys",
+        "tmp",
+        "run",
+        "etc",
+        "root",
+        "lsmpmon",
+        "mnt",
     ] {
         cpio.dir(d);
         made.push(d.to_string());
@@ -163,6 +183,8 @@ pub fn build(
     let lsmpmon_bytes =
         fs::read(lsmpmon_bin).with_context(|| format!("reading {}", lsmpmon_bin.display()))?;
     cpio.file("bin/lsmpmon", 0o755, &lsmpmon_bytes);
+    let helper = FORK_HELPER_INSTALLED.trim_start_matches('/');
+    cpio.file(helper, 0o755, FORK_HELPER);
     cpio.file("init", 0o755, INIT_SCRIPT.as_bytes());
     cpio.file("etc/passwd", 0o644, b"root:x:0:0:root:/root:/bin/sh\n");
     cpio.file("etc/group", 0o644, b"root:x:0:\n");
@@ -205,5 +227,32 @@ mod tests {
         assert!(text.contains("TRAILER!!!"));
         // name "a\0" after a 110-byte header, padded to 4, then the data.
         assert_eq!(&bytes[112..117], b"hello");
+    }
+
+    /// Every guest gets the fork ops' helper where bench looks for it: the
+    /// static, non-PIE program build.rs made (ELF type EXEC, not DYN).
+    #[test]
+    fn the_guest_has_the_fork_helper_in_usr_libexec() {
+        let dir = std::env::temp_dir().join(format!("initramfs-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let (busybox, lsmpmon) = (dir.join("busybox"), dir.join("lsmpmon"));
+        fs::write(&busybox, b"bb").unwrap();
+        fs::write(&lsmpmon, b"lm").unwrap();
+        let mut out = Vec::new();
+        build(&mut out, &busybox, &lsmpmon, &[], b"{}").unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+        let name = b"usr/libexec/lsmpmon-fork\0";
+        let at = out
+            .windows(name.len())
+            .position(|w| w == name)
+            .expect("helper entry");
+        let data = &out[(at + name.len()).next_multiple_of(4)..];
+        assert_eq!(&data[..FORK_HELPER.len()], FORK_HELPER);
+        assert_eq!(&FORK_HELPER[..4], b"\x7fELF");
+        assert_eq!(
+            u16::from_le_bytes([FORK_HELPER[16], FORK_HELPER[17]]),
+            2,
+            "ET_EXEC"
+        );
     }
 }

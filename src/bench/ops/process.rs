@@ -179,7 +179,7 @@ impl Drop for PageFault {
 }
 
 /// lat_proc: fork and exit, fork and exec, fork and sh, created by the small
-/// helper process (bench/forker.rs), not by the measuring process.
+/// C helper `lsmpmon-fork` (bench/forker.rs), not by the measuring process.
 struct Fork {
     helper: Forker,
 }
@@ -208,6 +208,10 @@ impl Bench for Fork {
 
     fn helper_rss_kb(&self) -> Option<u64> {
         self.helper.rss_kb()
+    }
+
+    fn helper(&self) -> Option<String> {
+        Some(self.helper.program().display().to_string())
     }
 }
 
