@@ -1,9 +1,10 @@
 //! How the hooks are timed: the first attach method the running kernel
-//! offers, in the order multi session → session → fentry/fexit →
-//! kprobe/kretprobe. Each method passed over is recorded with its reason.
-//! `auto` weighs what the trace is for: the session programs attach every
-//! hook fast but cost more per call than fentry/fexit (BENCHMARKS.md §1), so
-//! a long trace (`--duration` of at least [`LONG_TRACE_S`]) takes fentry/fexit.
+//! offers, in the order multi session → kprobe multi → session →
+//! fentry/fexit → kprobe/kretprobe. Each method passed over is recorded with
+//! its reason. `auto` weighs what the trace is for: the multi-links (and the
+//! session programs) attach every hook fast but cost more per call than
+//! fentry/fexit (BENCHMARKS.md §1), so a long trace (`--duration` of at least
+//! [`LONG_TRACE_S`]) takes fentry/fexit.
 use anyhow::Result;
 
 use super::btf::KernelBtf;
@@ -17,6 +18,8 @@ pub enum MethodArg {
     Auto,
     /// One session program for every hook, one link (BPF_TRACE_FSESSION_MULTI); refused where the kernel lacks it.
     MultiSession,
+    /// One kprobe program for every hook's entry and one for its return, one link each (BPF_TRACE_KPROBE_MULTI, CONFIG_FPROBE); refused where the kernel lacks it.
+    KprobeMulti,
     /// One session program per hook (BPF_TRACE_FSESSION); refused where the kernel lacks it.
     Session,
     /// An fentry and an fexit program per hook.
@@ -31,6 +34,8 @@ pub enum Method {
         multi: u32,
         session: u32,
     },
+    /// BPF_TRACE_KPROBE_MULTI, an entry and a return link for every hook.
+    KprobeMulti,
     /// BPF_TRACE_FSESSION, with its value in this kernel's enum bpf_attach_type.
     Session(u32),
     FentryFexit,
@@ -42,6 +47,7 @@ impl Method {
     pub fn name(self) -> &'static str {
         match self {
             Method::MultiSession { .. } => "multi session",
+            Method::KprobeMulti => "kprobe multi",
             Method::Session(_) => "session",
             Method::FentryFexit => "fentry/fexit",
             Method::Kprobe => "kprobe/kretprobe",
@@ -55,7 +61,7 @@ pub use crate::model::NotUsed;
 /// time. On 7.3 the session multi-link costs ≈ 150 virtual ns more per call
 /// than fentry/fexit and attaches every hook ≈ 12 s sooner: at a busy CPU's
 /// million hook calls a second that is 0.15 s per second traced, the attach
-/// time saved after ≈ 80 s.
+/// time saved after ≈ 80 s. (6.12's kprobe multi-link: see WHY_KPROBE_MULTI.)
 pub const LONG_TRACE_S: f64 = 120.0;
 
 /// What `auto` weighs (the trace's expected length).
@@ -82,6 +88,10 @@ const WHY_MULTI: &str = "auto weighs attach time (no --duration of 120 s or more
 const WHY_FENTRY: &str = "auto weighs cost per call (--duration of 120 s or more): fentry/fexit \
     costs about 150 virtual ns less per call than the session multi-link, 80 less than one \
     session per hook; its slower attach (about 12 s for every hook) is paid once";
+const WHY_KPROBE_MULTI: &str = "auto weighs attach time (no --duration of 120 s or more, or \
+    serve/top): one kprobe.multi link pair attaches every hook in well under a second and \
+    releases it in one grace period per link instead of one per hook, at a higher cost per \
+    call than fentry/fexit (BENCHMARKS.md §1; --method fentry-fexit)";
 const PER_CALL_REASON: &str =
     "auto weighs cost per call (--duration of 120 s or more): dearer per call than fentry/fexit";
 
@@ -104,9 +114,16 @@ pub struct Offer {
     pub fexit_multi: Option<u32>,
     /// BPF_TRACE_FSESSION's value, if the kernel has it and its kfuncs.
     pub fsession: Option<u32>,
+    /// kprobe.multi links (BPF_TRACE_KPROBE_MULTI and CONFIG_FPROBE).
+    pub kprobe_multi: bool,
     /// bpf_get_func_ret() (5.17), which fexit probes need.
     pub func_ret: bool,
 }
+
+/// A function only a kernel built with CONFIG_FPROBE has: without it the
+/// kernel knows BPF_TRACE_KPROBE_MULTI (its UAPI enum) but refuses every
+/// such link (EOPNOTSUPP). Debian's 6.1 cloud kernel is built without it.
+pub const FPROBE_FUNCTION: &str = "register_fprobe_ips";
 
 impl Offer {
     pub fn read(kbtf: &KernelBtf, kfuncs: &Kfuncs, release: (u32, u32)) -> Self {
@@ -120,6 +137,8 @@ impl Offer {
                 .get("BPF_TRACE_FSESSION")
                 .copied()
                 .filter(|_| session_kfuncs),
+            kprobe_multi: kbtf.attach_types.contains_key("BPF_TRACE_KPROBE_MULTI")
+                && kbtf.funcs.contains_key(FPROBE_FUNCTION),
             // libbpf cannot probe helpers of tracing programs (they need an
             // attach target), so the version decides; Debian does not backport it.
             func_ret: release >= (5, 17),
@@ -154,6 +173,31 @@ pub fn choose(offer: &Offer, arg: MethodArg, weigh: Weigh) -> Result<Choice> {
         method: "multi session".into(),
         reason: multi_reason.into(),
     }];
+    let kprobe_multi_reason = match (offer.kprobe_multi, arg) {
+        (true, MethodArg::Auto) if per_call => PER_CALL_REASON,
+        (true, MethodArg::Auto | MethodArg::KprobeMulti) => {
+            return Ok(Choice {
+                method: Method::KprobeMulti,
+                fexit_multi: None,
+                why: (arg == MethodArg::Auto).then(|| WHY_KPROBE_MULTI.into()),
+                not_used,
+            })
+        }
+        (false, MethodArg::KprobeMulti) => {
+            return Err(usage(
+                "--method kprobe-multi: this kernel has no kprobe.multi links \
+                 (BPF_TRACE_KPROBE_MULTI, 5.18, with CONFIG_FPROBE): use --method auto",
+            ))
+        }
+        (true, _) => "not asked for (--method)",
+        (false, _) => {
+            "the kernel has no kprobe.multi links (BPF_TRACE_KPROBE_MULTI with CONFIG_FPROBE)"
+        }
+    };
+    not_used.push(NotUsed {
+        method: "kprobe multi".into(),
+        reason: kprobe_multi_reason.into(),
+    });
     let session_reason = match (offer.fsession, arg) {
         (Some(_), MethodArg::Auto) if per_call => PER_CALL_REASON,
         (Some(t), MethodArg::Auto | MethodArg::Session | MethodArg::MultiSession) => {
@@ -171,7 +215,9 @@ pub fn choose(offer: &Offer, arg: MethodArg, weigh: Weigh) -> Result<Choice> {
                  use --method auto",
             ))
         }
-        (Some(_), MethodArg::FentryFexit) => "not asked for (--method fentry-fexit)",
+        (Some(_), MethodArg::FentryFexit | MethodArg::KprobeMulti) => {
+            "not asked for (--method fentry-fexit)"
+        }
         (None, _) => "the kernel has no BPF_TRACE_FSESSION (with bpf_session_cookie)",
     };
     not_used.push(NotUsed {
@@ -179,7 +225,8 @@ pub fn choose(offer: &Offer, arg: MethodArg, weigh: Weigh) -> Result<Choice> {
         reason: session_reason.into(),
     });
     if offer.func_ret {
-        let why = (per_call && offer.fsession.is_some()).then(|| WHY_FENTRY.into());
+        let weighed = offer.fsession.is_some() || offer.kprobe_multi;
+        let why = (per_call && weighed).then(|| WHY_FENTRY.into());
         return Ok(Choice {
             method: Method::FentryFexit,
             fexit_multi: None,
@@ -208,6 +255,7 @@ mod tests {
             fsession_multi: multi,
             fexit_multi: multi.map(|m| m + 1),
             fsession,
+            kprobe_multi: false,
             func_ret,
         }
     }

@@ -132,9 +132,10 @@ struct {
 
 /*
  * `sess` in the helpers below is a compile-time constant, true only in the
- * session program (the only one MULTI() can be 1 in): the fentry/fexit and
- * kprobe programs compile without the multi-link's branches (their patched
- * check alone cost 6.1's fentry/fexit probes 2-16 ns per call).
+ * programs MULTI() can be 1 in (the session, count and kprobe.multi ones):
+ * the fentry/fexit and per-hook kprobe programs compile without the
+ * multi-link's branches (their patched check alone cost 6.1's fentry/fexit
+ * probes 2-16 ns per call).
  */
 
 static __always_inline __u32 hook_of(struct lsmpmon_cpu *c, bool sess)
@@ -452,7 +453,18 @@ static __always_inline __u64 call_key(void *ctx, bool kp)
 	return (__u64)ctx;
 }
 
-static __always_inline int on_entry(void *ctx, bool kp)
+/*
+ * `sess` (see hook_of) is true only in the kprobe.multi programs, where the
+ * link's cookie names the hook: kept in the CPU's multi_hook while the
+ * program runs (kprobe programs do not nest on a CPU: bpf_prog_active).
+ */
+static __always_inline void take_cookie(void *ctx, struct lsmpmon_cpu *c, bool sess)
+{
+	if (sess && MULTI())
+		c->multi_hook = bpf_get_attach_cookie(ctx);
+}
+
+static __always_inline int on_entry(void *ctx, bool kp, bool sess)
 {
 	struct lsmpmon_cpu *c;
 	struct lsmpmon_frame *f;
@@ -462,11 +474,14 @@ static __always_inline int on_entry(void *ctx, bool kp)
 	if (!enabled && !PATCHED(LSMPMON_PATCH_CALIBRATION))
 		return 0;
 	c = this_cpu();
-	if (!c || !call_ok(ctx, c, kp, false))
+	if (!c)
+		return 0;
+	take_cookie(ctx, c, sess);
+	if (!call_ok(ctx, c, kp, sess))
 		return 0;
 	used = c->used;
 	if (used >= STACK_SIZE) {
-		stats_of(c, false)->dropped++;
+		stats_of(c, sess)->dropped++;
 		return 0;
 	}
 	/*
@@ -476,7 +491,7 @@ static __always_inline int on_entry(void *ctx, bool kp)
 	f = top_frame(c, used + FRAME_SIZE);
 	f->key = 0;
 	c->used = used + FRAME_SIZE;
-	*(__u32 *)&f->hook = HOOK_ID(); /* hook, and nested = 0 */
+	*(__u32 *)&f->hook = hook_of(c, sess); /* hook, and nested = 0 */
 	f->key = call_key(ctx, kp);
 	/* Last, so that the probe's own bookkeeping stays out of the sample. */
 	f->start_ns = bpf_ktime_get_ns();
@@ -502,8 +517,11 @@ static __always_inline int return_value(void *ctx, struct lsmpmon_cpu *c, bool k
 
 	/* The multi-link program's hooks have no one place for it: the helper. */
 	if (sess && MULTI()) {
-		if (c->multi_hook & LSMPMON_MULTI_RETURNS_INT)
-			bpf_get_func_ret(ctx, &ret);
+		if (!(c->multi_hook & LSMPMON_MULTI_RETURNS_INT))
+			return 0;
+		if (kp)
+			return (int)PT_REGS_RC_CORE((struct pt_regs *)ctx);
+		bpf_get_func_ret(ctx, &ret);
 		return (int)ret;
 	}
 
@@ -619,9 +637,9 @@ static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmp
  * frame below, if any, is told it contained this pair and those.
  */
 static __always_inline void finish(void *ctx, struct lsmpmon_cpu *c, struct lsmpmon_frame *f,
-				   __u64 used, __u64 now_ns, bool kp)
+				   __u64 used, __u64 now_ns, bool kp, bool sess)
 {
-	struct lsmpmon_hook_stats *s = stats_of(c, false);
+	struct lsmpmon_hook_stats *s = stats_of(c, sess);
 	__u64 delta_ns = now_ns - f->start_ns, probes_ns;
 	__u32 nested = f->nested;
 	__u64 below = used - FRAME_SIZE;
@@ -640,7 +658,7 @@ static __always_inline void finish(void *ctx, struct lsmpmon_cpu *c, struct lsmp
 		asm volatile("%0 &= 0xff" : "+r"(below)); /* as in on_exit() */
 		top_frame(c, below)->nested += nested + 1;
 	}
-	record(ctx, c, s, delta_ns, used == FRAME_SIZE, kp, false);
+	record(ctx, c, s, delta_ns, used == FRAME_SIZE, kp, sess);
 }
 
 /*
@@ -649,7 +667,7 @@ static __always_inline void finish(void *ctx, struct lsmpmon_cpu *c, struct lsmp
  * began before tracing was enabled, was filtered out or did not fit) and it
  * is not counted at all.
  */
-static __always_inline void finish_unframed(void *ctx, struct lsmpmon_cpu *c, bool kp)
+static __always_inline void finish_unframed(void *ctx, struct lsmpmon_cpu *c, bool kp, bool sess)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct lsmpmon_hook_stats *s;
@@ -661,19 +679,19 @@ static __always_inline void finish_unframed(void *ctx, struct lsmpmon_cpu *c, bo
 		return;
 	/* One unsigned test: calls == 0 wraps around. */
 	top = p->calls - 1;
-	if (top >= LSMPMON_MAX_DEPTH || p->hook[top] != HOOK_ID())
+	if (top >= LSMPMON_MAX_DEPTH || p->hook[top] != hook_of(c, sess))
 		return;
 	p->calls = top;
 	if (!top)
 		bpf_map_delete_elem(&pending, &tid);
-	s = stats_of(c, false);
+	s = stats_of(c, sess);
 	s->cs_count++;
 	if (!PATCHED(LSMPMON_PATCH_LEAN))
-		count_return(ctx, c, s, kp, false);
+		count_return(ctx, c, s, kp, sess);
 }
 
 /* The exit of a call that ended at `now`. */
-static __always_inline int on_exit_at(void *ctx, __u64 now, bool kp)
+static __always_inline int on_exit_at(void *ctx, __u64 now, bool kp, bool sess)
 {
 	__u64 key = call_key(ctx, kp);
 	struct lsmpmon_frame *f;
@@ -684,6 +702,7 @@ static __always_inline int on_exit_at(void *ctx, __u64 now, bool kp)
 	c = this_cpu();
 	if (!c)
 		return 0;
+	take_cookie(ctx, c, sess);
 	used = c->used;
 	/*
 	 * Our frame is on top, unless calls above it lost their exit (the kernel
@@ -700,8 +719,8 @@ static __always_inline int on_exit_at(void *ctx, __u64 now, bool kp)
 		 * fentry: two calls in progress on a CPU never share a context, so
 		 * the key alone names the call; kprobes also need the hook.
 		 */
-		if (f->key == key && (!kp || f->hook == HOOK_ID())) {
-			finish(ctx, c, f, used, now, kp);
+		if (f->key == key && (!kp || f->hook == hook_of(c, sess))) {
+			finish(ctx, c, f, used, now, kp, sess);
 			return 0;
 		}
 		used -= FRAME_SIZE;
@@ -709,25 +728,25 @@ static __always_inline int on_exit_at(void *ctx, __u64 now, bool kp)
 	/* Only traced tasks have open calls (and lsmpmon's own are not kept). */
 	if (PATCHED(LSMPMON_PATCH_CALIBRATION) || !traced_task(c, kp))
 		return 0;
-	finish_unframed(ctx, c, kp);
+	finish_unframed(ctx, c, kp, sess);
 	return 0;
 }
 
-static __always_inline int on_exit(void *ctx, bool kp)
+static __always_inline int on_exit(void *ctx, bool kp, bool sess)
 {
-	return on_exit_at(ctx, bpf_ktime_get_ns(), kp);
+	return on_exit_at(ctx, bpf_ktime_get_ns(), kp, sess);
 }
 
 SEC("fentry/security_file_permission")
 int BPF_PROG(hook_entry)
 {
-	return on_entry(ctx, false);
+	return on_entry(ctx, false, false);
 }
 
 SEC("fexit/security_file_permission")
 int BPF_PROG(hook_exit)
 {
-	return on_exit(ctx, false);
+	return on_exit(ctx, false, false);
 }
 
 /*
@@ -739,7 +758,7 @@ SEC("fentry/security_file_permission")
 int BPF_PROG(hook_entry_np)
 {
 	preempt_off();
-	on_entry(ctx, false);
+	on_entry(ctx, false, false);
 	preempt_on();
 	return 0;
 }
@@ -754,7 +773,7 @@ int BPF_PROG(hook_exit_np)
 	__u64 now = bpf_ktime_get_ns();
 
 	preempt_off();
-	on_exit_at(ctx, now, false);
+	on_exit_at(ctx, now, false, false);
 	preempt_on();
 	return 0;
 }
@@ -932,13 +951,40 @@ int BPF_PROG(test_run_driver)
 SEC("kprobe/security_file_permission")
 int hook_kentry(struct pt_regs *ctx)
 {
-	return on_entry(ctx, true);
+	return on_entry(ctx, true, false);
 }
 
 SEC("kretprobe/security_file_permission")
 int hook_kexit(struct pt_regs *ctx)
 {
-	return on_exit(ctx, true);
+	return on_exit(ctx, true, false);
+}
+
+/*
+ * kprobe.multi (5.18+, CONFIG_FPROBE): one entry and one return program for
+ * every hook, each attached by one link (BPF_TRACE_KPROBE_MULTI, the return
+ * one with BPF_F_KPROBE_MULTI_RETURN) whose per-function cookie names the
+ * hook (enum lsmpmon_multi_cookie). The kprobe logic above, with the hook
+ * taken from the cookie instead of a patched constant.
+ */
+SEC("kprobe.multi/security_file_permission")
+int hook_kmentry(struct pt_regs *ctx)
+{
+	return on_entry(ctx, true, true);
+}
+
+SEC("kretprobe.multi/security_file_permission")
+int hook_kmexit(struct pt_regs *ctx)
+{
+	return on_exit(ctx, true, true);
+}
+
+/* `trace --empty-probes` with kprobe.multi: both links run it; it records nothing. */
+SEC("kprobe.multi/security_file_permission")
+int hook_kmempty(struct pt_regs *ctx)
+{
+	(void)HOOK_ID();
+	return 0;
 }
 
 /*

@@ -1,0 +1,140 @@
+//! kprobe.multi (5.18+, CONFIG_FPROBE): one kprobe program for every hook's
+//! entry and one for every hook's return, each attached by one link
+//! (BPF_TRACE_KPROBE_MULTI; the return link with BPF_F_KPROBE_MULTI_RETURN)
+//! that names the hooks' functions and gives each a cookie (its statistics
+//! row and whether it returns int, as the session multi-link's). The kernel
+//! registers one fprobe (one ftrace_ops) per link, so attaching every hook
+//! is one ftrace update per side, and releasing it one grace period per
+//! side, instead of one trampoline per hook (fentry/fexit).
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use super::interface::Method;
+use super::multi::cookie;
+use super::probe::{Probe, Target, ALL_HOOKS};
+use super::template::Template;
+
+pub struct KprobeMulti {
+    pub entry: Template,
+    pub exit: Template,
+    /// One link pair for all hooks; false: one pair per hook (the fallback
+    /// when the kernel refuses the batch: one function it cannot probe
+    /// refuses them all).
+    pub batch: bool,
+}
+
+impl Method for KprobeMulti {
+    fn name(&self) -> &'static str {
+        if self.batch {
+            "kprobe multi"
+        } else {
+            "kprobe multi, one link pair per hook"
+        }
+    }
+
+    fn describe(&self) -> &'static str {
+        if self.batch {
+            "hooks with one kprobe.multi link pair"
+        } else {
+            "kprobe.multi link pairs"
+        }
+    }
+
+    fn attach(&self, target: &Target) -> Result<Probe, String> {
+        let mut probe = self.link_pair(std::slice::from_ref(target))?;
+        probe.hook_id = target.consts.hook_id;
+        Ok(probe)
+    }
+
+    fn attach_batch(&self, targets: &[Target]) -> Option<Result<Probe, String>> {
+        self.batch.then(|| self.link_pair(targets))
+    }
+
+    fn fallback(&self) -> Option<Box<dyn Method>> {
+        self.batch.then(|| {
+            Box::new(KprobeMulti {
+                entry: self.entry.clone(),
+                exit: self.exit.clone(),
+                batch: false,
+            }) as Box<dyn Method>
+        })
+    }
+}
+
+impl KprobeMulti {
+    /// One copy of each program, and one entry and one return link for all `targets`.
+    fn link_pair(&self, targets: &[Target]) -> Result<Probe, String> {
+        let first = targets.first().ok_or("no hook to attach")?;
+        let mut names = targets
+            .iter()
+            .map(|t| CString::new(t.function).map_err(|e| e.to_string()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut cookies: Vec<u64> = targets
+            .iter()
+            .map(|t| cookie(t.consts.hook_id, t.returns_int))
+            .collect();
+        // Fault injection for the tests: a function twice, which the kernel refuses.
+        if std::env::var_os("LSMPMON_TEST_REFUSE_MULTI").is_some() {
+            names.push(names[0].clone());
+            cookies.push(cookies[0]);
+        }
+        let entry = self.entry.load(first.consts, 0)?;
+        let exit = self.exit.load(first.consts, 0)?;
+        let entry_link = link(&entry, &names, &cookies, false)?;
+        let exit_link = link(&exit, &names, &cookies, true)?;
+        Ok(Probe::with(
+            ALL_HOOKS,
+            vec![entry, exit],
+            vec![entry_link, exit_link],
+        ))
+    }
+}
+
+/// One kprobe.multi link running `prog` at the entry (or the return) of
+/// every function in `names`, each with its cookie. The kernel resolves the
+/// names through kallsyms and refuses the whole link if one is not a
+/// function ftrace can probe.
+fn link(
+    prog: &OwnedFd,
+    names: &[CString],
+    cookies: &[u64],
+    returns: bool,
+) -> Result<OwnedFd, String> {
+    let mut syms: Vec<*const libc::c_char> = names.iter().map(|n| n.as_ptr()).collect();
+    let mut opts = libbpf_sys::bpf_link_create_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_link_create_opts>() as _,
+        ..Default::default()
+    };
+    opts.__bindgen_anon_1.kprobe_multi =
+        libbpf_sys::bpf_link_create_opts__bindgen_ty_1__bindgen_ty_2 {
+            flags: if returns {
+                libbpf_sys::BPF_F_KPROBE_MULTI_RETURN
+            } else {
+                0
+            },
+            cnt: syms.len() as u32,
+            syms: syms.as_mut_ptr(),
+            addrs: std::ptr::null(),
+            cookies: cookies.as_ptr(),
+        };
+    // SAFETY: opts, the names and cookies it points to outlive the call,
+    // which only reads them; prog is a live program fd.
+    let fd = unsafe {
+        libbpf_sys::bpf_link_create(
+            prog.as_raw_fd(),
+            0,
+            libbpf_sys::BPF_TRACE_KPROBE_MULTI,
+            &opts,
+        )
+    };
+    if fd < 0 {
+        let side = if returns { "return" } else { "entry" };
+        return Err(format!(
+            "kprobe.multi {side} link of {} functions: {}",
+            names.len(),
+            std::io::Error::from_raw_os_error(-fd)
+        ));
+    }
+    // SAFETY: a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
