@@ -169,44 +169,16 @@ pub fn choose(offer: &Offer, arg: MethodArg, weigh: Weigh) -> Result<Choice> {
         (Some(_), None, _) => "the kernel has BPF_TRACE_FSESSION_MULTI but no session kfuncs",
         (None, _, _) => "the kernel has no BPF_TRACE_FSESSION_MULTI",
     };
-    let mut not_used = vec![NotUsed {
-        method: "multi session".into(),
-        reason: multi_reason.into(),
-    }];
-    let kprobe_multi_reason = match (offer.kprobe_multi, arg) {
-        (true, MethodArg::Auto) if per_call => PER_CALL_REASON,
-        (true, MethodArg::Auto | MethodArg::KprobeMulti) => {
-            return Ok(Choice {
-                method: Method::KprobeMulti,
-                fexit_multi: None,
-                why: (arg == MethodArg::Auto).then(|| WHY_KPROBE_MULTI.into()),
-                not_used,
-            })
-        }
-        (false, MethodArg::KprobeMulti) => {
-            return Err(usage(
-                "--method kprobe-multi: this kernel has no kprobe.multi links \
-                 (BPF_TRACE_KPROBE_MULTI, 5.18, with CONFIG_FPROBE): use --method auto",
-            ))
-        }
-        (true, _) => "not asked for (--method)",
-        (false, _) => {
-            "the kernel has no kprobe.multi links (BPF_TRACE_KPROBE_MULTI with CONFIG_FPROBE)"
-        }
+    let mut not_used = vec![passed("multi session", multi_reason)];
+    let Some(kprobe_multi_reason) = passed_kprobe_multi(offer, arg, per_call)? else {
+        let why = (arg == MethodArg::Auto).then_some(WHY_KPROBE_MULTI);
+        return Ok(Choice::of(Method::KprobeMulti, why, not_used));
     };
-    not_used.push(NotUsed {
-        method: "kprobe multi".into(),
-        reason: kprobe_multi_reason.into(),
-    });
+    not_used.push(passed("kprobe multi", kprobe_multi_reason));
     let session_reason = match (offer.fsession, arg) {
         (Some(_), MethodArg::Auto) if per_call => PER_CALL_REASON,
         (Some(t), MethodArg::Auto | MethodArg::Session | MethodArg::MultiSession) => {
-            return Ok(Choice {
-                method: Method::Session(t),
-                fexit_multi: None,
-                why: None,
-                not_used,
-            })
+            return Ok(Choice::of(Method::Session(t), None, not_used))
         }
         (None, MethodArg::Session | MethodArg::MultiSession) => {
             return Err(usage(
@@ -220,30 +192,59 @@ pub fn choose(offer: &Offer, arg: MethodArg, weigh: Weigh) -> Result<Choice> {
         }
         (None, _) => "the kernel has no BPF_TRACE_FSESSION (with bpf_session_cookie)",
     };
-    not_used.push(NotUsed {
-        method: "session".into(),
-        reason: session_reason.into(),
-    });
+    not_used.push(passed("session", session_reason));
     if offer.func_ret {
         let weighed = offer.fsession.is_some() || offer.kprobe_multi;
-        let why = (per_call && weighed).then(|| WHY_FENTRY.into());
-        return Ok(Choice {
-            method: Method::FentryFexit,
-            fexit_multi: None,
-            why,
-            not_used,
-        });
+        let why = (per_call && weighed).then_some(WHY_FENTRY);
+        return Ok(Choice::of(Method::FentryFexit, why, not_used));
     }
-    not_used.push(NotUsed {
-        method: "fentry/fexit".into(),
-        reason: "the kernel lacks bpf_get_func_ret() (5.17)".into(),
-    });
-    Ok(Choice {
-        method: Method::Kprobe,
-        fexit_multi: None,
-        why: None,
-        not_used,
-    })
+    not_used.push(passed(
+        "fentry/fexit",
+        "the kernel lacks bpf_get_func_ret() (5.17)",
+    ));
+    Ok(Choice::of(Method::Kprobe, None, not_used))
+}
+
+impl Choice {
+    /// A method without a counting multi-link.
+    fn of(method: Method, why: Option<&str>, not_used: Vec<NotUsed>) -> Self {
+        Self {
+            method,
+            why: why.map(String::from),
+            fexit_multi: None,
+            not_used,
+        }
+    }
+}
+
+fn passed(method: &str, reason: &str) -> NotUsed {
+    NotUsed {
+        method: method.into(),
+        reason: reason.into(),
+    }
+}
+
+/// Why kprobe multi is passed over (None: it is the choice), or its refusal
+/// where asked for by name.
+fn passed_kprobe_multi(
+    offer: &Offer,
+    arg: MethodArg,
+    per_call: bool,
+) -> Result<Option<&'static str>> {
+    Ok(Some(match (offer.kprobe_multi, arg) {
+        (true, MethodArg::Auto) if per_call => PER_CALL_REASON,
+        (true, MethodArg::Auto | MethodArg::KprobeMulti) => return Ok(None),
+        (false, MethodArg::KprobeMulti) => {
+            return Err(usage(
+                "--method kprobe-multi: this kernel has no kprobe.multi links \
+                 (BPF_TRACE_KPROBE_MULTI, 5.18, with CONFIG_FPROBE): use --method auto",
+            ))
+        }
+        (true, _) => "not asked for (--method)",
+        (false, _) => {
+            "the kernel has no kprobe.multi links (BPF_TRACE_KPROBE_MULTI with CONFIG_FPROBE)"
+        }
+    }))
 }
 
 #[cfg(test)]
@@ -281,11 +282,12 @@ mod tests {
         let c = choose(&offer(None, None, true), MethodArg::Auto, SHORT).unwrap();
         assert_eq!(c.method, Method::FentryFexit);
         let names: Vec<&str> = c.not_used.iter().map(|n| n.method.as_str()).collect();
-        assert_eq!(names, ["multi session", "session"]);
+        assert_eq!(names, ["multi session", "kprobe multi", "session"]);
+        assert!(c.not_used[1].reason.contains("CONFIG_FPROBE"));
 
         let c = choose(&offer(None, None, false), MethodArg::Auto, SHORT).unwrap();
         assert_eq!(c.method, Method::Kprobe);
-        assert_eq!(c.not_used.len(), 3);
+        assert_eq!(c.not_used.len(), 4);
     }
 
     #[test]
@@ -297,7 +299,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.method, Method::FentryFexit);
-        assert!(c.not_used[1].reason.contains("--method fentry-fexit"));
+        assert!(c.not_used[2].reason.contains("--method fentry-fexit"));
         let c = choose(&offer(Some(61), Some(58), true), MethodArg::Session, SHORT).unwrap();
         assert_eq!(c.method, Method::Session(58));
         assert!(c.not_used[0].reason.contains("not asked for"));
@@ -305,12 +307,50 @@ mod tests {
         assert!(choose(&offer(None, Some(58), true), MethodArg::MultiSession, SHORT).is_err());
     }
 
+    /// 6.12: kprobe.multi but no session programs.
+    fn kprobe_multi_offer() -> Offer {
+        Offer {
+            kprobe_multi: true,
+            ..offer(None, None, true)
+        }
+    }
+
+    #[test]
+    fn kprobe_multi_comes_after_the_session_multi_link_and_is_weighed() {
+        let o = kprobe_multi_offer();
+        let short = choose(&o, MethodArg::Auto, SHORT).unwrap();
+        assert_eq!(short.method, Method::KprobeMulti);
+        assert!(short.why.unwrap().contains("attach time"));
+        let names: Vec<&str> = short.not_used.iter().map(|n| n.method.as_str()).collect();
+        assert_eq!(names, ["multi session"]);
+        let long = choose(&o, MethodArg::Auto, Weigh::PerCall).unwrap();
+        assert_eq!(long.method, Method::FentryFexit);
+        assert!(long.why.unwrap().contains("cost per call"));
+        assert!(long.not_used[1].reason.contains("cost per call"));
+        // Asked for by name: used whatever the trace's length, or refused.
+        let asked = choose(&o, MethodArg::KprobeMulti, Weigh::PerCall).unwrap();
+        assert_eq!((asked.method, asked.why), (Method::KprobeMulti, None));
+        let fentry = choose(&o, MethodArg::FentryFexit, SHORT).unwrap();
+        assert!(fentry.not_used[1].reason.contains("not asked for"));
+        assert!(choose(&offer(None, None, true), MethodArg::KprobeMulti, SHORT).is_err());
+        // Where the session multi-link exists (7.x), it comes first.
+        let both = Offer {
+            kprobe_multi: true,
+            ..offer(Some(61), Some(58), true)
+        };
+        let c = choose(&both, MethodArg::Auto, SHORT).unwrap();
+        assert!(matches!(c.method, Method::MultiSession { .. }));
+    }
+
     #[test]
     fn auto_weighs_attach_time_for_short_traces_and_cost_per_call_for_long_ones() {
         assert_eq!(Weigh::for_duration(None), Weigh::AttachTime);
         assert_eq!(Weigh::for_duration(Some(60.0)), Weigh::AttachTime);
         assert_eq!(Weigh::for_duration(Some(LONG_TRACE_S)), Weigh::PerCall);
-        let o = offer(Some(61), Some(58), true);
+        let o = Offer {
+            kprobe_multi: true,
+            ..offer(Some(61), Some(58), true)
+        };
         let short = choose(&o, MethodArg::Auto, SHORT).unwrap();
         assert_eq!(short.fexit_multi, Some(62));
         assert!(short.why.unwrap().contains("attach time"));

@@ -6,10 +6,12 @@
 //! registers one fprobe (one ftrace_ops) per link, so attaching every hook
 //! is one ftrace update per side, and releasing it one grace period per
 //! side, instead of one trampoline per hook (fentry/fexit).
+use std::collections::HashSet;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use super::interface::Method;
+use super::kretprobe::mounted_tracefs;
 use super::multi::cookie;
 use super::probe::{Probe, Target, ALL_HOOKS};
 use super::template::Template;
@@ -48,6 +50,15 @@ impl Method for KprobeMulti {
 
     fn attach_batch(&self, targets: &[Target]) -> Option<Result<Probe, String>> {
         self.batch.then(|| self.link_pair(targets))
+    }
+
+    fn unprobeable(&self, targets: &[Target]) -> Vec<(usize, String)> {
+        let Some(text) = mounted_tracefs()
+            .and_then(|d| std::fs::read_to_string(d.join("available_filter_functions")).ok())
+        else {
+            return Vec::new();
+        };
+        unprobeable(targets.iter().map(|t| t.function), &text)
     }
 
     fn fallback(&self) -> Option<Box<dyn Method>> {
@@ -137,4 +148,45 @@ fn link(
     }
     // SAFETY: a fresh descriptor that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The functions (by index) that are not in ftrace's
+/// `available_filter_functions`: the kernel resolves a kprobe.multi link's
+/// names through kallsyms to functions ftrace can patch, and refuses the
+/// whole link (ESRCH) if one is not.
+fn unprobeable<'a>(
+    functions: impl Iterator<Item = &'a str>,
+    available_filter_functions: &str,
+) -> Vec<(usize, String)> {
+    let probeable: HashSet<&str> = available_filter_functions
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    functions
+        .enumerate()
+        .filter(|(_, f)| !probeable.contains(f))
+        .map(|(i, f)| {
+            (
+                i,
+                format!("{f} is not in ftrace's available_filter_functions (kprobe.multi resolves names through kallsyms)"),
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn functions_ftrace_cannot_patch_are_found_before_linking() {
+        let available = "security_file_open\nselinux_file_open\nfoo_mod_fn [foo]\n";
+        let found = unprobeable(
+            ["security_file_open", "apparmor_file_open", "foo_mod_fn"].into_iter(),
+            available,
+        );
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].0, 1);
+        assert!(found[0].1.contains("apparmor_file_open"), "{found:?}");
+    }
 }

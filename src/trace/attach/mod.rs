@@ -184,14 +184,41 @@ impl Attacher {
             .map(|(i, h)| Target::hook(i as u32, h, self.options))
             .collect();
         let method = self.method()?;
+        let unprobeable = method.unprobeable(&targets);
+        if unprobeable.is_empty() {
+            return self.attach_probeable(&targets, hooks);
+        }
+        let mut failed = Vec::new();
+        let mut keep = vec![true; hooks.len()];
+        for (i, reason) in unprobeable {
+            keep[i] = false;
+            failed.push(Excluded {
+                hook: hooks[i].name.clone(),
+                reason,
+            });
+        }
+        let (targets, hooks): (Vec<Target>, Vec<Hook>) = targets
+            .into_iter()
+            .zip(hooks)
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|((t, h), _)| (t, h.clone()))
+            .unzip();
+        let mut attached = self.attach_probeable(&targets, &hooks)?;
+        attached.failed.splice(0..0, failed);
+        Ok(attached)
+    }
+
+    fn attach_probeable(&mut self, targets: &[Target], hooks: &[Hook]) -> Result<Attached> {
+        let method = self.method()?;
         crate::say!(
             "lsmpmon: attaching {} {} ...",
             hooks.len(),
             method.describe()
         );
         let start = Instant::now();
-        let reason = match method.attach_batch(&targets) {
-            None => return self.attach_each(&targets, hooks, start),
+        let reason = match method.attach_batch(targets) {
+            None => return self.attach_each(targets, hooks, start),
             Some(Ok(probe)) => {
                 let attach_ms = start.elapsed().as_secs_f64() * 1e3;
                 crate::say!(
@@ -230,7 +257,7 @@ impl Attacher {
             fallback.describe()
         );
         self.method = Some(fallback);
-        let mut attached = self.attach_each(&targets, hooks, Instant::now())?;
+        let mut attached = self.attach_each(targets, hooks, Instant::now())?;
         // The refused attempt took time too.
         attached.attach_ms = start.elapsed().as_secs_f64() * 1e3;
         Ok(attached)
