@@ -18,7 +18,9 @@ pub enum MethodArg {
     Auto,
     /// One session program for every hook, one link (BPF_TRACE_FSESSION_MULTI); refused where the kernel lacks it.
     MultiSession,
-    /// One kprobe program for every hook's entry and one for its return, one link each (BPF_TRACE_KPROBE_MULTI, CONFIG_FPROBE); refused where the kernel lacks it.
+    /// One kprobe program run at every hook's entry and return, one link (BPF_TRACE_KPROBE_SESSION, 6.10+, CONFIG_FPROBE); refused where the kernel lacks it.
+    KprobeSession,
+    /// One kprobe program for every hook's entry and one for its return, one link each (BPF_TRACE_KPROBE_MULTI, 5.18+, CONFIG_FPROBE); refused where the kernel lacks it.
     KprobeMulti,
     /// One session program per hook (BPF_TRACE_FSESSION); refused where the kernel lacks it.
     Session,
@@ -34,6 +36,9 @@ pub enum Method {
         multi: u32,
         session: u32,
     },
+    /// BPF_TRACE_KPROBE_SESSION (its value in this kernel's enum
+    /// bpf_attach_type), one link for every hook.
+    KprobeSession(u32),
     /// BPF_TRACE_KPROBE_MULTI, an entry and a return link for every hook.
     KprobeMulti,
     /// BPF_TRACE_FSESSION, with its value in this kernel's enum bpf_attach_type.
@@ -47,6 +52,7 @@ impl Method {
     pub fn name(self) -> &'static str {
         match self {
             Method::MultiSession { .. } => "multi session",
+            Method::KprobeSession(_) => "kprobe session",
             Method::KprobeMulti => "kprobe multi",
             Method::Session(_) => "session",
             Method::FentryFexit => "fentry/fexit",
@@ -116,6 +122,8 @@ pub struct Offer {
     pub fsession: Option<u32>,
     /// kprobe.multi links (BPF_TRACE_KPROBE_MULTI and CONFIG_FPROBE).
     pub kprobe_multi: bool,
+    /// BPF_TRACE_KPROBE_SESSION's value, with kprobe.multi and the session kfuncs.
+    pub kprobe_session: Option<u32>,
     /// bpf_get_func_ret() (5.17), which fexit probes need.
     pub func_ret: bool,
 }
@@ -129,6 +137,8 @@ impl Offer {
     pub fn read(kbtf: &KernelBtf, kfuncs: &Kfuncs, release: (u32, u32)) -> Self {
         let session_kfuncs =
             kfuncs.has("bpf_session_cookie") && kfuncs.has("bpf_session_is_return");
+        let kprobe_multi = kbtf.attach_types.contains_key("BPF_TRACE_KPROBE_MULTI")
+            && kbtf.funcs.contains_key(FPROBE_FUNCTION);
         Self {
             fsession_multi: kbtf.attach_types.get("BPF_TRACE_FSESSION_MULTI").copied(),
             fexit_multi: kbtf.attach_types.get("BPF_TRACE_FEXIT_MULTI").copied(),
@@ -137,8 +147,12 @@ impl Offer {
                 .get("BPF_TRACE_FSESSION")
                 .copied()
                 .filter(|_| session_kfuncs),
-            kprobe_multi: kbtf.attach_types.contains_key("BPF_TRACE_KPROBE_MULTI")
-                && kbtf.funcs.contains_key(FPROBE_FUNCTION),
+            kprobe_multi,
+            kprobe_session: kbtf
+                .attach_types
+                .get("BPF_TRACE_KPROBE_SESSION")
+                .copied()
+                .filter(|_| kprobe_multi && session_kfuncs),
             // libbpf cannot probe helpers of tracing programs (they need an
             // attach target), so the version decides; Debian does not backport it.
             func_ret: release >= (5, 17),
@@ -170,11 +184,10 @@ pub fn choose(offer: &Offer, arg: MethodArg, weigh: Weigh) -> Result<Choice> {
         (None, _, _) => "the kernel has no BPF_TRACE_FSESSION_MULTI",
     };
     let mut not_used = vec![passed("multi session", multi_reason)];
-    let Some(kprobe_multi_reason) = passed_kprobe_multi(offer, arg, per_call)? else {
+    if let Some(method) = kprobe_links(offer, arg, per_call, &mut not_used)? {
         let why = (arg == MethodArg::Auto).then_some(WHY_KPROBE_MULTI);
-        return Ok(Choice::of(Method::KprobeMulti, why, not_used));
-    };
-    not_used.push(passed("kprobe multi", kprobe_multi_reason));
+        return Ok(Choice::of(method, why, not_used));
+    }
     let session_reason = match (offer.fsession, arg) {
         (Some(_), MethodArg::Auto) if per_call => PER_CALL_REASON,
         (Some(t), MethodArg::Auto | MethodArg::Session | MethodArg::MultiSession) => {
@@ -187,7 +200,7 @@ pub fn choose(offer: &Offer, arg: MethodArg, weigh: Weigh) -> Result<Choice> {
                  use --method auto",
             ))
         }
-        (Some(_), MethodArg::FentryFexit | MethodArg::KprobeMulti) => {
+        (Some(_), MethodArg::FentryFexit | MethodArg::KprobeMulti | MethodArg::KprobeSession) => {
             "not asked for (--method fentry-fexit)"
         }
         (None, _) => "the kernel has no BPF_TRACE_FSESSION (with bpf_session_cookie)",
@@ -224,16 +237,36 @@ fn passed(method: &str, reason: &str) -> NotUsed {
     }
 }
 
-/// Why kprobe multi is passed over (None: it is the choice), or its refusal
-/// where asked for by name.
-fn passed_kprobe_multi(
+/// kprobe session, then kprobe multi: the one chosen (with auto, why), each
+/// passed over added to `not_used` with its reason; refused where asked for
+/// by name and missing.
+fn kprobe_links(
     offer: &Offer,
     arg: MethodArg,
     per_call: bool,
-) -> Result<Option<&'static str>> {
-    Ok(Some(match (offer.kprobe_multi, arg) {
+    not_used: &mut Vec<NotUsed>,
+) -> Result<Option<Method>> {
+    let session_reason = match (offer.kprobe_session, arg) {
+        (Some(_), MethodArg::Auto) if per_call => PER_CALL_REASON,
+        (Some(t), MethodArg::Auto | MethodArg::KprobeSession) => {
+            return Ok(Some(Method::KprobeSession(t)))
+        }
+        (None, MethodArg::KprobeSession) => {
+            return Err(usage(
+                "--method kprobe-session: this kernel has no kprobe sessions \
+                 (BPF_TRACE_KPROBE_SESSION, 6.10, with CONFIG_FPROBE and the session kfuncs): \
+                 use --method auto",
+            ))
+        }
+        (Some(_), _) => "not asked for (--method)",
+        (None, _) => {
+            "the kernel has no kprobe sessions (BPF_TRACE_KPROBE_SESSION with CONFIG_FPROBE)"
+        }
+    };
+    not_used.push(passed("kprobe session", session_reason));
+    let multi_reason = match (offer.kprobe_multi, arg) {
         (true, MethodArg::Auto) if per_call => PER_CALL_REASON,
-        (true, MethodArg::Auto | MethodArg::KprobeMulti) => return Ok(None),
+        (true, MethodArg::Auto | MethodArg::KprobeMulti) => return Ok(Some(Method::KprobeMulti)),
         (false, MethodArg::KprobeMulti) => {
             return Err(usage(
                 "--method kprobe-multi: this kernel has no kprobe.multi links \
@@ -244,7 +277,9 @@ fn passed_kprobe_multi(
         (false, _) => {
             "the kernel has no kprobe.multi links (BPF_TRACE_KPROBE_MULTI with CONFIG_FPROBE)"
         }
-    }))
+    };
+    not_used.push(passed("kprobe multi", multi_reason));
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -257,6 +292,7 @@ mod tests {
             fexit_multi: multi.map(|m| m + 1),
             fsession,
             kprobe_multi: false,
+            kprobe_session: None,
             func_ret,
         }
     }

@@ -288,12 +288,17 @@ fn choose_method(
     let mut offer = method::Offer::read(kbtf, kfuncs, kernel_version());
     // --count-only is one fexit program (per hook, or a 7.x multi-link):
     // kprobe.multi has no counting probe.
-    if args.count_only && args.method == method::MethodArg::KprobeMulti {
+    let kprobe_arg = matches!(
+        args.method,
+        method::MethodArg::KprobeMulti | method::MethodArg::KprobeSession
+    );
+    if args.count_only && kprobe_arg {
         return Err(usage(
             "--count-only has no kprobe.multi probe: use --method auto or fentry-fexit",
         ));
     }
     offer.kprobe_multi &= !args.count_only;
+    offer.kprobe_session = offer.kprobe_session.filter(|_| !args.count_only);
     // The method is in the result (probe.method, the text's probe line): a
     // trace refused a moment later prints its one line and nothing else.
     let weigh = method::Weigh::for_duration(args.expected_s);

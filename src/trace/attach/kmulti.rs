@@ -16,10 +16,19 @@ use super::multi::cookie;
 use super::probe::{Probe, Target, ALL_HOOKS};
 use super::template::Template;
 
+/// The programs the links run.
+#[derive(Clone)]
+pub enum Programs {
+    /// An entry program and a return program, one link each.
+    Pair { entry: Template, exit: Template },
+    /// One kprobe session program (BPF_TRACE_KPROBE_SESSION, 6.10+) run at
+    /// the entry and at the return, by one link.
+    Session(Template),
+}
+
 pub struct KprobeMulti {
-    pub entry: Template,
-    pub exit: Template,
-    /// One link pair for all hooks; false: one pair per hook (the fallback
+    pub programs: Programs,
+    /// One link (pair) for all hooks; false: one per hook (the fallback
     /// when the kernel refuses the batch: one function it cannot probe
     /// refuses them all).
     pub batch: bool,
@@ -27,29 +36,31 @@ pub struct KprobeMulti {
 
 impl Method for KprobeMulti {
     fn name(&self) -> &'static str {
-        if self.batch {
-            "kprobe multi"
-        } else {
-            "kprobe multi, one link pair per hook"
+        match (&self.programs, self.batch) {
+            (Programs::Pair { .. }, true) => "kprobe multi",
+            (Programs::Pair { .. }, false) => "kprobe multi, one link pair per hook",
+            (Programs::Session(_), true) => "kprobe session",
+            (Programs::Session(_), false) => "kprobe session, one link per hook",
         }
     }
 
     fn describe(&self) -> &'static str {
-        if self.batch {
-            "hooks with one kprobe.multi link pair"
-        } else {
-            "kprobe.multi link pairs"
+        match (&self.programs, self.batch) {
+            (Programs::Pair { .. }, true) => "hooks with one kprobe.multi link pair",
+            (Programs::Pair { .. }, false) => "kprobe.multi link pairs",
+            (Programs::Session(_), true) => "hooks with one kprobe session link",
+            (Programs::Session(_), false) => "kprobe session links",
         }
     }
 
     fn attach(&self, target: &Target) -> Result<Probe, String> {
-        let mut probe = self.link_pair(std::slice::from_ref(target))?;
+        let mut probe = self.link_all(std::slice::from_ref(target))?;
         probe.hook_id = target.consts.hook_id;
         Ok(probe)
     }
 
     fn attach_batch(&self, targets: &[Target]) -> Option<Result<Probe, String>> {
-        self.batch.then(|| self.link_pair(targets))
+        self.batch.then(|| self.link_all(targets))
     }
 
     fn unprobeable(&self, targets: &[Target]) -> Vec<(usize, String)> {
@@ -64,8 +75,7 @@ impl Method for KprobeMulti {
     fn fallback(&self) -> Option<Box<dyn Method>> {
         self.batch.then(|| {
             Box::new(KprobeMulti {
-                entry: self.entry.clone(),
-                exit: self.exit.clone(),
+                programs: self.programs.clone(),
                 batch: false,
             }) as Box<dyn Method>
         })
@@ -73,8 +83,8 @@ impl Method for KprobeMulti {
 }
 
 impl KprobeMulti {
-    /// One copy of each program, and one entry and one return link for all `targets`.
-    fn link_pair(&self, targets: &[Target]) -> Result<Probe, String> {
+    /// One copy of each program, and its link for all `targets`.
+    fn link_all(&self, targets: &[Target]) -> Result<Probe, String> {
         let first = targets.first().ok_or("no hook to attach")?;
         let mut names = targets
             .iter()
@@ -89,15 +99,23 @@ impl KprobeMulti {
             names.push(names[0].clone());
             cookies.push(cookies[0]);
         }
-        let entry = self.entry.load(first.consts, 0)?;
-        let exit = self.exit.load(first.consts, 0)?;
-        let entry_link = link(&entry, &names, &cookies, false)?;
-        let exit_link = link(&exit, &names, &cookies, true)?;
-        Ok(Probe::with(
-            ALL_HOOKS,
-            vec![entry, exit],
-            vec![entry_link, exit_link],
-        ))
+        let sides: Vec<(&Template, bool)> = match &self.programs {
+            Programs::Pair { entry, exit } => vec![(entry, false), (exit, true)],
+            Programs::Session(session) => vec![(session, false)],
+        };
+        let (mut progs, mut links) = (Vec::new(), Vec::new());
+        for (template, returns) in sides {
+            let prog = template.load(first.consts, 0)?;
+            links.push(link(
+                &prog,
+                template.attach_type(),
+                &names,
+                &cookies,
+                returns,
+            )?);
+            progs.push(prog);
+        }
+        Ok(Probe::with(ALL_HOOKS, progs, links))
     }
 }
 
@@ -107,6 +125,7 @@ impl KprobeMulti {
 /// function ftrace can probe.
 fn link(
     prog: &OwnedFd,
+    attach_type: u32,
     names: &[CString],
     cookies: &[u64],
     returns: bool,
@@ -130,18 +149,11 @@ fn link(
         };
     // SAFETY: opts, the names and cookies it points to outlive the call,
     // which only reads them; prog is a live program fd.
-    let fd = unsafe {
-        libbpf_sys::bpf_link_create(
-            prog.as_raw_fd(),
-            0,
-            libbpf_sys::BPF_TRACE_KPROBE_MULTI,
-            &opts,
-        )
-    };
+    let fd = unsafe { libbpf_sys::bpf_link_create(prog.as_raw_fd(), 0, attach_type, &opts) };
     if fd < 0 {
-        let side = if returns { "return" } else { "entry" };
+        let side = if returns { "return " } else { "" };
         return Err(format!(
-            "kprobe.multi {side} link of {} functions: {}",
+            "kprobe.multi {side}link of {} functions: {}",
             names.len(),
             std::io::Error::from_raw_os_error(-fd)
         ));

@@ -33,7 +33,7 @@ pub use probe::{Skipped, Target};
 use self::count::CountOnly;
 use self::fentry::FentryFexit;
 use self::interface::Method;
-use self::kmulti::KprobeMulti;
+use self::kmulti::{KprobeMulti, Programs};
 use self::kprobe::Kprobe;
 use self::kretprobe::ReturnProbes;
 use self::multi::MultiSession;
@@ -147,8 +147,14 @@ impl Attacher {
                 single: t(entry, Kind::Session(session))?,
             }),
             Chosen::KprobeMulti => Box::new(KprobeMulti {
-                entry: t(entry, Kind::KprobeMulti)?,
-                exit: t(exit, Kind::KretprobeMulti)?,
+                programs: Programs::Pair {
+                    entry: t(entry, Kind::KprobeMulti)?,
+                    exit: t(exit, Kind::KretprobeMulti)?,
+                },
+                batch: true,
+            }),
+            Chosen::KprobeSession(attach_type) => Box::new(KprobeMulti {
+                programs: Programs::Session(t(entry, Kind::KprobeSession(attach_type))?),
                 batch: true,
             }),
             Chosen::Session(attach_type) => Box::new(Session {
@@ -383,10 +389,11 @@ enum Source {
     KmultiEntry,
     KmultiExit,
     KmultiEmpty,
+    Ksession,
 }
 
 impl Source {
-    const ALL: [Source; 12] = [
+    const ALL: [Source; 13] = [
         Source::Entry,
         Source::Exit,
         Source::EntryNoPreempt,
@@ -399,6 +406,7 @@ impl Source {
         Source::KmultiEntry,
         Source::KmultiExit,
         Source::KmultiEmpty,
+        Source::Ksession,
     ];
 
     fn tracing(self) -> bool {
@@ -409,6 +417,7 @@ impl Source {
                 | Source::KmultiEntry
                 | Source::KmultiExit
                 | Source::KmultiEmpty
+                | Source::Ksession
         )
     }
 
@@ -430,6 +439,7 @@ impl Source {
             Source::KmultiEntry => &mut p.hook_kmentry,
             Source::KmultiExit => &mut p.hook_kmexit,
             Source::KmultiEmpty => &mut p.hook_kmempty,
+            Source::Ksession => &mut p.hook_ksession,
         }
     }
 
@@ -447,6 +457,7 @@ impl Source {
             Source::KmultiEntry => &p.hook_kmentry,
             Source::KmultiExit => &p.hook_kmexit,
             Source::KmultiEmpty => &p.hook_kmempty,
+            Source::Ksession => &p.hook_ksession,
         }
     }
 }
@@ -457,7 +468,8 @@ fn sources(method: Chosen, options: ProbeOptions) -> [Source; 2] {
         // The kprobe fallback has no count-only probe (trace refuses it there).
         Chosen::Kprobe => [Source::KprobeEntry, Source::KprobeExit],
         _ if options.count_only => [Source::Count; 2],
-        Chosen::KprobeMulti if options.empty => [Source::KmultiEmpty; 2],
+        Chosen::KprobeMulti | Chosen::KprobeSession(_) if options.empty => [Source::KmultiEmpty; 2],
+        Chosen::KprobeSession(_) => [Source::Ksession; 2],
         Chosen::KprobeMulti => [Source::KmultiEntry, Source::KmultiExit],
         Chosen::MultiSession { .. } | Chosen::Session(_) => [Source::Session; 2],
         Chosen::FentryFexit if options.empty => [Source::Empty; 2],
@@ -502,6 +514,10 @@ mod tests {
         assert_eq!(
             sources(Chosen::KprobeMulti, empty),
             [Source::KmultiEmpty; 2]
+        );
+        assert_eq!(
+            sources(Chosen::KprobeSession(56), plain),
+            [Source::Ksession; 2]
         );
         assert!(sources(Chosen::KprobeMulti, plain)
             .iter()

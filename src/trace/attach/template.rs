@@ -37,6 +37,9 @@ pub enum Kind {
     /// return, each attached by one link (BPF_TRACE_KPROBE_MULTI, 5.18+).
     KprobeMulti,
     KretprobeMulti,
+    /// One kprobe program run at every hook's entry and return, by one link
+    /// (BPF_TRACE_KPROBE_SESSION, 6.10+, its value in the kernel's BTF).
+    KprobeSession(u32),
 }
 
 impl Kind {
@@ -52,6 +55,7 @@ impl Kind {
             Kind::Kretprobe => (libbpf_sys::BPF_PROG_TYPE_KPROBE, c"lsmpmon_kexit"),
             Kind::KprobeMulti => (libbpf_sys::BPF_PROG_TYPE_KPROBE, c"lsmpmon_kmentry"),
             Kind::KretprobeMulti => (libbpf_sys::BPF_PROG_TYPE_KPROBE, c"lsmpmon_kmexit"),
+            Kind::KprobeSession(_) => (libbpf_sys::BPF_PROG_TYPE_KPROBE, c"lsmpmon_ksession"),
         }
     }
 }
@@ -91,15 +95,17 @@ impl Template {
         let mut insns = self.insns.clone();
         for (i, marker) in patch_sites(&self.insns) {
             insns[i].imm = match marker {
-                LSMPMON_PATCH_SESSION => {
-                    matches!(self.kind, Kind::Session(_) | Kind::SessionMulti(_)) as i32
-                }
+                LSMPMON_PATCH_SESSION => matches!(
+                    self.kind,
+                    Kind::Session(_) | Kind::SessionMulti(_) | Kind::KprobeSession(_)
+                ) as i32,
                 LSMPMON_PATCH_MULTI => matches!(
                     self.kind,
                     Kind::SessionMulti(_)
                         | Kind::FexitMulti(_)
                         | Kind::KprobeMulti
                         | Kind::KretprobeMulti
+                        | Kind::KprobeSession(_)
                 ) as i32,
                 _ => consts.value(marker).unwrap_or_default() as i32,
             };
@@ -127,6 +133,7 @@ impl Template {
             Kind::Session(t) | Kind::SessionMulti(t) | Kind::FexitMulti(t) => t,
             Kind::Kprobe | Kind::Kretprobe => 0,
             Kind::KprobeMulti | Kind::KretprobeMulti => libbpf_sys::BPF_TRACE_KPROBE_MULTI,
+            Kind::KprobeSession(t) => t,
         }
     }
 

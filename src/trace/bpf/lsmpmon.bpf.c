@@ -223,14 +223,21 @@ static __always_inline bool comm_matches(void)
 }
 
 /*
- * Every probe helper takes `kp`: true in the kprobe/kretprobe fallback for
- * kernels before 5.17 (no BTF task pointer, no bpf_get_func_arg/ret, no
- * bpf_task_pt_regs), where task fields are read with bpf_probe_read_kernel.
- * It is a compile-time constant in each program, so the other path vanishes.
+ * Every probe helper takes `kp`, a compile-time constant in each program, so
+ * the other paths vanish: 0 in the tracing programs (fentry/fexit, session);
+ * KP_OLD in the kprobe/kretprobe fallback for kernels before 5.17 (no BTF
+ * task pointer, no bpf_get_func_arg/ret, no bpf_task_pt_regs), where task
+ * fields are read with bpf_probe_read_kernel; KP_BTF in the kprobe.multi
+ * programs (5.18+): their context is pt_regs too, but the task is a BTF
+ * pointer read directly (each bpf_probe_read_kernel is a helper call).
  */
-static __always_inline struct task_struct *current_task(bool kp)
+#define KP_OLD 1
+#define KP_BTF 2
+
+static __always_inline struct task_struct *current_task(int kp)
 {
-	return kp ? (struct task_struct *)bpf_get_current_task() : bpf_get_current_task_btf();
+	return kp == KP_OLD ? (struct task_struct *)bpf_get_current_task() :
+			      bpf_get_current_task_btf();
 }
 
 static __always_inline struct lsmpmon_cpu *this_cpu(void)
@@ -267,11 +274,11 @@ static __always_inline struct lsmpmon_hook_stats *stats_of(struct lsmpmon_cpu *c
  * their creator's) never make a syscall of their own: their calls go to
  * slot 0, "(none)".
  */
-static __always_inline __u32 classify(bool kp)
+static __always_inline __u32 classify(int kp)
 {
 	struct task_struct *t = current_task(kp);
-	__u32 tgid = kp ? bpf_get_current_pid_tgid() >> 32 : t->tgid;
-	__u32 flags = kp ? BPF_CORE_READ(t, flags) : t->flags;
+	__u32 tgid = kp == KP_OLD ? bpf_get_current_pid_tgid() >> 32 : t->tgid;
+	__u32 flags = kp == KP_OLD ? BPF_CORE_READ(t, flags) : t->flags;
 
 	if (tgid == self_tgid)
 		return LSMPMON_SUBJ_SELF;
@@ -280,7 +287,7 @@ static __always_inline __u32 classify(bool kp)
 	return flags & (PF_KTHREAD | PF_IO_WORKER) ? LSMPMON_SUBJ_KTHREAD : LSMPMON_SUBJ_USER;
 }
 
-static __always_inline __u32 subject_of(struct lsmpmon_cpu *c, bool kp)
+static __always_inline __u32 subject_of(struct lsmpmon_cpu *c, int kp)
 {
 	__u32 v = c->subject;
 
@@ -295,7 +302,7 @@ static __always_inline __u32 subject_of(struct lsmpmon_cpu *c, bool kp)
  * What runs here is one to trace: not lsmpmon, not filtered out by --pid (nor,
  * in an interrupt handler, by any task filter: see on_softirq_entry).
  */
-static __always_inline bool traced_task(struct lsmpmon_cpu *c, bool kp)
+static __always_inline bool traced_task(struct lsmpmon_cpu *c, int kp)
 {
 	return subject_of(c, kp) < LSMPMON_SUBJ_SELF;
 }
@@ -326,7 +333,7 @@ static __always_inline void all_task_filters(void)
 	asm volatile("" : : "r"(ok));
 }
 
-static __always_inline __u64 func_arg(void *ctx, __u32 n, bool kp)
+static __always_inline __u64 func_arg(void *ctx, __u32 n, int kp)
 {
 	struct pt_regs *regs = ctx;
 	__u64 arg = 0;
@@ -345,7 +352,7 @@ static __always_inline __u64 func_arg(void *ctx, __u32 n, bool kp)
 	}
 }
 
-static __always_inline bool object_ok(void *ctx, struct lsmpmon_cpu *c, bool kp, bool sess)
+static __always_inline bool object_ok(void *ctx, struct lsmpmon_cpu *c, int kp, bool sess)
 {
 	__u32 id = hook_of(c, sess);
 	struct lsmpmon_hook_meta *meta = bpf_map_lookup_elem(&hook_meta, &id);
@@ -373,7 +380,7 @@ static __always_inline bool object_ok(void *ctx, struct lsmpmon_cpu *c, bool kp,
 	return str_eq(name, filter_object, LSMPMON_OBJ_NAME_LEN);
 }
 
-static __always_inline bool filters_ok(void *ctx, struct lsmpmon_cpu *c, bool kp, bool sess)
+static __always_inline bool filters_ok(void *ctx, struct lsmpmon_cpu *c, int kp, bool sess)
 {
 	if (!task_filters_ok())
 		return false;
@@ -381,7 +388,7 @@ static __always_inline bool filters_ok(void *ctx, struct lsmpmon_cpu *c, bool kp
 }
 
 /* Is this call of hook `id` one to record? */
-static __always_inline bool call_ok(void *ctx, struct lsmpmon_cpu *c, bool kp, bool sess)
+static __always_inline bool call_ok(void *ctx, struct lsmpmon_cpu *c, int kp, bool sess)
 {
 	/*
 	 * The calibration hook is driven by lsmpmon itself, and does the same
@@ -401,12 +408,12 @@ static __always_inline bool call_ok(void *ctx, struct lsmpmon_cpu *c, bool kp, b
 }
 
 /* Syscall nr + 1: 0 when not in a syscall; callers map >= LSMPMON_SYSCALL_SLOTS to 0. */
-static __always_inline __u32 syscall_slot(struct task_struct *t, bool kp)
+static __always_inline __u32 syscall_slot(struct task_struct *t, int kp)
 {
 	struct pt_regs *regs;
 	__u64 nr, slot;
 
-	if (kp) {
+	if (kp == KP_OLD) {
 		/* task_pt_regs(): the top of the task's kernel stack (x86_64). */
 		regs = (struct pt_regs *)((long)BPF_CORE_READ(t, stack) + THREAD_SIZE) - 1;
 		regs = (void *)((long)regs + sizeof(struct pt_regs) - bpf_core_type_size(struct pt_regs));
@@ -444,7 +451,7 @@ static __always_inline struct lsmpmon_frame *top_frame(struct lsmpmon_cpu *c, __
  * kernel's per-CPU bpf_prog_active, so an interrupt skips both probes of a
  * call or neither: the thread id suffices there.
  */
-static __always_inline __u64 call_key(void *ctx, bool kp)
+static __always_inline __u64 call_key(void *ctx, int kp)
 {
 	/* Never 0, the mark of a frame being built (the idle task's id is 0). */
 	if (kp)
@@ -464,7 +471,7 @@ static __always_inline void take_cookie(void *ctx, struct lsmpmon_cpu *c, bool s
 		c->multi_hook = bpf_get_attach_cookie(ctx);
 }
 
-static __always_inline int on_entry(void *ctx, bool kp, bool sess)
+static __always_inline int on_entry(void *ctx, int kp, bool sess)
 {
 	struct lsmpmon_cpu *c;
 	struct lsmpmon_frame *f;
@@ -510,7 +517,7 @@ static __always_inline int on_entry(void *ctx, bool kp, bool sess)
  * An int hook's return value (0 for void hooks). Its place among the fexit
  * context words is a patched constant: the verifier keeps one case.
  */
-static __always_inline int return_value(void *ctx, struct lsmpmon_cpu *c, bool kp, bool sess)
+static __always_inline int return_value(void *ctx, struct lsmpmon_cpu *c, int kp, bool sess)
 {
 	__u32 slot = PATCHED(LSMPMON_PATCH_RET_SLOT);
 	__u64 ret = 0;
@@ -520,7 +527,7 @@ static __always_inline int return_value(void *ctx, struct lsmpmon_cpu *c, bool k
 		if (!(c->multi_hook & LSMPMON_MULTI_RETURNS_INT))
 			return 0;
 		if (kp)
-			return (int)PT_REGS_RC_CORE((struct pt_regs *)ctx);
+			return (int)PT_REGS_RC((struct pt_regs *)ctx);
 		bpf_get_func_ret(ctx, &ret);
 		return (int)ret;
 	}
@@ -548,7 +555,7 @@ static __always_inline int return_value(void *ctx, struct lsmpmon_cpu *c, bool k
 
 /* Denied (-EACCES, -EPERM), another error, or a value: 0 (allowed) costs one test. */
 static __always_inline void count_return(void *ctx, struct lsmpmon_cpu *c,
-					 struct lsmpmon_hook_stats *s, bool kp, bool sess)
+					 struct lsmpmon_hook_stats *s, int kp, bool sess)
 {
 	int ret = return_value(ctx, c, kp, sess);
 
@@ -578,7 +585,7 @@ static __always_inline __u32 cell_slot(__u32 pend_slot)
 }
 
 static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmpmon_hook_stats *s,
-				   __u64 delta_ns, bool outermost, bool kp, bool sess)
+				   __u64 delta_ns, bool outermost, int kp, bool sess)
 {
 	struct lsmpmon_syscall_cell *cell;
 	struct lsmpmon_syscall_time *st;
@@ -637,7 +644,7 @@ static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmp
  * frame below, if any, is told it contained this pair and those.
  */
 static __always_inline void finish(void *ctx, struct lsmpmon_cpu *c, struct lsmpmon_frame *f,
-				   __u64 used, __u64 now_ns, bool kp, bool sess)
+				   __u64 used, __u64 now_ns, int kp, bool sess)
 {
 	struct lsmpmon_hook_stats *s = stats_of(c, sess);
 	__u64 delta_ns = now_ns - f->start_ns, probes_ns;
@@ -667,7 +674,7 @@ static __always_inline void finish(void *ctx, struct lsmpmon_cpu *c, struct lsmp
  * began before tracing was enabled, was filtered out or did not fit) and it
  * is not counted at all.
  */
-static __always_inline void finish_unframed(void *ctx, struct lsmpmon_cpu *c, bool kp, bool sess)
+static __always_inline void finish_unframed(void *ctx, struct lsmpmon_cpu *c, int kp, bool sess)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct lsmpmon_hook_stats *s;
@@ -691,7 +698,7 @@ static __always_inline void finish_unframed(void *ctx, struct lsmpmon_cpu *c, bo
 }
 
 /* The exit of a call that ended at `now`. */
-static __always_inline int on_exit_at(void *ctx, __u64 now, bool kp, bool sess)
+static __always_inline int on_exit_at(void *ctx, __u64 now, int kp, bool sess)
 {
 	__u64 key = call_key(ctx, kp);
 	struct lsmpmon_frame *f;
@@ -732,7 +739,7 @@ static __always_inline int on_exit_at(void *ctx, __u64 now, bool kp, bool sess)
 	return 0;
 }
 
-static __always_inline int on_exit(void *ctx, bool kp, bool sess)
+static __always_inline int on_exit(void *ctx, int kp, bool sess)
 {
 	return on_exit_at(ctx, bpf_ktime_get_ns(), kp, sess);
 }
@@ -951,13 +958,13 @@ int BPF_PROG(test_run_driver)
 SEC("kprobe/security_file_permission")
 int hook_kentry(struct pt_regs *ctx)
 {
-	return on_entry(ctx, true, false);
+	return on_entry(ctx, KP_OLD, false);
 }
 
 SEC("kretprobe/security_file_permission")
 int hook_kexit(struct pt_regs *ctx)
 {
-	return on_exit(ctx, true, false);
+	return on_exit(ctx, KP_OLD, false);
 }
 
 /*
@@ -970,13 +977,31 @@ int hook_kexit(struct pt_regs *ctx)
 SEC("kprobe.multi/security_file_permission")
 int hook_kmentry(struct pt_regs *ctx)
 {
-	return on_entry(ctx, true, true);
+	return on_entry(ctx, KP_BTF, true);
 }
 
 SEC("kretprobe.multi/security_file_permission")
 int hook_kmexit(struct pt_regs *ctx)
 {
-	return on_exit(ctx, true, true);
+	return on_exit(ctx, KP_BTF, true);
+}
+
+/*
+ * The kprobe session (BPF_TRACE_KPROBE_SESSION, 6.10+): the same two halves
+ * in one program and one link, which the kernel runs at the entry and again
+ * at the return (one fprobe, one ftrace_ops per function instead of two).
+ * Loaded as a kprobe.multi template, where only the first test runs
+ * (LSMPMON_PATCH_SESSION is 0); user space makes the kfunc placeholder a call.
+ */
+SEC("kprobe.multi/security_file_permission")
+int hook_ksession(struct pt_regs *ctx)
+{
+	if (!PATCHED(LSMPMON_PATCH_SESSION))
+		return 0;
+	/* 0 at entry: the kernel runs the program at the return too. */
+	if (!kf_session_is_return(ctx))
+		return on_entry(ctx, KP_BTF, true);
+	return on_exit(ctx, KP_BTF, true);
 }
 
 /* `trace --empty-probes` with kprobe.multi: both links run it; it records nothing. */
