@@ -47,9 +47,9 @@ fn counts_filters_and_schema(series: &str, method: &str) {
         assert!(preemption.is_null(), "{preemption}");
     }
     // The method: one session multi-link where the kernel has it (7.x), else
-    // a kprobe.multi link pair where the kernel has fprobe (6.12; Debian's
-    // 6.1 is built without it), unless fentry/fexit is asked for or the
-    // kernel refuses the link; what was passed over, and why, in order.
+    // one kprobe session link where the kernel has fprobe (6.12; Debian's
+    // 6.1 is built without it), unless another is asked for or the kernel
+    // refuses the link; what was passed over, and why, in order.
     let used = r["probe"]["method"].as_str().unwrap();
     let not_used: Vec<&str> = r["probe"]["not_used"]
         .as_array()
@@ -74,21 +74,26 @@ fn counts_filters_and_schema(series: &str, method: &str) {
                 "{why}"
             );
         }
-        (false, "auto" | "kprobe-multi") if series != "6.1" => {
-            assert_eq!(used, "kprobe multi");
+        (false, "auto") if series != "6.1" => {
+            assert_eq!(used, "kprobe session");
             assert_eq!(not_used, ["multi session"]);
-            if method == "auto" {
-                let why = r["probe"]["method_why"].as_str().unwrap();
-                assert!(why.contains("attach time"), "{why}");
-            }
+            let why = r["probe"]["method_why"].as_str().unwrap();
+            assert!(why.contains("attach time"), "{why}");
+        }
+        (false, "kprobe-multi") => {
+            assert_eq!(used, "kprobe multi");
+            assert_eq!(not_used, ["multi session", "kprobe session"]);
             // One link per side, every hook at once.
             let attach_ms = r["probe"]["attach_ms"].as_f64().unwrap();
             assert!(attach_ms < 2000.0, "attach {attach_ms} ms");
         }
         _ => {
             assert_eq!(used, "fentry/fexit");
-            assert_eq!(not_used, ["multi session", "kprobe multi", "session"]);
-            let why = r["probe"]["not_used"][1]["reason"].as_str().unwrap();
+            assert_eq!(
+                not_used,
+                ["multi session", "kprobe session", "kprobe multi", "session"]
+            );
+            let why = r["probe"]["not_used"][2]["reason"].as_str().unwrap();
             if series == "6.1" {
                 assert!(why.contains("CONFIG_FPROBE"), "{why}");
             }
@@ -264,11 +269,17 @@ fn trace_6_1_counts_filters_and_schema() {
     counts_filters_and_schema("6.1", "auto");
 }
 
-/// 6.12: one kprobe.multi link pair for every hook (the default there for a
-/// short trace) gives the same counts as fentry/fexit.
+/// 6.12: one kprobe session link for every hook (the default there for a
+/// short trace), or a kprobe.multi link pair, gives the same counts as
+/// fentry/fexit.
 #[test]
 fn trace_6_12_counts_filters_and_schema() {
     counts_filters_and_schema("6.12", "auto");
+}
+
+#[test]
+fn trace_6_12_kprobe_multi_counts_filters_and_schema() {
+    counts_filters_and_schema("6.12", "kprobe-multi");
 }
 
 #[test]
@@ -276,10 +287,10 @@ fn trace_6_12_fentry_fexit_counts_filters_and_schema() {
     counts_filters_and_schema("6.12", "fentry-fexit");
 }
 
-/// `auto` weighs what the trace is for: a short one takes the kprobe.multi
-/// link pair (fast attach and release), one of --duration 120 s or more
+/// `auto` weighs what the trace is for: a short one takes the kprobe session
+/// link (fast attach and release), one of --duration 120 s or more
 /// fentry/fexit (cheaper per call); each says why. Releasing every hook's
-/// kprobe.multi probes takes two grace periods, not one per hook.
+/// kprobe session probe takes one grace period, not one per hook.
 #[test]
 fn trace_6_12_auto_weighs_attach_time_or_cost_per_call() {
     let script = r#"
@@ -290,7 +301,7 @@ echo "L $(tr -d '\n' < /tmp/l.json)"
 "#;
     let text = guest_stdout("6.12", script);
     let (short, long) = (tagged(&text, "S"), tagged(&text, "L"));
-    assert_eq!(short["probe"]["method"], "kprobe multi");
+    assert_eq!(short["probe"]["method"], "kprobe session");
     let why = short["probe"]["method_why"].as_str().unwrap();
     assert!(why.contains("attach time"), "{why}");
     let p = &short["probe"];

@@ -318,12 +318,15 @@ mod tests {
         let c = choose(&offer(None, None, true), MethodArg::Auto, SHORT).unwrap();
         assert_eq!(c.method, Method::FentryFexit);
         let names: Vec<&str> = c.not_used.iter().map(|n| n.method.as_str()).collect();
-        assert_eq!(names, ["multi session", "kprobe multi", "session"]);
-        assert!(c.not_used[1].reason.contains("CONFIG_FPROBE"));
+        assert_eq!(
+            names,
+            ["multi session", "kprobe session", "kprobe multi", "session"]
+        );
+        assert!(c.not_used[2].reason.contains("CONFIG_FPROBE"));
 
         let c = choose(&offer(None, None, false), MethodArg::Auto, SHORT).unwrap();
         assert_eq!(c.method, Method::Kprobe);
-        assert_eq!(c.not_used.len(), 4);
+        assert_eq!(c.not_used.len(), 5);
     }
 
     #[test]
@@ -335,7 +338,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.method, Method::FentryFexit);
-        assert!(c.not_used[2].reason.contains("--method fentry-fexit"));
+        assert!(c.not_used[3].reason.contains("--method fentry-fexit"));
         let c = choose(&offer(Some(61), Some(58), true), MethodArg::Session, SHORT).unwrap();
         assert_eq!(c.method, Method::Session(58));
         assert!(c.not_used[0].reason.contains("not asked for"));
@@ -343,35 +346,46 @@ mod tests {
         assert!(choose(&offer(None, Some(58), true), MethodArg::MultiSession, SHORT).is_err());
     }
 
-    /// 6.12: kprobe.multi but no session programs.
-    fn kprobe_multi_offer() -> Offer {
+    /// 6.12: kprobe.multi and kprobe sessions, no tracing session programs.
+    fn kprobe_offer(session: Option<u32>) -> Offer {
         Offer {
             kprobe_multi: true,
+            kprobe_session: session,
             ..offer(None, None, true)
         }
     }
 
     #[test]
-    fn kprobe_multi_comes_after_the_session_multi_link_and_is_weighed() {
-        let o = kprobe_multi_offer();
+    fn kprobe_links_come_after_the_session_multi_link_and_are_weighed() {
+        let o = kprobe_offer(Some(56));
         let short = choose(&o, MethodArg::Auto, SHORT).unwrap();
-        assert_eq!(short.method, Method::KprobeMulti);
+        assert_eq!(short.method, Method::KprobeSession(56));
         assert!(short.why.unwrap().contains("attach time"));
         let names: Vec<&str> = short.not_used.iter().map(|n| n.method.as_str()).collect();
         assert_eq!(names, ["multi session"]);
+        // Without sessions (5.18 .. 6.9): the kprobe.multi link pair.
+        let pair = choose(&kprobe_offer(None), MethodArg::Auto, SHORT).unwrap();
+        assert_eq!(pair.method, Method::KprobeMulti);
+        assert!(pair.not_used[1].reason.contains("no kprobe sessions"));
         let long = choose(&o, MethodArg::Auto, Weigh::PerCall).unwrap();
         assert_eq!(long.method, Method::FentryFexit);
         assert!(long.why.unwrap().contains("cost per call"));
-        assert!(long.not_used[1].reason.contains("cost per call"));
+        for n in &long.not_used[1..3] {
+            assert!(n.reason.contains("cost per call"), "{}", n.reason);
+        }
         // Asked for by name: used whatever the trace's length, or refused.
         let asked = choose(&o, MethodArg::KprobeMulti, Weigh::PerCall).unwrap();
         assert_eq!((asked.method, asked.why), (Method::KprobeMulti, None));
+        assert!(asked.not_used[1].reason.contains("not asked for"));
         let fentry = choose(&o, MethodArg::FentryFexit, SHORT).unwrap();
-        assert!(fentry.not_used[1].reason.contains("not asked for"));
-        assert!(choose(&offer(None, None, true), MethodArg::KprobeMulti, SHORT).is_err());
+        assert!(fentry.not_used[2].reason.contains("not asked for"));
+        let none = offer(None, None, true);
+        assert!(choose(&none, MethodArg::KprobeMulti, SHORT).is_err());
+        assert!(choose(&kprobe_offer(None), MethodArg::KprobeSession, SHORT).is_err());
         // Where the session multi-link exists (7.x), it comes first.
         let both = Offer {
             kprobe_multi: true,
+            kprobe_session: Some(56),
             ..offer(Some(61), Some(58), true)
         };
         let c = choose(&both, MethodArg::Auto, SHORT).unwrap();
@@ -385,6 +399,7 @@ mod tests {
         assert_eq!(Weigh::for_duration(Some(LONG_TRACE_S)), Weigh::PerCall);
         let o = Offer {
             kprobe_multi: true,
+            kprobe_session: Some(56),
             ..offer(Some(61), Some(58), true)
         };
         let short = choose(&o, MethodArg::Auto, SHORT).unwrap();
