@@ -14,7 +14,7 @@ use crate::base::error::usage;
 /// `trace --method`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum MethodArg {
-    /// The first the kernel offers (multi session, session, fentry/fexit, kprobe).
+    /// The first the kernel offers (multi session, kprobe session, kprobe multi, session, fentry/fexit, kprobe); a trace with --duration of 120 s or more skips those that attach fast but cost more per call.
     Auto,
     /// One session program for every hook, one link (BPF_TRACE_FSESSION_MULTI); refused where the kernel lacks it.
     MultiSession,
@@ -67,7 +67,9 @@ pub use crate::model::NotUsed;
 /// time. On 7.3 the session multi-link costs ≈ 150 virtual ns more per call
 /// than fentry/fexit and attaches every hook ≈ 12 s sooner: at a busy CPU's
 /// million hook calls a second that is 0.15 s per second traced, the attach
-/// time saved after ≈ 80 s. (6.12's kprobe multi-link: see WHY_KPROBE_MULTI.)
+/// time saved after ≈ 80 s. On 6.12 the kprobe session link costs ≈ 600-1000
+/// more per call and saves ≈ 42 s of attach and release: overtaken after ≈ 40-70 s
+/// at a million calls a second, far later at the rates most systems see.
 pub const LONG_TRACE_S: f64 = 120.0;
 
 /// What `auto` weighs (the trace's expected length).
@@ -92,12 +94,14 @@ const WHY_MULTI: &str = "auto weighs attach time (no --duration of 120 s or more
     one multi-link attaches every hook in about 50 ms instead of about 12 s, at about 150 \
     virtual ns more per call than fentry/fexit (BENCHMARKS.md §1; --method fentry-fexit)";
 const WHY_FENTRY: &str = "auto weighs cost per call (--duration of 120 s or more): fentry/fexit \
-    costs about 150 virtual ns less per call than the session multi-link, 80 less than one \
-    session per hook; its slower attach (about 12 s for every hook) is paid once";
+    costs less per call than the multi-links (about 150 virtual ns less than the session \
+    multi-link on 7.3, 600-1000 less than the kprobe links on 6.12) and 80 less than one session \
+    per hook; its slower attach and release (seconds, one trampoline per hook) are paid once";
 const WHY_KPROBE_MULTI: &str = "auto weighs attach time (no --duration of 120 s or more, or \
-    serve/top): one kprobe.multi link pair attaches every hook in well under a second and \
-    releases it in one grace period per link instead of one per hook, at a higher cost per \
-    call than fentry/fexit (BENCHMARKS.md §1; --method fentry-fexit)";
+    serve/top): one kprobe link for every hook attaches in about 50 ms instead of about 6.6 s and \
+    is released in about 0.2 s instead of 36 s (one grace period per link, not one per hook), \
+    at about 600-1000 virtual ns more per call than fentry/fexit on 6.12 (BENCHMARKS.md §1; \
+    --method fentry-fexit)";
 const PER_CALL_REASON: &str =
     "auto weighs cost per call (--duration of 120 s or more): dearer per call than fentry/fexit";
 
