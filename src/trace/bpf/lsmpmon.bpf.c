@@ -233,6 +233,8 @@ static __always_inline bool comm_matches(void)
  */
 #define KP_OLD 1
 #define KP_BTF 2
+/* KP_BTF in the kprobe session program, which has a cookie per call. */
+#define KP_SESSION 3
 
 static __always_inline struct task_struct *current_task(int kp)
 {
@@ -465,10 +467,32 @@ static __always_inline __u64 call_key(void *ctx, int kp)
  * link's cookie names the hook: kept in the CPU's multi_hook while the
  * program runs (kprobe programs do not nest on a CPU: bpf_prog_active).
  */
-static __always_inline void take_cookie(void *ctx, struct lsmpmon_cpu *c, bool sess)
+#define HOOK_KEPT (1ULL << 63)
+
+static __always_inline void take_cookie(void *ctx, struct lsmpmon_cpu *c, int kp, bool sess,
+					bool at_exit)
 {
-	if (sess && MULTI())
+	__u64 *kept, hook;
+
+	if (!(sess && MULTI()))
+		return;
+	if (kp != KP_SESSION) {
 		c->multi_hook = bpf_get_attach_cookie(ctx);
+		return;
+	}
+	/*
+	 * The attach cookie is a binary search of the link's functions: the
+	 * session's entry keeps it in the call's own cookie for the exit.
+	 */
+	kept = kf_session_cookie(ctx);
+	if (at_exit && kept && (*kept & HOOK_KEPT)) {
+		c->multi_hook = *kept;
+		return;
+	}
+	hook = bpf_get_attach_cookie(ctx);
+	c->multi_hook = hook;
+	if (!at_exit && kept)
+		*kept = hook | HOOK_KEPT;
 }
 
 static __always_inline int on_entry(void *ctx, int kp, bool sess)
@@ -483,7 +507,7 @@ static __always_inline int on_entry(void *ctx, int kp, bool sess)
 	c = this_cpu();
 	if (!c)
 		return 0;
-	take_cookie(ctx, c, sess);
+	take_cookie(ctx, c, kp, sess, false);
 	if (!call_ok(ctx, c, kp, sess))
 		return 0;
 	used = c->used;
@@ -709,7 +733,7 @@ static __always_inline int on_exit_at(void *ctx, __u64 now, int kp, bool sess)
 	c = this_cpu();
 	if (!c)
 		return 0;
-	take_cookie(ctx, c, sess);
+	take_cookie(ctx, c, kp, sess, true);
 	used = c->used;
 	/*
 	 * Our frame is on top, unless calls above it lost their exit (the kernel
@@ -1000,8 +1024,8 @@ int hook_ksession(struct pt_regs *ctx)
 		return 0;
 	/* 0 at entry: the kernel runs the program at the return too. */
 	if (!kf_session_is_return(ctx))
-		return on_entry(ctx, KP_BTF, true);
-	return on_exit(ctx, KP_BTF, true);
+		return on_entry(ctx, KP_SESSION, true);
+	return on_exit(ctx, KP_SESSION, true);
 }
 
 /* `trace --empty-probes` with kprobe.multi: both links run it; it records nothing. */
