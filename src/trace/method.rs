@@ -67,8 +67,8 @@ pub use crate::model::NotUsed;
 /// time. On 7.3 the session multi-link costs ≈ 150 virtual ns more per call
 /// than fentry/fexit and attaches every hook ≈ 12 s sooner: at a busy CPU's
 /// million hook calls a second that is 0.15 s per second traced, the attach
-/// time saved after ≈ 80 s. On 6.12 the kprobe session link costs ≈ 600-1000
-/// more per call and saves ≈ 42 s of attach and release: overtaken after ≈ 40-70 s
+/// time saved after ≈ 80 s. On 6.12 the kprobe session link costs ≈ 550-750
+/// more per call and saves ≈ 42 s of attach and release: overtaken after ≈ 55-75 s
 /// at a million calls a second, far later at the rates most systems see.
 pub const LONG_TRACE_S: f64 = 120.0;
 
@@ -95,12 +95,12 @@ const WHY_MULTI: &str = "auto weighs attach time (no --duration of 120 s or more
     virtual ns more per call than fentry/fexit (BENCHMARKS.md §1; --method fentry-fexit)";
 const WHY_FENTRY: &str = "auto weighs cost per call (--duration of 120 s or more): fentry/fexit \
     costs less per call than the multi-links (about 150 virtual ns less than the session \
-    multi-link on 7.3, 600-1000 less than the kprobe links on 6.12) and 80 less than one session \
+    multi-link on 7.3, 550-750 less than the kprobe session on 6.12) and 80 less than one session \
     per hook; its slower attach and release (seconds, one trampoline per hook) are paid once";
 const WHY_KPROBE_MULTI: &str = "auto weighs attach time (no --duration of 120 s or more, or \
     serve/top): one kprobe link for every hook attaches in about 50 ms instead of about 6.6 s and \
     is released in about 0.2 s instead of 36 s (one grace period per link, not one per hook), \
-    at about 600-1000 virtual ns more per call than fentry/fexit on 6.12 (BENCHMARKS.md §1; \
+    at about 550-750 virtual ns more per call than fentry/fexit on 6.12 (BENCHMARKS.md §1; \
     --method fentry-fexit)";
 const PER_CALL_REASON: &str =
     "auto weighs cost per call (--duration of 120 s or more): dearer per call than fentry/fexit";
