@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): what lsmpmon's probe adds per traced call, and how
 # long attaching and detaching every hook takes, in a guest (virtual ns).
-#   scripts/bench-probe.sh [KERNEL...]      default: 6.1 6.12 (7.3: multi session, session, fentry/fexit)
+#   scripts/bench-probe.sh [KERNEL...]      default: 6.1 6.12 (7.3: multi session, session, fentry/fexit;
+#                                          6.12: kprobe session, fentry/fexit)
 #   METHODS=multi-session scripts/bench-probe.sh 7.3     only these methods
 #                                          (-> results/probe-7.3-multi-session.json)
 #   MODES="default count" OPS=stat SCOPES=one OUT=bench/x scripts/bench-probe.sh 6.1
@@ -37,6 +38,8 @@ elif lsmpmon trace --method multi-session --hooks inode_getattr -o /dev/null -- 
   METHODS="multi-session session fentry-fexit"
 elif lsmpmon trace --method session --hooks inode_getattr -o /dev/null -- true 2>/dev/null; then
   METHODS="session fentry-fexit"
+elif lsmpmon trace --method kprobe-session --hooks inode_getattr -o /dev/null -- true 2>/dev/null; then
+  METHODS="kprobe-session fentry-fexit"
 else
   METHODS=auto
 fi

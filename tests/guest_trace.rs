@@ -46,9 +46,10 @@ fn counts_filters_and_schema(series: &str, method: &str) {
     } else {
         assert!(preemption.is_null(), "{preemption}");
     }
-    // The method: one session multi-link where the kernel has it (7.x),
-    // unless fentry/fexit is asked for or the kernel refuses the link; what
-    // was passed over, and why, in order.
+    // The method: one session multi-link where the kernel has it (7.x), else
+    // one kprobe session link where the kernel has fprobe (6.12; Debian's
+    // 6.1 is built without it), unless another is asked for or the kernel
+    // refuses the link; what was passed over, and why, in order.
     let used = r["probe"]["method"].as_str().unwrap();
     let not_used: Vec<&str> = r["probe"]["not_used"]
         .as_array()
@@ -73,9 +74,29 @@ fn counts_filters_and_schema(series: &str, method: &str) {
                 "{why}"
             );
         }
+        (false, "auto") if series != "6.1" => {
+            assert_eq!(used, "kprobe session");
+            assert_eq!(not_used, ["multi session"]);
+            let why = r["probe"]["method_why"].as_str().unwrap();
+            assert!(why.contains("attach time"), "{why}");
+        }
+        (false, "kprobe-multi") => {
+            assert_eq!(used, "kprobe multi");
+            assert_eq!(not_used, ["multi session", "kprobe session"]);
+            // One link per side, every hook at once.
+            let attach_ms = r["probe"]["attach_ms"].as_f64().unwrap();
+            assert!(attach_ms < 2000.0, "attach {attach_ms} ms");
+        }
         _ => {
             assert_eq!(used, "fentry/fexit");
-            assert_eq!(not_used, ["multi session", "session"]);
+            assert_eq!(
+                not_used,
+                ["multi session", "kprobe session", "kprobe multi", "session"]
+            );
+            let why = r["probe"]["not_used"][2]["reason"].as_str().unwrap();
+            if series == "6.1" {
+                assert!(why.contains("CONFIG_FPROBE"), "{why}");
+            }
         }
     }
     assert_eq!(
@@ -248,9 +269,57 @@ fn trace_6_1_counts_filters_and_schema() {
     counts_filters_and_schema("6.1", "auto");
 }
 
+/// 6.12: one kprobe session link for every hook (the default there for a
+/// short trace), or a kprobe.multi link pair, gives the same counts as
+/// fentry/fexit.
 #[test]
 fn trace_6_12_counts_filters_and_schema() {
     counts_filters_and_schema("6.12", "auto");
+}
+
+#[test]
+fn trace_6_12_kprobe_multi_counts_filters_and_schema() {
+    counts_filters_and_schema("6.12", "kprobe-multi");
+}
+
+#[test]
+fn trace_6_12_fentry_fexit_counts_filters_and_schema() {
+    counts_filters_and_schema("6.12", "fentry-fexit");
+}
+
+/// `auto` weighs what the trace is for: a short one takes the kprobe session
+/// link (fast attach and release), one of --duration 120 s or more
+/// fentry/fexit (cheaper per call); each says why. Releasing every hook's
+/// kprobe session probe takes one grace period, not one per hook.
+#[test]
+fn trace_6_12_auto_weighs_attach_time_or_cost_per_call() {
+    let script = r#"
+lsmpmon trace --json --detach wait -o /tmp/s.json -- true 2>/dev/null
+echo "S $(tr -d '\n' < /tmp/s.json)"
+lsmpmon trace --json --hooks 'inode_*' --duration 120 -o /tmp/l.json -- true 2>/dev/null
+echo "L $(tr -d '\n' < /tmp/l.json)"
+"#;
+    let text = guest_stdout("6.12", script);
+    let (short, long) = (tagged(&text, "S"), tagged(&text, "L"));
+    assert_eq!(short["probe"]["method"], "kprobe session");
+    let why = short["probe"]["method_why"].as_str().unwrap();
+    assert!(why.contains("attach time"), "{why}");
+    let p = &short["probe"];
+    let (attach_ms, detach_ms) = (
+        p["attach_ms"].as_f64().unwrap(),
+        p["detach_ms"].as_f64().unwrap(),
+    );
+    assert!(attach_ms < 2000.0 && detach_ms < 2000.0, "{p}");
+    assert_eq!(long["probe"]["method"], "fentry/fexit");
+    let why = long["probe"]["method_why"].as_str().unwrap();
+    assert!(why.contains("cost per call"), "{why}");
+    let reasons: Vec<&str> = long["probe"]["not_used"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["reason"].as_str().unwrap())
+        .collect();
+    assert!(reasons[1].contains("cost per call"), "{reasons:?}");
 }
 
 /// 7.3 (trixie-backports, the 7.x package layout) preempts lazily: the

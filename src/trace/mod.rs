@@ -74,6 +74,7 @@ fn discover(args: &EngineArgs) -> Result<(hooks::Discovery, btf::KernelBtf)> {
             all || n.starts_with("security_")
                 || n.starts_with("bpf_lsm_")
                 || n == calibrate::FUNCTION
+                || n == method::FPROBE_FUNCTION
                 || Kfuncs::ALL.iter().any(|(_, k)| *k == n)
         },
         if all { lsm_tables::STRUCTS } else { &[] },
@@ -284,7 +285,20 @@ fn choose_method(
     kbtf: &btf::KernelBtf,
     kfuncs: &Kfuncs,
 ) -> Result<method::Choice> {
-    let offer = method::Offer::read(kbtf, kfuncs, kernel_version());
+    let mut offer = method::Offer::read(kbtf, kfuncs, kernel_version());
+    // --count-only is one fexit program (per hook, or a 7.x multi-link):
+    // kprobe.multi has no counting probe.
+    let kprobe_arg = matches!(
+        args.method,
+        method::MethodArg::KprobeMulti | method::MethodArg::KprobeSession
+    );
+    if args.count_only && kprobe_arg {
+        return Err(usage(
+            "--count-only has no kprobe.multi probe: use --method auto or fentry-fexit",
+        ));
+    }
+    offer.kprobe_multi &= !args.count_only;
+    offer.kprobe_session = offer.kprobe_session.filter(|_| !args.count_only);
     // The method is in the result (probe.method, the text's probe line): a
     // trace refused a moment later prints its one line and nothing else.
     let weigh = method::Weigh::for_duration(args.expected_s);

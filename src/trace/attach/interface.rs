@@ -20,6 +20,13 @@ pub trait Method {
         None
     }
 
+    /// The targets (by index) this method cannot probe, with the reason,
+    /// found before attaching: one of them would make the kernel refuse a
+    /// whole batch.
+    fn unprobeable(&self, _targets: &[Target]) -> Vec<(usize, String)> {
+        Vec::new()
+    }
+
     /// What replaces this method when the kernel refuses its batch.
     fn fallback(&self) -> Option<Box<dyn Method>> {
         None

@@ -40,7 +40,7 @@ pub struct ReturnProbes {
 
 /// tracefs, mounted if it is not; None if it cannot be (return probes are
 /// then the perf PMU's, with the kernel's default maxactive).
-fn mounted_tracefs() -> Option<PathBuf> {
+pub fn mounted_tracefs() -> Option<PathBuf> {
     if tracefs().is_none() {
         // SAFETY: constant C strings; a failure leaves nothing mounted.
         unsafe {

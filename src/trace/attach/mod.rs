@@ -5,14 +5,15 @@
 //! only when the trace opens its gate (session.rs), after all are attached.
 //!
 //! Each attach method is one implementation of [`interface::Method`]:
-//! multi session (multi.rs), session (session.rs), fentry/fexit (fentry.rs),
-//! kprobe/kretprobe (kprobe.rs). Callers learn which one ran only from
+//! multi session (multi.rs), kprobe multi (kmulti.rs), session (session.rs),
+//! fentry/fexit (fentry.rs), kprobe/kretprobe (kprobe.rs). Callers learn which one ran only from
 //! [`Attacher::report`], the result's `probe.method`.
 mod consts;
 mod count;
 mod detach;
 mod fentry;
 mod interface;
+mod kmulti;
 mod kprobe;
 mod kretprobe;
 mod multi;
@@ -32,6 +33,7 @@ pub use probe::{Skipped, Target};
 use self::count::CountOnly;
 use self::fentry::FentryFexit;
 use self::interface::Method;
+use self::kmulti::{KprobeMulti, Programs};
 use self::kprobe::Kprobe;
 use self::kretprobe::ReturnProbes;
 use self::multi::MultiSession;
@@ -144,6 +146,17 @@ impl Attacher {
                 multi: t(entry, Kind::SessionMulti(multi))?,
                 single: t(entry, Kind::Session(session))?,
             }),
+            Chosen::KprobeMulti => Box::new(KprobeMulti {
+                programs: Programs::Pair {
+                    entry: t(entry, Kind::KprobeMulti)?,
+                    exit: t(exit, Kind::KretprobeMulti)?,
+                },
+                batch: true,
+            }),
+            Chosen::KprobeSession(attach_type) => Box::new(KprobeMulti {
+                programs: Programs::Session(t(entry, Kind::KprobeSession(attach_type))?),
+                batch: true,
+            }),
             Chosen::Session(attach_type) => Box::new(Session {
                 template: t(entry, Kind::Session(attach_type))?,
             }),
@@ -177,14 +190,41 @@ impl Attacher {
             .map(|(i, h)| Target::hook(i as u32, h, self.options))
             .collect();
         let method = self.method()?;
+        let unprobeable = method.unprobeable(&targets);
+        if unprobeable.is_empty() {
+            return self.attach_probeable(&targets, hooks);
+        }
+        let mut failed = Vec::new();
+        let mut keep = vec![true; hooks.len()];
+        for (i, reason) in unprobeable {
+            keep[i] = false;
+            failed.push(Excluded {
+                hook: hooks[i].name.clone(),
+                reason,
+            });
+        }
+        let (targets, hooks): (Vec<Target>, Vec<Hook>) = targets
+            .into_iter()
+            .zip(hooks)
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|((t, h), _)| (t, h.clone()))
+            .unzip();
+        let mut attached = self.attach_probeable(&targets, &hooks)?;
+        attached.failed.splice(0..0, failed);
+        Ok(attached)
+    }
+
+    fn attach_probeable(&mut self, targets: &[Target], hooks: &[Hook]) -> Result<Attached> {
+        let method = self.method()?;
         crate::say!(
             "lsmpmon: attaching {} {} ...",
             hooks.len(),
             method.describe()
         );
         let start = Instant::now();
-        let reason = match method.attach_batch(&targets) {
-            None => return self.attach_each(&targets, hooks, start),
+        let reason = match method.attach_batch(targets) {
+            None => return self.attach_each(targets, hooks, start),
             Some(Ok(probe)) => {
                 let attach_ms = start.elapsed().as_secs_f64() * 1e3;
                 crate::say!(
@@ -204,14 +244,12 @@ impl Attacher {
             return Err(refused("attaching", &reason));
         }
         let refused_name = method.name();
-        let fallback = method
-            .fallback()
-            .filter(|_| self.asked != MethodArg::MultiSession);
+        let fallback = method.fallback().filter(|_| self.asked == MethodArg::Auto);
         let Some(fallback) = fallback else {
-            // Asked for by name (--method multi-session): no quiet substitute.
+            // Asked for by name (--method multi-session, kprobe-multi): no quiet substitute.
             return Err(anyhow::anyhow!(
-                "--method multi-session: the kernel refused the multi-link session program ({reason}): \
-                 use --method auto or session"
+                "--method: the kernel refused the {refused_name} link ({reason}): \
+                 use --method auto"
             ));
         };
         crate::say!(
@@ -225,7 +263,7 @@ impl Attacher {
             fallback.describe()
         );
         self.method = Some(fallback);
-        let mut attached = self.attach_each(&targets, hooks, Instant::now())?;
+        let mut attached = self.attach_each(targets, hooks, Instant::now())?;
         // The refused attempt took time too.
         attached.attach_ms = start.elapsed().as_secs_f64() * 1e3;
         Ok(attached)
@@ -348,10 +386,14 @@ enum Source {
     Count,
     KprobeEntry,
     KprobeExit,
+    KmultiEntry,
+    KmultiExit,
+    KmultiEmpty,
+    Ksession,
 }
 
 impl Source {
-    const ALL: [Source; 9] = [
+    const ALL: [Source; 13] = [
         Source::Entry,
         Source::Exit,
         Source::EntryNoPreempt,
@@ -361,10 +403,22 @@ impl Source {
         Source::Count,
         Source::KprobeEntry,
         Source::KprobeExit,
+        Source::KmultiEntry,
+        Source::KmultiExit,
+        Source::KmultiEmpty,
+        Source::Ksession,
     ];
 
     fn tracing(self) -> bool {
-        !matches!(self, Source::KprobeEntry | Source::KprobeExit)
+        !matches!(
+            self,
+            Source::KprobeEntry
+                | Source::KprobeExit
+                | Source::KmultiEntry
+                | Source::KmultiExit
+                | Source::KmultiEmpty
+                | Source::Ksession
+        )
     }
 
     fn open_program<'a, 'obj>(
@@ -382,6 +436,10 @@ impl Source {
             Source::Count => &mut p.hook_count,
             Source::KprobeEntry => &mut p.hook_kentry,
             Source::KprobeExit => &mut p.hook_kexit,
+            Source::KmultiEntry => &mut p.hook_kmentry,
+            Source::KmultiExit => &mut p.hook_kmexit,
+            Source::KmultiEmpty => &mut p.hook_kmempty,
+            Source::Ksession => &mut p.hook_ksession,
         }
     }
 
@@ -396,6 +454,10 @@ impl Source {
             Source::Count => &p.hook_count,
             Source::KprobeEntry => &p.hook_kentry,
             Source::KprobeExit => &p.hook_kexit,
+            Source::KmultiEntry => &p.hook_kmentry,
+            Source::KmultiExit => &p.hook_kmexit,
+            Source::KmultiEmpty => &p.hook_kmempty,
+            Source::Ksession => &p.hook_ksession,
         }
     }
 }
@@ -406,6 +468,9 @@ fn sources(method: Chosen, options: ProbeOptions) -> [Source; 2] {
         // The kprobe fallback has no count-only probe (trace refuses it there).
         Chosen::Kprobe => [Source::KprobeEntry, Source::KprobeExit],
         _ if options.count_only => [Source::Count; 2],
+        Chosen::KprobeMulti | Chosen::KprobeSession(_) if options.empty => [Source::KmultiEmpty; 2],
+        Chosen::KprobeSession(_) => [Source::Ksession; 2],
+        Chosen::KprobeMulti => [Source::KmultiEntry, Source::KmultiExit],
         Chosen::MultiSession { .. } | Chosen::Session(_) => [Source::Session; 2],
         Chosen::FentryFexit if options.empty => [Source::Empty; 2],
         Chosen::FentryFexit if options.no_preempt => {
@@ -442,6 +507,21 @@ mod tests {
             [Source::Entry, Source::Exit]
         );
         assert!(sources(Chosen::Kprobe, np).iter().all(|s| !s.tracing()));
+        assert_eq!(
+            sources(Chosen::KprobeMulti, plain),
+            [Source::KmultiEntry, Source::KmultiExit]
+        );
+        assert_eq!(
+            sources(Chosen::KprobeMulti, empty),
+            [Source::KmultiEmpty; 2]
+        );
+        assert_eq!(
+            sources(Chosen::KprobeSession(56), plain),
+            [Source::Ksession; 2]
+        );
+        assert!(sources(Chosen::KprobeMulti, plain)
+            .iter()
+            .all(|s| !s.tracing()));
         let count = ProbeOptions {
             count_only: true,
             ..np

@@ -48,6 +48,15 @@ impl Probe {
         }
     }
 
+    /// Several programs and their links (a kprobe.multi entry and return link).
+    pub fn with(hook_id: u32, progs: Vec<OwnedFd>, links: Vec<OwnedFd>) -> Self {
+        Self {
+            hook_id,
+            progs,
+            links,
+        }
+    }
+
     /// Runs the kernel skipped (recursion), every program together.
     pub fn recursion_misses(&self) -> u64 {
         self.progs.iter().map(recursion_misses).sum()

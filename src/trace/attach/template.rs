@@ -33,6 +33,13 @@ pub enum Kind {
     /// The fallback for kernels without bpf_get_func_ret() (before 5.17).
     Kprobe,
     Kretprobe,
+    /// One kprobe program for every hook's entry, and one for every hook's
+    /// return, each attached by one link (BPF_TRACE_KPROBE_MULTI, 5.18+).
+    KprobeMulti,
+    KretprobeMulti,
+    /// One kprobe program run at every hook's entry and return, by one link
+    /// (BPF_TRACE_KPROBE_SESSION, 6.10+, its value in the kernel's BTF).
+    KprobeSession(u32),
 }
 
 impl Kind {
@@ -46,6 +53,9 @@ impl Kind {
             Kind::FexitMulti(_) => (libbpf_sys::BPF_PROG_TYPE_TRACING, c"lsmpmon_count"),
             Kind::Kprobe => (libbpf_sys::BPF_PROG_TYPE_KPROBE, c"lsmpmon_kentry"),
             Kind::Kretprobe => (libbpf_sys::BPF_PROG_TYPE_KPROBE, c"lsmpmon_kexit"),
+            Kind::KprobeMulti => (libbpf_sys::BPF_PROG_TYPE_KPROBE, c"lsmpmon_kmentry"),
+            Kind::KretprobeMulti => (libbpf_sys::BPF_PROG_TYPE_KPROBE, c"lsmpmon_kmexit"),
+            Kind::KprobeSession(_) => (libbpf_sys::BPF_PROG_TYPE_KPROBE, c"lsmpmon_ksession"),
         }
     }
 }
@@ -85,12 +95,18 @@ impl Template {
         let mut insns = self.insns.clone();
         for (i, marker) in patch_sites(&self.insns) {
             insns[i].imm = match marker {
-                LSMPMON_PATCH_SESSION => {
-                    matches!(self.kind, Kind::Session(_) | Kind::SessionMulti(_)) as i32
-                }
-                LSMPMON_PATCH_MULTI => {
-                    matches!(self.kind, Kind::SessionMulti(_) | Kind::FexitMulti(_)) as i32
-                }
+                LSMPMON_PATCH_SESSION => matches!(
+                    self.kind,
+                    Kind::Session(_) | Kind::SessionMulti(_) | Kind::KprobeSession(_)
+                ) as i32,
+                LSMPMON_PATCH_MULTI => matches!(
+                    self.kind,
+                    Kind::SessionMulti(_)
+                        | Kind::FexitMulti(_)
+                        | Kind::KprobeMulti
+                        | Kind::KretprobeMulti
+                        | Kind::KprobeSession(_)
+                ) as i32,
                 _ => consts.value(marker).unwrap_or_default() as i32,
             };
         }
@@ -109,13 +125,15 @@ impl Template {
         insns
     }
 
-    /// The tracing attach type of its copies (0 for kprobes).
+    /// The attach type of its copies (0 for per-hook kprobes).
     pub fn attach_type(&self) -> libbpf_sys::bpf_attach_type {
         match self.kind {
             Kind::Fentry => libbpf_sys::BPF_TRACE_FENTRY,
             Kind::Fexit => libbpf_sys::BPF_TRACE_FEXIT,
             Kind::Session(t) | Kind::SessionMulti(t) | Kind::FexitMulti(t) => t,
             Kind::Kprobe | Kind::Kretprobe => 0,
+            Kind::KprobeMulti | Kind::KretprobeMulti => libbpf_sys::BPF_TRACE_KPROBE_MULTI,
+            Kind::KprobeSession(t) => t,
         }
     }
 

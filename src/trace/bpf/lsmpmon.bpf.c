@@ -132,9 +132,10 @@ struct {
 
 /*
  * `sess` in the helpers below is a compile-time constant, true only in the
- * session program (the only one MULTI() can be 1 in): the fentry/fexit and
- * kprobe programs compile without the multi-link's branches (their patched
- * check alone cost 6.1's fentry/fexit probes 2-16 ns per call).
+ * programs MULTI() can be 1 in (the session, count and kprobe.multi ones):
+ * the fentry/fexit and per-hook kprobe programs compile without the
+ * multi-link's branches (their patched check alone cost 6.1's fentry/fexit
+ * probes 2-16 ns per call).
  */
 
 static __always_inline __u32 hook_of(struct lsmpmon_cpu *c, bool sess)
@@ -222,14 +223,23 @@ static __always_inline bool comm_matches(void)
 }
 
 /*
- * Every probe helper takes `kp`: true in the kprobe/kretprobe fallback for
- * kernels before 5.17 (no BTF task pointer, no bpf_get_func_arg/ret, no
- * bpf_task_pt_regs), where task fields are read with bpf_probe_read_kernel.
- * It is a compile-time constant in each program, so the other path vanishes.
+ * Every probe helper takes `kp`, a compile-time constant in each program, so
+ * the other paths vanish: 0 in the tracing programs (fentry/fexit, session);
+ * KP_OLD in the kprobe/kretprobe fallback for kernels before 5.17 (no BTF
+ * task pointer, no bpf_get_func_arg/ret, no bpf_task_pt_regs), where task
+ * fields are read with bpf_probe_read_kernel; KP_BTF in the kprobe.multi
+ * programs (5.18+): their context is pt_regs too, but the task is a BTF
+ * pointer read directly (each bpf_probe_read_kernel is a helper call).
  */
-static __always_inline struct task_struct *current_task(bool kp)
+#define KP_OLD 1
+#define KP_BTF 2
+/* KP_BTF in the kprobe session program, which has a cookie per call. */
+#define KP_SESSION 3
+
+static __always_inline struct task_struct *current_task(int kp)
 {
-	return kp ? (struct task_struct *)bpf_get_current_task() : bpf_get_current_task_btf();
+	return kp == KP_OLD ? (struct task_struct *)bpf_get_current_task() :
+			      bpf_get_current_task_btf();
 }
 
 static __always_inline struct lsmpmon_cpu *this_cpu(void)
@@ -266,11 +276,11 @@ static __always_inline struct lsmpmon_hook_stats *stats_of(struct lsmpmon_cpu *c
  * their creator's) never make a syscall of their own: their calls go to
  * slot 0, "(none)".
  */
-static __always_inline __u32 classify(bool kp)
+static __always_inline __u32 classify(int kp)
 {
 	struct task_struct *t = current_task(kp);
-	__u32 tgid = kp ? bpf_get_current_pid_tgid() >> 32 : t->tgid;
-	__u32 flags = kp ? BPF_CORE_READ(t, flags) : t->flags;
+	__u32 tgid = kp == KP_OLD ? bpf_get_current_pid_tgid() >> 32 : t->tgid;
+	__u32 flags = kp == KP_OLD ? BPF_CORE_READ(t, flags) : t->flags;
 
 	if (tgid == self_tgid)
 		return LSMPMON_SUBJ_SELF;
@@ -279,7 +289,7 @@ static __always_inline __u32 classify(bool kp)
 	return flags & (PF_KTHREAD | PF_IO_WORKER) ? LSMPMON_SUBJ_KTHREAD : LSMPMON_SUBJ_USER;
 }
 
-static __always_inline __u32 subject_of(struct lsmpmon_cpu *c, bool kp)
+static __always_inline __u32 subject_of(struct lsmpmon_cpu *c, int kp)
 {
 	__u32 v = c->subject;
 
@@ -294,7 +304,7 @@ static __always_inline __u32 subject_of(struct lsmpmon_cpu *c, bool kp)
  * What runs here is one to trace: not lsmpmon, not filtered out by --pid (nor,
  * in an interrupt handler, by any task filter: see on_softirq_entry).
  */
-static __always_inline bool traced_task(struct lsmpmon_cpu *c, bool kp)
+static __always_inline bool traced_task(struct lsmpmon_cpu *c, int kp)
 {
 	return subject_of(c, kp) < LSMPMON_SUBJ_SELF;
 }
@@ -325,7 +335,7 @@ static __always_inline void all_task_filters(void)
 	asm volatile("" : : "r"(ok));
 }
 
-static __always_inline __u64 func_arg(void *ctx, __u32 n, bool kp)
+static __always_inline __u64 func_arg(void *ctx, __u32 n, int kp)
 {
 	struct pt_regs *regs = ctx;
 	__u64 arg = 0;
@@ -344,7 +354,7 @@ static __always_inline __u64 func_arg(void *ctx, __u32 n, bool kp)
 	}
 }
 
-static __always_inline bool object_ok(void *ctx, struct lsmpmon_cpu *c, bool kp, bool sess)
+static __always_inline bool object_ok(void *ctx, struct lsmpmon_cpu *c, int kp, bool sess)
 {
 	__u32 id = hook_of(c, sess);
 	struct lsmpmon_hook_meta *meta = bpf_map_lookup_elem(&hook_meta, &id);
@@ -372,7 +382,7 @@ static __always_inline bool object_ok(void *ctx, struct lsmpmon_cpu *c, bool kp,
 	return str_eq(name, filter_object, LSMPMON_OBJ_NAME_LEN);
 }
 
-static __always_inline bool filters_ok(void *ctx, struct lsmpmon_cpu *c, bool kp, bool sess)
+static __always_inline bool filters_ok(void *ctx, struct lsmpmon_cpu *c, int kp, bool sess)
 {
 	if (!task_filters_ok())
 		return false;
@@ -380,7 +390,7 @@ static __always_inline bool filters_ok(void *ctx, struct lsmpmon_cpu *c, bool kp
 }
 
 /* Is this call of hook `id` one to record? */
-static __always_inline bool call_ok(void *ctx, struct lsmpmon_cpu *c, bool kp, bool sess)
+static __always_inline bool call_ok(void *ctx, struct lsmpmon_cpu *c, int kp, bool sess)
 {
 	/*
 	 * The calibration hook is driven by lsmpmon itself, and does the same
@@ -400,12 +410,12 @@ static __always_inline bool call_ok(void *ctx, struct lsmpmon_cpu *c, bool kp, b
 }
 
 /* Syscall nr + 1: 0 when not in a syscall; callers map >= LSMPMON_SYSCALL_SLOTS to 0. */
-static __always_inline __u32 syscall_slot(struct task_struct *t, bool kp)
+static __always_inline __u32 syscall_slot(struct task_struct *t, int kp)
 {
 	struct pt_regs *regs;
 	__u64 nr, slot;
 
-	if (kp) {
+	if (kp == KP_OLD) {
 		/* task_pt_regs(): the top of the task's kernel stack (x86_64). */
 		regs = (struct pt_regs *)((long)BPF_CORE_READ(t, stack) + THREAD_SIZE) - 1;
 		regs = (void *)((long)regs + sizeof(struct pt_regs) - bpf_core_type_size(struct pt_regs));
@@ -443,7 +453,7 @@ static __always_inline struct lsmpmon_frame *top_frame(struct lsmpmon_cpu *c, __
  * kernel's per-CPU bpf_prog_active, so an interrupt skips both probes of a
  * call or neither: the thread id suffices there.
  */
-static __always_inline __u64 call_key(void *ctx, bool kp)
+static __always_inline __u64 call_key(void *ctx, int kp)
 {
 	/* Never 0, the mark of a frame being built (the idle task's id is 0). */
 	if (kp)
@@ -452,7 +462,40 @@ static __always_inline __u64 call_key(void *ctx, bool kp)
 	return (__u64)ctx;
 }
 
-static __always_inline int on_entry(void *ctx, bool kp)
+/*
+ * `sess` (see hook_of) is true only in the kprobe.multi programs, where the
+ * link's cookie names the hook: kept in the CPU's multi_hook while the
+ * program runs (kprobe programs do not nest on a CPU: bpf_prog_active).
+ */
+#define HOOK_KEPT (1ULL << 63)
+
+static __always_inline void take_cookie(void *ctx, struct lsmpmon_cpu *c, int kp, bool sess,
+					bool at_exit)
+{
+	__u64 *kept, hook;
+
+	if (!(sess && MULTI()))
+		return;
+	if (kp != KP_SESSION) {
+		c->multi_hook = bpf_get_attach_cookie(ctx);
+		return;
+	}
+	/*
+	 * The attach cookie is a binary search of the link's functions: the
+	 * session's entry keeps it in the call's own cookie for the exit.
+	 */
+	kept = kf_session_cookie(ctx);
+	if (at_exit && kept && (*kept & HOOK_KEPT)) {
+		c->multi_hook = *kept;
+		return;
+	}
+	hook = bpf_get_attach_cookie(ctx);
+	c->multi_hook = hook;
+	if (!at_exit && kept)
+		*kept = hook | HOOK_KEPT;
+}
+
+static __always_inline int on_entry(void *ctx, int kp, bool sess)
 {
 	struct lsmpmon_cpu *c;
 	struct lsmpmon_frame *f;
@@ -462,11 +505,14 @@ static __always_inline int on_entry(void *ctx, bool kp)
 	if (!enabled && !PATCHED(LSMPMON_PATCH_CALIBRATION))
 		return 0;
 	c = this_cpu();
-	if (!c || !call_ok(ctx, c, kp, false))
+	if (!c)
+		return 0;
+	take_cookie(ctx, c, kp, sess, false);
+	if (!call_ok(ctx, c, kp, sess))
 		return 0;
 	used = c->used;
 	if (used >= STACK_SIZE) {
-		stats_of(c, false)->dropped++;
+		stats_of(c, sess)->dropped++;
 		return 0;
 	}
 	/*
@@ -476,7 +522,7 @@ static __always_inline int on_entry(void *ctx, bool kp)
 	f = top_frame(c, used + FRAME_SIZE);
 	f->key = 0;
 	c->used = used + FRAME_SIZE;
-	*(__u32 *)&f->hook = HOOK_ID(); /* hook, and nested = 0 */
+	*(__u32 *)&f->hook = hook_of(c, sess); /* hook, and nested = 0 */
 	f->key = call_key(ctx, kp);
 	/* Last, so that the probe's own bookkeeping stays out of the sample. */
 	f->start_ns = bpf_ktime_get_ns();
@@ -495,15 +541,18 @@ static __always_inline int on_entry(void *ctx, bool kp)
  * An int hook's return value (0 for void hooks). Its place among the fexit
  * context words is a patched constant: the verifier keeps one case.
  */
-static __always_inline int return_value(void *ctx, struct lsmpmon_cpu *c, bool kp, bool sess)
+static __always_inline int return_value(void *ctx, struct lsmpmon_cpu *c, int kp, bool sess)
 {
 	__u32 slot = PATCHED(LSMPMON_PATCH_RET_SLOT);
 	__u64 ret = 0;
 
 	/* The multi-link program's hooks have no one place for it: the helper. */
 	if (sess && MULTI()) {
-		if (c->multi_hook & LSMPMON_MULTI_RETURNS_INT)
-			bpf_get_func_ret(ctx, &ret);
+		if (!(c->multi_hook & LSMPMON_MULTI_RETURNS_INT))
+			return 0;
+		if (kp)
+			return (int)PT_REGS_RC((struct pt_regs *)ctx);
+		bpf_get_func_ret(ctx, &ret);
 		return (int)ret;
 	}
 
@@ -530,7 +579,7 @@ static __always_inline int return_value(void *ctx, struct lsmpmon_cpu *c, bool k
 
 /* Denied (-EACCES, -EPERM), another error, or a value: 0 (allowed) costs one test. */
 static __always_inline void count_return(void *ctx, struct lsmpmon_cpu *c,
-					 struct lsmpmon_hook_stats *s, bool kp, bool sess)
+					 struct lsmpmon_hook_stats *s, int kp, bool sess)
 {
 	int ret = return_value(ctx, c, kp, sess);
 
@@ -560,7 +609,7 @@ static __always_inline __u32 cell_slot(__u32 pend_slot)
 }
 
 static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmpmon_hook_stats *s,
-				   __u64 delta_ns, bool outermost, bool kp, bool sess)
+				   __u64 delta_ns, bool outermost, int kp, bool sess)
 {
 	struct lsmpmon_syscall_cell *cell;
 	struct lsmpmon_syscall_time *st;
@@ -619,9 +668,9 @@ static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmp
  * frame below, if any, is told it contained this pair and those.
  */
 static __always_inline void finish(void *ctx, struct lsmpmon_cpu *c, struct lsmpmon_frame *f,
-				   __u64 used, __u64 now_ns, bool kp)
+				   __u64 used, __u64 now_ns, int kp, bool sess)
 {
-	struct lsmpmon_hook_stats *s = stats_of(c, false);
+	struct lsmpmon_hook_stats *s = stats_of(c, sess);
 	__u64 delta_ns = now_ns - f->start_ns, probes_ns;
 	__u32 nested = f->nested;
 	__u64 below = used - FRAME_SIZE;
@@ -640,7 +689,7 @@ static __always_inline void finish(void *ctx, struct lsmpmon_cpu *c, struct lsmp
 		asm volatile("%0 &= 0xff" : "+r"(below)); /* as in on_exit() */
 		top_frame(c, below)->nested += nested + 1;
 	}
-	record(ctx, c, s, delta_ns, used == FRAME_SIZE, kp, false);
+	record(ctx, c, s, delta_ns, used == FRAME_SIZE, kp, sess);
 }
 
 /*
@@ -649,7 +698,7 @@ static __always_inline void finish(void *ctx, struct lsmpmon_cpu *c, struct lsmp
  * began before tracing was enabled, was filtered out or did not fit) and it
  * is not counted at all.
  */
-static __always_inline void finish_unframed(void *ctx, struct lsmpmon_cpu *c, bool kp)
+static __always_inline void finish_unframed(void *ctx, struct lsmpmon_cpu *c, int kp, bool sess)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct lsmpmon_hook_stats *s;
@@ -661,19 +710,19 @@ static __always_inline void finish_unframed(void *ctx, struct lsmpmon_cpu *c, bo
 		return;
 	/* One unsigned test: calls == 0 wraps around. */
 	top = p->calls - 1;
-	if (top >= LSMPMON_MAX_DEPTH || p->hook[top] != HOOK_ID())
+	if (top >= LSMPMON_MAX_DEPTH || p->hook[top] != hook_of(c, sess))
 		return;
 	p->calls = top;
 	if (!top)
 		bpf_map_delete_elem(&pending, &tid);
-	s = stats_of(c, false);
+	s = stats_of(c, sess);
 	s->cs_count++;
 	if (!PATCHED(LSMPMON_PATCH_LEAN))
-		count_return(ctx, c, s, kp, false);
+		count_return(ctx, c, s, kp, sess);
 }
 
 /* The exit of a call that ended at `now`. */
-static __always_inline int on_exit_at(void *ctx, __u64 now, bool kp)
+static __always_inline int on_exit_at(void *ctx, __u64 now, int kp, bool sess)
 {
 	__u64 key = call_key(ctx, kp);
 	struct lsmpmon_frame *f;
@@ -684,6 +733,7 @@ static __always_inline int on_exit_at(void *ctx, __u64 now, bool kp)
 	c = this_cpu();
 	if (!c)
 		return 0;
+	take_cookie(ctx, c, kp, sess, true);
 	used = c->used;
 	/*
 	 * Our frame is on top, unless calls above it lost their exit (the kernel
@@ -700,8 +750,8 @@ static __always_inline int on_exit_at(void *ctx, __u64 now, bool kp)
 		 * fentry: two calls in progress on a CPU never share a context, so
 		 * the key alone names the call; kprobes also need the hook.
 		 */
-		if (f->key == key && (!kp || f->hook == HOOK_ID())) {
-			finish(ctx, c, f, used, now, kp);
+		if (f->key == key && (!kp || f->hook == hook_of(c, sess))) {
+			finish(ctx, c, f, used, now, kp, sess);
 			return 0;
 		}
 		used -= FRAME_SIZE;
@@ -709,25 +759,25 @@ static __always_inline int on_exit_at(void *ctx, __u64 now, bool kp)
 	/* Only traced tasks have open calls (and lsmpmon's own are not kept). */
 	if (PATCHED(LSMPMON_PATCH_CALIBRATION) || !traced_task(c, kp))
 		return 0;
-	finish_unframed(ctx, c, kp);
+	finish_unframed(ctx, c, kp, sess);
 	return 0;
 }
 
-static __always_inline int on_exit(void *ctx, bool kp)
+static __always_inline int on_exit(void *ctx, int kp, bool sess)
 {
-	return on_exit_at(ctx, bpf_ktime_get_ns(), kp);
+	return on_exit_at(ctx, bpf_ktime_get_ns(), kp, sess);
 }
 
 SEC("fentry/security_file_permission")
 int BPF_PROG(hook_entry)
 {
-	return on_entry(ctx, false);
+	return on_entry(ctx, false, false);
 }
 
 SEC("fexit/security_file_permission")
 int BPF_PROG(hook_exit)
 {
-	return on_exit(ctx, false);
+	return on_exit(ctx, false, false);
 }
 
 /*
@@ -739,7 +789,7 @@ SEC("fentry/security_file_permission")
 int BPF_PROG(hook_entry_np)
 {
 	preempt_off();
-	on_entry(ctx, false);
+	on_entry(ctx, false, false);
 	preempt_on();
 	return 0;
 }
@@ -754,7 +804,7 @@ int BPF_PROG(hook_exit_np)
 	__u64 now = bpf_ktime_get_ns();
 
 	preempt_off();
-	on_exit_at(ctx, now, false);
+	on_exit_at(ctx, now, false, false);
 	preempt_on();
 	return 0;
 }
@@ -932,13 +982,58 @@ int BPF_PROG(test_run_driver)
 SEC("kprobe/security_file_permission")
 int hook_kentry(struct pt_regs *ctx)
 {
-	return on_entry(ctx, true);
+	return on_entry(ctx, KP_OLD, false);
 }
 
 SEC("kretprobe/security_file_permission")
 int hook_kexit(struct pt_regs *ctx)
 {
-	return on_exit(ctx, true);
+	return on_exit(ctx, KP_OLD, false);
+}
+
+/*
+ * kprobe.multi (5.18+, CONFIG_FPROBE): one entry and one return program for
+ * every hook, each attached by one link (BPF_TRACE_KPROBE_MULTI, the return
+ * one with BPF_F_KPROBE_MULTI_RETURN) whose per-function cookie names the
+ * hook (enum lsmpmon_multi_cookie). The kprobe logic above, with the hook
+ * taken from the cookie instead of a patched constant.
+ */
+SEC("kprobe.multi/security_file_permission")
+int hook_kmentry(struct pt_regs *ctx)
+{
+	return on_entry(ctx, KP_BTF, true);
+}
+
+SEC("kretprobe.multi/security_file_permission")
+int hook_kmexit(struct pt_regs *ctx)
+{
+	return on_exit(ctx, KP_BTF, true);
+}
+
+/*
+ * The kprobe session (BPF_TRACE_KPROBE_SESSION, 6.10+): the same two halves
+ * in one program and one link, which the kernel runs at the entry and again
+ * at the return (one fprobe, one ftrace_ops per function instead of two).
+ * Loaded as a kprobe.multi template, where only the first test runs
+ * (LSMPMON_PATCH_SESSION is 0); user space makes the kfunc placeholder a call.
+ */
+SEC("kprobe.multi/security_file_permission")
+int hook_ksession(struct pt_regs *ctx)
+{
+	if (!PATCHED(LSMPMON_PATCH_SESSION))
+		return 0;
+	/* 0 at entry: the kernel runs the program at the return too. */
+	if (!kf_session_is_return(ctx))
+		return on_entry(ctx, KP_SESSION, true);
+	return on_exit(ctx, KP_SESSION, true);
+}
+
+/* `trace --empty-probes` with kprobe.multi: both links run it; it records nothing. */
+SEC("kprobe.multi/security_file_permission")
+int hook_kmempty(struct pt_regs *ctx)
+{
+	(void)HOOK_ID();
+	return 0;
 }
 
 /*
