@@ -16,7 +16,6 @@ use super::{
     footprint,
     guest_plan::{Plan, CONFIG_DIR, PLAN_PATH, PUBLIC, SECRET, WORKLOAD, WORK_DIR},
     proof,
-    spec::Spec,
 };
 pub use crate::model::cell::{GuestReport as Report, GuestStage as Stage};
 use crate::model::{bench::BenchResult, trace::TraceResult};
@@ -54,7 +53,7 @@ fn run(plan: &Plan, report: &mut Report) -> Result<()> {
         access_as_workload(plan, false)
     })?;
     let mem_before = footprint::meminfo()?;
-    stage(report, "setup", || setup(&plan.spec))?;
+    stage(report, "setup", || setup(plan))?;
     report.active_lsms = crate::model::provenance::active_lsms();
     let p = stage(report, "proof", || {
         proof::prove(plan, &before, || access_as_workload(plan, true))
@@ -148,11 +147,19 @@ fn idle_share(window: std::time::Duration) -> f64 {
     }
 }
 
+/// The benchmark's `--dir` (the lab's --bench-dir).
+fn bench_dir(plan: &Plan) -> &str {
+    plan.bench_args
+        .iter()
+        .skip_while(|a| *a != "--dir")
+        .nth(1)
+        .map_or(WORK_DIR, String::as_str)
+}
+
 fn prepare(plan: &Plan) -> Result<()> {
     settle()?;
     // bench makes its --dir (0700) but not the parents a deep one needs.
-    let dir = plan.bench_args.iter().skip_while(|a| *a != "--dir").nth(1);
-    if let Some(parent) = dir.and_then(|d| Path::new(d).parent()) {
+    if let Some(parent) = Path::new(bench_dir(plan)).parent() {
         fs::create_dir_all(parent)
             .with_context(|| format!("making {} for the benchmark", parent.display()))?;
     }
@@ -166,8 +173,8 @@ fn prepare(plan: &Plan) -> Result<()> {
     Ok(())
 }
 
-fn setup(spec: &Spec) -> Result<()> {
-    let Some(script) = &spec.setup else {
+fn setup(plan: &Plan) -> Result<()> {
+    let Some(script) = &plan.spec.setup else {
         return Ok(());
     };
     let out = Command::new("/bin/sh")
@@ -177,6 +184,7 @@ fn setup(spec: &Spec) -> Result<()> {
         .env("LAB_PUBLIC", PUBLIC)
         .env("LAB_SECRET", SECRET)
         .env("LAB_WORK_DIR", WORK_DIR)
+        .env("LAB_BENCH_DIR", bench_dir(plan))
         .stdin(Stdio::null())
         .output()
         .with_context(|| format!("running {script}"))?;
