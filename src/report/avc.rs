@@ -221,7 +221,7 @@ fn cache(pts: &[Point]) -> Table {
         kernel: kernels(pts),
         notes: vec![
             format!("{} time. Counters: /sys/fs/selinux/avc/cache_stats summed over CPUs, from before the op's first open to after its last (`opens`: one untimed pass over the N files, then calibration, warm-up and samples); the setup flushed the cache (enforce 0 → 1) after making the files, so a raised threshold starts cold. entries, buckets used / slots, longest chain: avc/hash_stats after the run. Distinct labels: the N files' security.selinux values (N when every file has its own type).", time_mode(&runs)),
-            "selinux file_open, selinux inode_permission: the traced run's (trace --per-lsm, one sample) average of SELinux's own function for that hook, probe floor out; both ask the AVC (avc_has_perm) on every open, inode_permission also for the directory's search. Median of that run, not of the samples above.".into(),
+            "selinux file_open, selinux inode_permission: the traced run's (trace --per-lsm, one sample) average of SELinux's own function for that hook, probe floor out; both ask the AVC (avc_has_perm) on every open, inode_permission also for the directory's search. Average per call over that run (it is not the samples above).".into(),
             format!("The patch's own figures, for scale: {}.", PATCH_NS.iter().map(|(n, s, ns)| format!("{n} nodes / {s} slots {ns} ns")).collect::<Vec<_>>().join("; ")),
         ],
         header: header.iter().map(|h| h.to_string()).collect(),
