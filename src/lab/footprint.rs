@@ -5,7 +5,13 @@ use std::fs;
 use anyhow::{Context, Result};
 
 use super::spec::Spec;
+use super::{avtab, policydb};
+use crate::model::cell::AvtabFigures;
 pub use crate::model::cell::{Footprint, Memory};
+
+/// The policy the kernel holds, in its binary format.
+const LOADED_POLICY: &str = "/sys/fs/selinux/policy";
+const DYNAMIC_DEBUG: &str = "/proc/dynamic_debug/control";
 
 /// What the kernel exposes about a module's caches, read if present.
 const STAT_FILES: &[&str] = &[
@@ -57,7 +63,34 @@ pub fn collect(spec: &Spec, before_setup: Memory) -> Result<Footprint> {
             f.kernel_stats.insert(s.to_string(), text);
         }
     }
+    f.avtab = selinux_avtab()?;
     Ok(f)
+}
+
+/// Turns on the kernel's own avtab evaluation for the policy load to come,
+/// where the kernel has it (CONFIG_SECURITY_SELINUX_DEBUG: its pr_debug sites
+/// exist; elsewhere the write finds none and nothing changes).
+pub fn ask_kernel_avtab_eval() {
+    let _ = fs::write(DYNAMIC_DEBUG, "file security/selinux/ss/avtab.c +p");
+}
+
+/// The loaded SELinux policy's avtab figures, with the kernel's own "rules"
+/// line where its log has one; none where SELinux has no policy loaded.
+fn selinux_avtab() -> Result<Option<AvtabFigures>> {
+    let policy = match fs::read(LOADED_POLICY) {
+        Ok(p) => p,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            crate::say!("lab: no avtab figures: {LOADED_POLICY}: {e}");
+            return Ok(None);
+        }
+    };
+    let keys = policydb::read_keys(&policy)
+        .with_context(|| format!("reading the loaded policy's avtab from {LOADED_POLICY}"))?;
+    let mut figures = avtab::figures(&keys);
+    let log = super::proof::read_record("kmsg").unwrap_or_default();
+    figures.kernel_rules = avtab::kernel_line(&log.join("\n"));
+    Ok(Some(figures))
 }
 
 #[cfg(test)]

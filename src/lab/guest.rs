@@ -53,6 +53,9 @@ fn run(plan: &Plan, report: &mut Report) -> Result<()> {
         access_as_workload(plan, false)
     })?;
     let mem_before = footprint::meminfo()?;
+    if plan.spec.lsm.as_deref() == Some("selinux") {
+        footprint::ask_kernel_avtab_eval();
+    }
     stage(report, "setup", || setup(plan))?;
     report.active_lsms = crate::model::provenance::active_lsms();
     let p = stage(report, "proof", || {

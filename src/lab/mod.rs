@@ -4,6 +4,7 @@
 //! command line (`cli::lab`) prints the tables over them.
 pub mod access;
 mod args;
+mod avtab;
 pub mod batch;
 mod buildkit;
 mod cell;
@@ -17,6 +18,7 @@ pub mod nginx;
 pub mod observer;
 mod outcome;
 mod plan;
+mod policydb;
 mod preflight;
 mod progress;
 pub mod proof;

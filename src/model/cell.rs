@@ -261,6 +261,42 @@ pub struct Footprint {
     pub policy_files: BTreeMap<String, u64>,
     /// The module's own statistics files, verbatim.
     pub kernel_stats: BTreeMap<String, String>,
+    /// SELinux: how the loaded policy's access-vector tables fill their hash
+    /// slots (absent for other modules and in cells made before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avtab: Option<AvtabFigures>,
+}
+
+/// One avtab's slot use, the figures of the kernel's `avtab_hash_eval`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AvtabEval {
+    pub entries: u64,
+    pub slots: u64,
+    pub slots_used: u64,
+    pub longest_chain: u64,
+    /// Sum over used slots of the chain length squared (the kernel's own
+    /// figure of how uneven the chains are).
+    pub chain_length_squared_sum: u64,
+}
+
+/// The policy's access-vector tables (the embedded-SELinux paper's Table 11).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AvtabFigures {
+    /// "computed": from the loaded policy (/sys/fs/selinux/policy) with the
+    /// running kernel's slot rule and hash function.
+    pub source: String,
+    /// The loaded policy's format version.
+    pub policy_version: u32,
+    /// The unconditional rules (the kernel's tag "rules").
+    pub rules: AvtabEval,
+    /// The rules under booleans ("conditional_rules"): the kernel sizes this
+    /// table from the unconditional rule count.
+    pub conditional_rules: AvtabEval,
+    /// The kernel's own evaluation, where it was built with
+    /// CONFIG_SECURITY_SELINUX_DEBUG and the guest enabled its pr_debug: the
+    /// "rules" line read from the kernel log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_rules: Option<AvtabEval>,
 }
 
 #[cfg(test)]

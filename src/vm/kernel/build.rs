@@ -1,20 +1,24 @@
 //! Kernels lsmpmon builds itself because Debian ships none: `6.1-smack`
-//! (Smack is off in every Debian kernel). Built from Debian's
-//! `linux-source-6.1` with `make tinyconfig` and the options in
+//! (Smack is off in every Debian kernel), `7.3-selinux` and
+//! `7.3-selinux-avc14` (SELinux with its debugging code, which evaluates the
+//! avtab itself; AVC hash bits 9 as Debian's, and 14). Built from Debian's
+//! `linux-source-<series>` with `make tinyconfig` and the options in
 //! `kernels/<name>.config` (kept in the repository, carried in the binary),
 //! once, into the cache, only when asked for.
 use std::{
     fs,
     io::{BufRead, BufReader},
-    path::Path,
+    path::{Path, PathBuf},
     process::{Command, Stdio},
     time::Instant,
 };
 
 use anyhow::{bail, Context, Result};
 
+use super::apt::PrivateApt;
 use super::entry::{ensure_entry, Staging};
 use super::manifest::Kernel;
+use super::mirror::Mirrors;
 use crate::base::{command, error::usage};
 use crate::model::PackageRef;
 use crate::vm::cache::{sha256_file, sha256_hex};
@@ -23,19 +27,69 @@ pub struct Recipe {
     /// The name `--kernel` takes.
     pub name: &'static str,
     pub flavour: &'static str,
-    /// The Debian package holding the source, and its tarball.
+    /// The Debian package holding the source, and its tarball's path in it.
     pub source_package: &'static str,
     pub tarball: &'static str,
+    /// Where the package comes from: `None`, installed on the host from
+    /// Debian 12 (scripts/setup.sh); a suite, fetched with the private apt
+    /// into the cache (the system's apt sources are never touched).
+    pub suite: Option<&'static str>,
     pub fragment: &'static str,
+    /// Options set to another value than the fragment's (`NAME=value`).
+    pub overrides: &'static [&'static str],
 }
 
-pub const RECIPES: &[Recipe] = &[Recipe {
-    name: "6.1-smack",
-    flavour: "smack",
-    source_package: "linux-source-6.1",
-    tarball: "/usr/src/linux-source-6.1.tar.xz",
-    fragment: include_str!("../../../kernels/6.1-smack.config"),
-}];
+const SELINUX_73: &str = include_str!("../../../kernels/7.3-selinux.config");
+
+pub const RECIPES: &[Recipe] = &[
+    Recipe {
+        name: "6.1-smack",
+        flavour: "smack",
+        source_package: "linux-source-6.1",
+        tarball: "/usr/src/linux-source-6.1.tar.xz",
+        suite: None,
+        fragment: include_str!("../../../kernels/6.1-smack.config"),
+        overrides: &[],
+    },
+    Recipe {
+        name: "7.3-selinux",
+        flavour: "selinux",
+        source_package: "linux-source-7.3",
+        tarball: "/usr/src/linux-source-7.3.tar.xz",
+        suite: Some("trixie-backports"),
+        fragment: SELINUX_73,
+        overrides: &[],
+    },
+    Recipe {
+        name: "7.3-selinux-avc14",
+        flavour: "selinux-avc14",
+        source_package: "linux-source-7.3",
+        tarball: "/usr/src/linux-source-7.3.tar.xz",
+        suite: Some("trixie-backports"),
+        fragment: SELINUX_73,
+        overrides: &["CONFIG_SECURITY_SELINUX_AVC_HASH_BITS=14"],
+    },
+];
+
+impl Recipe {
+    /// The fragment with the recipe's overrides in place of the lines they
+    /// replace.
+    pub fn options(&self) -> String {
+        self.fragment
+            .lines()
+            .map(|line| {
+                let name = line.split('=').next().unwrap_or("");
+                self.overrides
+                    .iter()
+                    .find(|o| line.starts_with("CONFIG_") && o.split('=').next() == Some(name))
+                    .copied()
+                    .unwrap_or(line)
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\n"
+    }
+}
 
 /// Host programs the build runs, and the Debian 12 package of each.
 const TOOLS: &[(&str, &str)] = &[
@@ -52,34 +106,34 @@ pub fn recipe(name: &str) -> Option<&'static Recipe> {
     RECIPES.iter().find(|r| r.name == name)
 }
 
-/// The built kernel, building it first if the cache has none.
-pub fn ensure(cache: &Path, r: &Recipe) -> Result<Kernel> {
+/// The built kernel, building it first if the cache has none. `mirror`: the
+/// Debian archive a recipe of another suite fetches its source from
+/// (default: the machine's own apt sources).
+pub fn ensure(cache: &Path, r: &Recipe, mirror: Option<&str>) -> Result<Kernel> {
     let cache = std::path::absolute(cache)?;
     ensure_entry(&cache, &Path::new("kernels").join(r.name), |dir| {
-        build(r, dir)
+        build(r, &cache, mirror, dir)
     })
 }
 
 fn check_tools(r: &Recipe) -> Result<()> {
-    let missing: Vec<&str> = TOOLS
+    let mut missing: Vec<&str> = TOOLS
         .iter()
         .filter(|(prog, _)| command::which(prog).is_none())
         .map(|(_, pkg)| *pkg)
         .collect();
-    let tarball = Path::new(r.tarball);
-    if !missing.is_empty() || !tarball.is_file() {
-        let mut pkgs = missing;
-        if !tarball.is_file() {
-            pkgs.insert(0, r.source_package);
-        }
-        return Err(usage(format!(
-            "building the {} kernel needs {}: apt-get install {} (scripts/setup.sh does)",
-            r.name,
-            pkgs.join(", "),
-            pkgs.join(" ")
-        )));
+    if r.suite.is_none() && !Path::new(r.tarball).is_file() {
+        missing.insert(0, r.source_package);
     }
-    Ok(())
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(usage(format!(
+        "building the {} kernel needs {}: apt-get install {} (scripts/setup.sh does)",
+        r.name,
+        missing.join(", "),
+        missing.join(" ")
+    )))
 }
 
 fn installed_version(package: &str) -> Result<String> {
@@ -87,6 +141,49 @@ fn installed_version(package: &str) -> Result<String> {
         command::output(Command::new("dpkg-query").args(["-W", "-f=${Version}", package]))
             .with_context(|| format!("{package} is not installed"))?;
     Ok(version.trim().to_string())
+}
+
+/// The source tarball a build unpacks, and the package it came from.
+struct Source {
+    tarball: PathBuf,
+    package: PackageRef,
+}
+
+/// The recipe's source: the host's installed package, or one fetched from
+/// its suite into `tree` with the private apt.
+fn source(r: &Recipe, cache: &Path, mirror: Option<&str>, tree: &Path) -> Result<Source> {
+    let Some(suite) = r.suite else {
+        let tarball = PathBuf::from(r.tarball);
+        return Ok(Source {
+            package: PackageRef {
+                name: r.source_package.into(),
+                version: installed_version(r.source_package)?,
+                sha256: sha256_file(&tarball)?,
+            },
+            tarball,
+        });
+    };
+    let mirrors = match mirror {
+        Some(m) => Mirrors::given(m)?,
+        None => Mirrors::from_system()?,
+    };
+    let apt = PrivateApt::new(cache, suite, &mirrors)?;
+    apt.update()?;
+    let deb = apt
+        .download(r.source_package, tree)
+        .with_context(|| format!("fetching {} from {suite}", r.source_package))?;
+    let version = command::output(Command::new("dpkg-deb").arg("-f").arg(&deb).arg("Version"))?;
+    let unpacked = tree.join("package");
+    command::run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&unpacked))
+        .with_context(|| format!("unpacking {}", deb.display()))?;
+    Ok(Source {
+        tarball: unpacked.join(r.tarball.trim_start_matches('/')),
+        package: PackageRef {
+            name: r.source_package.into(),
+            version: version.trim().to_string(),
+            sha256: sha256_file(&deb)?,
+        },
+    })
 }
 
 /// The options the fragment asks for that the final config does not have
@@ -101,19 +198,20 @@ fn lost_options(fragment: &str, config: &str) -> Vec<String> {
         .collect()
 }
 
-fn build(r: &Recipe, dir: &Path) -> Result<Kernel> {
+fn build(r: &Recipe, cache: &Path, mirror: Option<&str>, dir: &Path) -> Result<Kernel> {
     check_tools(r)?;
-    let version = installed_version(r.source_package)?;
     // Removed however the build ends: a failed one leaves no source tree.
     let tree = Staging::new(dir, ".build")?;
+    let source = source(r, cache, mirror, tree.path())?;
     let started = Instant::now();
     crate::say!(
-        "lsmpmon: building the {} kernel from {} {version} in {} (once; about 20 minutes on 2 cores)",
+        "lsmpmon: building the {} kernel from {} {} in {} (once; about 20 minutes on 2 cores)",
         r.name,
         r.source_package,
+        source.package.version,
         tree.path().display()
     );
-    let src = unpack_source(r, tree.path())?;
+    let src = unpack_source(&source.tarball, tree.path())?;
     let config = configure(r, &src, tree.path())?;
     make_bzimage(&src)?;
     let image = fs::read(src.join("arch/x86/boot/bzImage")).context("reading the bzImage")?;
@@ -127,7 +225,6 @@ fn build(r: &Recipe, dir: &Path) -> Result<Kernel> {
     fs::write(&vmlinuz, &image)?;
     fs::write(&config_path, &config)?;
     drop(tree);
-    let source_sha = sha256_file(Path::new(r.tarball))?;
     crate::say!(
         "lsmpmon: built {} ({release}) in {:.1} min",
         r.name,
@@ -137,13 +234,9 @@ fn build(r: &Recipe, dir: &Path) -> Result<Kernel> {
         series: r.name.into(),
         flavour: r.flavour.into(),
         package: r.source_package.into(),
-        package_version: version.clone(),
-        deb_sha256: source_sha.clone(),
-        packages: vec![PackageRef {
-            name: r.source_package.into(),
-            version,
-            sha256: source_sha,
-        }],
+        package_version: source.package.version.clone(),
+        deb_sha256: source.package.sha256.clone(),
+        packages: vec![source.package],
         release,
         vmlinuz_sha256: sha256_hex(&image),
         config_sha256: sha256_hex(config.as_bytes()),
@@ -154,12 +247,12 @@ fn build(r: &Recipe, dir: &Path) -> Result<Kernel> {
     })
 }
 
-/// The recipe's source tarball unpacked in `tree`; its top directory.
-fn unpack_source(r: &Recipe, tree: &Path) -> Result<std::path::PathBuf> {
+/// The source tarball unpacked in `tree`; its top directory.
+fn unpack_source(tarball: &Path, tree: &Path) -> Result<PathBuf> {
     command::run(
         Command::new("tar")
             .arg("-xJf")
-            .arg(r.tarball)
+            .arg(tarball)
             .arg("-C")
             .arg(tree),
     )
@@ -167,7 +260,7 @@ fn unpack_source(r: &Recipe, tree: &Path) -> Result<std::path::PathBuf> {
     fs::read_dir(tree)?
         .flatten()
         .map(|e| e.path())
-        .find(|p| p.is_dir())
+        .find(|p| p.is_dir() && p.file_name().is_some_and(|n| n != "package"))
         .context("the source tarball holds no directory")
 }
 
@@ -175,7 +268,8 @@ fn unpack_source(r: &Recipe, tree: &Path) -> Result<std::path::PathBuf> {
 /// refused if it lost any of them.
 fn configure(r: &Recipe, src: &Path, tree: &Path) -> Result<String> {
     let fragment = tree.join("lsmpmon.config");
-    fs::write(&fragment, r.fragment)?;
+    let options = r.options();
+    fs::write(&fragment, &options)?;
     command::run(Command::new("make").arg("-C").arg(src).arg("tinyconfig"))
         .context("make tinyconfig")?;
     command::run(
@@ -188,7 +282,7 @@ fn configure(r: &Recipe, src: &Path, tree: &Path) -> Result<String> {
     command::run(Command::new("make").arg("-C").arg(src).arg("olddefconfig"))
         .context("make olddefconfig")?;
     let config = fs::read_to_string(src.join(".config"))?;
-    let lost = lost_options(r.fragment, &config);
+    let lost = lost_options(&options, &config);
     if !lost.is_empty() {
         bail!(
             "the kernel config dropped {} (a dependency is missing from kernels/{}.config)",
@@ -273,5 +367,40 @@ mod tests {
         // What `trace` refuses a kernel without must all be asked for.
         let missing = super::super::trace_needs::trace_missing(r.fragment);
         assert!(missing.is_empty(), "{missing:?}");
+    }
+
+    #[test]
+    fn the_selinux_recipes_differ_only_in_the_avc_slots() {
+        let nine = recipe("7.3-selinux").unwrap().options();
+        let fourteen = recipe("7.3-selinux-avc14").unwrap().options();
+        for (opts, bits) in [(&nine, "9"), (&fourteen, "14")] {
+            for opt in [
+                "CONFIG_SECURITY_SELINUX=y",
+                "CONFIG_SECURITY_SELINUX_DEBUG=y",
+                "CONFIG_DYNAMIC_DEBUG=y",
+            ] {
+                assert!(opts.lines().any(|l| l == opt), "{opt}");
+            }
+            let want = format!("CONFIG_SECURITY_SELINUX_AVC_HASH_BITS={bits}");
+            assert_eq!(
+                opts.lines()
+                    .filter(|l| l.contains("AVC_HASH_BITS="))
+                    .count(),
+                1
+            );
+            assert!(opts.lines().any(|l| l == want), "{want}");
+            assert!(super::super::trace_needs::trace_missing(opts).is_empty());
+        }
+        let differ = nine
+            .lines()
+            .zip(fourteen.lines())
+            .filter(|(a, b)| a != b)
+            .count();
+        assert_eq!(differ, 1);
+        // Fetched from their suite, never from the host's apt sources.
+        assert_eq!(
+            recipe("7.3-selinux").unwrap().suite,
+            Some("trixie-backports")
+        );
     }
 }

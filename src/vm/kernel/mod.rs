@@ -37,7 +37,7 @@ pub fn known_series() -> Vec<&'static str> {
 /// archive to fetch from (`--mirror`); default: the machine's own apt sources.
 pub fn ensure(cache: &Path, kernel: &str, flavour: &str, mirror: Option<&str>) -> Result<Kernel> {
     if let Some(r) = build::recipe(kernel) {
-        return build::ensure(cache, r);
+        return build::ensure(cache, r, mirror);
     }
     if series::find(kernel).is_none() && own::is_path(kernel) {
         return own::ensure(cache, Path::new(kernel));
