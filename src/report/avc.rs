@@ -102,6 +102,7 @@ fn curve(pts: &[Point]) -> Table {
     let mut notes = vec![
         format!("{} time, median ns per open+close of one file, the files' types taken round-robin (bench ops avc_open_N; the `selinux-avc` configurations: selinux-mini's policy plus 16 384 generated types, one file each, labelled by named type transitions). Each N is its own guest boot, so no N inherits another's cache.", time_mode(&runs)),
         "The 2025 patch that made the AVC's slot count a kernel option (CONFIG_SECURITY_SELINUX_AVC_HASH_BITS, Hongru Zhang) timed avc_search_node alone, about 100 000 000 lookups on a Qualcomm SM8750 (Android 6.6, real ns): 85 ns with 512 nodes in 512 slots; 277 ns with the threshold raised to 8 192 nodes in 512 slots; 106 ns with 8 192 nodes in 8 192 slots. Here the figure is a whole open+close in virtual ns, so a longer chain shows as the difference between N's, not as a search time.".into(),
+        "Slots: a node's slot is (ssid ^ tsid << 2 ^ tclass << 4) & (slots − 1) on 6.1, av_hash (the avtab's MurmurHash3-style mix) on 7.x; from the kernels with CONFIG_SECURITY_SELINUX_AVC_HASH_BITS the default threshold equals the slot count.".into(),
     ];
     notes.extend(names.iter().filter_map(|s| growth(pts, s)));
     Table {
@@ -124,22 +125,25 @@ fn growth(pts: &[Point], series: &str) -> Option<String> {
     if first.avc.types == last.avc.types {
         return None;
     }
-    let c = &last.avc.cache;
-    let per_open = |x: u64| x as f64 / last.avc.opens.max(1) as f64;
+    let (a, c, h) = (last.avc, &last.avc.cache, &last.avc.hash);
     Some(format!(
-        "{series}: {:.0} → {:.0} ns per open from N = {} to N = {} ({:+.0} ns); at N = {}: {:.2} AVC lookups, {:.2} misses and {:.2} reclaims per open, {} nodes, longest chain {} (threshold {}).",
+        "{series}: {:.0} → {:.0} ns per open from N = {} to N = {} ({:+.0} ns); at N = {}: {:.2} AVC lookups per open, {} misses in {} opens ({} on the untimed first pass of a cold cache at most), {} reclaims; {} nodes in {}/{} slots, longest chain {} (threshold {}).",
         first.op.summary.median,
         last.op.summary.median,
         first.avc.types,
-        last.avc.types,
+        a.types,
         last.op.summary.median - first.op.summary.median,
-        last.avc.types,
-        per_open(c.lookups),
-        per_open(c.misses),
-        per_open(c.reclaims),
-        last.avc.hash.entries,
-        last.avc.hash.longest_chain,
-        last.avc.cache_threshold,
+        a.types,
+        c.lookups as f64 / a.opens.max(1) as f64,
+        c.misses,
+        a.opens,
+        a.types,
+        c.reclaims,
+        h.entries,
+        h.buckets_used,
+        h.buckets,
+        h.longest_chain,
+        a.cache_threshold,
     ))
 }
 
