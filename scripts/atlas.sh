@@ -17,7 +17,9 @@ kernels=${ATLAS_KERNELS:-5.10,6.1,6.12,7.3,6.1-smack}
 # Every configuration shipped, in the tables' order (report's default
 # --order; new ones at the end).
 order=none,debian-default,selinux-mini,selinux-refpolicy,apparmor,tomoyo,smack,landlock,ima,ima-sha1,ima-tpm,bpf-lsm,mac-label,mac-path,mac-inode
-shipped=$(find configs -mindepth 2 -maxdepth 2 -name spec.toml -printf '%h\n' | xargs -n1 basename | sort)
+# The AVC sweep's configurations (selinux-avc*) serve that one study
+# (--ops avc_open_N, results/avc-sweep), not the matrix.
+shipped=$(find configs -mindepth 2 -maxdepth 2 -name spec.toml -printf '%h\n' | xargs -n1 basename | grep -v '^selinux-avc' | sort)
 extra=$(comm -13 <(tr , '\n' <<<"$order" | sort) <(echo "$shipped") | paste -sd,)
 configs=${ATLAS_CONFIGS:-$order${extra:+,$extra}}
 samples=${ATLAS_SAMPLES:-5}

@@ -695,3 +695,156 @@ fn rerun_boots_as_its_cell_recorded() {
     }
     assert_eq!(new["time"], "virtual");
 }
+
+/// The `avc` figures of `op` in a cell's untraced benchmark.
+fn avc_figures<'a>(c: &'a Value, op: &str) -> &'a Value {
+    let r = c["guest"]["bench"]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["op"] == op)
+        .unwrap_or_else(|| panic!("{op} missing"));
+    &r["avc"]
+}
+
+/// Issue 25, the AVC sweep, small: N = 16 and 1 024 distinct file types,
+/// each N its own boot. The policy really has the types (every file carries
+/// its own label), it enforces (a type it does not grant is denied), the op
+/// touched N types (on a cold cache at the raised threshold: N misses and
+/// allocations, no reclaim), the default threshold holds the cache at 512
+/// nodes (reclaims, misses beyond N), and `report` keeps both N's.
+#[test]
+fn avc_sweep_touches_n_types_and_the_threshold_bounds_the_cache() {
+    let small = tmpdir("avc-16");
+    let large = tmpdir("avc-1k");
+    let out = run_logged(&lab_run(
+        &small,
+        "6.1",
+        "selinux-avc-raised",
+        "avc_open_16",
+        &[],
+    ));
+    succeeded(&out);
+    let out = run_logged(&lab_run(
+        &large,
+        "6.1",
+        "selinux-avc,selinux-avc-raised",
+        "avc_open_1k",
+        &[],
+    ));
+    succeeded(&out);
+    let runs = [
+        (&small, "selinux-avc-raised", "avc_open_16", 16),
+        (&large, "selinux-avc-raised", "avc_open_1k", 1024),
+        (&large, "selinux-avc", "avc_open_1k", 1024),
+    ];
+    for (res, name, op, n) in runs {
+        let all = cells(res);
+        let c = cell(&all, name);
+        assert_eq!(c["status"], "passed", "{name}: {}", c["reason"]);
+        check_proof(name, &c["guest"]["proof"]);
+        assert!(
+            c["guest"]["proof"]["record"]
+                .as_str()
+                .unwrap()
+                .contains("tcontext=system_u:object_r:lab_secret_t"),
+            "{name}: the type the policy does not grant was denied"
+        );
+        let a = avc_figures(c, op);
+        assert_eq!(a["types"], n, "{name} {op}");
+        assert_eq!(a["distinct_labels"], n, "{name} {op}: one type per file");
+        let (threshold, entries) = (
+            a["cache_threshold"].as_u64().unwrap(),
+            a["hash"]["entries"].as_u64().unwrap(),
+        );
+        assert!(
+            entries <= threshold,
+            "{name} {op}: {entries} nodes over {threshold}"
+        );
+        assert_eq!(a["hash"]["buckets"], 512, "Debian 6.1: 512 slots");
+        let cache = &a["cache"];
+        let count = |k: &str| cache[k].as_u64().unwrap();
+        assert!(
+            count("lookups") >= a["opens"].as_u64().unwrap(),
+            "{name} {op}: {cache}"
+        );
+        if name == "selinux-avc-raised" {
+            assert_eq!(threshold, 32768);
+            assert!(
+                count("misses") >= n && count("allocations") >= n,
+                "{name} {op}: {cache}"
+            );
+            assert_eq!(count("reclaims"), 0, "{name} {op}: {cache}");
+            assert!(entries >= n, "{name} {op}: {entries} nodes");
+        } else {
+            assert_eq!(threshold, 512);
+            assert!(
+                count("reclaims") > 0 && count("misses") > 2 * n,
+                "{name} {op}: {cache}"
+            );
+        }
+    }
+    // Past the threshold every open misses and recomputes: slower.
+    let all = cells(&large);
+    let (default, raised) = (cell(&all, "selinux-avc"), cell(&all, "selinux-avc-raised"));
+    assert!(median(default, "avc_open_1k") > median(raised, "avc_open_1k"));
+
+    let out = run_logged(&[
+        "report",
+        small.to_str().unwrap(),
+        large.to_str().unwrap(),
+        "--format",
+        "markdown",
+    ]);
+    succeeded(&out);
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(md.contains("AVC sweep: time per open against N"), "{md}");
+    for row in [
+        "selinux-avc-raised (512 slots), N = 16",
+        "selinux-avc-raised (512 slots), N = 1024",
+        "selinux-avc (512 slots), N = 1024",
+    ] {
+        assert!(md.contains(row), "{row} in {md}");
+    }
+}
+
+/// The two AVC sweep configurations differ only in their threshold: the
+/// policy generator, its base (selinux-mini's policy) and the setup are
+/// copies, and the generator gives N types, each its own file name.
+#[test]
+fn avc_configurations_share_their_policy_and_differ_in_the_threshold() {
+    let dir = |name: &str| Path::new(SHIPPED).join(name);
+    let read = |name: &str, file: &str| std::fs::read(dir(name).join(file)).unwrap();
+    for file in ["policy.sh", "setup.sh", "policy-base.conf", "avc-types"] {
+        assert_eq!(
+            read("selinux-avc", file),
+            read("selinux-avc-raised", file),
+            "{file} differs"
+        );
+    }
+    assert_eq!(
+        read("selinux-avc", "policy-base.conf"),
+        read("selinux-mini", "policy.conf"),
+        "policy-base.conf is selinux-mini's policy.conf"
+    );
+    assert!(!dir("selinux-avc").join("avc-threshold").exists());
+    assert_eq!(read("selinux-avc-raised", "avc-threshold"), b"32768\n");
+
+    let out = Command::new("sh")
+        .args(["policy.sh", "16"])
+        .current_dir(dir("selinux-avc"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let policy = String::from_utf8(out.stdout).unwrap();
+    let lines = |prefix: &str| policy.lines().filter(|l| l.starts_with(prefix)).count();
+    assert_eq!(lines("type lab_avc_"), 16);
+    assert_eq!(lines("allow lab_workload_t lab_avc_"), 16);
+    assert_eq!(
+        lines("type_transition kernel_t lab_tmp_t:file lab_avc_"),
+        16
+    );
+    assert!(policy.contains("lab_avc_15 \"avc-100015\";"));
+    // The users and contexts stay after every type rule.
+    assert!(policy.find("user system_u").unwrap() > policy.find("lab_avc_15").unwrap());
+}

@@ -63,6 +63,11 @@ pub trait Bench {
     fn whole_iterations(&self, iters: u64) -> u64 {
         iters
     }
+    /// The SELinux AVC around the op's whole run (the AVC sweep's ops),
+    /// read once after the last sample.
+    fn avc(&mut self) -> Result<Option<crate::model::avc::AvcFigures>> {
+        Ok(None)
+    }
 }
 
 pub type Make = fn(&Ctx) -> Result<Box<dyn Bench>>;

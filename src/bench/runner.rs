@@ -142,10 +142,11 @@ impl Prepared<'_> {
         !self.samples.is_empty()
     }
 
-    pub fn result(self) -> Result<OpResult> {
+    pub fn result(mut self) -> Result<OpResult> {
         if self.def.unit == Unit::MBps && self.bytes == 0 {
             bail!("{} moved no bytes", self.def.name);
         }
+        let avc = self.bench.avc()?;
         Ok(OpResult {
             op: self.def.name.into(),
             group: self.def.group.into(),
@@ -159,6 +160,7 @@ impl Prepared<'_> {
             helper: self.bench.helper(),
             overhead_ns: self.overhead_ns,
             latency: Latency::of(&self.latencies_ns),
+            avc,
         })
     }
 }

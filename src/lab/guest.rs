@@ -17,7 +17,6 @@ use super::{
     footprint,
     guest_plan::{Plan, CONFIG_DIR, PLAN_PATH, PUBLIC, SECRET, WORKLOAD, WORK_DIR},
     proof,
-    spec::Spec,
 };
 pub use crate::model::cell::{GuestReport as Report, GuestStage as Stage};
 use crate::model::{bench::BenchResult, trace::TraceResult};
@@ -58,7 +57,7 @@ fn run(plan: &Plan, report: &mut Report) -> Result<()> {
     if plan.spec.lsm.as_deref() == Some("selinux") {
         footprint::ask_kernel_avtab_eval();
     }
-    let marked = stage(report, "setup", || setup(&plan.spec))?;
+    let marked = stage(report, "setup", || setup(plan))?;
     report.stages.extend(marked);
     report.active_lsms = crate::model::provenance::active_lsms();
     let p = stage(report, "proof", || {
@@ -153,11 +152,19 @@ fn idle_share(window: std::time::Duration) -> f64 {
     }
 }
 
+/// The benchmark's `--dir` (the lab's --bench-dir).
+fn bench_dir(plan: &Plan) -> &str {
+    plan.bench_args
+        .iter()
+        .skip_while(|a| *a != "--dir")
+        .nth(1)
+        .map_or(WORK_DIR, String::as_str)
+}
+
 fn prepare(plan: &Plan) -> Result<()> {
     settle()?;
     // bench makes its --dir (0700) but not the parents a deep one needs.
-    let dir = plan.bench_args.iter().skip_while(|a| *a != "--dir").nth(1);
-    if let Some(parent) = dir.and_then(|d| Path::new(d).parent()) {
+    if let Some(parent) = Path::new(bench_dir(plan)).parent() {
         fs::create_dir_all(parent)
             .with_context(|| format!("making {} for the benchmark", parent.display()))?;
     }
@@ -174,8 +181,8 @@ fn prepare(plan: &Plan) -> Result<()> {
 /// Runs the configuration's setup script; the spans it marks on its stdout
 /// (`lab-mark: NAME begin` … `lab-mark: NAME end`, e.g. the policy load) as
 /// stages of their own, timed by when the lines arrive.
-fn setup(spec: &Spec) -> Result<Vec<Stage>> {
-    let Some(script) = &spec.setup else {
+fn setup(plan: &Plan) -> Result<Vec<Stage>> {
+    let Some(script) = &plan.spec.setup else {
         return Ok(Vec::new());
     };
     let mut child = Command::new("/bin/sh")
@@ -185,6 +192,7 @@ fn setup(spec: &Spec) -> Result<Vec<Stage>> {
         .env("LAB_PUBLIC", PUBLIC)
         .env("LAB_SECRET", SECRET)
         .env("LAB_WORK_DIR", WORK_DIR)
+        .env("LAB_BENCH_DIR", bench_dir(plan))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

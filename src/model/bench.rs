@@ -176,6 +176,9 @@ pub struct OpResult {
     /// Ops serving concurrent clients (web): each sampled request's latency.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<Latency>,
+    /// The AVC sweep's ops under SELinux: the access vector cache around the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avc: Option<super::avc::AvcFigures>,
 }
 
 /// Summary statistics of one operation's samples.

@@ -122,6 +122,76 @@ pub fn grouped_bars(
     Ok(svg)
 }
 
+/// One line per series through its (x, y) points, x on a log2 axis (the
+/// AVC sweep: ns per op against N); a point per figure.
+pub fn lines(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Result<String> {
+    let pts = || {
+        series
+            .iter()
+            .flat_map(|s| s.1.iter())
+            .filter(|p| p.0 > 0.0 && p.1.is_finite())
+    };
+    let (x_lo, x_hi) = pts().fold((f64::MAX, f64::MIN), |(l, h), p| (l.min(p.0), h.max(p.0)));
+    let y_hi = pts().fold(0.0f64, |h, p| h.max(p.1));
+    if x_lo > x_hi {
+        return Err(anyhow!("drawing a chart: no points"));
+    }
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (720, 400)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(
+                (x_lo / 1.5..x_hi * 1.5).log_scale().base(2.0),
+                0.0..y_hi * 1.1 + 1.0,
+            )
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc(x_label)
+            .y_desc(y_label)
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .draw()
+            .map_err(err)?;
+        for (si, (name, points)) in series.iter().enumerate() {
+            let color = PALETTE[si % PALETTE.len()];
+            let p: Vec<(f64, f64)> = points
+                .iter()
+                .copied()
+                .filter(|p| p.0 > 0.0 && p.1.is_finite())
+                .collect();
+            chart
+                .draw_series(LineSeries::new(p.clone(), color.stroke_width(2)))
+                .map_err(err)?
+                .label(name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(p.into_iter().map(|xy| Circle::new(xy, 3, color.filled())))
+                .map_err(err)?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
 /// Rows × columns of figures, shaded on a log scale; `None` cells are grey
 /// and carry their reason as text.
 pub fn heat_map(

@@ -47,6 +47,7 @@ fn html_table(i: usize, t: &Table) -> Result<HtmlTable> {
     let charts = match t.form.as_str() {
         "table3" => overhead_chart(i, t)?.into_iter().collect(),
         "table4" => vec![heat_chart(i, t)?],
+        "avc-sweep-curve" => vec![curve_chart(i, t)?],
         _ => Vec::new(),
     };
     Ok(HtmlTable {
@@ -74,6 +75,35 @@ fn html_table(i: usize, t: &Table) -> Result<HtmlTable> {
             })
             .collect(),
         charts,
+    })
+}
+
+/// The AVC sweep: ns per open against N (the rows), a line per column.
+fn curve_chart(i: usize, t: &Table) -> Result<Chart> {
+    let series: Vec<(String, Vec<(f64, f64)>)> = t.header[1..]
+        .iter()
+        .enumerate()
+        .map(|(ci, name)| {
+            let pts = t.rows.iter().filter_map(|r| {
+                let n: f64 = r.label.parse().ok()?;
+                match r.cells.get(ci)? {
+                    Cell::Value { value, .. } => Some((n, *value)),
+                    _ => None,
+                }
+            });
+            (name.clone(), pts.collect())
+        })
+        .collect();
+    let title = format!("ns per open against N distinct types, {}", t.kernel);
+    Ok(Chart {
+        id: format!("c{i}-lines"),
+        svg: charts::lines(
+            &title,
+            "N (file types, log scale)",
+            "ns per open+close",
+            &series,
+        )?,
+        title,
     })
 }
 

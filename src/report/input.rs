@@ -185,6 +185,24 @@ pub fn one_unit_per_op<'a>(runs: impl IntoIterator<Item = &'a Run>) -> Result<()
     Ok(())
 }
 
+/// The ops a run's benchmark was asked for (None: it recorded no benchmark).
+fn ops_asked(r: &Run) -> Option<&str> {
+    let b = r.bench.as_ref().or(r.traced_bench.as_ref())?;
+    Some(&b.options.ops)
+}
+
+/// Two runs of one cell: the same kernel and configuration, and (where both
+/// recorded a benchmark) the same ops — the AVC sweep runs each op in a
+/// boot of its own, and those runs do not replace one another.
+fn same_cell(a: &Run, b: &Run) -> bool {
+    a.kernel == b.kernel
+        && a.config == b.config
+        && match (ops_asked(a), ops_asked(b)) {
+            (Some(x), Some(y)) => x == y,
+            _ => true,
+        }
+}
+
 /// The one rule for the run that counts: per kernel and configuration, the
 /// newest run that passed, else (none passed) the newest, which says why.
 /// The others are superseded: left out of every table, each named in a line
@@ -195,10 +213,7 @@ pub fn counting(runs: Vec<Run>) -> (Vec<Run>, Vec<String>) {
     let mut kept: Vec<Run> = Vec::new();
     let mut dropped: Vec<Run> = Vec::new();
     for r in runs {
-        match kept
-            .iter_mut()
-            .find(|k| k.kernel == r.kernel && k.config == r.config)
-        {
+        match kept.iter_mut().find(|k| same_cell(k, &r)) {
             // Equal rank: the later given wins, as it always has.
             Some(k) if rank(k) <= rank(&r) => dropped.push(std::mem::replace(k, r)),
             Some(_) => dropped.push(r),
@@ -208,9 +223,7 @@ pub fn counting(runs: Vec<Run>) -> (Vec<Run>, Vec<String>) {
     let superseded = dropped
         .iter()
         .filter_map(|d| {
-            let k = kept
-                .iter()
-                .find(|k| k.kernel == d.kernel && k.config == d.config)?;
+            let k = kept.iter().find(|k| same_cell(k, d))?;
             (k.source != d.source).then(|| {
                 format!(
                     "{} ({} on {}, {:?}): superseded by {} (the newest {}run)",

@@ -1,6 +1,7 @@
 //! `lsmpmon report` and `lsmpmon compare`: the papers' tables and charts from
 //! any lsmpmon results (lab cells and directories, bench and trace results),
 //! and whether two runs differ.
+mod avc;
 pub mod charts;
 pub mod compare;
 pub mod forms;
@@ -114,6 +115,7 @@ pub fn tables(runs: &[Run], order: &[String], syscalls: &[String]) -> Vec<Table>
     out.extend(studies::yield_table(&refs));
     out.extend(ima::tables(runs, order));
     out.extend(webstone::tables(&refs, order));
+    out.extend(avc::tables(runs));
     for r in runs.iter().filter(|r| !r.from_lab) {
         if let Some(t) = &r.trace {
             let what = format!(", {} ({})", r.config, r.kernel);

@@ -2,6 +2,7 @@
 //! (groups, "paper", "lmbench", op names) and what a selection needs. Each
 //! op proves it did its work: a syscall that fails, a short read or a
 //! missing file fails the operation.
+mod avc;
 mod bandwidth;
 pub mod build;
 mod files;
@@ -28,6 +29,7 @@ pub fn all() -> Vec<OpDef> {
     v.extend(ima::ops());
     v.extend(web::ops());
     v.extend(build::ops());
+    v.extend(avc::ops());
     v
 }
 
@@ -56,10 +58,10 @@ pub const PAPER: &[&str] = &[
 
 /// Every op's group, as `--ops` names them.
 pub const GROUPS: &[&str] = &[
-    "syscall", "files", "ipc", "proc", "yield", "bw", "ima", "web", "build",
+    "syscall", "files", "ipc", "proc", "yield", "bw", "ima", "web", "build", "avc",
 ];
 /// Groups of the other papers' studies: not in `lmbench` (all the others).
-const STUDY_GROUPS: &[&str] = &["ima", "web", "build"];
+const STUDY_GROUPS: &[&str] = &["ima", "web", "build", "avc"];
 
 /// Resolves "paper", "lmbench", group names and op names, in order, no repeats.
 pub fn select(spec: &str) -> Result<Vec<OpDef>> {
