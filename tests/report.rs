@@ -1649,3 +1649,75 @@ fn the_committed_avc_sweep_keeps_every_n_and_its_pages_come_from_its_cells() {
         }
     }
 }
+
+/// The committed standard-vs-embedded SELinux results: the form puts both
+/// policies beside `none` on each kernel, with the avtab figures computed on
+/// every kernel and the kernel's own line equal to them on the debug build;
+/// the committed page is what `report` prints of the cells.
+#[test]
+fn the_committed_selinux_policies_page_comes_from_its_cells() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(LSMPMON)
+        .current_dir(root)
+        .args(["report", "results/selinux-policies", "--format", "json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_str(&stdout_ok(&out)).unwrap();
+    let forms: Vec<&Value> = v["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["form"] == "selinux-policies")
+        .collect();
+    let kernels: Vec<&str> = forms
+        .iter()
+        .map(|t| t["kernel"].as_str().unwrap())
+        .collect();
+    for k in ["6.1", "7.3", "7.3-selinux"] {
+        assert!(kernels.iter().any(|x| x.starts_with(k)), "{kernels:?}");
+    }
+    for t in &forms {
+        let header: Vec<&str> = t["header"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h.as_str().unwrap())
+            .collect();
+        assert_eq!(header[1..4], ["none", "selinux-mini", "selinux-refpolicy"]);
+        let row = |label: &str| {
+            t["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["label"] == label)
+                .unwrap_or_else(|| panic!("{}: no row {label}", t["kernel"]))
+                .clone()
+        };
+        let entries = row("avtab rules: entries");
+        let value = |r: &Value, i: usize| r["cells"][i]["value"].as_f64();
+        let (mini, std) = (value(&entries, 1).unwrap(), value(&entries, 2).unwrap());
+        assert!(std > 1000.0 * mini, "{mini} {std}");
+        // The standard ÷ embedded column is the two policies' quotient.
+        let ratio = value(&entries, 3).unwrap();
+        assert!((ratio - std / mini).abs() < 0.01 * ratio);
+        let own = row("avtab rules: the kernel's own line");
+        if t["kernel"].as_str().unwrap().starts_with("7.3-selinux") {
+            assert_eq!(own["cells"][1]["text"], "equal", "{own}");
+            assert_eq!(own["cells"][2]["text"], "equal", "{own}");
+        } else {
+            assert_eq!(own["cells"][1]["text"], "not built in", "{own}");
+        }
+        assert!(value(&row("policy load (guest ms)"), 2).unwrap() > 0.0);
+    }
+    let md = Command::new(LSMPMON)
+        .current_dir(root)
+        .args(["report", "results/selinux-policies", "--format", "markdown"])
+        .output()
+        .unwrap();
+    let committed =
+        std::fs::read_to_string(root.join("results/selinux-policies/README.md")).unwrap();
+    assert!(
+        stdout_ok(&md) == committed,
+        "results/selinux-policies/README.md is not what `lsmpmon report` prints of its cells"
+    );
+}

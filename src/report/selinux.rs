@@ -184,7 +184,7 @@ fn avtab_rows(cols: &[&Run]) -> Vec<Row> {
             .map(|c| match av(c) {
                 None => Cell::missing("–"),
                 Some(a) => match a.kernel_rules {
-                    None => Cell::missing("not built in"),
+                    None => Cell::text("not built in"),
                     Some(k) if k == a.rules => Cell::text("equal"),
                     Some(k) => Cell::text(format!(
                         "differs: {} entries, {}/{} used, chain {}, Σ² {}",
