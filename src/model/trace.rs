@@ -50,10 +50,13 @@ pub struct TraceOptions {
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ProbeInfo {
-    /// "session" (7.x), "fentry/fexit", or "kprobe/kretprobe" on kernels before 5.17.
+    /// "multi session" or "session" (7.x), "kprobe session" (6.10+ with
+    /// fprobe), "kprobe multi" (5.18+ with fprobe), "fentry/fexit", or
+    /// "kprobe/kretprobe" on kernels before 5.17.
     pub method: String,
-    /// The methods before it in the order (multi session, session,
-    /// fentry/fexit, kprobe/kretprobe) and why each was not used.
+    /// The methods before it in the order (multi session, kprobe session,
+    /// kprobe multi, session, fentry/fexit, kprobe/kretprobe) and why each
+    /// was not used.
     #[serde(default)]
     pub not_used: Vec<NotUsed>,
     /// Why `--method auto` took this method where the kernel offered others.
