@@ -82,7 +82,10 @@ pub fn plan(
             .iter()
             .flat_map(|c| m.cpus.iter().map(move |n| (c, n)))
         {
-            let machine = machine(args, cpus, recorded);
+            let mut machine = machine(args, cpus, recorded);
+            if recorded.is_none() && c.spec.proof.tpm {
+                machine = machine.with_tpm();
+            }
             let seq = cells.jobs.len() + cells.decided.len();
             let mut base = base_result(&k, c, &run_options(args, &machine), seq);
             base.web_server = extras.nginx.as_ref().map(|n| n.package.clone());

@@ -56,10 +56,13 @@ pub struct Measured {
     pub tpm: bool,
     /// The file digests' algorithm in the list ("sha256", "sha1").
     pub algo: Option<String>,
+    /// The guest idled in host time (`-icount sleep=on`): swtpm answered
+    /// while the driver slept (vm/machine.rs, ICOUNT_WITH_TPM).
+    pub idled_in_host_time: bool,
 }
 
 impl Measured {
-    fn from_proof(p: &ProofReport) -> Option<Self> {
+    fn from_proof(p: &ProofReport, icount: &str) -> Option<Self> {
         if p.kind != ProofKind::Measure {
             return None;
         }
@@ -71,6 +74,7 @@ impl Measured {
         Some(Self {
             tpm: p.pcr10_before.is_some(),
             algo,
+            idled_in_host_time: icount.split(',').any(|o| o == "sleep=on"),
         })
     }
 }
@@ -314,7 +318,10 @@ fn from_cell(p: &Path, c: &CellResult) -> Run {
         started_unix_s: c.started_unix_s,
         alike: Alike::of_cell(c),
         measured_lsms: c.config.measured_lsms.clone(),
-        measured: guest.proof.as_ref().and_then(Measured::from_proof),
+        measured: guest
+            .proof
+            .as_ref()
+            .and_then(|p| Measured::from_proof(p, &c.options.icount)),
         origin: Origin::of_cell(c),
         bench: guest.bench,
         trace: guest.trace,

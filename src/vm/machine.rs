@@ -48,7 +48,27 @@ pub const RTC_FIXED_BASE: &str = "2000-01-01";
 /// QEMU -rtc by default: `clock=vm,base=` [`RTC_FIXED_BASE`].
 pub const RTC_DEFAULT: &str = "clock=vm,base=2000-01-01";
 
+/// -icount for a guest with a TPM. QEMU's tpm-tis gives the guest no
+/// interrupt, so the driver polls: a command swtpm (on the host) has not
+/// answered at the first status read costs a 1 ms sleep. With `sleep=off`
+/// that sleep is skipped in host time, and whether swtpm answered before the
+/// next read was a race (extends of 0.07 to 1.1 ms, medians moving ×4
+/// between runs); with `sleep=on` the idle guest waits the millisecond in
+/// host time too, swtpm has answered, and every extend is one poll
+/// (1.07-1.10 ms, BENCHMARKS.md §8). Code that never idles counts
+/// instructions exactly as with `sleep=off`.
+pub const ICOUNT_WITH_TPM: &str = "shift=0,sleep=on";
+
 impl Machine {
+    /// A guest that drives a TPM: [`ICOUNT_WITH_TPM`] unless time is not
+    /// counted in instructions at all.
+    pub fn with_tpm(mut self) -> Self {
+        if self.accel == Accel::Tcg && self.icount == "shift=0,sleep=off" {
+            self.icount = ICOUNT_WITH_TPM.into();
+        }
+        self
+    }
+
     /// Whether the guest boots on one CPU and brings the others online from
     /// userland before COMMAND. QEMU 7.2 stops virtual time when a guest with
     /// two vCPUs boots under -icount (before "x86: Booting SMP
@@ -69,6 +89,18 @@ mod tests {
             .split(',')
             .any(|p| p == format!("base={RTC_FIXED_BASE}")));
         assert_eq!(Machine::deterministic(Duration::ZERO).rtc, RTC_DEFAULT);
+    }
+
+    #[test]
+    fn a_tpm_guest_idles_in_host_time_unless_told_otherwise() {
+        let m = Machine::deterministic(Duration::ZERO).with_tpm();
+        assert_eq!(m.icount, "shift=0,sleep=on");
+        let mut real = Machine::deterministic(Duration::ZERO);
+        real.icount = "off".into();
+        assert_eq!(real.with_tpm().icount, "off");
+        let mut shifted = Machine::deterministic(Duration::ZERO);
+        shifted.icount = "shift=1,sleep=off".into();
+        assert_eq!(shifted.with_tpm().icount, "shift=1,sleep=off");
     }
 
     #[test]
