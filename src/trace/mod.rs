@@ -290,11 +290,18 @@ fn choose_method(
     // kprobe.multi has no counting probe.
     let kprobe_arg = matches!(
         args.method,
-        method::MethodArg::KprobeMulti | method::MethodArg::KprobeSession
+        method::MethodArg::KprobeMulti
+            | method::MethodArg::KprobeSession
+            | method::MethodArg::Kprobe
     );
     if args.count_only && kprobe_arg {
         return Err(usage(
-            "--count-only has no kprobe.multi probe: use --method auto or fentry-fexit",
+            "--count-only has no kprobe probe: use --method auto or fentry-fexit",
+        ));
+    }
+    if args.syscall_time && args.method == method::MethodArg::Kprobe {
+        return Err(usage(
+            "--syscall-time needs fentry tracing: use --method auto or fentry-fexit",
         ));
     }
     offer.kprobe_multi &= !args.count_only;
@@ -309,7 +316,9 @@ fn choose_method(
         ));
     }
     if choice.method == method::Method::Kprobe {
-        crate::say!("lsmpmon: this kernel lacks bpf_get_func_ret() (5.17): falling back to kprobe/kretprobe");
+        if args.method == method::MethodArg::Auto {
+            crate::say!("lsmpmon: this kernel lacks bpf_get_func_ret() (5.17): falling back to kprobe/kretprobe");
+        }
         if args.syscall_time {
             return Err(usage(
                 "--syscall-time needs kernel 5.17 or later (fentry tracing)",

@@ -14,6 +14,8 @@ pub struct Kprobe {
     entry: Template,
     exit: Template,
     returns: Option<ReturnProbes>,
+    /// Taken because the kernel lacks fexit's bpf_get_func_ret() (not asked for).
+    fallback: bool,
 }
 
 /// Before anything is attached (and the trace guard looks for other
@@ -29,12 +31,19 @@ pub fn prepare() -> Option<ReturnProbes> {
 }
 
 impl Kprobe {
-    /// `returns`: return probes through tracefs (else the kprobe PMU's).
-    pub fn new(entry: Template, exit: Template, returns: Option<ReturnProbes>) -> Self {
+    /// `returns`: return probes through tracefs (else the kprobe PMU's);
+    /// `fallback`: not asked for (`--method kprobe`) but all the kernel offers.
+    pub fn new(
+        entry: Template,
+        exit: Template,
+        returns: Option<ReturnProbes>,
+        fallback: bool,
+    ) -> Self {
         Self {
             entry,
             exit,
             returns,
+            fallback,
         }
     }
 }
@@ -61,7 +70,9 @@ impl Method for Kprobe {
     }
 
     fn note(&self) -> Option<&'static str> {
-        Some("kernel lacks bpf_get_func_ret() (5.17): kprobe/kretprobe fallback, costlier probes")
+        self.fallback.then_some(
+            "kernel lacks bpf_get_func_ret() (5.17): kprobe/kretprobe fallback, costlier probes",
+        )
     }
 
     fn lost_returns(&self) -> HashMap<u32, u64> {

@@ -168,6 +168,7 @@ impl Attacher {
                 t(entry, Kind::Kprobe)?,
                 t(exit, Kind::Kretprobe)?,
                 self.returns.take(),
+                self.asked == MethodArg::Auto,
             )),
         };
         self.method = Some(method);
@@ -466,6 +467,7 @@ impl Source {
 fn sources(method: Chosen, options: ProbeOptions) -> [Source; 2] {
     match method {
         // The kprobe fallback has no count-only probe (trace refuses it there).
+        Chosen::Kprobe if options.empty => [Source::KmultiEmpty; 2],
         Chosen::Kprobe => [Source::KprobeEntry, Source::KprobeExit],
         _ if options.count_only => [Source::Count; 2],
         Chosen::KprobeMulti | Chosen::KprobeSession(_) if options.empty => [Source::KmultiEmpty; 2],
@@ -507,6 +509,7 @@ mod tests {
             [Source::Entry, Source::Exit]
         );
         assert!(sources(Chosen::Kprobe, np).iter().all(|s| !s.tracing()));
+        assert_eq!(sources(Chosen::Kprobe, empty), [Source::KmultiEmpty; 2]);
         assert_eq!(
             sources(Chosen::KprobeMulti, plain),
             [Source::KmultiEntry, Source::KmultiExit]
