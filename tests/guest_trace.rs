@@ -332,7 +332,7 @@ fn trace_6_12_fentry_fexit_counts_filters_and_schema() {
 
 /// `auto` weighs what the trace is for: a short one takes the kprobe session
 /// link (fast attach and release), one of --duration 120 s or more
-/// fentry/fexit (cheaper per call); each says why. Releasing every hook's
+/// fentry/fexit (cheaper per call), as does `--weigh per-call`; each says why. Releasing every hook's
 /// kprobe session probe takes one grace period, not one per hook.
 #[test]
 fn trace_6_12_auto_weighs_attach_time_or_cost_per_call() {
@@ -341,6 +341,8 @@ lsmpmon trace --json --detach wait -o /tmp/s.json -- true 2>/dev/null
 echo "S $(tr -d '\n' < /tmp/s.json)"
 lsmpmon trace --json --hooks 'inode_*' --duration 120 -o /tmp/l.json -- true 2>/dev/null
 echo "L $(tr -d '\n' < /tmp/l.json)"
+lsmpmon trace --json --hooks 'inode_*' --weigh per-call -o /tmp/w.json -- true 2>/dev/null
+echo "W $(tr -d '\n' < /tmp/w.json)"
 "#;
     let text = guest_stdout("6.12", script);
     let (short, long) = (tagged(&text, "S"), tagged(&text, "L"));
@@ -363,6 +365,11 @@ echo "L $(tr -d '\n' < /tmp/l.json)"
         .map(|n| n["reason"].as_str().unwrap())
         .collect();
     assert!(reasons[1].contains("cost per call"), "{reasons:?}");
+    // --weigh per-call (the lab's cells) without a --duration: the same choice.
+    let weighed = tagged(&text, "W");
+    assert_eq!(weighed["probe"]["method"], "fentry/fexit");
+    let why = weighed["probe"]["method_why"].as_str().unwrap();
+    assert!(why.contains("--weigh per-call"), "{why}");
 }
 
 /// 7.3 (trixie-backports, the 7.x package layout) preempts lazily: the

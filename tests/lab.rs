@@ -344,7 +344,8 @@ fn smack_proves_its_denial_on_its_own_kernel() {
 /// The avtab figures lsmpmon computes from the loaded policy equal the
 /// kernel's own evaluation (`avtab_hash_eval`), which only lsmpmon's
 /// 7.3-selinux kernel (CONFIG_SECURITY_SELINUX_DEBUG, built on first use)
-/// prints; both policies, so a small and a large table are compared.
+/// prints; both policies, so a small and a large table are compared. Traced:
+/// the cells' probe is fentry/fexit although 7.3 offers a multi-link.
 #[test]
 fn avtab_figures_equal_the_kernels_own_on_its_debug_build() {
     let res = tmpdir("avtab");
@@ -353,7 +354,7 @@ fn avtab_figures_equal_the_kernels_own_on_its_debug_build() {
         "7.3-selinux",
         "selinux-mini,selinux-refpolicy",
         "null",
-        &["--samples", "3"],
+        &["--samples", "3", "--trace"],
     ));
     succeeded(&out);
     let all = cells(&res);
@@ -361,6 +362,12 @@ fn avtab_figures_equal_the_kernels_own_on_its_debug_build() {
     for name in ["selinux-mini", "selinux-refpolicy"] {
         let c = cell(&all, name);
         assert_eq!(c["status"], "passed", "{name}: {}", c["reason"]);
+        // A cell measures: on a kernel with multi-links it still traces with
+        // the cheapest probe per call, and says why.
+        let probe = &c["guest"]["trace"]["probe"];
+        assert_eq!(probe["method"], "fentry/fexit", "{name}");
+        let why = probe["method_why"].as_str().unwrap();
+        assert!(why.contains("--weigh per-call"), "{name}: {why}");
         assert_eq!(c["kernel"]["series"], "7.3-selinux");
         let avtab = &c["guest"]["footprint"]["avtab"];
         assert_eq!(avtab["source"], "computed", "{name}: {avtab}");

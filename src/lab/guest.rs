@@ -308,7 +308,17 @@ fn bench(plan: &Plan, trace_out: Option<&str>) -> Result<BenchResult> {
         Some(trace_json) => {
             let inner = workload(plan, true, &bench_args(plan, true));
             let mut c = Command::new(LSMPMON);
-            c.args(["trace", "--per-lsm", "--json", "-o", trace_json]);
+            // A cell measures: the cheapest probe per call (fentry/fexit
+            // where the kernel has it), not the fastest attach.
+            c.args([
+                "trace",
+                "--per-lsm",
+                "--weigh",
+                "per-call",
+                "--json",
+                "-o",
+                trace_json,
+            ]);
             // A BPF LSM configuration's own lsm/ programs sit on the very
             // bpf_lsm_* functions --per-lsm times: they are the module being
             // measured, not someone else's probes (the result lists them).

@@ -108,10 +108,17 @@ pub struct EngineArgs {
     #[arg(long, conflicts_with_all = ["lean", "syscall_time", "subtract_floor", "empty_probes"])]
     pub count_only: bool,
     /// Attach method: auto takes the first this kernel offers, in the order
-    /// session (7.x: one program per hook at entry and exit), fentry/fexit,
-    /// kprobe/kretprobe (before 5.17); the result says which, and why not the others.
+    /// multi session, kprobe session, kprobe multi, session, fentry/fexit,
+    /// kprobe (before 5.17), weighing attach time or cost per call (--weigh);
+    /// the result says which, and why not the others.
     #[arg(long, value_enum, default_value = "auto")]
     pub method: method::MethodArg,
+    /// What --method auto weighs where the kernel offers both: attach-time
+    /// (one link for every hook: fast to attach and release, dearer per call)
+    /// or per-call (fentry/fexit: the cheapest probe, one trampoline per
+    /// hook). Default: per-call for a --duration of 120 s or more, else attach-time.
+    #[arg(long, value_enum)]
+    pub weigh: Option<method::Weigh>,
     /// Benchmark of the attach method itself: programs that return at once
     /// (no figure is recorded; time the traced command). See BENCHMARKS.md.
     #[arg(long, hide = true)]

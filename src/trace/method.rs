@@ -14,7 +14,7 @@ use crate::base::error::usage;
 /// `trace --method`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum MethodArg {
-    /// The first the kernel offers (multi session, kprobe session, kprobe multi, session, fentry/fexit, kprobe); a trace with --duration of 120 s or more skips those that attach fast but cost more per call.
+    /// The first the kernel offers (multi session, kprobe session, kprobe multi, session, fentry/fexit, kprobe); a trace with --duration of 120 s or more (or --weigh per-call) skips those that attach fast but cost more per call.
     Auto,
     /// One session program for every hook, one link (BPF_TRACE_FSESSION_MULTI); refused where the kernel lacks it.
     MultiSession,
@@ -74,38 +74,42 @@ pub use crate::model::NotUsed;
 /// at a million calls a second, far later at the rates most systems see.
 pub const LONG_TRACE_S: f64 = 120.0;
 
-/// What `auto` weighs (the trace's expected length).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What `auto` weighs (`--weigh`, else the trace's expected length).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Weigh {
-    /// A short trace, or `serve`/`top` starting up: attach time.
+    /// Attach and release time: the multi-links where the kernel has them (a short trace, `serve`/`top` starting up).
     AttachTime,
-    /// A trace of `--duration` >= LONG_TRACE_S: cost per call.
+    /// Cost per call: fentry/fexit where the kernel has it (a trace of `--duration` of 120 s or more, a measurement).
     PerCall,
 }
 
 impl Weigh {
-    pub fn for_duration(duration_s: Option<f64>) -> Self {
-        match duration_s {
+    /// `asked` (`--weigh`), else by the trace's expected length.
+    pub fn of(asked: Option<Weigh>, duration_s: Option<f64>) -> Self {
+        asked.unwrap_or(match duration_s {
             Some(d) if d >= LONG_TRACE_S => Weigh::PerCall,
             _ => Weigh::AttachTime,
-        }
+        })
     }
 }
 
-const WHY_MULTI: &str = "auto weighs attach time (no --duration of 120 s or more, or serve/top): \
+const WHY_MULTI: &str =
+    "auto weighs attach time (no --duration of 120 s or more or --weigh per-call, or serve/top): \
     one multi-link attaches every hook in about 50 ms instead of about 12 s, at about 150 \
     virtual ns more per call than fentry/fexit (BENCHMARKS.md §1; --method fentry-fexit)";
-const WHY_FENTRY: &str = "auto weighs cost per call (--duration of 120 s or more): fentry/fexit \
+const WHY_FENTRY: &str =
+    "auto weighs cost per call (--duration of 120 s or more, or --weigh per-call): fentry/fexit \
     costs less per call than the multi-links (about 150 virtual ns less than the session \
     multi-link on 7.3, 550-750 less than the kprobe session on 6.12) and 80 less than one session \
     per hook; its slower attach and release (seconds, one trampoline per hook) are paid once";
-const WHY_KPROBE_MULTI: &str = "auto weighs attach time (no --duration of 120 s or more, or \
+const WHY_KPROBE_MULTI: &str =
+    "auto weighs attach time (no --duration of 120 s or more or --weigh per-call, or \
     serve/top): one kprobe link for every hook attaches in about 50 ms instead of about 6.6 s and \
     is released in about 0.2 s instead of 36 s (one grace period per link, not one per hook), \
     at about 550-750 virtual ns more per call than fentry/fexit on 6.12 (BENCHMARKS.md §1; \
     --method fentry-fexit)";
 const PER_CALL_REASON: &str =
-    "auto weighs cost per call (--duration of 120 s or more): dearer per call than fentry/fexit";
+    "auto weighs cost per call (--duration of 120 s or more, or --weigh per-call): dearer per call than fentry/fexit";
 
 pub struct Choice {
     pub method: Method,
@@ -429,9 +433,13 @@ mod tests {
 
     #[test]
     fn auto_weighs_attach_time_for_short_traces_and_cost_per_call_for_long_ones() {
-        assert_eq!(Weigh::for_duration(None), Weigh::AttachTime);
-        assert_eq!(Weigh::for_duration(Some(60.0)), Weigh::AttachTime);
-        assert_eq!(Weigh::for_duration(Some(LONG_TRACE_S)), Weigh::PerCall);
+        assert_eq!(Weigh::of(None, None), Weigh::AttachTime);
+        assert_eq!(Weigh::of(None, Some(60.0)), Weigh::AttachTime);
+        assert_eq!(Weigh::of(None, Some(LONG_TRACE_S)), Weigh::PerCall);
+        // --weigh wins over the length either way.
+        assert_eq!(Weigh::of(Some(Weigh::PerCall), None), Weigh::PerCall);
+        let short_asked = Weigh::of(Some(Weigh::AttachTime), Some(600.0));
+        assert_eq!(short_asked, Weigh::AttachTime);
         let o = Offer {
             kprobe_multi: true,
             kprobe_session: Some(56),

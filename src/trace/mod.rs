@@ -308,7 +308,7 @@ fn choose_method(
     offer.kprobe_session = offer.kprobe_session.filter(|_| !args.count_only);
     // The method is in the result (probe.method, the text's probe line): a
     // trace refused a moment later prints its one line and nothing else.
-    let weigh = method::Weigh::for_duration(args.expected_s);
+    let weigh = method::Weigh::of(args.weigh, args.expected_s);
     let choice = method::choose(&offer, args.method, weigh)?;
     if choice.method == method::Method::Kprobe && args.count_only {
         return Err(usage(
