@@ -216,11 +216,29 @@ fn prometheus_counts_200_creations(series: &str) {
     // Two more scrapes: nothing creates files while the guest waits.
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(prom.value(creates), Some(before));
+    let misses = "lsmpmon_recursion_misses_total";
+    let missed_before = prom.value(misses).expect("recursion misses exported");
     step(control_port, "before");
-    let after = prom.wait_for(creates, Duration::from_secs(120), |v| v >= before + 200.0);
+    // The guest listens for "after" once its 200 files exist.
+    step(control_port, "after");
+    prom.wait_for(creates, Duration::from_secs(120), |v| v > before);
+    std::thread::sleep(Duration::from_secs(3));
+    let after = prom.value(creates).unwrap();
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(prom.value(creates), Some(after));
-    assert_eq!(after, before + 200.0, "inode_create: {before} then {after}");
+    // Exactly 200, unless the kernel skipped probe runs meanwhile. One program
+    // for every hook (7.3's multi-link, 6.12's kprobe session) has one
+    // recursion guard per CPU: a task preempted inside it (the trampoline
+    // takes the guard before the program can disable preemption) makes
+    // another task's hook call on that CPU be skipped. Each skip is counted,
+    // never hidden: a shortfall must be covered by the misses (CI once saw
+    // 199 on 7.3, in real time).
+    let missed = prom.value(misses).unwrap() - missed_before;
+    let short = before + 200.0 - after;
+    assert!(
+        short == 0.0 || (short > 0.0 && short <= missed),
+        "inode_create: {before} then {after}, {missed} probe runs skipped meanwhile"
+    );
     // --by cpu: the CPUs' series add up to the hook's.
     let on_cpus = r#"sum(lsmpmon_cpu_hook_calls_total{hook="inode_create"})"#;
     assert_eq!(prom.value(on_cpus), Some(after));
@@ -233,7 +251,6 @@ fn prometheus_counts_200_creations(series: &str) {
     assert_eq!(up, Some(1.0));
     dashboard_queries_answer(&prom);
 
-    step(control_port, "after");
     step(control_port, "done");
     let out = guest.finish();
     assert!(

@@ -52,7 +52,7 @@ pub struct TraceOptions {
 pub struct ProbeInfo {
     /// "multi session" or "session" (7.x), "kprobe session" (6.10+ with
     /// fprobe), "kprobe multi" (5.18+ with fprobe), "fentry/fexit", or
-    /// "kprobe/kretprobe" on kernels before 5.17.
+    /// "kprobe/kretprobe" (kernels before 5.17, or `--method kprobe`).
     pub method: String,
     /// The methods before it in the order (multi session, kprobe session,
     /// kprobe multi, session, fentry/fexit, kprobe/kretprobe) and why each
