@@ -139,13 +139,14 @@ fn ima_ops_measure_the_three_cases_and_the_report_prints_the_papers_tables() {
             "{access}: extend {extend}, rehash {rehash}, cached {cached}"
         );
         // With a TPM the driver polls (tpm-tis has no interrupt) and sleeps
-        // 1 ms while swtpm has not answered; the lab runs TPM cells with
-        // `-icount sleep=on`, so swtpm answers during that millisecond of
-        // host time and every extend is one poll: about 1 ms more, every run
-        // (with sleep=off, 0.07 to 1.1 ms as host time decided).
+        // 1 ms while swtpm, on the host, has not answered. The lab runs TPM
+        // cells with `-icount sleep=on`, so a poll costs one interval; whether
+        // swtpm answers before the first status read still depends on the
+        // host (on a quiet one it does not: ≈ 1.08 ms; with two other guests
+        // running, CI saw 51.5 µs). Only that the TPM adds time is certain.
         let tpm_extend = median(with_tpm, &op("extend"));
         assert!(
-            (extend + 0.9e6..extend + 1.3e6).contains(&tpm_extend),
+            tpm_extend > extend,
             "{access}: the TPM's extend {tpm_extend} vs {extend} without"
         );
     }
@@ -186,7 +187,7 @@ fn ima_ops_measure_the_three_cases_and_the_report_prints_the_papers_tables() {
         "ima-sha1 (sha1) µs",
         "ima (sha256) µs",
         "ima-tpm: extend samples range",
-        "every extend is one poll",
+        "a busy host can make it answer before the first read",
     ] {
         assert!(text.contains(s), "report lacks '{s}':\n{text}");
     }

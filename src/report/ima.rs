@@ -218,10 +218,13 @@ fn extend_note(config: &str, m: &super::input::Measured, lo_ns: f64, hi_ns: f64)
     if m.idled_in_host_time {
         return format!(
             "{range}. QEMU's tpm-tis gives the guest no interrupt, so the driver polls and sleeps 1 ms \
-             (tpm_msleep(TPM_TIMEOUT_POLL)) while swtpm, on the host, has not answered; this cell ran \
-             with -icount sleep=on, so the idle guest waits that millisecond in host time, swtpm has \
-             answered, and every extend is one poll: its median repeats (within ≈ 3 % between boots), and \
-             about 1 ms of it is the poll, not the TPM."
+             (tpm_msleep(TPM_TIMEOUT_POLL)) while swtpm, on the host, has not answered. This cell ran \
+             with -icount sleep=on: the idle guest waits that millisecond in host time, swtpm has \
+             answered by then, and an extend that polls costs one interval (≈ 1.04 ms more than \
+             without a TPM; medians within 3 % across boots on a quiet host). Whether swtpm answers \
+             before the driver's first read is still host time's decision: a busy host can make it \
+             answer before the first read (tens of µs), so compare extends only between cells whose \
+             medians fall in the same regime."
         );
     }
     format!(

@@ -50,13 +50,14 @@ pub const RTC_DEFAULT: &str = "clock=vm,base=2000-01-01";
 
 /// -icount for a guest with a TPM. QEMU's tpm-tis gives the guest no
 /// interrupt, so the driver polls: a command swtpm (on the host) has not
-/// answered at the first status read costs a 1 ms sleep. With `sleep=off`
-/// that sleep is skipped in host time, and whether swtpm answered before the
-/// next read was a race (extends of 0.07 to 1.1 ms, medians moving ×4
+/// answered at a status read costs a 1 ms sleep. With `sleep=off` that
+/// sleep is skipped in host time, and whether swtpm answered before the
+/// next read was a race (extends of 0.07 to 1.1 ms, medians moving ×2.7
 /// between runs); with `sleep=on` the idle guest waits the millisecond in
-/// host time too, swtpm has answered, and every extend is one poll
-/// (1.07-1.10 ms, BENCHMARKS.md §8). Code that never idles counts
-/// instructions exactly as with `sleep=off`.
+/// host time, swtpm has answered, and a poll costs one interval (on a quiet
+/// host: medians within 3 %). Whether swtpm answers before the first read
+/// stays host time's decision (a busy host: tens of µs; BENCHMARKS.md §8).
+/// Code that never idles counts instructions exactly as with `sleep=off`.
 pub const ICOUNT_WITH_TPM: &str = "shift=0,sleep=on";
 
 impl Machine {
