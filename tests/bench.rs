@@ -476,8 +476,12 @@ fn lmbench_semantics_in_a_6_1_guest() {
         ("G", "bw_bcopy"),
     ] {
         let (alone, mixed) = (median(&tagged(&text, tag), op), median(&b, op));
+        // 2 %: within one boot two runs of the same op differ by up to
+        // about 1 % with the kernel's allocation layout at their start (CI
+        // at 6dd91bc: pipe 12 972 alone, 13 103 between other ops, 1.0 %;
+        // BENCHMARKS.md §17); the effects this guards against were 20-27 %.
         assert!(
-            (alone - mixed).abs() / alone < 0.01,
+            (alone - mixed).abs() / alone < 0.02,
             "{op} alone {alone}, between other ops {mixed}"
         );
     }
