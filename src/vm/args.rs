@@ -56,7 +56,7 @@ pub struct RunArgs {
     /// Keep kernel address-space randomisation (default: nokaslr, for repeatability).
     #[arg(long)]
     pub kaslr: bool,
-    /// Copy a host file into the guest: HOST[:GUEST] (default GUEST: /usr/bin/NAME). Repeatable.
+    /// Copy a host file into the guest: HOST[:GUEST] (default GUEST: /usr/bin/NAME; not under /tmp, /run, /dev, /proc or /sys, which the guest mounts afresh at boot). Repeatable.
     #[arg(long = "copy", value_name = "HOST[:GUEST]")]
     pub copies: Vec<String>,
     /// Forward a guest TCP port to 127.0.0.1:HOST (QEMU user network, a

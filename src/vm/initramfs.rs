@@ -29,6 +29,15 @@ cd /root
 exec /bin/lsmpmon vm guest-exec /lsmpmon/run.json
 "#;
 
+/// The directories /init mounts a file system on (read from [`INIT_SCRIPT`]):
+/// whatever the initramfs holds under them is hidden at boot.
+pub fn mounted_over() -> impl Iterator<Item = &'static str> {
+    INIT_SCRIPT
+        .lines()
+        .filter(|l| l.starts_with("mount "))
+        .filter_map(|l| l.split_whitespace().last())
+}
+
 /// Path in the guest of the run description written by `vm run`.
 pub const RUN_FILE: &str = crate::model::provenance::GUEST_RUN_FILE;
 
@@ -215,6 +224,23 @@ pub fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_mounted_over_directories_are_inits_mount_points() {
+        let dirs: Vec<&str> = mounted_over().collect();
+        for d in [
+            "/dev",
+            "/dev/pts",
+            "/proc",
+            "/sys",
+            "/tmp",
+            "/run",
+            "/sys/fs/bpf",
+        ] {
+            assert!(dirs.contains(&d), "{d}: {dirs:?}");
+        }
+        assert!(!dirs.contains(&"/root") && !dirs.contains(&"/usr/bin"));
+    }
 
     #[test]
     fn newc_entries_are_aligned_and_terminated() {

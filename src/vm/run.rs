@@ -102,6 +102,13 @@ fn parse_copy(spec: &str) -> Result<(PathBuf, String)> {
     if guest.is_empty() || guest.split('/').any(|c| c == "..") {
         return Err(usage(format!("--copy {spec}: bad guest path")));
     }
+    let absolute = Path::new("/").join(&guest);
+    if let Some(dir) = initramfs::mounted_over().find(|d| absolute.starts_with(d)) {
+        return Err(usage(format!(
+            "--copy {spec}: the guest mounts a fresh file system on {dir} at boot, which would hide \
+             the copy: copy it elsewhere (/root/NAME, or /usr/bin/NAME by default)"
+        )));
+    }
     Ok((host, guest))
 }
 
@@ -128,4 +135,37 @@ pub fn new_run_dir(cache: &Path) -> Result<PathBuf> {
     // Made now, by us: nothing planted there beforehand is written through.
     fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
     Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_under_a_directory_mounted_at_boot_are_refused() {
+        let host = std::env::temp_dir().join(format!("copy-{}", std::process::id()));
+        fs::write(&host, b"x").unwrap();
+        let h = host.display();
+        let default = parse_copy(&h.to_string()).unwrap();
+        assert_eq!(
+            default.1,
+            format!("usr/bin/{}", host.file_name().unwrap().to_string_lossy())
+        );
+        assert_eq!(parse_copy(&format!("{h}:/root/x")).unwrap().1, "root/x");
+        // /tmpfoo is not under /tmp.
+        assert_eq!(parse_copy(&format!("{h}:/tmpfoo")).unwrap().1, "tmpfoo");
+        for guest in [
+            "/tmp/x",
+            "tmp/x",
+            "/run/a/b",
+            "/proc/x",
+            "/dev/pts/x",
+            "/sys/fs/bpf/p",
+        ] {
+            let err = parse_copy(&format!("{h}:{guest}")).unwrap_err().to_string();
+            assert!(err.contains("mounts a fresh file system"), "{guest}: {err}");
+        }
+        assert!(parse_copy(&format!("{h}:/a/../tmp/x")).is_err());
+        fs::remove_file(&host).unwrap();
+    }
 }
