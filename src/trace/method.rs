@@ -1,10 +1,11 @@
 //! How the hooks are timed: the first attach method the running kernel
-//! offers, in the order multi session → kprobe multi → session →
-//! fentry/fexit → kprobe/kretprobe. Each method passed over is recorded with
-//! its reason. `auto` weighs what the trace is for: the multi-links (and the
-//! session programs) attach every hook fast but cost more per call than
-//! fentry/fexit (BENCHMARKS.md §1), so a long trace (`--duration` of at least
-//! [`LONG_TRACE_S`]) takes fentry/fexit.
+//! offers, in the order multi session → kprobe session → kprobe multi →
+//! session → fentry/fexit → kprobe/kretprobe. Each method passed over is
+//! recorded with its reason. `auto` weighs what the trace is for: the
+//! multi-links (and the session programs) attach every hook fast but cost
+//! more per call than fentry/fexit (BENCHMARKS.md §1), so a long trace
+//! (`--duration` of at least [`LONG_TRACE_S`]) or `--weigh per-call` (the
+//! lab's cells) takes fentry/fexit.
 use anyhow::Result;
 
 use super::btf::KernelBtf;
@@ -26,7 +27,7 @@ pub enum MethodArg {
     Session,
     /// An fentry and an fexit program per hook.
     FentryFexit,
-    /// A kprobe and a kretprobe perf event per hook, on any kernel: on 6.1 every hook attaches in about 3 s and is released in about 10 s (fentry/fexit: 5 and 33), at about twice the cost per call.
+    /// A kprobe and a kretprobe perf event per hook, on any kernel: on 6.1 every hook attaches in about 3 s and is released in about 10 s (fentry/fexit: 5 and 33), at about 2.4 times the cost per call.
     Kprobe,
 }
 
