@@ -357,7 +357,10 @@ echo "W $(tr -d '\n' < /tmp/w.json)"
     assert!(attach_ms < 2000.0 && detach_ms < 2000.0, "{p}");
     assert_eq!(long["probe"]["method"], "fentry/fexit");
     let why = long["probe"]["method_why"].as_str().unwrap();
-    assert!(why.contains("cost per call"), "{why}");
+    assert!(
+        why.contains("cost per call (--duration of 120 s or more)"),
+        "{why}"
+    );
     let reasons: Vec<&str> = long["probe"]["not_used"]
         .as_array()
         .unwrap()
@@ -369,7 +372,7 @@ echo "W $(tr -d '\n' < /tmp/w.json)"
     let weighed = tagged(&text, "W");
     assert_eq!(weighed["probe"]["method"], "fentry/fexit");
     let why = weighed["probe"]["method_why"].as_str().unwrap();
-    assert!(why.contains("--weigh per-call"), "{why}");
+    assert!(why.contains("cost per call (--weigh per-call)"), "{why}");
 }
 
 /// 7.3 (trixie-backports, the 7.x package layout) preempts lazily: the

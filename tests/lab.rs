@@ -367,7 +367,10 @@ fn avtab_figures_equal_the_kernels_own_on_its_debug_build() {
         let probe = &c["guest"]["trace"]["probe"];
         assert_eq!(probe["method"], "fentry/fexit", "{name}");
         let why = probe["method_why"].as_str().unwrap();
-        assert!(why.contains("--weigh per-call"), "{name}: {why}");
+        assert!(
+            why.contains("cost per call (--weigh per-call)"),
+            "{name}: {why}"
+        );
         assert_eq!(c["kernel"]["series"], "7.3-selinux");
         let avtab = &c["guest"]["footprint"]["avtab"];
         assert_eq!(avtab["source"], "computed", "{name}: {avtab}");

@@ -235,8 +235,10 @@ fn prometheus_counts_200_creations(series: &str) {
     // 199 on 7.3, in real time).
     let missed = prom.value(misses).unwrap() - missed_before;
     let short = before + 200.0 - after;
+    // 6.1 has one fentry/fexit pair per hook: a guard of its own, no skip.
+    let covered = series != "6.1" && short > 0.0 && short <= missed;
     assert!(
-        short == 0.0 || (short > 0.0 && short <= missed),
+        short == 0.0 || covered,
         "inode_create: {before} then {after}, {missed} probe runs skipped meanwhile"
     );
     // --by cpu: the CPUs' series add up to the hook's.

@@ -74,7 +74,8 @@ impl Measured {
         Some(Self {
             tpm: p.pcr10_before.is_some(),
             algo,
-            idled_in_host_time: icount.split(',').any(|o| o == "sleep=on"),
+            // QEMU's default is sleep=on; "off" is real time, no icount at all.
+            idled_in_host_time: icount != "off" && !icount.split(',').any(|o| o == "sleep=off"),
         })
     }
 }

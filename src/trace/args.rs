@@ -116,7 +116,8 @@ pub struct EngineArgs {
     /// What --method auto weighs where the kernel offers both: attach-time
     /// (one link for every hook: fast to attach and release, dearer per call)
     /// or per-call (fentry/fexit: the cheapest probe, one trampoline per
-    /// hook). Default: per-call for a --duration of 120 s or more, else attach-time.
+    /// hook). Default: per-call for a trace with --duration of 120 s or more,
+    /// else attach-time (serve, top: attach-time).
     #[arg(long, value_enum)]
     pub weigh: Option<method::Weigh>,
     /// Benchmark of the attach method itself: programs that return at once

@@ -47,7 +47,7 @@ pub enum Method {
     /// BPF_TRACE_FSESSION, with its value in this kernel's enum bpf_attach_type.
     Session(u32),
     FentryFexit,
-    /// Kernels before 5.17 (no bpf_get_func_ret()).
+    /// Kernels before 5.17 (no bpf_get_func_ret()), or `--method kprobe`.
     Kprobe,
 }
 
@@ -84,33 +84,51 @@ pub enum Weigh {
     PerCall,
 }
 
+/// What `auto` weighs, and what decided it (named in `probe.method_why`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Weighed {
+    pub weigh: Weigh,
+    pub because: &'static str,
+}
+
 impl Weigh {
     /// `asked` (`--weigh`), else by the trace's expected length.
-    pub fn of(asked: Option<Weigh>, duration_s: Option<f64>) -> Self {
-        asked.unwrap_or(match duration_s {
-            Some(d) if d >= LONG_TRACE_S => Weigh::PerCall,
-            _ => Weigh::AttachTime,
-        })
+    pub fn of(asked: Option<Weigh>, duration_s: Option<f64>) -> Weighed {
+        let (weigh, because) = match (asked, duration_s) {
+            (Some(Weigh::PerCall), _) => (Weigh::PerCall, "--weigh per-call"),
+            (Some(Weigh::AttachTime), _) => (Weigh::AttachTime, "--weigh attach-time"),
+            (None, Some(d)) if d >= LONG_TRACE_S => (Weigh::PerCall, "--duration of 120 s or more"),
+            (None, _) => (
+                Weigh::AttachTime,
+                "no --duration of 120 s or more and no --weigh, or serve/top",
+            ),
+        };
+        Weighed { weigh, because }
     }
 }
 
-const WHY_MULTI: &str =
-    "auto weighs attach time (no --duration of 120 s or more or --weigh per-call, or serve/top): \
-    one multi-link attaches every hook in about 50 ms instead of about 12 s, at about 150 \
-    virtual ns more per call than fentry/fexit (BENCHMARKS.md §1; --method fentry-fexit)";
-const WHY_FENTRY: &str =
-    "auto weighs cost per call (--duration of 120 s or more, or --weigh per-call): fentry/fexit \
-    costs less per call than the multi-links (about 150 virtual ns less than the session \
-    multi-link on 7.3, 550-750 less than the kprobe session on 6.12) and 80 less than one session \
-    per hook; its slower attach and release (seconds, one trampoline per hook) are paid once";
-const WHY_KPROBE_MULTI: &str =
-    "auto weighs attach time (no --duration of 120 s or more or --weigh per-call, or \
-    serve/top): one kprobe link for every hook attaches in about 50 ms instead of about 6.6 s and \
-    is released in about 0.2 s instead of 36 s (one grace period per link, not one per hook), \
-    at about 550-750 virtual ns more per call than fentry/fexit on 6.12 (BENCHMARKS.md §1; \
-    --method fentry-fexit)";
-const PER_CALL_REASON: &str =
-    "auto weighs cost per call (--duration of 120 s or more, or --weigh per-call): dearer per call than fentry/fexit";
+impl Weighed {
+    /// "auto weighs cost per call (--weigh per-call): TAIL".
+    fn why(&self, tail: &str) -> String {
+        let what = match self.weigh {
+            Weigh::AttachTime => "attach time",
+            Weigh::PerCall => "cost per call",
+        };
+        format!("auto weighs {what} ({}): {tail}", self.because)
+    }
+}
+
+const WHY_MULTI: &str = "one multi-link attaches every hook in about 50 ms instead of about 12 s, \
+    at about 150 virtual ns more per call than fentry/fexit (BENCHMARKS.md §1; --method fentry-fexit)";
+const WHY_FENTRY: &str = "fentry/fexit costs less per call than the multi-links (about 150 virtual \
+    ns less than the session multi-link on 7.3, 550-750 less than the kprobe session on 6.12) and 80 \
+    less than one session per hook; its slower attach and release (seconds, one trampoline per \
+    hook) are paid once";
+const WHY_KPROBE_MULTI: &str = "one kprobe link for every hook attaches in about 50 ms instead of \
+    about 6.6 s and is released in about 0.2 s instead of 36 s (one grace period per link, not one \
+    per hook), at about 550-750 virtual ns more per call than fentry/fexit on 6.12 \
+    (BENCHMARKS.md §1; --method fentry-fexit)";
+const PER_CALL_REASON: &str = "dearer per call than fentry/fexit";
 
 pub struct Choice {
     pub method: Method,
@@ -171,7 +189,7 @@ impl Offer {
     }
 }
 
-pub fn choose(offer: &Offer, arg: MethodArg, weigh: Weigh) -> Result<Choice> {
+pub fn choose(offer: &Offer, arg: MethodArg, w: Weighed) -> Result<Choice> {
     if arg == MethodArg::Kprobe {
         let not_used = [
             "multi session",
@@ -184,14 +202,15 @@ pub fn choose(offer: &Offer, arg: MethodArg, weigh: Weigh) -> Result<Choice> {
         .to_vec();
         return Ok(Choice::of(Method::Kprobe, None, not_used));
     }
-    let per_call = arg == MethodArg::Auto && weigh == Weigh::PerCall && offer.func_ret;
+    let per_call = arg == MethodArg::Auto && w.weigh == Weigh::PerCall && offer.func_ret;
+    let dearer = w.why(PER_CALL_REASON);
     let multi_reason = match (offer.fsession_multi, offer.fsession, arg) {
-        (Some(_), Some(_), MethodArg::Auto) if per_call => PER_CALL_REASON,
+        (Some(_), Some(_), MethodArg::Auto) if per_call => dearer.as_str(),
         (Some(multi), Some(session), MethodArg::Auto | MethodArg::MultiSession) => {
             return Ok(Choice {
                 method: Method::MultiSession { multi, session },
                 fexit_multi: offer.fexit_multi,
-                why: (arg == MethodArg::Auto).then(|| WHY_MULTI.into()),
+                why: (arg == MethodArg::Auto).then(|| w.why(WHY_MULTI)),
                 not_used: Vec::new(),
             })
         }
@@ -207,12 +226,13 @@ pub fn choose(offer: &Offer, arg: MethodArg, weigh: Weigh) -> Result<Choice> {
         (None, _, _) => "the kernel has no BPF_TRACE_FSESSION_MULTI",
     };
     let mut not_used = vec![passed("multi session", multi_reason)];
-    if let Some(method) = kprobe_links(offer, arg, per_call, &mut not_used)? {
-        let why = (arg == MethodArg::Auto).then_some(WHY_KPROBE_MULTI);
-        return Ok(Choice::of(method, why, not_used));
+    let per_call_reason = per_call.then_some(dearer.as_str());
+    if let Some(method) = kprobe_links(offer, arg, per_call_reason, &mut not_used)? {
+        let why = (arg == MethodArg::Auto).then(|| w.why(WHY_KPROBE_MULTI));
+        return Ok(Choice::of(method, why.as_deref(), not_used));
     }
     let session_reason = match (offer.fsession, arg) {
-        (Some(_), MethodArg::Auto) if per_call => PER_CALL_REASON,
+        (Some(_), MethodArg::Auto) if per_call => dearer.as_str(),
         (Some(t), MethodArg::Auto | MethodArg::Session | MethodArg::MultiSession) => {
             return Ok(Choice::of(Method::Session(t), None, not_used))
         }
@@ -235,8 +255,8 @@ pub fn choose(offer: &Offer, arg: MethodArg, weigh: Weigh) -> Result<Choice> {
     not_used.push(passed("session", session_reason));
     if offer.func_ret {
         let weighed = offer.fsession.is_some() || offer.kprobe_multi;
-        let why = (per_call && weighed).then_some(WHY_FENTRY);
-        return Ok(Choice::of(Method::FentryFexit, why, not_used));
+        let why = (per_call && weighed).then(|| w.why(WHY_FENTRY));
+        return Ok(Choice::of(Method::FentryFexit, why.as_deref(), not_used));
     }
     not_used.push(passed(
         "fentry/fexit",
@@ -267,14 +287,16 @@ fn passed(method: &str, reason: &str) -> NotUsed {
 /// kprobe session, then kprobe multi: the one chosen (with auto, why), each
 /// passed over added to `not_used` with its reason; refused where asked for
 /// by name and missing.
+/// `per_call`: auto weighs cost per call, with that reason.
 fn kprobe_links(
     offer: &Offer,
     arg: MethodArg,
-    per_call: bool,
+    per_call: Option<&str>,
     not_used: &mut Vec<NotUsed>,
 ) -> Result<Option<Method>> {
+    let dearer = per_call.unwrap_or_default();
     let session_reason = match (offer.kprobe_session, arg) {
-        (Some(_), MethodArg::Auto) if per_call => PER_CALL_REASON,
+        (Some(_), MethodArg::Auto) if per_call.is_some() => dearer,
         (Some(t), MethodArg::Auto | MethodArg::KprobeSession) => {
             return Ok(Some(Method::KprobeSession(t)))
         }
@@ -292,7 +314,7 @@ fn kprobe_links(
     };
     not_used.push(passed("kprobe session", session_reason));
     let multi_reason = match (offer.kprobe_multi, arg) {
-        (true, MethodArg::Auto) if per_call => PER_CALL_REASON,
+        (true, MethodArg::Auto) if per_call.is_some() => dearer,
         (true, MethodArg::Auto | MethodArg::KprobeMulti) => return Ok(Some(Method::KprobeMulti)),
         (false, MethodArg::KprobeMulti) => {
             return Err(usage(
@@ -324,7 +346,14 @@ mod tests {
         }
     }
 
-    const SHORT: Weigh = Weigh::AttachTime;
+    const SHORT: Weighed = Weighed {
+        weigh: Weigh::AttachTime,
+        because: "a short trace",
+    };
+    const LONG: Weighed = Weighed {
+        weigh: Weigh::PerCall,
+        because: "--weigh per-call",
+    };
 
     #[test]
     fn the_order_is_multi_session_session_fentry_kprobe() {
@@ -359,7 +388,7 @@ mod tests {
     #[test]
     fn kprobes_are_used_where_asked_for_even_with_fexit_at_hand() {
         for o in [offer(Some(61), Some(58), true), offer(None, None, true)] {
-            let c = choose(&o, MethodArg::Kprobe, Weigh::PerCall).unwrap();
+            let c = choose(&o, MethodArg::Kprobe, LONG).unwrap();
             assert_eq!((c.method, c.why), (Method::Kprobe, None));
             assert_eq!(c.not_used.len(), 5);
             assert!(c
@@ -407,14 +436,14 @@ mod tests {
         let pair = choose(&kprobe_offer(None), MethodArg::Auto, SHORT).unwrap();
         assert_eq!(pair.method, Method::KprobeMulti);
         assert!(pair.not_used[1].reason.contains("no kprobe sessions"));
-        let long = choose(&o, MethodArg::Auto, Weigh::PerCall).unwrap();
+        let long = choose(&o, MethodArg::Auto, LONG).unwrap();
         assert_eq!(long.method, Method::FentryFexit);
         assert!(long.why.unwrap().contains("cost per call"));
         for n in &long.not_used[1..3] {
             assert!(n.reason.contains("cost per call"), "{}", n.reason);
         }
         // Asked for by name: used whatever the trace's length, or refused.
-        let asked = choose(&o, MethodArg::KprobeMulti, Weigh::PerCall).unwrap();
+        let asked = choose(&o, MethodArg::KprobeMulti, LONG).unwrap();
         assert_eq!((asked.method, asked.why), (Method::KprobeMulti, None));
         assert!(asked.not_used[1].reason.contains("not asked for"));
         let fentry = choose(&o, MethodArg::FentryFexit, SHORT).unwrap();
@@ -434,13 +463,20 @@ mod tests {
 
     #[test]
     fn auto_weighs_attach_time_for_short_traces_and_cost_per_call_for_long_ones() {
-        assert_eq!(Weigh::of(None, None), Weigh::AttachTime);
-        assert_eq!(Weigh::of(None, Some(60.0)), Weigh::AttachTime);
-        assert_eq!(Weigh::of(None, Some(LONG_TRACE_S)), Weigh::PerCall);
-        // --weigh wins over the length either way.
-        assert_eq!(Weigh::of(Some(Weigh::PerCall), None), Weigh::PerCall);
+        assert_eq!(Weigh::of(None, None).weigh, Weigh::AttachTime);
+        assert_eq!(Weigh::of(None, Some(60.0)).weigh, Weigh::AttachTime);
+        let long = Weigh::of(None, Some(LONG_TRACE_S));
+        assert_eq!(long.weigh, Weigh::PerCall);
+        assert!(long.because.contains("--duration"));
+        // --weigh wins over the length either way, and is named as the reason.
+        let asked = Weigh::of(Some(Weigh::PerCall), None);
+        assert_eq!(
+            (asked.weigh, asked.because),
+            (Weigh::PerCall, "--weigh per-call")
+        );
         let short_asked = Weigh::of(Some(Weigh::AttachTime), Some(600.0));
-        assert_eq!(short_asked, Weigh::AttachTime);
+        assert_eq!(short_asked.weigh, Weigh::AttachTime);
+        assert!(!short_asked.because.contains("--duration"));
         let o = Offer {
             kprobe_multi: true,
             kprobe_session: Some(56),
@@ -449,7 +485,7 @@ mod tests {
         let short = choose(&o, MethodArg::Auto, SHORT).unwrap();
         assert_eq!(short.fexit_multi, Some(62));
         assert!(short.why.unwrap().contains("attach time"));
-        let long = choose(&o, MethodArg::Auto, Weigh::PerCall).unwrap();
+        let long = choose(&o, MethodArg::Auto, LONG).unwrap();
         assert_eq!(long.method, Method::FentryFexit);
         assert!(long.why.unwrap().contains("cost per call"));
         let reasons: Vec<&str> = long.not_used.iter().map(|n| n.reason.as_str()).collect();
@@ -458,9 +494,9 @@ mod tests {
             "{reasons:?}"
         );
         // Asked for by name, or nothing to weigh: as before.
-        let asked = choose(&o, MethodArg::MultiSession, Weigh::PerCall).unwrap();
+        let asked = choose(&o, MethodArg::MultiSession, LONG).unwrap();
         assert!(matches!(asked.method, Method::MultiSession { .. }) && asked.why.is_none());
-        let plain = choose(&offer(None, None, true), MethodArg::Auto, Weigh::PerCall).unwrap();
+        let plain = choose(&offer(None, None, true), MethodArg::Auto, LONG).unwrap();
         assert_eq!(plain.method, Method::FentryFexit);
         assert!(plain.why.is_none());
     }

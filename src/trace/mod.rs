@@ -296,7 +296,12 @@ fn choose_method(
     );
     if args.count_only && kprobe_arg {
         return Err(usage(
-            "--count-only has no kprobe probe: use --method auto or fentry-fexit",
+            "--count-only has no kprobe program: use --method auto or fentry-fexit",
+        ));
+    }
+    if args.weigh.is_some() && args.method != method::MethodArg::Auto {
+        return Err(usage(
+            "--weigh only applies to --method auto: drop --weigh or --method",
         ));
     }
     if args.syscall_time && args.method == method::MethodArg::Kprobe {
