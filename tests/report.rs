@@ -558,6 +558,22 @@ fn compare_real_time_repeated_traces_judge_hooks_run_against_run() {
     }
 }
 
+/// Traces made by different attach methods are compared with a note saying so.
+#[test]
+fn compare_notes_traces_made_by_different_methods() {
+    let a = lab_with("method-a", |_| {});
+    let b = lab_with("method-b", |v| {
+        v["guest"]["trace"]["probe"]["method"] = "kprobe/kretprobe".into();
+    });
+    let text = stdout_ok(&lsmpmon(&["compare", &a, &b]));
+    assert!(
+        text.contains("traced with fentry/fexit in A and kprobe/kretprobe in B"),
+        "{text}"
+    );
+    let same = stdout_ok(&lsmpmon(&["compare", &a, &a]));
+    assert!(!same.contains("traced with"), "{same}");
+}
+
 /// The lab fixture copied, with `edit` applied to the tomoyo cell.
 fn lab_with(name: &str, edit: impl Fn(&mut Value)) -> String {
     lab_with_cell(name, "tomoyo", edit)

@@ -260,6 +260,20 @@ pub fn changes(pairs: &[Pair], alpha: f64) -> Vec<Change> {
     out
 }
 
+/// A and B traced by different attach methods: their hook times carry
+/// different probe costs (a kprobe against an fentry/fexit pair, a 7.3
+/// multi-link against fentry/fexit: BENCHMARKS.md §1).
+fn method_note((a, b): (&Run, &Run)) -> Option<String> {
+    let method = |r: &Run| Some(r.trace.as_ref()?.probe.method.clone());
+    let (ma, mb) = (method(a)?, method(b)?);
+    (ma != mb).then(|| {
+        format!(
+            "{} on {}: traced with {ma} in A and {mb} in B: hook times include different probe costs (BENCHMARKS.md §1)",
+            a.config, a.kernel
+        )
+    })
+}
+
 pub fn table(changes: &[Change], pairs: &[Pair], forced: &[String]) -> Table {
     let mut notes = vec![
         format!("Positive = B slower than A (for MB/s rows: less bandwidth). Virtual time: a change beyond ±{VIRTUAL_DETERMINISM_PCT} % (its determinism across boots) is real; a hook is judged on its time per call with the probe floor (the change shown is without it). Real time: each run is one observation, and a Mann-Whitney U test on the runs' medians (bench) or times per call (trace hooks) decides; A and B are then directories of repeated single results, and A, B show the median over the runs."),
@@ -276,6 +290,7 @@ pub fn table(changes: &[Change], pairs: &[Pair], forced: &[String]) -> Table {
             a.config, a.kernel, a.status, b.status
         ));
     }
+    notes.extend(pairs.iter().map(Pair::first).filter_map(method_note));
     if !forced.is_empty() {
         notes.push(format!(
             "WARNING: measured in different places (--force): {}",
