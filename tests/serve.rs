@@ -12,7 +12,7 @@ use std::{
 };
 
 use common::{scrape_helper, LSMPMON};
-use prometheus::{free_port, get, Prometheus};
+use prometheus::{free_ports, get, Prometheus};
 
 /// The guest's side: serve, then wait for the host at each step (a line on
 /// the control port), so the host reads Prometheus before and after.
@@ -178,8 +178,8 @@ fn serve_7_3_prometheus_counts_200_creations() {
 }
 
 fn prometheus_counts_200_creations(series: &str) {
-    let (metrics_port, control_port) = (free_port(), free_port());
-    let guest = Guest(Some(
+    let [metrics_port, control_port] = free_ports::<2>();
+    let mut guest = Guest(Some(
         Command::new(LSMPMON)
             .args(["vm", "run", "--kernel", series, "--timeout", "900"])
             // Real time: with -icount's virtual clock an idle guest's
@@ -198,6 +198,13 @@ fn prometheus_counts_200_creations(series: &str) {
         if let Some(text) = get(&metrics, 10) {
             break text;
         }
+        // A `vm run` that failed at once (CI once saw its --forward port
+        // taken) must fail the test now, not after the wait.
+        let exited = guest.0.as_mut().unwrap().try_wait().unwrap();
+        assert!(
+            exited.is_none(),
+            "vm run exited before serve answered: {exited:?}"
+        );
         assert!(
             start.elapsed() < Duration::from_secs(600),
             "serve never answered"

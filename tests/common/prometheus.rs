@@ -18,6 +18,15 @@ pub struct Prometheus {
 }
 
 /// A port nothing listens on now.
+/// `N` distinct ports free now: every listener is held until all are
+/// chosen (two `free_port()` calls in a row can return the same port).
+pub fn free_ports<const N: usize>() -> [u16; N] {
+    let held: Vec<TcpListener> = (0..N)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    std::array::from_fn(|i| held[i].local_addr().unwrap().port())
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
