@@ -177,40 +177,56 @@ fn serve_7_3_prometheus_counts_200_creations() {
     prometheus_counts_200_creations("7.3");
 }
 
-fn prometheus_counts_200_creations(series: &str) {
-    let [metrics_port, control_port] = free_ports::<2>();
-    let mut guest = Guest(Some(
-        Command::new(LSMPMON)
-            .args(["vm", "run", "--kernel", series, "--timeout", "900"])
-            // Real time: with -icount's virtual clock an idle guest's
-            // timers (and so every network timeout) would run ahead.
-            .args(["--icount", "off"])
-            .arg(format!("--forward={metrics_port}:9464"))
-            .arg(format!("--forward={control_port}:9000"))
-            .args(["--", "sh", "-c", GUEST_SCRIPT])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    ));
-    let metrics = format!("http://127.0.0.1:{metrics_port}/metrics");
-    let start = Instant::now();
-    let scrape = loop {
-        if let Some(text) = get(&metrics, 10) {
-            break text;
+/// `vm run` with serve forwarded to two free host ports, once serve answers:
+/// (guest, metrics port, control port, first scrape). Another test may take
+/// a port between its choice and QEMU's bind (CI saw `vm run` refuse its
+/// `--forward` as in use): then `vm run` exits at once with 2, and new ports
+/// are tried, three times at most.
+fn serve_in_guest(series: &str) -> (Guest, u16, u16, String) {
+    for _ in 0..3 {
+        let [metrics_port, control_port] = free_ports::<2>();
+        let mut guest = Guest(Some(
+            Command::new(LSMPMON)
+                .args(["vm", "run", "--kernel", series, "--timeout", "900"])
+                // Real time: with -icount's virtual clock an idle guest's
+                // timers (and so every network timeout) would run ahead.
+                .args(["--icount", "off"])
+                .arg(format!("--forward={metrics_port}:9464"))
+                .arg(format!("--forward={control_port}:9000"))
+                .args(["--", "sh", "-c", GUEST_SCRIPT])
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        ));
+        let metrics = format!("http://127.0.0.1:{metrics_port}/metrics");
+        let start = Instant::now();
+        loop {
+            if let Some(text) = get(&metrics, 10) {
+                return (guest, metrics_port, control_port, text);
+            }
+            let exited = guest.0.as_mut().unwrap().try_wait().unwrap();
+            if let Some(st) = exited {
+                guest.0 = None;
+                assert_eq!(
+                    st.code(),
+                    Some(2),
+                    "vm run exited before serve answered: {st}"
+                );
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(600),
+                "serve never answered"
+            );
+            std::thread::sleep(Duration::from_secs(1));
         }
-        // A `vm run` that failed at once (CI once saw its --forward port
-        // taken) must fail the test now, not after the wait.
-        let exited = guest.0.as_mut().unwrap().try_wait().unwrap();
-        assert!(
-            exited.is_none(),
-            "vm run exited before serve answered: {exited:?}"
-        );
-        assert!(
-            start.elapsed() < Duration::from_secs(600),
-            "serve never answered"
-        );
-        std::thread::sleep(Duration::from_secs(1));
-    };
+    }
+    panic!("vm run refused three pairs of forwarded ports");
+}
+
+fn prometheus_counts_200_creations(series: &str) {
+    let (guest, metrics_port, control_port, scrape) = serve_in_guest(series);
+    let metrics = format!("http://127.0.0.1:{metrics_port}/metrics");
     promtool_check(&scrape);
     openmetrics_when_asked(&metrics);
     let index = get(&format!("http://127.0.0.1:{metrics_port}/"), 10).unwrap();
