@@ -8,6 +8,8 @@
 //! overrides, as for kernels) and is cached as a tarball under the lsmpmon
 //! cache (`packages/debian-root/`), so only the first run downloads it.
 mod common;
+#[path = "common/tarcache.rs"]
+mod tarcache;
 
 use std::{
     collections::BTreeSet,
@@ -20,6 +22,44 @@ use lsmpmon::vm::{kernel::mirror::Mirrors, CacheDir};
 use sha2::{Digest, Sha256};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// A cache entry left as a directory with a tarball's name (what the test
+/// made before 2026-11-27) or as a file tar cannot read is made again, and the
+/// maker is given a name ending in `.tar`.
+#[test]
+fn a_bad_root_cache_entry_heals_itself() {
+    let dir = common::fresh_dir("lsmpmon-tarcache", "heal");
+    let entry = dir.join("bookworm-abc.tar");
+    fs::create_dir_all(entry.join("etc")).unwrap();
+    fs::write(entry.join("etc/os-release"), "x").unwrap();
+    let make = |p: &Path| {
+        assert!(p.to_string_lossy().ends_with(".tar"), "{}", p.display());
+        let src = dir.join("src");
+        fs::create_dir_all(&src).unwrap();
+        fs::write(src.join("f"), "payload").unwrap();
+        let st = Command::new("tar").arg("-cf").arg(p).arg("-C").arg(&src).arg("f").status();
+        assert!(st.unwrap().success());
+    };
+    let got = tarcache::cached_tarball(&entry, make);
+    assert!(fs::metadata(&got).unwrap().is_file(), "a directory is still the entry");
+    // Nor is a file that tar cannot read.
+    let len = fs::metadata(&entry).unwrap().len();
+    fs::write(&entry, vec![b'x'; (len / 3) as usize]).unwrap();
+    let mut remade = false;
+    tarcache::cached_tarball(&entry, |p| {
+        remade = true;
+        make(p)
+    });
+    assert!(remade, "an unreadable tarball was kept");
+    // A good one is kept without calling the maker.
+    tarcache::cached_tarball(&entry, |_| panic!("a good tarball was made again"));
+    let leftovers: Vec<_> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("partial"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
 
 #[test]
 fn the_package_installs_into_a_fresh_root_works_there_and_leaves_nothing_behind() {
@@ -368,17 +408,16 @@ fn base_root() -> PathBuf {
     let tar = cache
         .join("packages/debian-root")
         .join(format!("bookworm-{}.tar", &format!("{id:x}")[..12]));
-    if tar.is_file() {
-        return tar;
-    }
-    fs::create_dir_all(tar.parent().unwrap()).unwrap();
-    let partial = tar.with_extension(format!("partial-{}", std::process::id()));
+    tarcache::cached_tarball(&tar, |partial| mmdebstrap(&mirrors, partial))
+}
+
+fn mmdebstrap(mirrors: &Mirrors, partial: &Path) {
     let (main, security) = (&mirrors.main, &mirrors.security);
     let out = Command::new("mmdebstrap")
         .args(["--variant=apt", "--include=man-db,bash-completion"])
         // apt's lists stay: the test asks apt about Recommends offline.
-        .args(["--skip=cleanup/apt/lists", "bookworm"])
-        .arg(&partial)
+        .args(["--skip=cleanup/apt/lists", "--format=tar", "bookworm"])
+        .arg(partial)
         .arg(format!("deb {main} bookworm main"))
         .arg(format!("deb {main} bookworm-updates main"))
         .arg(format!("deb {security} bookworm-security main"))
@@ -389,6 +428,4 @@ fn base_root() -> PathBuf {
         "mmdebstrap failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    fs::rename(&partial, &tar).unwrap();
-    tar
 }
