@@ -172,9 +172,27 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Copies the directories and regular files below `from` into `to`
-/// (made); symlinks and special files are left behind.
+/// (made): symbolic links and special files are left behind, `from` itself
+/// must be a directory and not a link to one, and each copy gets its
+/// source's permission bits (no set-id bits), so nothing becomes readable
+/// to more users than it was.
 pub fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
-    fs::create_dir_all(to)?;
+    let m = fs::symlink_metadata(from)
+        .map_err(|e| anyhow::anyhow!("reading {}: {e}", from.display()))?;
+    if !m.is_dir() {
+        return Err(usage(format!(
+            "{} is not a directory (a symbolic link?): not copied",
+            from.display()
+        )));
+    }
+    if let Some(parent) = to.parent() {
+        fs::create_dir_all(parent)
+            .map_err(|e| anyhow::anyhow!("creating {}: {e}", parent.display()))?;
+    }
+    fs::DirBuilder::new()
+        .mode(0o700)
+        .create(to)
+        .map_err(|e| anyhow::anyhow!("creating {}: {e}", to.display()))?;
     let entries =
         fs::read_dir(from).map_err(|e| anyhow::anyhow!("reading {}: {e}", from.display()))?;
     for e in entries {
@@ -184,9 +202,13 @@ pub fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
         if ty.is_dir() {
             copy_tree(&e.path(), &dest)?;
         } else if ty.is_file() {
+            let mode = e.metadata()?.mode() & 0o777;
             fs::copy(e.path(), &dest)?;
+            fs::set_permissions(&dest, fs::Permissions::from_mode(mode))?;
         }
     }
+    // Last: a directory without write permission for its owner is filled first.
+    fs::set_permissions(to, fs::Permissions::from_mode(m.mode() & 0o777))?;
     Ok(())
 }
 
@@ -263,6 +285,27 @@ mod tests {
         fs::set_permissions(&d, fs::Permissions::from_mode(0o1777)).unwrap();
         assert!(trusted_path(&d).is_ok(), "sticky, as /tmp");
         fs::remove_dir(&d).unwrap();
+    }
+
+    #[test]
+    fn a_copied_tree_keeps_its_modes_and_a_linked_root_is_refused() {
+        let d = scratch("copytree");
+        let src = d.join("src");
+        fs::create_dir_all(src.join("private")).unwrap();
+        fs::write(src.join("private/key"), "k").unwrap();
+        fs::set_permissions(src.join("private/key"), fs::Permissions::from_mode(0o4644)).unwrap();
+        fs::set_permissions(src.join("private"), fs::Permissions::from_mode(0o710)).unwrap();
+        std::os::unix::fs::symlink("/etc", src.join("etc")).unwrap();
+        copy_tree(&src, &d.join("out")).unwrap();
+        let mode = |p: &str| fs::metadata(d.join(p)).unwrap().mode() & 0o7777;
+        assert_eq!(mode("out/private"), 0o710);
+        assert_eq!(mode("out/private/key"), 0o644, "no set-id bit");
+        assert!(fs::symlink_metadata(d.join("out/etc")).is_err(), "links stay behind");
+        std::os::unix::fs::symlink("/etc", d.join("link")).unwrap();
+        let err = copy_tree(&d.join("link"), &d.join("out2")).unwrap_err();
+        assert!(err.to_string().contains("not a directory"), "{err}");
+        assert!(!d.join("out2").exists());
+        fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]

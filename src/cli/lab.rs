@@ -307,6 +307,15 @@ fn merge(args: &MergeArgs) -> Result<i32> {
             ),
         ));
     }
+    if let Some(first) = m.skipped.first() {
+        return Err(with_code(
+            EXIT_FAILURE,
+            format!(
+                "{} file(s) under cells/ are not cells and were left out, e.g. {first}",
+                m.skipped.len()
+            ),
+        ));
+    }
     Ok(EXIT_OK)
 }
 

@@ -50,7 +50,7 @@ pub struct RunArgs {
     /// Where the benchmark's files live in the guest (`bench --dir`; its
     /// parents are made). Path depth changes what path-based modules cost:
     /// only cells with the same directory are compared.
-    #[arg(long, default_value = results::DEFAULT_BENCH_DIR, value_name = "DIR", value_parser = absolute_dir)]
+    #[arg(long, default_value = results::DEFAULT_BENCH_DIR, value_name = "DIR", value_parser = bench_dir)]
     pub bench_dir: String,
     /// Guests at once (default: the number of CPUs).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
@@ -88,6 +88,22 @@ pub struct RerunArgs {
     pub mirror: Option<String>,
 }
 
+/// A guest directory the benchmark can make files in: absolute, plain, and
+/// not below a file system the guest mounts (/proc, /sys, /dev).
+pub fn bench_dir(s: &str) -> std::result::Result<String, String> {
+    let dir = absolute_dir(s)?;
+    let mounted = ["/proc", "/sys", "/dev"]
+        .iter()
+        .find(|m| dir == **m || dir.starts_with(&format!("{m}/")));
+    match mounted {
+        Some(m) => Err(format!(
+            "{m} is a file system the guest mounts, not one the benchmark can make files in: \
+             give a directory such as /tmp/lsmpmon-bench"
+        )),
+        None => Ok(dir),
+    }
+}
+
 /// An absolute guest path without empty, `.` or `..` components.
 fn absolute_dir(s: &str) -> std::result::Result<String, String> {
     crate::base::parse::printable(s)?;
@@ -105,7 +121,18 @@ fn absolute_dir(s: &str) -> std::result::Result<String, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::absolute_dir;
+    use super::{absolute_dir, bench_dir};
+
+    #[test]
+    fn bench_dir_is_not_below_a_guest_mount() {
+        for bad in ["/proc", "/proc/x", "/sys/kernel", "/dev/shm/x"] {
+            let e = bench_dir(bad).unwrap_err();
+            assert!(e.contains("the guest mounts"), "{bad}: {e}");
+        }
+        for ok in ["/tmp/x", "/procx", "/devices"] {
+            assert_eq!(bench_dir(ok).as_deref(), Ok(ok));
+        }
+    }
 
     #[test]
     fn bench_dir_is_an_absolute_plain_path() {

@@ -28,24 +28,39 @@ pub struct ResultsDir {
 }
 
 impl ResultsDir {
+    /// The results directory `--results` names (made if missing).
     pub fn open(root: &Path) -> Result<Self> {
-        fs::create_dir_all(root.join("cells")).map_err(|e| {
+        Self::open_as(root, "choose another with --results")
+    }
+
+    /// `root` as a results directory, made if missing; `hint` says what the
+    /// user can do instead. Nothing is created in a directory that is not
+    /// one of ours: root writes here, and a link or someone else's
+    /// directory could redirect those writes.
+    pub fn open_as(root: &Path, hint: &str) -> Result<Self> {
+        let refuse = |d: &Path, why: String| {
             crate::base::error::usage(format!(
-                "cannot create results directory {}: {e}: choose another with --results",
-                root.display()
+                "results directory {}: {why}: {hint}",
+                d.display()
             ))
-        })?;
-        // lsmpmon writes here as root: a directory someone else controls could
-        // redirect those writes.
-        // SAFETY: plain query.
-        let euid = unsafe { libc::geteuid() };
-        for d in [root.to_path_buf(), root.join("cells")] {
-            let m = fs::symlink_metadata(&d)?;
-            if !m.is_dir() || m.uid() != euid || m.mode() & 0o022 != 0 {
-                return Err(crate::base::error::usage(format!(
-                    "results directory {} is not a directory owned by you and writable only by you: choose another with --results",
-                    d.display()
-                )));
+        };
+        let cells = root.join("cells");
+        for d in [root, cells.as_path()] {
+            match fs::symlink_metadata(d) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => fs::create_dir_all(d)
+                    .map_err(|e| refuse(d, format!("cannot be created ({e})")))?,
+                Err(e) => return Err(refuse(d, e.to_string())),
+            }
+            let m = fs::symlink_metadata(d).map_err(|e| refuse(d, e.to_string()))?;
+            if m.file_type().is_symlink() {
+                return Err(refuse(d, "is a symbolic link: name the directory itself".into()));
+            }
+            if !m.is_dir() || m.uid() != crate::base::secure_fs::euid() || m.mode() & 0o022 != 0 {
+                return Err(refuse(
+                    d,
+                    "is not a directory owned by you and writable only by you".into(),
+                ));
             }
         }
         Ok(Self {

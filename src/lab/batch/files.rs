@@ -12,6 +12,11 @@ const MAX_BYTES: u64 = 256 << 20;
 
 /// `what` names the file's kind in the one-line error ("a lab plan").
 pub fn read_json<T: DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
+    read_json_max(path, what, MAX_BYTES)
+}
+
+/// `read_json` of a file of at most `max_bytes`.
+pub fn read_json_max<T: DeserializeOwned>(path: &Path, what: &str, max_bytes: u64) -> Result<T> {
     let cannot = |e: String| usage(format!("cannot read {} as {what}: {e}", path.display()));
     let meta = fs::metadata(path).map_err(|e| cannot(e.to_string()))?;
     if !meta.is_file() {
@@ -19,10 +24,10 @@ pub fn read_json<T: DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
     }
     let mut bytes = Vec::new();
     fs::File::open(path)
-        .and_then(|f| f.take(MAX_BYTES + 1).read_to_end(&mut bytes))
+        .and_then(|f| f.take(max_bytes + 1).read_to_end(&mut bytes))
         .map_err(|e| cannot(e.to_string()))?;
-    if bytes.len() as u64 > MAX_BYTES {
-        return Err(cannot("larger than 256 MiB".into()));
+    if bytes.len() as u64 > max_bytes {
+        return Err(cannot(format!("larger than {} MiB", max_bytes >> 20)));
     }
     serde_json::from_slice(&bytes).map_err(|e| cannot(e.to_string()))
 }

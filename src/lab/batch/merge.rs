@@ -5,6 +5,7 @@
 //! refused unless forced, and then flagged (`merge.json`, the tables).
 use std::{
     collections::BTreeMap,
+    fs,
     path::{Path, PathBuf},
 };
 
@@ -34,6 +35,9 @@ pub struct Merged {
     pub disagreements: Vec<String>,
     /// Cells left out: another run of the same cell counts.
     pub superseded: Vec<String>,
+    /// Files under an input's `cells/` that are not cells (one line each).
+    #[serde(default)]
+    pub skipped: Vec<String>,
 }
 
 impl Merged {
@@ -48,19 +52,19 @@ impl Merged {
 }
 
 pub fn merge(out: &Path, dirs: &[PathBuf], force: bool) -> Result<Merged> {
-    let mut all: Vec<TaggedCell> = Vec::new();
-    for d in dirs {
-        if !d.join("cells").is_dir() {
-            return Err(usage(format!(
-                "{} is not a lab results directory (no cells/)",
-                d.display()
-            )));
-        }
-        let (cells, bad) = tagged::read_all(d)?;
-        for b in bad {
-            crate::say!("lsmpmon: skipping {b}");
-        }
-        all.extend(cells);
+    let (all, skipped) = read_inputs(dirs)?;
+    if all.is_empty() {
+        return Err(usage(format!(
+            "no cell to merge in {}{}: pass lab results directories",
+            dirs.iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            skipped
+                .first()
+                .map(|s| format!(" ({} unreadable, e.g. {s})", skipped.len()))
+                .unwrap_or_default()
+        )));
     }
     let mismatches = mismatches(&all);
     if let (Some(first), false) = (mismatches.first(), force) {
@@ -68,7 +72,7 @@ pub fn merge(out: &Path, dirs: &[PathBuf], force: bool) -> Result<Merged> {
             "refusing to merge: {first}: use --force to merge them anyway (flagged in the tables)"
         )));
     }
-    let out_dir = ResultsDir::open(out)?;
+    let out_dir = ResultsDir::open_as(out, "name a new directory to merge into")?;
     let (existing, _) = tagged::read_all(out)?;
     if !existing.is_empty() {
         return Err(usage(format!(
@@ -80,6 +84,7 @@ pub fn merge(out: &Path, dirs: &[PathBuf], force: bool) -> Result<Merged> {
         schema: MERGE_SCHEMA.into(),
         inputs: dirs.to_vec(),
         forced: mismatches,
+        skipped,
         ..Merged::default()
     };
     for group in by_identity(all).into_values() {
@@ -93,6 +98,48 @@ pub fn merge(out: &Path, dirs: &[PathBuf], force: bool) -> Result<Merged> {
     Ok(merged)
 }
 
+/// The cells of every input, and a line for each file that is not one. A
+/// cell id met twice is one cell when both files say the same; two
+/// different cells under one id are refused as `report` refuses them (the
+/// merge would otherwise keep whichever input came first).
+fn read_inputs(dirs: &[PathBuf]) -> Result<(Vec<TaggedCell>, Vec<String>)> {
+    let mut by_id: BTreeMap<String, (TaggedCell, serde_json::Value)> = BTreeMap::new();
+    let mut skipped = Vec::new();
+    for d in dirs {
+        if !d.join("cells").is_dir() {
+            return Err(usage(format!(
+                "{} is not a lab results directory (no cells/)",
+                d.display()
+            )));
+        }
+        let (cells, bad) = tagged::read_all(d)?;
+        for b in bad {
+            crate::say!("lsmpmon: skipping {b}");
+            skipped.push(b);
+        }
+        for c in cells {
+            let value = serde_json::to_value(&c.cell)?;
+            match by_id.get(&c.cell.id) {
+                Some((first, v)) if *v != value => {
+                    return Err(usage(format!(
+                        "{} and {}: two different cells with id {}: remove the wrong one",
+                        first.file.display(),
+                        c.file.display(),
+                        c.cell.id
+                    )))
+                }
+                Some(_) => {}
+                None => {
+                    by_id.insert(c.cell.id.clone(), (c, value));
+                }
+            }
+        }
+    }
+    let mut all: Vec<TaggedCell> = by_id.into_values().map(|(c, _)| c).collect();
+    all.sort_by_key(|c| c.cell.started_unix_s);
+    Ok((all, skipped))
+}
+
 /// The cell's log directory, when it is where the cell says, relative to
 /// the results directory it was read from (older cells named absolute
 /// paths: those stay where they are).
@@ -102,11 +149,24 @@ fn copy_logs(c: &TaggedCell, out: &Path) -> Result<()> {
         return Ok(());
     };
     let from = src_results.join(rel);
-    if c.cell.log_dir != log_rel(&c.cell.id) || !from.is_dir() {
+    if c.cell.log_dir != log_rel(&c.cell.id) || fs::symlink_metadata(&from).is_err() {
+        return Ok(());
+    }
+    if !real_dir(&src_results.join("logs")) || !real_dir(&from) {
+        crate::say!(
+            "lsmpmon: {} is not a directory (a symbolic link?): the logs of {} are not copied",
+            from.display(),
+            c.cell.id
+        );
         return Ok(());
     }
     crate::base::secure_fs::copy_tree(&from, &out.join(rel))
         .with_context(|| format!("copying the logs of {}", c.cell.id))
+}
+
+/// A directory and not a link to one.
+fn real_dir(p: &Path) -> bool {
+    fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
 }
 
 /// Everything that makes two cells the same cell of a matrix.
@@ -149,11 +209,7 @@ fn identity(c: &TaggedCell) -> Identity {
 fn by_identity(cells: Vec<TaggedCell>) -> BTreeMap<Identity, Vec<TaggedCell>> {
     let mut groups: BTreeMap<Identity, Vec<TaggedCell>> = BTreeMap::new();
     for c in cells {
-        let group = groups.entry(identity(&c)).or_default();
-        // The same file copied into two directories is one cell.
-        if !group.iter().any(|g| g.cell.id == c.cell.id) {
-            group.push(c);
-        }
+        groups.entry(identity(&c)).or_default().push(c);
     }
     groups
 }
@@ -369,6 +425,79 @@ mod tests {
         assert!(!logs.join("link").exists(), "symlinks stay behind");
         assert!(!out.join("logs/other").exists());
         for d in [a, out] {
+            std::fs::remove_dir_all(d).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_linked_log_directory_is_not_followed() {
+        let (a, out) = (temp("link-a"), temp("link-out"));
+        std::fs::remove_dir_all(&out).unwrap();
+        put(&a, "one", &|_| ());
+        std::fs::create_dir_all(a.join("logs")).unwrap();
+        std::os::unix::fs::symlink("/etc", a.join("logs/one")).unwrap();
+        let m = merge(&out, std::slice::from_ref(&a), false).unwrap();
+        assert_eq!(m.cells, 1);
+        assert!(!out.join("logs/one").exists(), "/etc was copied");
+        // Nor a linked logs/ above a real cell directory.
+        let (b, out2) = (temp("link-b"), temp("link-out2"));
+        std::fs::remove_dir_all(&out2).unwrap();
+        put(&b, "one", &|_| ());
+        std::fs::create_dir_all(b.join("real/one")).unwrap();
+        std::fs::write(b.join("real/one/x"), "y").unwrap();
+        std::os::unix::fs::symlink(b.join("real"), b.join("logs")).unwrap();
+        merge(&out2, std::slice::from_ref(&b), false).unwrap();
+        assert!(!out2.join("logs/one").exists());
+        for d in [a, b, out, out2] {
+            std::fs::remove_dir_all(d).unwrap();
+        }
+    }
+
+    #[test]
+    fn one_id_with_two_different_cells_is_refused() {
+        let (a, b, out) = (temp("id-a"), temp("id-b"), temp("id-out"));
+        std::fs::remove_dir_all(&out).unwrap();
+        put(&a, "one", &|_| ());
+        put(&b, "one", &|v| scale_first_median(v, 1.5));
+        let err = merge(&out, &[a.clone(), b.clone()], false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("two different cells with id one"), "{err}");
+        assert!(!out.exists(), "nothing is made before the refusal");
+        // The same cell in both is one cell.
+        put(&b, "one", &|_| ());
+        assert_eq!(merge(&out, &[a.clone(), b.clone()], false).unwrap().cells, 1);
+        for d in [a, b, out] {
+            std::fs::remove_dir_all(d).unwrap();
+        }
+    }
+
+    #[test]
+    fn nothing_to_merge_and_a_linked_target_are_refused() {
+        let (a, out) = (temp("bad-a"), temp("bad-out"));
+        std::fs::remove_dir_all(&out).unwrap();
+        std::fs::write(a.join("cells/broken.json"), "{").unwrap();
+        let err = merge(&out, std::slice::from_ref(&a), false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no cell to merge") && err.contains("1 unreadable"), "{err}");
+        put(&a, "one", &|_| ());
+        let m = merge(&out, std::slice::from_ref(&a), false).unwrap();
+        assert_eq!((m.cells, m.skipped.len()), (1, 1));
+        let (target, link) = (temp("bad-target"), a.join("../lsmpmon-merge-link"));
+        std::fs::remove_dir_all(target.join("cells")).unwrap();
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let err = merge(&link, std::slice::from_ref(&a), false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("symbolic link") && !err.contains("--results"),
+            "{err}"
+        );
+        assert!(!target.join("cells").exists(), "cells/ made through the link");
+        std::fs::remove_file(&link).unwrap();
+        for d in [a, out, target] {
             std::fs::remove_dir_all(d).unwrap();
         }
     }

@@ -12,6 +12,8 @@ use crate::lab::{args::RunArgs, matrix, results::KernelRef};
 use crate::vm::{cache::sha256_hex, kernel};
 
 pub const PLAN_SCHEMA: &str = "lsmpmon.lab-plan/1";
+/// A plan of MAX_CELLS cells is ≈ 4 MiB.
+const MAX_PLAN_BYTES: u64 = 16 << 20;
 
 /// Everything that decides a cell's figures: its sha256 is the plan id.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -98,7 +100,7 @@ impl Plan {
     /// A plan as written, refused when its schema is not this one's or its
     /// matrix no longer hashes to its id (edited by hand).
     pub fn read(path: &Path) -> Result<Self> {
-        let plan: Plan = files::read_json(path, "a lab plan")?;
+        let plan: Plan = files::read_json_max(path, "a lab plan", MAX_PLAN_BYTES)?;
         if plan.schema != PLAN_SCHEMA {
             return Err(usage(format!(
                 "{}: schema {} (this lsmpmon reads {PLAN_SCHEMA})",
@@ -112,7 +114,75 @@ impl Plan {
                 path.display()
             )));
         }
+        plan.check().map_err(|why| {
+            usage(format!(
+                "{}: {why} (edited?): make a new plan with `lab plan`",
+                path.display()
+            ))
+        })?;
         Ok(plan)
+    }
+
+    /// The cells are the matrix's, in its order (the id covers the matrix
+    /// only: a cell edited on its own would run under the plan's id), and
+    /// the matrix is within what `lab run` accepts.
+    fn check(&self) -> std::result::Result<(), String> {
+        self.matrix.check()?;
+        let expected = cells(&self.matrix, &self.paths, Path::new(""))
+            .map_err(|e| e.to_string())?;
+        if expected.len() != self.cells.len() {
+            return Err(format!(
+                "{} cells where its matrix makes {}",
+                self.cells.len(),
+                expected.len()
+            ));
+        }
+        let key = |c: &PlanCell| (c.index, c.kernel.clone(), c.config.clone(), c.cpus, c.memory_mb);
+        match expected.iter().zip(&self.cells).find(|(e, c)| key(e) != key(c)) {
+            Some((e, c)) => Err(format!(
+                "cell {} is {} {} ({} CPU, {} MiB) where its matrix makes {} {} ({} CPU, {} MiB)",
+                c.index, c.kernel, c.config, c.cpus, c.memory_mb, e.kernel, e.config, e.cpus,
+                e.memory_mb
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// More cells than this is not a lab a machine or a cluster finishes.
+pub const MAX_CELLS: usize = 10_000;
+
+impl Matrix {
+    /// The limits `lab run`'s options have, and a bounded number of cells.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        let o = &self.options;
+        let n = self.kernels.len() * self.configs.len() * self.cpus.len();
+        let checks = [
+            (n == 0, "no cells".to_string()),
+            (n > MAX_CELLS, format!("{n} cells, more than {MAX_CELLS}")),
+            (
+                self.cpus.iter().any(|c| !(1..=8).contains(c)),
+                format!("CPU counts {:?}: 1 to 8", self.cpus),
+            ),
+            (
+                !(256..=65_536).contains(&o.memory_mb),
+                format!("memory {} MiB: 256 to 65 536", o.memory_mb),
+            ),
+            (!(1..=1000).contains(&o.samples), format!("{} samples: 1 to 1000", o.samples)),
+            (
+                !(1..=10_000).contains(&o.sample_ms),
+                format!("sample {} ms: 1 to 10 000", o.sample_ms),
+            ),
+            (
+                !(10..=86_400).contains(&o.timeout_s),
+                format!("timeout {} s: 10 to 86 400", o.timeout_s),
+            ),
+        ];
+        if let Some((_, why)) = checks.into_iter().find(|(bad, _)| *bad) {
+            return Err(why);
+        }
+        crate::lab::args::bench_dir(&o.bench_dir).map_err(|e| format!("bench directory: {e}"))?;
+        Ok(())
     }
 }
 
@@ -121,6 +191,12 @@ impl Plan {
 /// `plan_path` is where the plan will be written (the commands name it).
 pub fn make(args: &RunArgs, plan_path: &Path) -> Result<Plan> {
     let m = matrix::resolve(args)?;
+    let n = m.kernels.len() * m.configs.len() * m.cpus.len();
+    if n > MAX_CELLS {
+        return Err(usage(format!(
+            "{n} cells (kernels × configurations × CPU counts): at most {MAX_CELLS} a plan; split it"
+        )));
+    }
     let cache_dir = std::path::absolute(args.cache.path())?;
     let mut kernels = Vec::new();
     for series in &m.kernels {
@@ -346,6 +422,54 @@ mod tests {
         plan.write(&path).unwrap();
         let err = Plan::read(&path).unwrap_err().to_string();
         assert!(err.contains("does not hash to its id"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A plan whose cells were edited (each of the ways issue 34 found), or
+    /// whose matrix was edited and re-hashed beyond the limits.
+    #[test]
+    fn a_plan_with_edited_cells_or_limits_is_refused() {
+        let dir = std::env::temp_dir().join(format!("lsmpmon-plan-cells-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("plan.json");
+        let m = matrix();
+        let good = Plan {
+            schema: PLAN_SCHEMA.into(),
+            id: plan_id(&m).unwrap(),
+            cells: cells(&m, &paths(), &path).unwrap(),
+            matrix: m,
+            paths: paths(),
+        };
+        let refused = |f: &dyn Fn(&mut Plan), expect: &str| {
+            let mut p = good.clone();
+            f(&mut p);
+            p.id = plan_id(&p.matrix).unwrap();
+            p.write(&path).unwrap();
+            let err = Plan::read(&path).unwrap_err().to_string();
+            assert!(err.contains(expect), "{expect}: {err}");
+        };
+        refused(&|p| p.cells[0].cpus = 2, "cell 0 is 6.1 none (2 CPU");
+        refused(&|p| p.cells[1].memory_mb = 1, "(2 CPU, 1 MiB)");
+        refused(&|p| p.cells[1].index = 0, "cell 0 is");
+        refused(&|p| p.cells[2].config = "nonexistent".into(), "nonexistent");
+        refused(&|p| drop(p.cells.pop()), "7 cells where its matrix makes 8");
+        refused(&|p| p.matrix.options.memory_mb = 1, "memory 1 MiB");
+        refused(&|p| p.matrix.cpus = vec![0], "CPU counts");
+        refused(&|p| p.matrix.options.bench_dir = "/proc/x".into(), "guest mounts");
+        refused(
+            &|p| {
+                p.matrix.cpus = (1..=8).collect();
+                p.matrix.configs = (0..1300)
+                    .map(|i| ConfigId {
+                        name: format!("c{i}"),
+                        hash: String::new(),
+                    })
+                    .collect();
+            },
+            "20800 cells, more than 10000",
+        );
+        good.write(&path).unwrap();
+        assert_eq!(Plan::read(&path).unwrap(), good);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
