@@ -171,6 +171,31 @@ fn slurm_errors_are_one_line(cluster: &Cluster, dir: &Path) {
     assert!(one_error_line(&out).contains("controller cannot be reached"));
 }
 
+/// With the controller unreachable, `lab status` still reads the cells on
+/// disk and says the queue is unknown; a SLURM_CONF naming nothing is said
+/// in one line, not as a rejected job array (issue 34 item 6).
+fn status_without_slurm(plan: &Path, dead_conf: &Path) {
+    let status = |conf: &Path| {
+        Command::new(LSMPMON)
+            .env("SLURM_CONF", conf)
+            .args(["lab", "status"])
+            .arg(plan)
+            .output()
+            .unwrap()
+    };
+    let out = status(dead_conf);
+    let t = text(&out.stdout);
+    assert!(t.contains("2 passed, 0 failed"), "{t}");
+    assert!(
+        t.contains("the queue could not be read") && !t.contains("rejected"),
+        "{t}"
+    );
+    let out = status(Path::new("/nonexistent"));
+    let t = text(&out.stdout);
+    assert!(t.contains("2 passed, 0 failed"), "{t}");
+    assert!(t.contains("SLURM_CONF=/nonexistent cannot be read"), "{t}");
+}
+
 #[test]
 fn a_matrix_through_slurm_is_lab_runs_and_a_cancelled_cell_resumes_alone() {
     let cluster = Cluster::start();
@@ -221,6 +246,7 @@ fn a_matrix_through_slurm_is_lab_runs_and_a_cancelled_cell_resumes_alone() {
     let out = lab(&cluster, &["status", plan.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stdout));
     assert!(text(&out.stdout).contains("2 passed, 0 failed"));
+    status_without_slurm(&plan, &dir.join("dead.conf"));
 
     assert_same_tables(&tables(&cluster, &by_run), &tables(&cluster, &by_slurm));
 }

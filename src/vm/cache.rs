@@ -14,6 +14,14 @@ use sha2::{Digest, Sha256};
 
 use crate::base::error::usage;
 
+/// What lsmpmon keeps in its cache, one directory each: kernels, the
+/// private apt configurations of other suites, guest run logs, other
+/// packages (nginx, the test's Debian root), and ccache's store for the
+/// kernels lsmpmon builds.
+pub const ENTRIES: [&str; 5] = ["kernels", "apt", "runs", "packages", CCACHE];
+/// Where a kernel build's ccache keeps its objects.
+pub const CCACHE: &str = "ccache";
+
 /// What to tell the user when a cache entry cannot be trusted.
 pub const REFETCH_HINT: &str = "run `lsmpmon vm cache --clean --all` to fetch it again";
 

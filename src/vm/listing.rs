@@ -13,8 +13,7 @@ use super::args::CacheArgs;
 use super::kernel::entry;
 use crate::base::error::{with_code, EXIT_FAILURE, EXIT_OK};
 
-/// What lsmpmon keeps in a cache; a directory holding anything else is not one.
-const CACHE_ENTRIES: [&str; 4] = ["kernels", "apt", "runs", "packages"];
+use super::cache::ENTRIES as CACHE_ENTRIES;
 
 pub fn main(args: &CacheArgs) -> Result<i32> {
     let cache = args.cache.path();
@@ -59,14 +58,10 @@ fn only_a_cache(cache: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Removes the guest logs (and with `all` the kernels and apt lists); what
+/// Removes the guest logs (and with `all` everything lsmpmon keeps); what
 /// could not be removed, as `PATH: why`.
 fn clean(cache: &Path, all: bool) -> Vec<String> {
-    let targets: &[&str] = if all {
-        &["runs", "kernels", "apt"]
-    } else {
-        &["runs"]
-    };
+    let targets: &[&str] = if all { &CACHE_ENTRIES } else { &["runs"] };
     targets
         .iter()
         .map(|t| cache.join(t))
@@ -79,7 +74,7 @@ fn clean(cache: &Path, all: bool) -> Vec<String> {
 
 fn listing(cache: &Path) -> String {
     let mut text = format!("{}\n", cache.display());
-    for sub in ["kernels", "apt", "runs"] {
+    for sub in CACHE_ENTRIES {
         let p = cache.join(sub);
         text += &format!("  {sub:<8} {}\n", Usage::of(&p, false).shown());
         if sub == "kernels" {
@@ -187,6 +182,24 @@ fn human_bytes(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// lsmpmon's own kernel build leaves ccache/ in the cache: that cache
+    /// is still its own (issue 34 item 7); anything else is not.
+    #[test]
+    fn a_cache_with_every_entry_lsmpmon_makes_is_a_cache() {
+        let d = std::env::temp_dir().join(format!("lsmpmon-listing-{}", std::process::id()));
+        for e in CACHE_ENTRIES {
+            fs::create_dir_all(d.join(e)).unwrap();
+        }
+        only_a_cache(&d).unwrap();
+        assert!(listing(&d).contains("ccache"));
+        assert!(clean(&d, true).is_empty());
+        assert_eq!(fs::read_dir(&d).unwrap().count(), 0, "--clean --all leaves nothing");
+        fs::create_dir_all(d.join("src")).unwrap();
+        let err = only_a_cache(&d).unwrap_err().to_string();
+        assert!(err.contains("holds src"), "{err}");
+        fs::remove_dir_all(&d).unwrap();
+    }
 
     #[test]
     fn sizes_are_shown_as_before_and_unreadable_parts_are_said() {

@@ -28,6 +28,7 @@ const HOST_OVERHEAD_MB: u32 = 512;
 
 impl Engine for Slurm {
     fn check(&self) -> Result<()> {
+        slurm_conf()?;
         for tool in ["sbatch", "squeue"] {
             if which(tool).is_none() {
                 return Err(usage(format!(
@@ -51,7 +52,7 @@ impl Engine for Slurm {
             .map_err(|e| usage(format!("cannot run sbatch: {e}")))?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         if !out.status.success() {
-            return Err(self.error(&String::from_utf8_lossy(&out.stderr)));
+            return Err(self.error(&String::from_utf8_lossy(&out.stderr), Doing::Submit));
         }
         // `--parsable`: "ID" or "ID;CLUSTER".
         let id = stdout.trim().split(';').next().unwrap_or("").to_string();
@@ -73,23 +74,61 @@ impl Engine for Slurm {
     }
 
     fn queued(&self, job: &Job) -> Result<Vec<(usize, Queued)>> {
-        let out = Command::new("squeue")
-            .args(["-h", "-r", "-j", &job.id, "-o", "%i|%T"])
+        slurm_conf()?;
+        // squeue retries an unreachable controller for a minute: status
+        // reads the cells on disk instead of waiting that long.
+        let out = Command::new("timeout")
+            .args([&format!("{SQUEUE_TIMEOUT_S}"), "squeue", "-h", "-r", "-j", &job.id])
+            .args(["-o", "%i|%T"])
             .output()
             .map_err(|e| usage(format!("cannot run squeue: {e}")))?;
         let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() == Some(124) {
+            return Err(usage(format!(
+                "squeue did not answer within {SQUEUE_TIMEOUT_S} s: is slurmctld running? `scontrol ping` says"
+            )));
+        }
         if !out.status.success() {
             // A job gone from the controller's memory has ended.
             if stderr.contains("Invalid job id") {
                 return Ok(Vec::new());
             }
-            return Err(self.error(&stderr));
+            return Err(self.error(&stderr, Doing::Queue));
         }
         Ok(parse_squeue(&String::from_utf8_lossy(&out.stdout), &job.id))
     }
 
     fn log_path(&self, job: &Job, index: usize) -> PathBuf {
         job.log_dir.join(format!("{}_{index}.out", job.id))
+    }
+}
+
+/// How long `lab status` waits for Slurm's queue.
+const SQUEUE_TIMEOUT_S: u32 = 10;
+
+/// What lsmpmon asked Slurm when it failed.
+#[derive(Clone, Copy)]
+enum Doing {
+    Submit,
+    Queue,
+}
+
+/// A `SLURM_CONF` that names no readable file is said at once (Slurm's
+/// commands retry it for a minute, then blame the job).
+fn slurm_conf() -> Result<()> {
+    let Some(conf) = std::env::var_os("SLURM_CONF") else {
+        return Ok(());
+    };
+    match std::fs::metadata(&conf) {
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(_) => Err(usage(format!(
+            "SLURM_CONF={} is not a file: name the cluster's slurm.conf",
+            Path::new(&conf).display()
+        ))),
+        Err(e) => Err(usage(format!(
+            "SLURM_CONF={} cannot be read ({e}): name the cluster's slurm.conf",
+            Path::new(&conf).display()
+        ))),
     }
 }
 
@@ -118,7 +157,7 @@ impl Slurm {
     }
 
     /// Slurm's error as one line with what to do.
-    fn error(&self, stderr: &str) -> anyhow::Error {
+    fn error(&self, stderr: &str, doing: Doing) -> anyhow::Error {
         let first = stderr
             .lines()
             .map(str::trim)
@@ -141,6 +180,10 @@ impl Slurm {
             || has("zero bytes")
         {
             format!("the Slurm controller cannot be reached ({first}): is slurmctld running? `scontrol ping` says; SLURM_CONF names the cluster")
+        } else if has("configuration file") || has("s_p_parse_file") {
+            format!("Slurm cannot read its configuration ({first}): SLURM_CONF names the cluster's slurm.conf")
+        } else if let Doing::Queue = doing {
+            format!("squeue failed ({first}): `squeue` by hand says more")
         } else {
             format!("Slurm rejected the job array ({first}): check --time, --max-parallel, --sbatch-arg and the partition's limits (`scontrol show partition`)")
         };
@@ -216,7 +259,7 @@ mod tests {
             partition: Some("gpu".into()),
             ..Slurm::default()
         };
-        let line = |stderr: &str| s.error(stderr).to_string();
+        let line = |stderr: &str| s.error(stderr, Doing::Submit).to_string();
         assert!(line("sbatch: error: invalid partition specified: gpu\n").contains("`sinfo -s`"));
         assert!(line("sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)\n")
             .contains("slurmctld running"));
@@ -229,5 +272,10 @@ mod tests {
             "{rejected}"
         );
         assert_eq!(list(&[0, 2, 5]), "0,2,5");
+        let conf = "squeue: error: s_p_parse_file: cannot stat file /x: No such file or directory, retrying in 1sec up to 60sec\nsqueue: fatal: Unable to process configuration file\n";
+        let queue = s.error(conf, Doing::Queue).to_string();
+        assert!(queue.contains("configuration") && !queue.contains("rejected"), "{queue}");
+        let other = s.error("squeue: error: something\n", Doing::Queue).to_string();
+        assert!(other.starts_with("squeue failed"), "{other}");
     }
 }

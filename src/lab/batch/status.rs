@@ -23,11 +23,13 @@ pub enum State {
     Failed,
     /// Its task ended and left no result.
     NoResult,
+    /// Submitted, no result yet, and the engine could not be asked.
+    Unknown,
 }
 
 impl State {
     pub fn settled(self) -> bool {
-        !matches!(self, State::Pending | State::Running)
+        !matches!(self, State::Pending | State::Running | State::Unknown)
     }
 
     /// Passed or not applicable: nothing to run again.
@@ -45,18 +47,34 @@ pub struct CellState {
     pub log: Option<PathBuf>,
 }
 
-/// Every cell's state, in the plan's order.
-pub fn collect(
-    plan: &Plan,
-    record: Option<&Submissions>,
-    engine: Option<&dyn Engine>,
-) -> Result<Vec<CellState>> {
-    let mut queued: Vec<(usize, Queued)> = Vec::new();
+/// The cells' states, and why the engine's queue could not be read (the
+/// states then come from the cells on disk alone).
+pub struct Collected {
+    pub states: Vec<CellState>,
+    pub queue_unknown: Option<String>,
+}
+
+/// The engine's queued and running tasks of every job of the record.
+fn queue(record: Option<&Submissions>, engine: Option<&dyn Engine>) -> Result<Vec<(usize, Queued)>> {
+    let mut queued = Vec::new();
     if let (Some(r), Some(e)) = (record, engine) {
         for job in &r.jobs {
             queued.extend(e.queued(job)?);
         }
     }
+    Ok(queued)
+}
+
+/// Every cell's state, in the plan's order.
+pub fn collect(
+    plan: &Plan,
+    record: Option<&Submissions>,
+    engine: Option<&dyn Engine>,
+) -> Result<Collected> {
+    let (queued, queue_unknown) = match queue(record, engine) {
+        Ok(q) => (q, None),
+        Err(e) => (Vec::new(), Some(crate::base::error::one_line(&e))),
+    };
     let (cells, _) = tagged::read_all(&plan.paths.results)?;
     let newest = |index: usize| {
         cells
@@ -68,21 +86,29 @@ pub fn collect(
             })
             .map(|c| c.cell.clone())
     };
-    Ok(plan
+    let states = plan
         .cells
         .iter()
         .map(|cell| {
             let job = record.and_then(|r| r.last_job(cell.index));
             let result = newest(cell.index);
             let in_queue = queued.iter().find(|(i, _)| *i == cell.index).map(|q| q.1);
+            let mut s = state(job.map(|j| j.submitted_unix_s), result.as_ref(), in_queue);
+            if s == State::NoResult && queue_unknown.is_some() {
+                s = State::Unknown;
+            }
             CellState {
                 cell: cell.clone(),
-                state: state(job.map(|j| j.submitted_unix_s), result.as_ref(), in_queue),
+                state: s,
                 log: job.zip(engine).map(|(j, e)| e.log_path(j, cell.index)),
                 result,
             }
         })
-        .collect())
+        .collect();
+    Ok(Collected {
+        states,
+        queue_unknown,
+    })
 }
 
 /// A result written since the cell's last submission counts first, then
@@ -123,6 +149,7 @@ pub fn summary(plan: &Plan, states: &[CellState]) -> String {
         (State::NotApplicable, "not applicable"),
         (State::NoResult, "of them without a result"),
         (State::NotRun, "not run"),
+        (State::Unknown, "submitted, queue unknown"),
     ] {
         if n(s) > 0 {
             line.push_str(&format!(", {} {what}", n(s)));

@@ -54,7 +54,12 @@ pub fn submit(
             record.engine
         )));
     }
-    let states = status::collect(&plan, Some(&record), Some(engine))?;
+    let collected = status::collect(&plan, Some(&record), Some(engine))?;
+    // Not knowing what is queued, a submission could run cells twice.
+    if let Some(why) = collected.queue_unknown {
+        return Err(usage(why));
+    }
+    let states = collected.states;
     let to_run: Vec<&CellState> = states
         .iter()
         .filter(|c| c.state.settled() && !c.state.done())
@@ -138,8 +143,12 @@ fn watch(
 ) -> Result<Settled> {
     let mut last = String::new();
     let states = loop {
-        let states = status::collect(plan, Some(record), Some(engine))?;
-        let line = status::summary(plan, &states);
+        let collected = status::collect(plan, Some(record), Some(engine))?;
+        let states = collected.states;
+        let mut line = status::summary(plan, &states);
+        if let Some(why) = collected.queue_unknown {
+            line.push_str(&format!(" ({why})"));
+        }
         if line != last {
             crate::say!("lab: {line}");
             last = line;
@@ -193,8 +202,14 @@ pub fn status(plan_path: &Path) -> Result<(Vec<String>, bool)> {
         .as_ref()
         .map(|r| registry::by_name(&r.engine))
         .transpose()?;
-    let states = status::collect(&plan, record.as_ref(), engine.as_deref())?;
+    let collected = status::collect(&plan, record.as_ref(), engine.as_deref())?;
+    let states = collected.states;
     let mut lines = vec![status::summary(&plan, &states)];
+    if let Some(why) = collected.queue_unknown {
+        lines.push(format!(
+            "the queue could not be read, so these states come from the cells on disk alone: {why}"
+        ));
+    }
     lines.extend(status::problems(
         &states,
         &[State::Failed, State::NoResult],

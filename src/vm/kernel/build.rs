@@ -213,7 +213,7 @@ fn build(r: &Recipe, cache: &Path, mirror: Option<&str>, dir: &Path) -> Result<K
     );
     let src = unpack_source(&source.tarball, tree.path())?;
     let config = configure(r, &src, tree.path())?;
-    make_bzimage(&src, &cache.join("ccache"))?;
+    make_bzimage(&src, &cache.join(crate::vm::cache::CCACHE))?;
     let image = fs::read(src.join("arch/x86/boot/bzImage")).context("reading the bzImage")?;
     let release = fs::read_to_string(src.join("include/config/kernel.release"))?
         .trim()
