@@ -37,11 +37,20 @@ fn a_bad_root_cache_entry_heals_itself() {
         let src = dir.join("src");
         fs::create_dir_all(&src).unwrap();
         fs::write(src.join("f"), "payload").unwrap();
-        let st = Command::new("tar").arg("-cf").arg(p).arg("-C").arg(&src).arg("f").status();
+        let st = Command::new("tar")
+            .arg("-cf")
+            .arg(p)
+            .arg("-C")
+            .arg(&src)
+            .arg("f")
+            .status();
         assert!(st.unwrap().success());
     };
     let got = tarcache::cached_tarball(&entry, make);
-    assert!(fs::metadata(&got).unwrap().is_file(), "a directory is still the entry");
+    assert!(
+        fs::metadata(&got).unwrap().is_file(),
+        "a directory is still the entry"
+    );
     // Nor is a file that tar cannot read.
     let len = fs::metadata(&entry).unwrap().len();
     fs::write(&entry, vec![b'x'; (len / 3) as usize]).unwrap();

@@ -300,7 +300,10 @@ mod tests {
         let mode = |p: &str| fs::metadata(d.join(p)).unwrap().mode() & 0o7777;
         assert_eq!(mode("out/private"), 0o710);
         assert_eq!(mode("out/private/key"), 0o644, "no set-id bit");
-        assert!(fs::symlink_metadata(d.join("out/etc")).is_err(), "links stay behind");
+        assert!(
+            fs::symlink_metadata(d.join("out/etc")).is_err(),
+            "links stay behind"
+        );
         std::os::unix::fs::symlink("/etc", d.join("link")).unwrap();
         let err = copy_tree(&d.join("link"), &d.join("out2")).unwrap_err();
         assert!(err.to_string().contains("not a directory"), "{err}");

@@ -39,10 +39,7 @@ impl ResultsDir {
     /// directory could redirect those writes.
     pub fn open_as(root: &Path, hint: &str) -> Result<Self> {
         let refuse = |d: &Path, why: String| {
-            crate::base::error::usage(format!(
-                "results directory {}: {why}: {hint}",
-                d.display()
-            ))
+            crate::base::error::usage(format!("results directory {}: {why}: {hint}", d.display()))
         };
         let cells = root.join("cells");
         for d in [root, cells.as_path()] {
@@ -54,7 +51,10 @@ impl ResultsDir {
             }
             let m = fs::symlink_metadata(d).map_err(|e| refuse(d, e.to_string()))?;
             if m.file_type().is_symlink() {
-                return Err(refuse(d, "is a symbolic link: name the directory itself".into()));
+                return Err(refuse(
+                    d,
+                    "is a symbolic link: name the directory itself".into(),
+                ));
             }
             if !m.is_dir() || m.uid() != crate::base::secure_fs::euid() || m.mode() & 0o022 != 0 {
                 return Err(refuse(

@@ -194,7 +194,11 @@ mod tests {
         only_a_cache(&d).unwrap();
         assert!(listing(&d).contains("ccache"));
         assert!(clean(&d, true).is_empty());
-        assert_eq!(fs::read_dir(&d).unwrap().count(), 0, "--clean --all leaves nothing");
+        assert_eq!(
+            fs::read_dir(&d).unwrap().count(),
+            0,
+            "--clean --all leaves nothing"
+        );
         fs::create_dir_all(d.join("src")).unwrap();
         let err = only_a_cache(&d).unwrap_err().to_string();
         assert!(err.contains("holds src"), "{err}");

@@ -466,7 +466,10 @@ mod tests {
         assert!(!out.exists(), "nothing is made before the refusal");
         // The same cell in both is one cell.
         put(&b, "one", &|_| ());
-        assert_eq!(merge(&out, &[a.clone(), b.clone()], false).unwrap().cells, 1);
+        assert_eq!(
+            merge(&out, &[a.clone(), b.clone()], false).unwrap().cells,
+            1
+        );
         for d in [a, b, out] {
             std::fs::remove_dir_all(d).unwrap();
         }
@@ -480,7 +483,10 @@ mod tests {
         let err = merge(&out, std::slice::from_ref(&a), false)
             .unwrap_err()
             .to_string();
-        assert!(err.contains("no cell to merge") && err.contains("1 unreadable"), "{err}");
+        assert!(
+            err.contains("no cell to merge") && err.contains("1 unreadable"),
+            "{err}"
+        );
         put(&a, "one", &|_| ());
         let m = merge(&out, std::slice::from_ref(&a), false).unwrap();
         assert_eq!((m.cells, m.skipped.len()), (1, 1));
@@ -495,7 +501,10 @@ mod tests {
             err.contains("symbolic link") && !err.contains("--results"),
             "{err}"
         );
-        assert!(!target.join("cells").exists(), "cells/ made through the link");
+        assert!(
+            !target.join("cells").exists(),
+            "cells/ made through the link"
+        );
         std::fs::remove_file(&link).unwrap();
         for d in [a, out, target] {
             std::fs::remove_dir_all(d).unwrap();

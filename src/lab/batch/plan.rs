@@ -128,8 +128,8 @@ impl Plan {
     /// the matrix is within what `lab run` accepts.
     fn check(&self) -> std::result::Result<(), String> {
         self.matrix.check()?;
-        let expected = cells(&self.matrix, &self.paths, Path::new(""))
-            .map_err(|e| e.to_string())?;
+        let expected =
+            cells(&self.matrix, &self.paths, Path::new("")).map_err(|e| e.to_string())?;
         if expected.len() != self.cells.len() {
             return Err(format!(
                 "{} cells where its matrix makes {}",
@@ -137,13 +137,27 @@ impl Plan {
                 expected.len()
             ));
         }
-        let key = |c: &PlanCell| (c.index, c.kernel.clone(), c.config.clone(), c.cpus, c.memory_mb);
-        match expected.iter().zip(&self.cells).find(|(e, c)| key(e) != key(c)) {
-            Some((e, c)) => Err(format!(
+        let key = |c: &PlanCell| {
+            (
+                c.index,
+                c.kernel.clone(),
+                c.config.clone(),
+                c.cpus,
+                c.memory_mb,
+            )
+        };
+        match expected
+            .iter()
+            .zip(&self.cells)
+            .find(|(e, c)| key(e) != key(c))
+        {
+            Some((e, c)) => {
+                Err(format!(
                 "cell {} is {} {} ({} CPU, {} MiB) where its matrix makes {} {} ({} CPU, {} MiB)",
                 c.index, c.kernel, c.config, c.cpus, c.memory_mb, e.kernel, e.config, e.cpus,
                 e.memory_mb
-            )),
+            ))
+            }
             None => Ok(()),
         }
     }
@@ -168,7 +182,10 @@ impl Matrix {
                 !(256..=65_536).contains(&o.memory_mb),
                 format!("memory {} MiB: 256 to 65 536", o.memory_mb),
             ),
-            (!(1..=1000).contains(&o.samples), format!("{} samples: 1 to 1000", o.samples)),
+            (
+                !(1..=1000).contains(&o.samples),
+                format!("{} samples: 1 to 1000", o.samples),
+            ),
             (
                 !(1..=10_000).contains(&o.sample_ms),
                 format!("sample {} ms: 1 to 10 000", o.sample_ms),
@@ -455,7 +472,10 @@ mod tests {
         refused(&|p| drop(p.cells.pop()), "7 cells where its matrix makes 8");
         refused(&|p| p.matrix.options.memory_mb = 1, "memory 1 MiB");
         refused(&|p| p.matrix.cpus = vec![0], "CPU counts");
-        refused(&|p| p.matrix.options.bench_dir = "/proc/x".into(), "guest mounts");
+        refused(
+            &|p| p.matrix.options.bench_dir = "/proc/x".into(),
+            "guest mounts",
+        );
         refused(
             &|p| {
                 p.matrix.cpus = (1..=8).collect();

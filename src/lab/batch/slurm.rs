@@ -78,7 +78,14 @@ impl Engine for Slurm {
         // squeue retries an unreachable controller for a minute: status
         // reads the cells on disk instead of waiting that long.
         let out = Command::new("timeout")
-            .args([&format!("{SQUEUE_TIMEOUT_S}"), "squeue", "-h", "-r", "-j", &job.id])
+            .args([
+                &format!("{SQUEUE_TIMEOUT_S}"),
+                "squeue",
+                "-h",
+                "-r",
+                "-j",
+                &job.id,
+            ])
             .args(["-o", "%i|%T"])
             .output()
             .map_err(|e| usage(format!("cannot run squeue: {e}")))?;
@@ -274,8 +281,13 @@ mod tests {
         assert_eq!(list(&[0, 2, 5]), "0,2,5");
         let conf = "squeue: error: s_p_parse_file: cannot stat file /x: No such file or directory, retrying in 1sec up to 60sec\nsqueue: fatal: Unable to process configuration file\n";
         let queue = s.error(conf, Doing::Queue).to_string();
-        assert!(queue.contains("configuration") && !queue.contains("rejected"), "{queue}");
-        let other = s.error("squeue: error: something\n", Doing::Queue).to_string();
+        assert!(
+            queue.contains("configuration") && !queue.contains("rejected"),
+            "{queue}"
+        );
+        let other = s
+            .error("squeue: error: something\n", Doing::Queue)
+            .to_string();
         assert!(other.starts_with("squeue failed"), "{other}");
     }
 }

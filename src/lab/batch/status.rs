@@ -55,7 +55,10 @@ pub struct Collected {
 }
 
 /// The engine's queued and running tasks of every job of the record.
-fn queue(record: Option<&Submissions>, engine: Option<&dyn Engine>) -> Result<Vec<(usize, Queued)>> {
+fn queue(
+    record: Option<&Submissions>,
+    engine: Option<&dyn Engine>,
+) -> Result<Vec<(usize, Queued)>> {
     let mut queued = Vec::new();
     if let (Some(r), Some(e)) = (record, engine) {
         for job in &r.jobs {
