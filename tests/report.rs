@@ -1377,8 +1377,10 @@ fn entries_of_a_results_directory_that_are_not_files_are_named() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{kind}: {err}");
         assert!(err.contains(&name), "lab tables, {kind}: {err}");
-        if kind != "dangling" {
-            assert!(err.contains("not a regular file"), "{kind}: {err}");
+        match kind {
+            // A link in a results directory is not followed (issue 34 item 13).
+            "zero" | "dangling" => assert!(err.contains("symbolic link"), "{kind}: {err}"),
+            _ => assert!(err.contains("not a regular file"), "{kind}: {err}"),
         }
     }
 }
@@ -1736,4 +1738,31 @@ fn the_committed_selinux_policies_page_comes_from_its_cells() {
         stdout_ok(&md) == committed,
         "results/selinux-policies/README.md is not what `lsmpmon report` prints of its cells"
     );
+}
+
+/// A link planted in cells/ to a private file is not read, not quoted in
+/// an error, and named (issue 34 item 13); a file given by name is still read.
+#[test]
+fn a_link_in_cells_is_not_followed() {
+    let dir = lab_with_none("linked-cell", |_| ());
+    let secret = tmp("linked-cell-secret.json");
+    std::fs::write(&secret, "{\"schema\": \"SECRET-CONTENT\"}").unwrap();
+    std::fs::set_permissions(
+        &secret,
+        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600),
+    )
+    .unwrap();
+    let link = std::path::Path::new(&dir).join("cells/zz-link.json");
+    std::os::unix::fs::symlink(&secret, &link).unwrap();
+    let out = lsmpmon(&["report", &dir]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("zz-link.json is a symbolic link: not read"),
+        "{err}"
+    );
+    assert!(!err.contains("SECRET"), "{err}");
+    let skipped = lsmpmon(&["report", &dir, "--skip-invalid"]);
+    assert!(!String::from_utf8_lossy(&skipped.stdout).contains("SECRET"));
+    assert!(!String::from_utf8_lossy(&skipped.stderr).contains("SECRET"));
 }

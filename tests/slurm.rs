@@ -402,6 +402,19 @@ fn a_forced_merge_is_flagged_under_the_tables() {
         "{}",
         j["warnings"]
     );
+    // And in every format of `report` (issue 34 item 8).
+    for format in ["text", "markdown", "csv", "json", "html"] {
+        let out = Command::new(LSMPMON)
+            .args(["report", paths[0], "--format", format])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{format}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stdout).contains("was merged with --force: cells of lsmpmon versions"),
+            "{format}: {}",
+            text(&out.stdout)
+        );
+    }
 }
 
 /// `lab plan` writes one command per cell; `lab cell` refuses a cell whose

@@ -100,6 +100,19 @@ pub fn write_no_follow(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .write_all(bytes)
 }
 
+/// Refuses an entry of a results directory that is a symbolic link: what
+/// is read from such a directory is the files themselves, so a link planted
+/// there cannot make root read (and quote in an error) a private file.
+pub fn not_a_link(path: &Path) -> Result<()> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Err(usage(format!(
+            "{} is a symbolic link: not read (put the result file itself there)",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Refuses a path that passes through a symbolic link owned by neither root
 /// nor us (a link another user planted in /tmp, pointing into /root): the
 /// kernel's `protected_symlinks` rule, for every component, not only sticky

@@ -100,13 +100,18 @@ pub fn load_counting(paths: &[PathBuf], skip: bool) -> Result<(Vec<Run>, Vec<Str
     for p in paths {
         let meta =
             fs::metadata(p).map_err(|e| usage(format!("cannot read {}: {e}", p.display())))?;
-        let files = if meta.is_dir() {
-            result_files(p)?
+        let (files, listed) = if meta.is_dir() {
+            (result_files(p)?, true)
         } else {
-            vec![p.clone()]
+            (vec![p.clone()], false)
         };
         for f in files {
-            match load_entry(&f) {
+            let entry = if listed {
+                crate::base::secure_fs::not_a_link(&f).and_then(|()| load_entry(&f))
+            } else {
+                load_entry(&f)
+            };
+            match entry {
                 Ok((r, key)) => {
                     if let Some(key) = key {
                         cells.add(key, &f)?;

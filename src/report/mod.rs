@@ -172,6 +172,31 @@ pub fn render(
     })
 }
 
+/// Each warning as a CSV record of form `warning` (CSV has no notes): a
+/// reader of the CSV alone sees that its cells were merged by force.
+fn csv_warnings(warnings: &[String]) -> Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for text in warnings {
+        w.write_record(["warning", "", "", "", "", "", "", text, ""])?;
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}
+
+/// What `lab merge --force` recorded in each input directory, as warnings.
+fn forced_merges(inputs: &[PathBuf]) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for dir in inputs.iter().filter(|p| p.is_dir()) {
+        if let Some(m) = crate::lab::batch::merge::Merged::read(dir)? {
+            out.extend(
+                m.forced
+                    .iter()
+                    .map(|f| format!("WARNING: {} was merged with --force: {f}", dir.display())),
+            );
+        }
+    }
+    Ok(out)
+}
+
 /// The Markdown tables under a heading that says what they were made from.
 fn markdown_page(tables: &[Table], runs: &[Run], inputs: &[String], warnings: &[String]) -> String {
     let mut kernels: Vec<String> = Vec::new();
@@ -251,24 +276,33 @@ pub fn main(args: ReportArgs) -> Result<i32> {
     let (runs, superseded) = input::load_counting(&args.results, args.skip_invalid)?;
     let mut warnings = input::warnings(&runs);
     warnings.extend(superseded);
+    let forced = forced_merges(&args.results)?;
+    warnings.extend(forced.iter().cloned());
     for w in &warnings {
         crate::say!("lsmpmon: {w}");
     }
     let mut syscalls = args.syscalls.as_deref().map(split_list).unwrap_or_default();
     let mut seen = std::collections::HashSet::new();
     syscalls.retain(|s| seen.insert(s.clone()));
-    let tables = tables(&runs, &split_list(&args.order), &syscalls);
+    let mut tables = tables(&runs, &split_list(&args.order), &syscalls);
     if tables.is_empty() {
         return Err(usage(
             "the results fill no table (no benchmark, trace or footprint in them)",
         ));
+    }
+    // Under every table too: a table is often read (or pasted) alone.
+    for t in &mut tables {
+        t.notes.extend(forced.iter().cloned());
     }
     let inputs: Vec<String> = args
         .results
         .iter()
         .map(|p| p.display().to_string())
         .collect();
-    let text = render(args.format, &tables, &runs, &inputs, &warnings)?;
+    let mut text = render(args.format, &tables, &runs, &inputs, &warnings)?;
+    if let Format::Csv = args.format {
+        text += &csv_warnings(&forced)?;
+    }
     emit(args.output.as_ref(), &text)?;
     Ok(EXIT_OK)
 }

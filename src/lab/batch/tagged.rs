@@ -49,7 +49,9 @@ pub fn read_all(results: &Path) -> Result<(Vec<TaggedCell>, Vec<String>)> {
     let mut cells = Vec::new();
     let mut bad = Vec::new();
     for p in paths {
-        match load_as::<CellResult>("a lab cell", &p, CELL_SCHEMA, "lab cell") {
+        let read = crate::base::secure_fs::not_a_link(&p)
+            .and_then(|()| load_as::<CellResult>("a lab cell", &p, CELL_SCHEMA, "lab cell"));
+        match read {
             Ok(cell) => cells.push(TaggedCell { cell, file: p }),
             Err(e) => bad.push(crate::base::error::one_line(&e)),
         }
