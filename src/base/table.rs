@@ -33,6 +33,13 @@ pub enum Cell {
         /// Shown after the value (a footnote mark).
         mark: Option<String>,
     },
+    /// A median over layout draws and, beside a baseline, its change with
+    /// an interval and whether the change is established.
+    Drawn {
+        value: f64,
+        draws: usize,
+        change: Option<crate::base::draws::DrawnChange>,
+    },
     /// A figure shown with a fixed number of decimals.
     Fixed { value: f64, decimals: usize },
     /// A word or name, not a figure (a verdict, a unit).
@@ -94,6 +101,10 @@ pub fn fmt_cell(c: &Cell) -> String {
         Cell::Missing { why } => why.clone(),
         Cell::Text { text } => text.clone(),
         Cell::Fixed { value, decimals } => format!("{value:.decimals$}"),
+        Cell::Drawn { value, change, .. } => match change {
+            None => fmt_value(*value),
+            Some(c) => format!("{} ({})", fmt_value(*value), fmt_drawn(c)),
+        },
         Cell::Value { value, pct, mark } => {
             let p = pct
                 .map(|p| format!(" ({})", fmt_pct(p, 1)))
@@ -101,6 +112,17 @@ pub fn fmt_cell(c: &Cell) -> String {
             let m = mark.as_ref().map(|m| format!(" {m}")).unwrap_or_default();
             format!("{}{p}{m}", fmt_value(*value))
         }
+    }
+}
+
+/// An established change with its interval, "+246.1 % [+240.2, +251.0]";
+/// any other as layout noise with its interval, never as a bare figure.
+pub fn fmt_drawn(c: &crate::base::draws::DrawnChange) -> String {
+    let range = format!("[{:+.1}, {:+.1}]", c.low_pct, c.high_pct);
+    if c.established {
+        format!("{} {range}", fmt_pct(c.pct, 1))
+    } else {
+        format!("layout noise {range} %")
     }
 }
 
@@ -208,6 +230,26 @@ pub fn csv(tables: &[Table]) -> anyhow::Result<String> {
                         rec[2] = mark.clone().unwrap_or_default();
                     }
                     Cell::Fixed { value, .. } => rec[0] = value.to_string(),
+                    Cell::Drawn {
+                        value,
+                        draws,
+                        change,
+                    } => {
+                        rec[0] = value.to_string();
+                        if let Some(c) = change {
+                            rec[1] = format!("{:.3}", c.pct);
+                            rec[2] = if c.established {
+                                "established"
+                            } else {
+                                "layout noise"
+                            }
+                            .into();
+                            rec[3] = format!(
+                                "[{:.3}, {:.3}] over {draws} draws, floor {:.3}",
+                                c.low_pct, c.high_pct, c.floor_pct
+                            );
+                        }
+                    }
                     Cell::Text { text } => rec[3] = text.clone(),
                     Cell::Missing { why } => rec[4] = why.clone(),
                 }

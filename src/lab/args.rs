@@ -44,6 +44,14 @@ pub struct RunArgs {
     /// Operations per sample, fixed (bench --iterations; e.g. the sched_yield rounds).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     pub iterations: Option<u64>,
+    /// Layout draws per cell: each boots with its own recorded wall clock,
+    /// which seeds the kernel's layout (slab order, hash salts), and repeats
+    /// exactly; the tables give the median over draws with an interval.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=crate::model::draw::MAX_DRAWS as i64))]
+    pub draws: u32,
+    /// The first draw's number (a plan's cell runs its one draw).
+    #[arg(skip)]
+    pub first_draw: u32,
     /// Also run the ops under `trace --per-lsm` (the Table 4 form).
     #[arg(long)]
     pub trace: bool,

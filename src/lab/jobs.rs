@@ -77,12 +77,16 @@ pub fn plan(
     for series in &m.kernels {
         let k = kernel::ensure(&cache, series, &args.flavour, args.mirror.as_deref())?;
         let kconf = KernelConfig::read(&k.config, &k.release)?;
-        for (c, &cpus) in m
-            .configs
-            .iter()
-            .flat_map(|c| m.cpus.iter().map(move |n| (c, n)))
-        {
+        let (first, n) = (args.first_draw, args.draws);
+        for (c, &cpus, draw) in m.configs.iter().flat_map(|c| {
+            m.cpus
+                .iter()
+                .flat_map(move |cpus| (first..first + n).map(move |d| (c, cpus, d)))
+        }) {
             let mut machine = machine(args, cpus, recorded);
+            if recorded.is_none() {
+                machine.rtc = crate::model::draw::rtc_of_draw(draw);
+            }
             if recorded.is_none() && c.spec.proof.tpm {
                 machine = machine.with_tpm();
             }

@@ -127,7 +127,9 @@ fn recorded_machine(o: &RunOptions) -> Result<Recorded, String> {
             o.icount
         ));
     }
-    if !o.rtc.is_empty() && !suboptions_ok(&o.rtc, RTC, "clock") {
+    // A draw's base is a date and time of lsmpmon's; the rest are QEMU's words.
+    let rtc = crate::model::draw::rtc_without_draw(&o.rtc);
+    if !o.rtc.is_empty() && !suboptions_ok(&rtc, RTC, "clock") {
         return Err(format!(
             "rtc '{}': give clock=host|rt|vm with base=utc|localtime|{RTC_FIXED_BASE}, driftfix=none|slew",
             o.rtc

@@ -116,6 +116,14 @@ pub struct RunOptions {
     pub cpus: u32,
 }
 
+impl RunOptions {
+    /// The layout draw the cell booted as (its `-rtc` base; 0 for cells
+    /// from before draws and for clocks that are not a draw's).
+    pub fn draw(&self) -> u32 {
+        super::draw::draw_of_rtc(&self.rtc).unwrap_or(0)
+    }
+}
+
 fn default_bench_dir() -> String {
     DEFAULT_BENCH_DIR.into()
 }

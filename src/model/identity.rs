@@ -197,7 +197,7 @@ impl Alike {
             iterations: o.iterations,
             accel: o.accel.clone(),
             icount: counted_time(&o.icount),
-            rtc: o.rtc.clone(),
+            rtc: super::draw::rtc_without_draw(&o.rtc),
             memory_mb: o.memory_mb,
             kaslr: o.kaslr,
             bench_dir: o.bench_dir.clone(),

@@ -7,6 +7,7 @@ pub mod bench;
 pub mod cell;
 pub mod check;
 pub mod compare;
+pub mod draw;
 pub mod identity;
 pub mod index;
 pub mod provenance;

@@ -25,22 +25,31 @@ pub const PAPER_HOOKS: &[&str] = &[
 const TOP_HOOKS: usize = 10;
 pub const BASELINE: &str = "none";
 
-/// The newest run per (kernel, configuration), ordered by the kernel's
-/// label and the configuration.
+/// The newest run per (kernel, configuration, layout draw), ordered by the
+/// kernel's label, the configuration and the draw.
 pub fn latest(runs: &[Run]) -> Vec<&Run> {
     let mut out: Vec<&Run> = Vec::new();
     for r in runs {
         match out
             .iter_mut()
-            .find(|o| o.kernel == r.kernel && o.config == r.config)
+            .find(|o| o.kernel == r.kernel && o.config == r.config && o.draw == r.draw)
         {
             Some(o) if o.started_unix_s <= r.started_unix_s => *o = r,
             Some(_) => {}
             None => out.push(r),
         }
     }
-    out.sort_by_cached_key(|r| (r.kernel.to_string(), r.config.clone()));
+    out.sort_by_cached_key(|r| (r.kernel.to_string(), r.config.clone(), r.draw));
     out
+}
+
+/// The passed draws of `of`'s kernel and configuration among `runs`
+/// (`latest`'s), in draw order.
+pub fn draws<'a>(runs: &[&'a Run], of: &Run) -> Vec<&'a Run> {
+    runs.iter()
+        .filter(|r| r.kernel == of.kernel && r.config == of.config && r.passed())
+        .copied()
+        .collect()
 }
 
 /// The kernels in first-seen order and, for each, its runs in `order`
@@ -63,9 +72,12 @@ pub fn by_kernel<'a>(runs: &'a [Run], order: &[String]) -> Vec<(KernelId, Vec<&'
             let cols = configs
                 .iter()
                 .filter_map(|c| {
-                    latest
-                        .iter()
-                        .find(|r| r.kernel == *k && r.config == *c)
+                    // One column a configuration: its first passed draw
+                    // stands for it (the Table 3 form reads every draw).
+                    let mine = || latest.iter().filter(|r| r.kernel == *k && r.config == *c);
+                    mine()
+                        .find(|r| r.passed())
+                        .or_else(|| mine().next())
                         .copied()
                 })
                 .collect();
@@ -77,10 +89,11 @@ pub fn by_kernel<'a>(runs: &'a [Run], order: &[String]) -> Vec<(KernelId, Vec<&'
 /// Every table the runs can fill, kernel by kernel.
 pub fn all(runs: &[Run], order: &[String]) -> Vec<Table> {
     let mut out = Vec::new();
+    let every_draw = latest(runs);
     for (k, cols) in by_kernel(runs, order) {
         let k = k.to_string();
         if cols.iter().any(|c| !ops(c).is_empty()) {
-            out.push(table3(&k, &cols));
+            out.push(table3(&k, &cols, &every_draw));
         }
         if cols.iter().any(|c| trace(c).is_some()) {
             out.push(table4(&k, &cols));
@@ -153,7 +166,49 @@ pub fn op_cell(c: &Run, name: &str, base: Option<(&Run, f64)>) -> Cell {
     }
 }
 
-pub fn table3(kernel: &str, cols: &[&Run]) -> Table {
+/// The op's figure over the column's draws: None where the column has
+/// fewer than two (its one cell is the figure).
+fn drawn_cell(every_draw: &[&Run], c: &Run, name: &str, base: Option<&Run>) -> Option<Cell> {
+    let figures = |of: &Run| -> Vec<f64> {
+        draws(every_draw, of)
+            .iter()
+            .filter_map(|r| median(r, name))
+            .collect()
+    };
+    let mine = figures(c);
+    if missing(c).is_some() || mine.len() < 2 {
+        return None;
+    }
+    let unit = op(c, name)?.unit;
+    let value = crate::base::stats::median(&mine);
+    let change = base
+        .filter(|b| b.config != c.config && b.alike == c.alike)
+        .and_then(|b| crate::base::draws::change(unit.higher_is_better(), &figures(b), &mine));
+    Some(Cell::Drawn {
+        value: if unit == Unit::NsPerOp {
+            value / 1e3
+        } else {
+            value
+        },
+        draws: mine.len(),
+        change,
+    })
+}
+
+/// How the Table 3 form's figures were drawn: one sentence for its notes.
+fn draws_note(every_draw: &[&Run], cols: &[&Run]) -> String {
+    let counts: Vec<usize> = cols.iter().map(|c| draws(every_draw, c).len()).collect();
+    let most = counts.iter().copied().max().unwrap_or(0);
+    if most < 2 {
+        return "One layout draw a configuration: a difference below the kernel's layout floor (what a change of boot layout alone moves a figure; BENCHMARKS §17: up to 17 % on 6.12 file ops) is not a result; run with --draws to get intervals.".into();
+    }
+    format!(
+        "Medians over layout draws (up to {most} a configuration; each draw one boot with its own recorded clock, each exactly repeatable). A change is shown with its interval (bootstrap 95 % of the change of medians from {} draws a side, else the range over every pair of draws) and as established only when the interval excludes 0 and the change exceeds the baseline's own spread over its draws (the layout floor); otherwise it reads \"layout noise\" with its interval.",
+        crate::base::draws::BOOTSTRAP_FROM
+    )
+}
+
+pub fn table3(kernel: &str, cols: &[&Run], every_draw: &[&Run]) -> Table {
     let base = baseline(cols);
     let mut names: Vec<(&str, Unit)> = Vec::new();
     for c in cols {
@@ -176,7 +231,13 @@ pub fn table3(kernel: &str, cols: &[&Run]) -> Table {
                         unit.name()
                     }
                 ),
-                cells: cols.iter().map(|c| op_cell(c, name, base_v)).collect(),
+                cells: cols
+                    .iter()
+                    .map(|c| {
+                        drawn_cell(every_draw, c, name, base)
+                            .unwrap_or_else(|| op_cell(c, name, base_v))
+                    })
+                    .collect(),
             }
         })
         .collect();
@@ -191,10 +252,13 @@ pub fn table3(kernel: &str, cols: &[&Run]) -> Table {
             papers::cite(&papers::EMBEDDED_SELINUX, "Tables 1-2"),
         ),
         kernel: kernel.into(),
-        notes: vec![format!(
-            "{} time; median of each op; untraced; (x %) over {base_name}, only where measured alike: same kernel package (lab) or release and host (single results), samples, time mode; positive = slower (for MB/s rows: less bandwidth).",
-            time_mode(cols)
-        )],
+        notes: vec![
+            format!(
+                "{} time; median of each op; untraced; (x %) over {base_name}, only where measured alike: same kernel package (lab) or release and host (single results), samples, time mode; positive = slower (for MB/s rows: less bandwidth).",
+                time_mode(cols)
+            ),
+            draws_note(every_draw, cols),
+        ],
         header: header(cols, "operation"),
         rows,
     }

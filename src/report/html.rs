@@ -65,7 +65,7 @@ fn html_table(i: usize, t: &Table) -> Result<HtmlTable> {
                     .map(|c| HtmlCell {
                         text: fmt_cell(c),
                         class: match c {
-                            Cell::Value { .. } | Cell::Fixed { .. } => "num",
+                            Cell::Value { .. } | Cell::Fixed { .. } | Cell::Drawn { .. } => "num",
                             Cell::Text { .. } => "text",
                             Cell::Missing { .. } => "missing",
                         },
@@ -110,6 +110,10 @@ fn curve_chart(i: usize, t: &Table) -> Result<Chart> {
 fn pct_of(c: &Cell) -> Option<f64> {
     match c {
         Cell::Value { pct, .. } => *pct,
+        // Layout noise is no bar.
+        Cell::Drawn {
+            change: Some(d), ..
+        } if d.established => Some(d.pct),
         _ => None,
     }
 }

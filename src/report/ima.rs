@@ -394,6 +394,7 @@ mod tests {
             reason: None,
             time: TimeMode::Virtual,
             started_unix_s: 1,
+            draw: 0,
             alike: Alike::of_bench(&bench),
             measured_lsms: Vec::new(),
             measured,
@@ -421,7 +422,9 @@ mod tests {
 
     fn value(c: &Cell) -> f64 {
         match c {
-            Cell::Value { value, .. } | Cell::Fixed { value, .. } => *value,
+            Cell::Value { value, .. } | Cell::Fixed { value, .. } | Cell::Drawn { value, .. } => {
+                *value
+            }
             other => panic!("not a figure: {other:?}"),
         }
     }

@@ -31,6 +31,8 @@ pub struct Run {
     pub reason: Option<String>,
     pub time: TimeMode,
     pub started_unix_s: u64,
+    /// Its layout draw (a lab cell run with --draws; 0 otherwise).
+    pub draw: u32,
     /// Runs with equal identities were measured alike (same kernel package
     /// or release, samples, time mode): only then is a percentage between them shown.
     pub alike: Alike,
@@ -207,6 +209,7 @@ fn ops_asked(r: &Run) -> Option<&str> {
 fn same_cell(a: &Run, b: &Run) -> bool {
     a.kernel == b.kernel
         && a.config == b.config
+        && a.draw == b.draw
         && match (ops_asked(a), ops_asked(b)) {
             (Some(x), Some(y)) => x == y,
             _ => true,
@@ -322,6 +325,7 @@ fn from_cell(p: &Path, c: &CellResult) -> Run {
         reason: c.reason.clone(),
         time: c.time,
         started_unix_s: c.started_unix_s,
+        draw: c.options.draw(),
         alike: Alike::of_cell(c),
         measured_lsms: c.config.measured_lsms.clone(),
         measured: guest
@@ -373,6 +377,7 @@ fn standalone(
         reason: None,
         time: origin.time,
         started_unix_s,
+        draw: 0,
         alike,
         measured_lsms: traced_lsms(trace.as_ref()),
         measured: None,

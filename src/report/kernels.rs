@@ -138,6 +138,9 @@ fn cell(c: &Column, op: &str) -> Cell {
 fn pct(c: &Cell) -> Option<f64> {
     match c {
         Cell::Value { pct, .. } => *pct,
+        Cell::Drawn {
+            change: Some(d), ..
+        } if d.established => Some(d.pct),
         _ => None,
     }
 }

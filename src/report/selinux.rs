@@ -68,7 +68,9 @@ fn table(kernel: &str, cols: &[&Run]) -> Table {
 /// A row with the standard ÷ embedded ratio appended, where both have figures.
 fn with_ratio(mut row: Row) -> Row {
     let v = |c: &Cell| match c {
-        Cell::Value { value, .. } | Cell::Fixed { value, .. } => Some(*value),
+        Cell::Value { value, .. } | Cell::Fixed { value, .. } | Cell::Drawn { value, .. } => {
+            Some(*value)
+        }
         _ => None,
     };
     let n = row.cells.len();

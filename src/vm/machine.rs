@@ -44,7 +44,7 @@ impl Machine {
 /// freelist order, hash salts, userland ASLR follow): with the host's date
 /// there two boots of the same guest differed by up to 0.75 % on file ops,
 /// with a fixed one they repeat exactly (BENCHMARKS.md §17).
-pub const RTC_FIXED_BASE: &str = "2000-01-01";
+pub use crate::model::draw::RTC_FIXED_BASE;
 /// QEMU -rtc by default: `clock=vm,base=` [`RTC_FIXED_BASE`].
 pub const RTC_DEFAULT: &str = "clock=vm,base=2000-01-01";
 

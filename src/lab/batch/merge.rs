@@ -185,6 +185,8 @@ struct Identity {
     bench_dir: String,
     icount: String,
     memory_mb: u32,
+    /// Each layout draw is a cell of its own.
+    draw: u32,
 }
 
 fn identity(c: &TaggedCell) -> Identity {
@@ -203,6 +205,7 @@ fn identity(c: &TaggedCell) -> Identity {
         bench_dir: o.bench_dir.clone(),
         icount: o.icount.clone(),
         memory_mb: o.memory_mb,
+        draw: o.draw(),
     }
 }
 

@@ -44,6 +44,21 @@ pub struct Options {
     pub bench_dir: String,
     pub timeout_s: u64,
     pub memory_mb: u32,
+    /// Layout draws per cell (absent: one, as plans made before draws).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub draws: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Where the cells find their inputs and put their results: not part of
@@ -64,6 +79,9 @@ pub struct PlanCell {
     /// The guest's CPUs and memory: what a task asks its engine for.
     pub cpus: u32,
     pub memory_mb: u32,
+    /// Its layout draw (0 to the matrix's draws − 1).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub draw: u32,
     /// Runs exactly this cell into the plan's results directory.
     pub command: Vec<String>,
 }
@@ -75,6 +93,16 @@ pub struct Plan {
     pub matrix: Matrix,
     pub paths: Paths,
     pub cells: Vec<PlanCell>,
+}
+
+impl PlanCell {
+    /// `6.1 none (1 CPU, 1024 MiB, draw 0)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} {} ({} CPU, {} MiB, draw {})",
+            self.kernel, self.config, self.cpus, self.memory_mb, self.draw
+        )
+    }
 }
 
 impl Plan {
@@ -138,26 +166,20 @@ impl Plan {
             ));
         }
         let key = |c: &PlanCell| {
-            (
-                c.index,
-                c.kernel.clone(),
-                c.config.clone(),
-                c.cpus,
-                c.memory_mb,
-            )
+            let k = (c.kernel.clone(), c.config.clone());
+            (c.index, k, c.cpus, c.memory_mb, c.draw)
         };
-        match expected
+        let bad = expected
             .iter()
             .zip(&self.cells)
-            .find(|(e, c)| key(e) != key(c))
-        {
-            Some((e, c)) => {
-                Err(format!(
-                "cell {} is {} {} ({} CPU, {} MiB) where its matrix makes {} {} ({} CPU, {} MiB)",
-                c.index, c.kernel, c.config, c.cpus, c.memory_mb, e.kernel, e.config, e.cpus,
-                e.memory_mb
-            ))
-            }
+            .find(|(e, c)| key(e) != key(c));
+        match bad {
+            Some((e, c)) => Err(format!(
+                "cell {} is {} where its matrix makes {}",
+                c.index,
+                c.describe(),
+                e.describe()
+            )),
             None => Ok(()),
         }
     }
@@ -170,8 +192,12 @@ impl Matrix {
     /// The limits `lab run`'s options have, and a bounded number of cells.
     pub fn check(&self) -> std::result::Result<(), String> {
         let o = &self.options;
-        let n = self.kernels.len() * self.configs.len() * self.cpus.len();
+        let n = self.kernels.len() * self.configs.len() * self.cpus.len() * o.draws as usize;
         let checks = [
+            (
+                !(1..=crate::model::draw::MAX_DRAWS).contains(&o.draws),
+                format!("{} draws: 1 to {}", o.draws, crate::model::draw::MAX_DRAWS),
+            ),
             (n == 0, "no cells".to_string()),
             (n > MAX_CELLS, format!("{n} cells, more than {MAX_CELLS}")),
             (
@@ -208,10 +234,10 @@ impl Matrix {
 /// `plan_path` is where the plan will be written (the commands name it).
 pub fn make(args: &RunArgs, plan_path: &Path) -> Result<Plan> {
     let m = matrix::resolve(args)?;
-    let n = m.kernels.len() * m.configs.len() * m.cpus.len();
+    let n = m.kernels.len() * m.configs.len() * m.cpus.len() * args.draws as usize;
     if n > MAX_CELLS {
         return Err(usage(format!(
-            "{n} cells (kernels × configurations × CPU counts): at most {MAX_CELLS} a plan; split it"
+            "{n} cells (kernels × configurations × CPU counts × draws): at most {MAX_CELLS} a plan; split it"
         )));
     }
     let cache_dir = std::path::absolute(args.cache.path())?;
@@ -266,6 +292,7 @@ fn options(args: &RunArgs) -> Options {
         bench_dir: args.bench_dir.clone(),
         timeout_s: args.timeout_s,
         memory_mb: args.memory_mb,
+        draws: args.draws,
     }
 }
 
@@ -274,7 +301,11 @@ fn cells(matrix: &Matrix, paths: &Paths, plan_path: &Path) -> Result<Vec<PlanCel
     let mut out = Vec::new();
     for k in &matrix.kernels {
         for c in &matrix.configs {
-            for &cpus in &matrix.cpus {
+            for (cpus, draw) in matrix
+                .cpus
+                .iter()
+                .flat_map(|&n| (0..matrix.options.draws).map(move |d| (n, d)))
+            {
                 let index = out.len();
                 out.push(PlanCell {
                     index,
@@ -282,6 +313,7 @@ fn cells(matrix: &Matrix, paths: &Paths, plan_path: &Path) -> Result<Vec<PlanCel
                     config: c.name.clone(),
                     cpus,
                     memory_mb: matrix.options.memory_mb,
+                    draw,
                     command: command(&exe, plan_path, index, &paths.results),
                 });
             }
@@ -325,6 +357,8 @@ pub fn run_args(plan: &Plan, cell: &PlanCell, results: &Path, cache_dir: &Path) 
         timeout_s: o.timeout_s,
         results: results.to_path_buf(),
         memory_mb: cell.memory_mb,
+        draws: 1,
+        first_draw: cell.draw,
         cache: crate::vm::CacheDir {
             cache_dir: Some(cache_dir.to_path_buf()),
         },
@@ -371,6 +405,7 @@ mod tests {
                 bench_dir: "/tmp/lsmpmon-bench".into(),
                 timeout_s: 1800,
                 memory_mb: 1024,
+                draws: 1,
             },
         }
     }
@@ -396,6 +431,14 @@ mod tests {
             [("6.1", "none", 1), ("6.1", "none", 2), ("6.1", "tomoyo", 1)]
         );
         assert_eq!(order.len(), 8);
+        assert!(cells.iter().all(|c| c.draw == 0));
+        // Draws are the innermost dimension: one cell each.
+        let mut m = matrix();
+        m.options.draws = 3;
+        let drawn = super::cells(&m, &paths(), Path::new("/p/plan.json")).unwrap();
+        assert_eq!(drawn.len(), 24);
+        let first: Vec<(u32, u32)> = drawn[..4].iter().map(|c| (c.cpus, c.draw)).collect();
+        assert_eq!(first, [(1, 0), (1, 1), (1, 2), (2, 0)]);
         assert_eq!(cells[5].index, 5);
         assert_eq!(
             cells[5].command[1..],
@@ -466,7 +509,9 @@ mod tests {
             assert!(err.contains(expect), "{expect}: {err}");
         };
         refused(&|p| p.cells[0].cpus = 2, "cell 0 is 6.1 none (2 CPU");
-        refused(&|p| p.cells[1].memory_mb = 1, "(2 CPU, 1 MiB)");
+        refused(&|p| p.cells[1].memory_mb = 1, "(2 CPU, 1 MiB, draw 0)");
+        refused(&|p| p.cells[1].draw = 3, "draw 3) where");
+        refused(&|p| p.matrix.options.draws = 0, "0 draws: 1 to 64");
         refused(&|p| p.cells[1].index = 0, "cell 0 is");
         refused(&|p| p.cells[2].config = "nonexistent".into(), "nonexistent");
         refused(&|p| drop(p.cells.pop()), "7 cells where its matrix makes 8");

@@ -1,0 +1,167 @@
+//! A change between two configurations measured over layout draws (each
+//! draw one boot with its own layout, each exactly repeatable): the change
+//! of the medians over draws, its interval, and whether it is established —
+//! its interval excludes 0 and it exceeds what the baseline's draws alone
+//! move (the layout floor). Stabilizer's lesson: without draws a layout
+//! effect reads as a result.
+use serde::{Deserialize, Serialize};
+
+use super::stats::{median, overhead_pct};
+
+/// Below this many draws a side the interval is the range over all pairs
+/// of draws; from it on, a bootstrap 95 % interval of the change of medians.
+pub const BOOTSTRAP_FROM: usize = 5;
+const RESAMPLES: usize = 2000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Interval {
+    /// Bootstrap 95 % percentile interval of the change of medians.
+    Bootstrap95,
+    /// Smallest to largest change over every pair of draws (few draws).
+    PairRange,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DrawnChange {
+    /// Change of the median over draws, percent (positive = slower).
+    pub pct: f64,
+    pub low_pct: f64,
+    pub high_pct: f64,
+    pub interval: Interval,
+    /// What the baseline's draws alone spread: (max − min) / min, percent.
+    pub floor_pct: f64,
+    /// The interval excludes 0 and |pct| exceeds the floor.
+    pub established: bool,
+}
+
+/// (max − min) / min of the draws' figures, percent: how far a change of
+/// layout alone moves this figure.
+pub fn spread_pct(draws: &[f64]) -> f64 {
+    let min = draws.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = draws.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if draws.is_empty() || min <= 0.0 {
+        return 0.0;
+    }
+    (max - min) / min * 100.0
+}
+
+/// The change from `base` to `v` (each a figure per draw); None unless both
+/// sides have at least two draws (one draw has no floor to judge against).
+pub fn change(higher_is_better: bool, base: &[f64], v: &[f64]) -> Option<DrawnChange> {
+    if base.len() < 2 || v.len() < 2 {
+        return None;
+    }
+    let pct = overhead_pct(higher_is_better, median(base), median(v));
+    let (low_pct, high_pct, interval) = if base.len().min(v.len()) >= BOOTSTRAP_FROM {
+        let (lo, hi) = bootstrap(higher_is_better, base, v);
+        (lo, hi, Interval::Bootstrap95)
+    } else {
+        let pairs: Vec<f64> = base
+            .iter()
+            .flat_map(|b| {
+                v.iter()
+                    .map(move |x| overhead_pct(higher_is_better, *b, *x))
+            })
+            .collect();
+        let lo = pairs.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = pairs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (lo, hi, Interval::PairRange)
+    };
+    let floor_pct = spread_pct(base);
+    let excludes_zero = low_pct > 0.0 || high_pct < 0.0;
+    Some(DrawnChange {
+        pct,
+        low_pct,
+        high_pct,
+        interval,
+        floor_pct,
+        established: excludes_zero && pct.abs() > floor_pct,
+    })
+}
+
+/// The 2.5th and 97.5th percentiles of the change of medians over
+/// resamples of each side; a fixed generator, so a table repeats exactly.
+fn bootstrap(higher_is_better: bool, base: &[f64], v: &[f64]) -> (f64, f64) {
+    let mut rng = SplitMix64(0x6c73_6d70_6d6f_6e21);
+    let mut resample = |xs: &[f64]| -> f64 {
+        let picked: Vec<f64> = (0..xs.len())
+            .map(|_| xs[(rng.next() % xs.len() as u64) as usize])
+            .collect();
+        median(&picked)
+    };
+    let mut changes: Vec<f64> = (0..RESAMPLES)
+        .map(|_| {
+            let (b, x) = (resample(base), resample(v));
+            overhead_pct(higher_is_better, b, x)
+        })
+        .collect();
+    changes.sort_by(f64::total_cmp);
+    let at = |q: f64| changes[((q * (RESAMPLES - 1) as f64).round() as usize).min(RESAMPLES - 1)];
+    (at(0.025), at(0.975))
+}
+
+/// Steele, Lea and Flood's SplitMix64: small, seedable, good enough to
+/// pick resamples.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_draw_a_side_gives_no_verdict() {
+        assert_eq!(change(false, &[100.0], &[110.0, 111.0]), None);
+        assert_eq!(change(false, &[100.0, 101.0], &[110.0]), None);
+    }
+
+    #[test]
+    fn a_change_inside_the_layout_floor_is_not_established() {
+        // The baseline's draws spread 6 %; a 3 % change whose draws all lie
+        // above the baseline's median is still layout.
+        let base = [100.0, 103.0, 106.0];
+        let v = [104.0, 106.0, 108.0];
+        let c = change(false, &base, &v).unwrap();
+        assert!((c.floor_pct - 6.0).abs() < 1e-9, "{c:?}");
+        assert!((c.pct - 2.912_621).abs() < 1e-3, "{c:?}");
+        assert_eq!(c.interval, Interval::PairRange);
+        assert!(c.low_pct < 0.0 && !c.established, "{c:?}");
+    }
+
+    #[test]
+    fn a_speed_up_by_layout_alone_is_not_established() {
+        // What issue 33 found on 6.12 delete_10k: −5.5 % from one draw, while
+        // the baseline's own draws spread 16 %.
+        let base = [17_269.0, 19_158.0, 16_500.0, 18_900.0, 19_100.0, 17_000.0];
+        let v = [16_400.0, 18_800.0, 17_100.0, 16_900.0, 19_000.0, 16_600.0];
+        let c = change(false, &base, &v).unwrap();
+        assert_eq!(c.interval, Interval::Bootstrap95);
+        assert!(c.pct < 0.0 && !c.established, "{c:?}");
+        assert!(c.low_pct < 0.0 && c.high_pct > 0.0, "{c:?}");
+    }
+
+    #[test]
+    fn a_real_overhead_is_established_with_an_interval_around_it() {
+        let base = [4180.0, 4182.0, 4185.0, 4179.0, 4190.0];
+        let v = [14_470.0, 14_480.0, 14_460.0, 14_500.0, 14_475.0];
+        let c = change(false, &base, &v).unwrap();
+        assert!(c.established, "{c:?}");
+        assert!(c.low_pct <= c.pct && c.pct <= c.high_pct, "{c:?}");
+        assert!(c.low_pct > 240.0 && c.high_pct < 250.0, "{c:?}");
+        // Bandwidth: less of it is the overhead.
+        let c = change(true, &[100.0, 101.0], &[50.0, 51.0]).unwrap();
+        assert!(c.pct > 0.0 && c.established, "{c:?}");
+        // The same inputs give the same interval (a table repeats exactly).
+        assert_eq!(change(false, &base, &v), change(false, &base, &v));
+    }
+}
