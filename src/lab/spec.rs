@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::base::error::usage;
+use crate::base::{error::usage, secure_fs};
 pub use crate::model::cell::{AccessOp, Expect, ProofKind};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -198,9 +198,20 @@ pub fn load(name: &str, dirs: &[PathBuf]) -> Result<Config> {
     })
 }
 
+/// A spec or the access matrix is a few KiB: anything far larger is not one.
+const MAX_SPEC_BYTES: u64 = 1 << 20;
+/// A configuration's policy files: a SELinux policy is a few MiB.
+const MAX_CONFIG_FILE_BYTES: u64 = 256 << 20;
+
+/// The text of a spec file (or the matrix): a regular file of bounded size.
+fn read_text(path: &Path) -> Result<String> {
+    let bytes = secure_fs::read_regular("", path, MAX_SPEC_BYTES)?;
+    String::from_utf8(bytes)
+        .map_err(|_| usage(format!("{}: not UTF-8 text: not a spec", path.display())))
+}
+
 pub fn parse_spec(path: &Path) -> Result<Spec> {
-    let text = fs::read_to_string(path)
-        .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
+    let text = read_text(path)?;
     let spec: Spec = toml::from_str(&text).map_err(|e| malformed(path, &e))?;
     check_spec(&spec).map_err(|why| usage(format!("{}: {why}", path.display())))?;
     Ok(spec)
@@ -280,8 +291,7 @@ fn check_spec(spec: &Spec) -> std::result::Result<(), String> {
 /// (that would weaken every configuration's proof).
 pub fn load_matrix() -> Result<Matrix> {
     let path = shipped_dir().join(MATRIX_FILE);
-    let text = fs::read_to_string(&path)
-        .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
+    let text = read_text(&path)?;
     let m: Matrix = toml::from_str(&text).map_err(|e| malformed(&path, &e))?;
     if !m.row.iter().any(|r| r.expect == Expect::Deny) {
         return Err(usage(format!("{}: no row expects deny", path.display())));
@@ -296,7 +306,7 @@ pub fn hash_dir(dir: &Path) -> Result<String> {
     files.sort();
     let mut h = Sha256::new();
     for rel in files {
-        let bytes = fs::read(dir.join(&rel)).with_context(|| format!("reading {rel}"))?;
+        let bytes = secure_fs::read_regular("", &dir.join(&rel), MAX_CONFIG_FILE_BYTES)?;
         h.update(rel.as_bytes());
         h.update([0]);
         h.update((bytes.len() as u64).to_le_bytes());

@@ -1,6 +1,6 @@
 //! The batch files (plans, submission records, tagged cells): read as a
 //! regular file of bounded size into a typed value, written atomically.
-use std::{fs, io::Read, path::Path};
+use std::path::Path;
 
 use anyhow::Result;
 use serde::{de::DeserializeOwned, Serialize};
@@ -12,19 +12,9 @@ const MAX_BYTES: u64 = 256 << 20;
 
 /// `what` names the file's kind in the one-line error ("a lab plan").
 pub fn read_json<T: DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
-    let cannot = |e: String| usage(format!("cannot read {} as {what}: {e}", path.display()));
-    let meta = fs::metadata(path).map_err(|e| cannot(e.to_string()))?;
-    if !meta.is_file() {
-        return Err(cannot("not a regular file".into()));
-    }
-    let mut bytes = Vec::new();
-    fs::File::open(path)
-        .and_then(|f| f.take(MAX_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| cannot(e.to_string()))?;
-    if bytes.len() as u64 > MAX_BYTES {
-        return Err(cannot("larger than 256 MiB".into()));
-    }
-    serde_json::from_slice(&bytes).map_err(|e| cannot(e.to_string()))
+    let bytes = secure_fs::read_regular(what, path, MAX_BYTES)?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| usage(format!("cannot read {} as {what}: {e}", path.display())))
 }
 
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
