@@ -210,6 +210,21 @@ fn vm_run_refuses_what_cannot_work_before_the_boot() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Issue 34 item 22: a second `serve` on a taken port exited 1; an
+/// address in use is the environment (README: 2), refused before the attach.
+#[test]
+fn serve_on_a_taken_port_is_an_environment_error() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = run(&["serve", "--listen", &addr]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let line = one_error_line(&out);
+    assert!(
+        line.contains(&format!("cannot listen on {addr}")) && line.contains("--listen"),
+        "{line}"
+    );
+}
+
 #[test]
 fn guest_command_status_and_output_pass_through() {
     let out = run(&[
