@@ -39,11 +39,33 @@ pub enum Format {
     Html,
 }
 
+/// What `compare` prints: `report`'s formats but the HTML page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    Text,
+    Markdown,
+    Csv,
+    Json,
+}
+
+impl From<CompareFormat> for Format {
+    fn from(f: CompareFormat) -> Self {
+        match f {
+            CompareFormat::Text => Format::Text,
+            CompareFormat::Markdown => Format::Markdown,
+            CompareFormat::Csv => Format::Csv,
+            CompareFormat::Json => Format::Json,
+        }
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct ReportArgs {
     /// Lab result directories, lab cell files, `bench --json` or `trace --json` results (any mix).
     #[arg(required = true, value_name = "RESULTS")]
     pub results: Vec<PathBuf>,
+    /// Output format: aligned text, Markdown, CSV, JSON (the tables and notes) or
+    /// one HTML page with charts.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
     /// Write here instead of standard output (never through a symlink).
@@ -72,8 +94,9 @@ pub struct CompareArgs {
     /// The later run, of the same kind.
     #[arg(value_name = "B")]
     pub b: PathBuf,
+    /// Output format: aligned text, Markdown, CSV or JSON (a compare result).
     #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
+    pub format: CompareFormat,
     /// Significance level of the real-time test (Mann-Whitney U, two-sided).
     #[arg(long, default_value = "0.01", value_parser = parse_alpha)]
     pub alpha: f64,
@@ -274,11 +297,6 @@ pub fn main(args: ReportArgs) -> Result<i32> {
 }
 
 pub fn compare_main(args: CompareArgs) -> Result<i32> {
-    if args.format == Format::Html {
-        return Err(usage(
-            "compare prints text, markdown, csv or json (html is report's)",
-        ));
-    }
     let a = input::load(std::slice::from_ref(&args.a), false)?;
     let b = input::load(std::slice::from_ref(&args.b), false)?;
     input::one_unit_per_op(a.iter().chain(&b))?;
@@ -294,7 +312,7 @@ pub fn compare_main(args: CompareArgs) -> Result<i32> {
         .iter()
         .filter(|c| c.verdict == Verdict::Slower)
         .count();
-    let text = if args.format == Format::Json {
+    let text = if args.format == CompareFormat::Json {
         let doc = CompareResult {
             schema: COMPARE_SCHEMA.into(),
             lsmpmon_version: env!("CARGO_PKG_VERSION").into(),
@@ -308,7 +326,7 @@ pub fn compare_main(args: CompareArgs) -> Result<i32> {
         serde_json::to_string_pretty(&doc)? + "\n"
     } else {
         let t = [compare::table(&changes, &pairs, &forced)];
-        render(args.format, &t, &[], &[], &[])?
+        render(args.format.into(), &t, &[], &[], &[])?
     };
     crate::base::output::stdout(&text)?;
     Ok(if args.fail_on_slower && slower > 0 {

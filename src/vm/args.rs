@@ -117,6 +117,7 @@ pub struct CacheArgs {
     /// Remove guest run logs (and, with --all, kernels and apt lists too).
     #[arg(long)]
     pub clean: bool,
+    /// With --clean: remove the kernels and apt lists too (fetched again when needed).
     #[arg(long, requires = "clean")]
     pub all: bool,
 }
