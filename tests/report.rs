@@ -313,9 +313,49 @@ fn a_failed_proof_is_named_on_stderr() {
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 1, "{err}");
     assert!(
-        lines[0].contains("permissive") && lines[0].contains("ProofFailed"),
+        lines[0].contains("permissive") && lines[0].contains("proof failed"),
         "{err}"
     );
+}
+
+/// Rust's names for the enums users read (issue 34 item 17:
+/// "NotApplicable (kernel …)", "(tomoyo on 6.1, Passed)").
+const DEBUG_NAMES: [&str; 6] = [
+    "NotApplicable",
+    "ProofFailed",
+    "Passed",
+    "Interrupted",
+    "Baseline",
+    "Measure",
+];
+
+/// Every format of the report and its warnings, of the lab fixture (a
+/// failed proof) and of the committed atlas (not-applicable cells), say
+/// what happened in plain words.
+#[test]
+fn reports_name_statuses_in_plain_words() {
+    for dir in [lab(), "results/atlas".to_string()] {
+        for format in ["text", "markdown", "csv", "json", "html"] {
+            let out = Command::new(LSMPMON)
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .args(["report", &dir, "--format", format])
+                .output()
+                .unwrap();
+            let all = stdout_ok(&out) + &String::from_utf8_lossy(&out.stderr);
+            for name in DEBUG_NAMES {
+                let word = all.match_indices(name).find(|(at, _)| {
+                    let next = all[at + name.len()..].chars().next();
+                    !next.is_some_and(|c| c.is_alphanumeric())
+                });
+                assert!(word.is_none(), "{dir} --format {format} says {name}");
+            }
+        }
+    }
+    let atlas = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("results/atlas/README.md"),
+    )
+    .unwrap();
+    assert!(atlas.contains("(ima on 5.10): not applicable (kernel 5.10"), "{atlas}");
 }
 
 #[test]
@@ -1026,7 +1066,7 @@ fn every_impossible_field_stops_the_report() {
         (
             "other-proof",
             |v| v["guest"]["proof"]["kind"] = "deny".into(),
-            "guest.proof.kind Deny",
+            "guest.proof.kind deny",
         ),
     ];
     // A number set where no measurement could put it: (fixture, case, JSON
