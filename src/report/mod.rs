@@ -214,20 +214,26 @@ fn markdown_page(tables: &[Table], runs: &[Run], inputs: &[String], warnings: &[
          {} passed (a lab cell passes only after proving its configuration), {} not applicable, {} failed or proof failed. \
          Made by `lsmpmon report` from those results alone.\n\n",
         runs.len(),
-        inputs.join(", "),
-        kernels.join(", "),
-        configs.join(", "),
+        md_list(inputs.iter().map(String::as_str)),
+        md_list(kernels.iter().map(String::as_str)),
+        md_list(configs.iter().copied()),
         count(CellStatus::Passed),
         count(CellStatus::NotApplicable),
         runs.len() - count(CellStatus::Passed) - count(CellStatus::NotApplicable),
     );
     for w in warnings {
-        page.push_str(&format!("- {w}\n"));
+        page.push_str(&format!("- {}\n", table::md_text(w)));
     }
     if !warnings.is_empty() {
         page.push('\n');
     }
     page + &table::markdown(tables)
+}
+
+/// Names from the results (paths, kernels, configurations), escaped for
+/// Markdown prose.
+fn md_list<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    names.map(table::md_text).collect::<Vec<_>>().join(", ")
 }
 
 /// Output to a file (atomically; only a regular file is replaced) or stdout.
