@@ -225,6 +225,26 @@ fn serve_on_a_taken_port_is_an_environment_error() {
     );
 }
 
+/// Issue 34 item 20: with no configurations anywhere, `lab plan` said "use
+/// one of  (or add…)"; it says none were found and where it looked.
+#[test]
+fn no_configurations_found_says_where_lsmpmon_looked() {
+    let plan = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("no-configs-plan.json");
+    let out = Command::new(LSMPMON)
+        .args(["lab", "plan", "--configs", "none", "-o"])
+        .arg(&plan)
+        .env("LSMPMON_CONFIGS", "/nonexistent")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let line = one_error_line(&out);
+    assert!(
+        line.contains("no configurations found in /nonexistent (LSMPMON_CONFIGS)"),
+        "{line}"
+    );
+    assert!(!plan.exists());
+}
+
 #[test]
 fn guest_command_status_and_output_pass_through() {
     let out = run(&[

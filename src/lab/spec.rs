@@ -175,6 +175,32 @@ pub fn available(dirs: &[PathBuf]) -> Vec<String> {
     names
 }
 
+/// A configuration that is in none of `dirs`: the ones that are, or, when
+/// there are none, where lsmpmon looked.
+fn unknown(name: &str, dirs: &[PathBuf]) -> anyhow::Error {
+    let names = available(dirs);
+    if !names.is_empty() {
+        return usage(format!(
+            "unknown configuration '{name}': use one of {} (or add a directory with --config-dir)",
+            names.join(", ")
+        ));
+    }
+    let from_env = std::env::var_os("LSMPMON_CONFIGS").map(PathBuf::from);
+    let looked: Vec<String> = dirs
+        .iter()
+        .map(|d| match &from_env {
+            Some(e) if e == d => format!("{} (LSMPMON_CONFIGS)", d.display()),
+            _ => d.display().to_string(),
+        })
+        .collect();
+    usage(format!(
+        "unknown configuration '{name}': no configurations found in {} (each is a directory \
+         holding {SPEC_FILE}): set LSMPMON_CONFIGS to the directory of lsmpmon's configs/, or \
+         add one with --config-dir",
+        looked.join(", ")
+    ))
+}
+
 pub fn load(name: &str, dirs: &[PathBuf]) -> Result<Config> {
     if name.is_empty() || name.contains('/') || name.starts_with('.') {
         return Err(usage(format!("bad configuration name '{name}'")));
@@ -184,10 +210,7 @@ pub fn load(name: &str, dirs: &[PathBuf]) -> Result<Config> {
         .map(|d| d.join(name))
         .find(|d| d.join(SPEC_FILE).is_file())
     else {
-        return Err(usage(format!(
-            "unknown configuration '{name}': use one of {} (or add a directory with --config-dir)",
-            available(dirs).join(", ")
-        )));
+        return Err(unknown(name, dirs));
     };
     let spec = parse_spec(&dir.join(SPEC_FILE))?;
     Ok(Config {
@@ -338,6 +361,30 @@ mod tests {
         let p = dir.join(SPEC_FILE);
         fs::write(&p, text).unwrap();
         p
+    }
+
+    /// Issue 34 item 20: with no configuration anywhere the refusal said
+    /// "use one of  (or add…)", an empty list; it says where it looked.
+    #[test]
+    fn no_configurations_anywhere_names_where_lsmpmon_looked() {
+        let dirs = [
+            PathBuf::from("/nonexistent"),
+            PathBuf::from("/proc/self/fdinfo"),
+        ];
+        let err = load("none", &dirs).unwrap_err();
+        let text = err.to_string();
+        assert_eq!(crate::base::error::exit_code(&err), 2);
+        assert!(
+            text.contains("no configurations found in /nonexistent, /proc/self/fdinfo"),
+            "{text}"
+        );
+        assert!(!text.contains("use one of"), "{text}");
+        let shipped = [shipped_dir()];
+        let text = load("no-such-config", &shipped).unwrap_err().to_string();
+        assert!(
+            text.contains("use one of") && text.contains("selinux-mini"),
+            "{text}"
+        );
     }
 
     #[test]
