@@ -355,7 +355,10 @@ fn reports_name_statuses_in_plain_words() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("results/atlas/README.md"),
     )
     .unwrap();
-    assert!(atlas.contains("(ima on 5.10): not applicable (kernel 5.10"), "{atlas}");
+    assert!(
+        atlas.contains("(ima on 5.10): not applicable (kernel 5.10"),
+        "{atlas}"
+    );
 }
 
 /// A cell of the lab fixture under another configuration name, in a
@@ -364,7 +367,10 @@ fn renamed(dir: &str, name: &str) -> PathBuf {
     let root = tmp(dir);
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(root.join("cells")).unwrap();
-    for f in ["6.1-cloud__none__1795500718528-17793-0-vm.json", "6.1-cloud__tomoyo__1795500718528-17793-1-vm.json"] {
+    for f in [
+        "6.1-cloud__none__1795500718528-17793-0-vm.json",
+        "6.1-cloud__tomoyo__1795500718528-17793-1-vm.json",
+    ] {
         let mut cell: Value =
             serde_json::from_str(&std::fs::read_to_string(fixture("lab/cells").join(f)).unwrap())
                 .unwrap();
@@ -382,14 +388,24 @@ fn renamed(dir: &str, name: &str) -> PathBuf {
 #[test]
 fn names_from_results_cannot_inject_markdown_or_spreadsheet_formulas() {
     let root = renamed("md-injection", "[x](http://e.example)*y*_z_");
-    let md = stdout_ok(&lsmpmon(&["report", root.to_str().unwrap(), "--format", "markdown"]));
+    let md = stdout_ok(&lsmpmon(&[
+        "report",
+        root.to_str().unwrap(),
+        "--format",
+        "markdown",
+    ]));
     let prose = md.lines().nth(2).unwrap();
     assert!(
         prose.contains("configurations none, \\[x\\](http://e.example)\\*y\\*\\_z\\_."),
         "{prose}"
     );
     let root = renamed("csv-injection", "=HYPERLINK(\"http://e.example\",\"x\")");
-    let csv = stdout_ok(&lsmpmon(&["report", root.to_str().unwrap(), "--format", "csv"]));
+    let csv = stdout_ok(&lsmpmon(&[
+        "report",
+        root.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]));
     let mut reader = csv::Reader::from_reader(csv.as_bytes());
     let mut columns = 0;
     for record in reader.records() {
