@@ -107,10 +107,142 @@ fn bad_copy_leaves_no_run_directory() {
         .env("LSMPMON_CACHE", &cache)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(one_error_line(&out).contains("/proc/self/mem"));
     assert_eq!(vmcache::run_dirs(&cache), Vec::<std::path::PathBuf>::new());
     std::fs::remove_dir_all(&cache).unwrap();
+}
+
+/// Issue 34 items 3, 9 and 21: what `vm run` was given and cannot work is
+/// refused in one line with exit 2 before anything is fetched, read or
+/// booted (the cache is empty: no kernel, no run directory). Before, a
+/// `--lsmpmon-bin /dev/zero` was read without end (OOM), a 1.5 GB copy was
+/// read twice over and refused by QEMU (124), a duplicated `--forward`
+/// port, a bad `--icount`/`--rtc` and a dynamically linked lsmpmon failed
+/// after the boot (124), and copies onto `/init` or lsmpmon's own script
+/// were taken.
+#[test]
+fn vm_run_refuses_what_cannot_work_before_the_boot() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("vm-refusals-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cache = dir.join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let small = dir.join("small");
+    std::fs::write(&small, b"x").unwrap();
+    // Sparse: 1.5 GB by its size, nothing on disk.
+    let big = dir.join("big");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(1_500 << 20)
+        .unwrap();
+    let dynamic = ["/bin/ls", "/usr/bin/ls"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .unwrap();
+    let (small, big) = (small.display().to_string(), big.display().to_string());
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["--lsmpmon-bin".into(), "/dev/zero".into()],
+            "--lsmpmon-bin /dev/zero: not a regular file",
+        ),
+        (
+            vec!["--lsmpmon-bin".into(), dynamic.into()],
+            "dynamically linked",
+        ),
+        (vec!["--copy".into(), big.clone()], "give --memory-mb 3"),
+        (
+            vec!["--copy".into(), "/dev/zero:/root/z".into()],
+            "not a regular file",
+        ),
+        (
+            vec!["--copy".into(), format!("{small}:/init")],
+            "/init is lsmpmon's own file",
+        ),
+        (
+            vec!["--copy".into(), format!("{small}:/lsmpmon/net.sh")],
+            "lsmpmon's own directory",
+        ),
+        (
+            vec!["--copy".into(), format!("{small}:relative")],
+            "must be absolute",
+        ),
+        (
+            vec![
+                "--forward".into(),
+                "40001:80".into(),
+                "--forward".into(),
+                "40001:22".into(),
+            ],
+            "host port 40001 is already forwarded",
+        ),
+        (vec!["--icount".into(), "shift=99".into()], "--icount"),
+        (
+            vec!["--icount".into(), "shift=auto,sleep=off".into()],
+            "--icount",
+        ),
+        (vec!["--rtc".into(), "clock=wall".into()], "--rtc"),
+    ];
+    for (args, why) in cases {
+        let started = std::time::Instant::now();
+        let out = Command::new(LSMPMON)
+            .args(["vm", "run"])
+            .args(&args)
+            .args(["--", "true"])
+            .env("LSMPMON_CACHE", &cache)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let line = one_error_line(&out);
+        assert!(line.contains(why), "{args:?}: {line}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr).lines().count(),
+            1,
+            "{args:?}"
+        );
+        assert!(started.elapsed().as_secs() < 5, "{args:?} refused at once");
+        assert_eq!(vmcache::run_dirs(&cache), Vec::<std::path::PathBuf>::new());
+        assert!(
+            !cache.join("kernels").exists(),
+            "{args:?}: a kernel was fetched"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue 34 item 22: a second `serve` on a taken port exited 1; an
+/// address in use is the environment (README: 2), refused before the attach.
+#[test]
+fn serve_on_a_taken_port_is_an_environment_error() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = run(&["serve", "--listen", &addr]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let line = one_error_line(&out);
+    assert!(
+        line.contains(&format!("cannot listen on {addr}")) && line.contains("--listen"),
+        "{line}"
+    );
+}
+
+/// Issue 34 item 20: with no configurations anywhere, `lab plan` said "use
+/// one of  (or add…)"; it says none were found and where it looked.
+#[test]
+fn no_configurations_found_says_where_lsmpmon_looked() {
+    let plan = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("no-configs-plan.json");
+    let out = Command::new(LSMPMON)
+        .args(["lab", "plan", "--configs", "none", "-o"])
+        .arg(&plan)
+        .env("LSMPMON_CONFIGS", "/nonexistent")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let line = one_error_line(&out);
+    assert!(
+        line.contains("no configurations found in /nonexistent (LSMPMON_CONFIGS)"),
+        "{line}"
+    );
+    assert!(!plan.exists());
 }
 
 #[test]

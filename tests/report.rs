@@ -313,9 +313,111 @@ fn a_failed_proof_is_named_on_stderr() {
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 1, "{err}");
     assert!(
-        lines[0].contains("permissive") && lines[0].contains("ProofFailed"),
+        lines[0].contains("permissive") && lines[0].contains("proof failed"),
         "{err}"
     );
+}
+
+/// Rust's names for the enums users read (issue 34 item 17:
+/// "NotApplicable (kernel …)", "(tomoyo on 6.1, Passed)").
+const DEBUG_NAMES: [&str; 6] = [
+    "NotApplicable",
+    "ProofFailed",
+    "Passed",
+    "Interrupted",
+    "Baseline",
+    "Measure",
+];
+
+/// Every format of the report and its warnings, of the lab fixture (a
+/// failed proof) and of the committed atlas (not-applicable cells), say
+/// what happened in plain words.
+#[test]
+fn reports_name_statuses_in_plain_words() {
+    for dir in [lab(), "results/atlas".to_string()] {
+        for format in ["text", "markdown", "csv", "json", "html"] {
+            let out = Command::new(LSMPMON)
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .args(["report", &dir, "--format", format])
+                .output()
+                .unwrap();
+            let all = stdout_ok(&out) + &String::from_utf8_lossy(&out.stderr);
+            for name in DEBUG_NAMES {
+                let word = all.match_indices(name).find(|(at, _)| {
+                    let next = all[at + name.len()..].chars().next();
+                    !next.is_some_and(|c| c.is_alphanumeric())
+                });
+                assert!(word.is_none(), "{dir} --format {format} says {name}");
+            }
+        }
+    }
+    let atlas = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("results/atlas/README.md"),
+    )
+    .unwrap();
+    assert!(
+        atlas.contains("(ima on 5.10): not applicable (kernel 5.10"),
+        "{atlas}"
+    );
+}
+
+/// A cell of the lab fixture under another configuration name, in a
+/// results directory of its own.
+fn renamed(dir: &str, name: &str) -> PathBuf {
+    let root = tmp(dir);
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join("cells")).unwrap();
+    for f in [
+        "6.1-cloud__none__1795500718528-17793-0-vm.json",
+        "6.1-cloud__tomoyo__1795500718528-17793-1-vm.json",
+    ] {
+        let mut cell: Value =
+            serde_json::from_str(&std::fs::read_to_string(fixture("lab/cells").join(f)).unwrap())
+                .unwrap();
+        if f.contains("tomoyo") {
+            cell["config"]["name"] = name.into();
+        }
+        std::fs::write(root.join("cells").join(f), cell.to_string()).unwrap();
+    }
+    root
+}
+
+/// Issue 34 item 18: a configuration name is Markdown in the prose line
+/// that lists the configurations (a link, emphasis) unless escaped, and a
+/// CSV cell `=HYPERLINK(…)` is a formula for the spreadsheet that opens it.
+#[test]
+fn names_from_results_cannot_inject_markdown_or_spreadsheet_formulas() {
+    let root = renamed("md-injection", "[x](http://e.example)*y*_z_");
+    let md = stdout_ok(&lsmpmon(&[
+        "report",
+        root.to_str().unwrap(),
+        "--format",
+        "markdown",
+    ]));
+    let prose = md.lines().nth(2).unwrap();
+    assert!(
+        prose.contains("configurations none, \\[x\\](http://e.example)\\*y\\*\\_z\\_."),
+        "{prose}"
+    );
+    let root = renamed("csv-injection", "=HYPERLINK(\"http://e.example\",\"x\")");
+    let csv = stdout_ok(&lsmpmon(&[
+        "report",
+        root.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]));
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let mut columns = 0;
+    for record in reader.records() {
+        let record = record.unwrap();
+        for cell in record.iter() {
+            let formula = cell.starts_with(['=', '+', '@', '\t', '\r'])
+                || (cell.starts_with('-') && cell.parse::<f64>().is_err());
+            assert!(!formula, "a formula cell: {cell:?} in {record:?}");
+        }
+        columns += usize::from(record.iter().any(|c| c.starts_with("'=HYPERLINK(")));
+    }
+    assert!(columns > 0, "{csv}");
 }
 
 #[test]
@@ -1026,7 +1128,7 @@ fn every_impossible_field_stops_the_report() {
         (
             "other-proof",
             |v| v["guest"]["proof"]["kind"] = "deny".into(),
-            "guest.proof.kind Deny",
+            "guest.proof.kind deny",
         ),
     ];
     // A number set where no measurement could put it: (fixture, case, JSON

@@ -31,6 +31,8 @@ fn on_a_pseudo_terminal_sorts_and_quits_cleanly(series: &str) {
          pty 100 30 @6:s @9:/inode_cr @10:$(printf '\\r') @13:q -- sh -c \"{top}\" > /tmp/q.out; echo \"q exit $?\"\n\
          pty 100 30 @6:$(printf '\\003') -- sh -c \"{top}\" > /tmp/c.out; echo \"ctrl-c exit $?\"\n\
          pty 50 10 5:q -- sh -c \"{top}\"; echo \"small exit $?\"\n\
+         pty 65535 65535 @4:q -- sh -c \"{top}\" > /tmp/h.out; echo \"huge exit $?\"\n\
+         grep -qF \"$(printf '\\033[?1049l')\" /tmp/h.out && echo 'huge left the alternate screen'\n\
          cat /tmp/q.out; echo; echo '=== ctrl-c'; cat /tmp/c.out"
     );
     let pty = pty_helper().to_str().unwrap();
@@ -44,6 +46,10 @@ fn on_a_pseudo_terminal_sorts_and_quits_cleanly(series: &str) {
     );
     assert!(text.contains("small exit 2"), "{text}");
     assert!(text.contains("terminal too small (50x10)"), "{text}");
+    // Issue 34 item 4: a 65535 x 65535 terminal aborted top (a 170 GB
+    // screen buffer) and left it on the alternate screen.
+    assert!(text.contains("huge exit 0"), "{text}");
+    assert!(text.contains("huge left the alternate screen"), "{text}");
     let (quit_q, quit_c) = text.split_once("=== ctrl-c").unwrap();
     for (what, output) in [("q", quit_q), ("Ctrl-C", quit_c)] {
         assert!(

@@ -184,6 +184,62 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     written
 }
 
+/// The bytes of a file a user named: a regular file (a FIFO or a device is
+/// refused at once, never waited on or read without end) of at most
+/// `max_bytes`, checked on the open file before anything is read. `what`
+/// names the option or role in the one-line error ("--lsmpmon-bin"); empty:
+/// the path alone.
+pub fn read_regular(what: &str, path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = if what.is_empty() {
+        path.display().to_string()
+    } else {
+        format!("{what} {}", path.display())
+    };
+    let cannot = |why: String| usage(format!("cannot read {name}: {why}"));
+    // O_NONBLOCK: opening a FIFO must not wait for a writer.
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| cannot(e.to_string()))?;
+    let meta = file.metadata().map_err(|e| cannot(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(cannot(
+            "not a regular file (a directory, device or FIFO): give a regular file".into(),
+        ));
+    }
+    let too_large = || {
+        usage(format!(
+            "{name}: larger than {}, the most lsmpmon reads for it: give a smaller file",
+            size_text(max_bytes)
+        ))
+    };
+    if meta.len() > max_bytes {
+        return Err(too_large());
+    }
+    let mut buf = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut buf)
+        .map_err(|e| cannot(e.to_string()))?;
+    // It grew after the check: still no more than one byte over is read.
+    if buf.len() as u64 > max_bytes {
+        return Err(too_large());
+    }
+    Ok(buf)
+}
+
+/// `bytes` in the largest binary unit that divides it, else in bytes.
+pub fn size_text(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} bytes"),
+    }
+}
+
 /// Copies the directories and regular files below `from` into `to`
 /// (made): symbolic links and special files are left behind, `from` itself
 /// must be a directory and not a link to one, and each copy gets its
@@ -298,6 +354,44 @@ mod tests {
         fs::set_permissions(&d, fs::Permissions::from_mode(0o1777)).unwrap();
         assert!(trusted_path(&d).is_ok(), "sticky, as /tmp");
         fs::remove_dir(&d).unwrap();
+    }
+
+    /// A device, a FIFO (nobody writing it: not waited on), a directory
+    /// and a file over the bound are refused before anything is read.
+    #[test]
+    fn read_regular_refuses_devices_fifos_and_large_files_at_once() {
+        let d = scratch("regular");
+        fs::create_dir_all(&d).unwrap();
+        let fifo = d.join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        for p in [Path::new("/dev/zero"), &fifo, &d] {
+            let err = read_regular("--lsmpmon-bin", p, 1 << 20)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("--lsmpmon-bin") && err.contains("not a regular file"),
+                "{err}"
+            );
+            assert!(!err.contains('\n'), "{err}");
+        }
+        let file = d.join("f");
+        fs::write(&file, vec![7u8; 2049]).unwrap();
+        let err = read_regular("--copy", &file, 2048).unwrap_err().to_string();
+        assert!(
+            err.contains("larger than 2 KiB") && err.contains("--copy"),
+            "{err}"
+        );
+        assert_eq!(read_regular("", &file, 2049).unwrap().len(), 2049);
+        let err = read_regular("", &d.join("none"), 1)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with(&format!("cannot read {}", d.join("none").display())),
+            "{err}"
+        );
+        fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]

@@ -157,6 +157,64 @@ fn md_escape(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// User text (a configuration or kernel name, a path, a reason) in Markdown
+/// prose, shown as written: what could start a link, emphasis, code, a tag,
+/// an entity or a block is escaped. `_` inside a word (`CONFIG_IMA`) cannot
+/// start emphasis and stays as it is.
+pub fn md_text(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '_' {
+            let end = chars[i..]
+                .iter()
+                .position(|&x| x != '_')
+                .map_or(chars.len(), |n| i + n);
+            let in_word = i > 0
+                && chars[i - 1].is_alphanumeric()
+                && chars.get(end).is_some_and(|x| x.is_alphanumeric());
+            for _ in i..end {
+                out.push_str(if in_word { "_" } else { "\\_" });
+            }
+            i = end;
+            continue;
+        }
+        match c {
+            '\\' | '`' | '*' | '[' | ']' | '|' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            // A line break would end the paragraph or list item.
+            '\n' | '\r' => out.push(' '),
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    // First on a line (or in a list item), these start a block.
+    if out.starts_with(['-', '+', '=', '#']) {
+        out.insert(0, '\\');
+    }
+    out
+}
+
+/// A text cell of the CSV that a spreadsheet would run as a formula
+/// (`=HYPERLINK(…)`; `+`, `-`, `@`, a tab or a carriage return first) gets a
+/// leading `'`, as OWASP advises against CSV injection. A number is left
+/// as it is (a negative one is no formula).
+fn csv_text(s: &str) -> String {
+    let formula = s.starts_with(['=', '+', '-', '@', '\t', '\r']);
+    if formula && s.parse::<f64>().is_err() {
+        format!("'{s}")
+    } else {
+        s.to_string()
+    }
+}
+
 /// The title, then borderless columns for a terminal: the first column
 /// starts each line.
 pub fn plain(t: &Table) -> String {
@@ -227,7 +285,7 @@ pub fn csv(tables: &[Table]) -> anyhow::Result<String> {
                     Cell::Value { value, pct, mark } => {
                         rec[0] = value.to_string();
                         rec[1] = pct.map(|p| format!("{p:.3}")).unwrap_or_default();
-                        rec[2] = mark.clone().unwrap_or_default();
+                        rec[2] = csv_text(mark.as_deref().unwrap_or_default());
                     }
                     Cell::Fixed { value, .. } => rec[0] = value.to_string(),
                     Cell::Drawn {
@@ -250,15 +308,15 @@ pub fn csv(tables: &[Table]) -> anyhow::Result<String> {
                             );
                         }
                     }
-                    Cell::Text { text } => rec[3] = text.clone(),
-                    Cell::Missing { why } => rec[4] = why.clone(),
+                    Cell::Text { text } => rec[3] = csv_text(text),
+                    Cell::Missing { why } => rec[4] = csv_text(why),
                 }
                 let [value, pct, mark, text, missing] = &rec;
                 w.write_record([
-                    t.form.as_str(),
-                    &t.kernel,
-                    &r.label,
-                    col,
+                    &csv_text(&t.form),
+                    &csv_text(&t.kernel),
+                    &csv_text(&r.label),
+                    &csv_text(col),
                     value,
                     pct,
                     mark,
@@ -310,6 +368,57 @@ mod tests {
             plain(&t).lines().nth(1).unwrap().starts_with("op "),
             "{}",
             plain(&t)
+        );
+    }
+
+    /// Issue 34 item 18: a text cell `=HYPERLINK(…)` was written as it is,
+    /// a formula for the spreadsheet that opens the CSV.
+    #[test]
+    fn csv_text_cells_that_a_spreadsheet_would_run_are_quoted() {
+        let mut t = sample();
+        t.header[1] = "=HYPERLINK(\"http://x\",\"y\")".into();
+        t.rows[0].label = "@SUM(A1)".into();
+        t.rows[0].cells[0] = Cell::Value {
+            value: -12.5,
+            pct: Some(-3.0),
+            mark: Some("+x".into()),
+        };
+        t.rows[0].cells[1] = Cell::Text {
+            text: "-2+3".into(),
+        };
+        let c = csv(std::slice::from_ref(&t)).unwrap();
+        let rows: Vec<&str> = c.lines().collect();
+        assert_eq!(
+            rows[1],
+            "t,6.1,'@SUM(A1),\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\",-12.5,-3.000,'+x,,"
+        );
+        assert!(rows[2].ends_with(",'-2+3,"), "{c}");
+        for (text, shown) in [
+            ("-1.5", "-1.5"),
+            ("\tx", "'\tx"),
+            ("\rx", "'\rx"),
+            ("a=b", "a=b"),
+        ] {
+            assert_eq!(csv_text(text), shown);
+        }
+    }
+
+    /// Issue 34 item 18: user text in Markdown prose shows as written.
+    #[test]
+    fn user_text_in_markdown_prose_is_escaped() {
+        assert_eq!(
+            md_text("[x](javascript:alert(1)) *b* `c` <img> a|b ~~s~~ &amp;"),
+            "\\[x\\](javascript:alert(1)) \\*b\\* \\`c\\` &lt;img&gt; a\\|b \\~\\~s\\~\\~ &amp;amp;"
+        );
+        assert_eq!(md_text("# h"), "\\# h");
+        assert_eq!(
+            md_text("CONFIG_IMA cloud__ima _x_ __y"),
+            "CONFIG_IMA cloud__ima \\_x\\_ \\_\\_y"
+        );
+        assert_eq!(md_text("- a\nb"), "\\- a b");
+        assert_eq!(
+            md_text("5.10, ima-sha1, 6.1-smack"),
+            "5.10, ima-sha1, 6.1-smack"
         );
     }
 

@@ -104,6 +104,7 @@ pub struct SubmitArgs {
     /// Submit to Slurm (`sbatch`; SLURM_CONF names the cluster).
     #[arg(long, required = true)]
     pub slurm: bool,
+    /// Slurm partition to run the tasks in (sbatch --partition). Default: the cluster's.
     #[arg(long)]
     pub partition: Option<String>,
     /// Each task's time limit, as Slurm reads it (`30`, `1:00:00`).

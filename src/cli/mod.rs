@@ -100,3 +100,57 @@ fn usage_error(e: clap::Error) -> ! {
     crate::say!("lsmpmon: error: {line}");
     std::process::exit(error::EXIT_USAGE);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The arguments of `cmd` and of its visible subcommands, below it, that
+    /// say nothing in `--help` (clap's own help and version aside).
+    fn without_help(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+        for arg in cmd.get_arguments() {
+            let id = arg.get_id().as_str();
+            if arg.is_hide_set() || id == "help" || id == "version" {
+                continue;
+            }
+            if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                let name = arg.get_long().map_or(id.to_string(), |l| format!("--{l}"));
+                missing.push(format!("{path} {name}"));
+            }
+        }
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            without_help(sub, &format!("{path} {}", sub.get_name()), missing);
+        }
+    }
+
+    /// Issue 34 item 16: `lab run --flavour`, `--memory-mb`, `vm cache
+    /// --all`, `report --format` and others said nothing in `--help`. Every
+    /// option and positional of every subcommand a user sees says what it is.
+    #[test]
+    fn every_argument_has_a_help_text() {
+        let mut cmd = command();
+        cmd.build();
+        let mut missing = Vec::new();
+        without_help(&cmd, "lsmpmon", &mut missing);
+        assert!(missing.is_empty(), "no help text: {}", missing.join(", "));
+    }
+
+    /// `compare --format` listed html and then refused it: it lists only
+    /// what it prints, and each of those is accepted.
+    #[test]
+    fn compare_offers_only_the_formats_it_prints() {
+        let parse = |format: &str| {
+            Cli::try_parse_from(["lsmpmon", "compare", "a", "b", "--format", format])
+        };
+        let err = parse("html").unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidValue);
+        assert!(
+            err.to_string()
+                .contains("[possible values: text, markdown, csv, json]"),
+            "{err}"
+        );
+        for f in ["text", "markdown", "csv", "json"] {
+            assert!(parse(f).is_ok(), "{f}");
+        }
+    }
+}

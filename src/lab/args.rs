@@ -17,6 +17,7 @@ pub struct RunArgs {
     /// Kernel series, comma-separated: 5.10, 6.1, 6.12, 7.3 (the names `vm run` knows).
     #[arg(long, default_value = "6.1", value_name = "LIST")]
     pub kernels: String,
+    /// Debian kernel flavour (the package's suffix: linux-image-<release>-cloud-amd64).
     #[arg(long, default_value = "cloud")]
     pub flavour: String,
     /// Configurations (directories under configs/, /usr/share/lsmpmon/configs
@@ -69,6 +70,7 @@ pub struct RunArgs {
     /// Results directory (created; cells accumulate, newest per cell wins in tables).
     #[arg(long, default_value = "lab-results", value_parser = crate::base::parse::path)]
     pub results: PathBuf,
+    /// Guest memory, MiB (256 to 65536).
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(256..=65_536))]
     pub memory_mb: u32,
     #[command(flatten)]
@@ -85,6 +87,8 @@ pub struct RerunArgs {
     /// Where to write the new cell (default: the directory the result is in).
     #[arg(long)]
     pub results: Option<PathBuf>,
+    /// More configuration directories, searched first (the cell's configuration must be
+    /// found unchanged). Repeatable.
     #[arg(long = "config-dir", value_name = "DIR")]
     pub config_dirs: Vec<PathBuf>,
     /// Run even if the configuration or kernel package changed since (recorded).
@@ -92,6 +96,7 @@ pub struct RerunArgs {
     pub force: bool,
     #[command(flatten)]
     pub cache: vm::CacheDir,
+    /// Debian archive to fetch kernels from. Default: this machine's apt sources.
     #[arg(long, env = "LSMPMON_MIRROR", value_name = "URL")]
     pub mirror: Option<String>,
 }

@@ -48,7 +48,7 @@ impl RunOutcome {
             .collect();
         for c in &bad {
             crate::say!(
-                "lsmpmon: cell {} {} ({} CPU): {:?}: {} (log: {})",
+                "lsmpmon: cell {} {} ({} CPU): {}: {} (log: {})",
                 c.kernel.series,
                 c.config.name,
                 c.options.cpus,

@@ -59,7 +59,7 @@ impl Progress {
         let what = match r.status {
             CellStatus::Passed => format!("passed in {:.0} s", r.wall_s),
             CellStatus::NotApplicable => "not applicable".into(),
-            s => format!("{s:?}"),
+            s => s.to_string(),
         };
         let why = r
             .reason

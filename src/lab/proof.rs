@@ -64,7 +64,7 @@ pub fn prove(
     };
     if let Some(o) = unconfined.iter().find(|o| !o.allowed()) {
         r.summary = format!(
-            "row {} ({:?} {}) fails without any policy ({}): the guest is not as the matrix assumes",
+            "row {} ({} {}) fails without any policy ({}): the guest is not as the matrix assumes",
             o.row, o.op, o.path, o.result
         );
         return Ok(r);
@@ -95,7 +95,7 @@ fn deny(r: &mut ProofReport, p: &Proof, marks: &Marks) -> Result<String, String>
         .collect();
     if let Some(o) = judged.iter().find(|o| !o.as_expected()) {
         return Err(format!(
-            "row {} ({:?} {}) expected {:?}, got {}",
+            "row {} ({} {}) expected {}, got {}",
             o.row, o.op, o.path, o.expect, o.result
         ));
     }

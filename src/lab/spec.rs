@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::base::error::usage;
+use crate::base::{error::usage, secure_fs};
 pub use crate::model::cell::{AccessOp, Expect, ProofKind};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -175,6 +175,32 @@ pub fn available(dirs: &[PathBuf]) -> Vec<String> {
     names
 }
 
+/// A configuration that is in none of `dirs`: the ones that are, or, when
+/// there are none, where lsmpmon looked.
+fn unknown(name: &str, dirs: &[PathBuf]) -> anyhow::Error {
+    let names = available(dirs);
+    if !names.is_empty() {
+        return usage(format!(
+            "unknown configuration '{name}': use one of {} (or add a directory with --config-dir)",
+            names.join(", ")
+        ));
+    }
+    let from_env = std::env::var_os("LSMPMON_CONFIGS").map(PathBuf::from);
+    let looked: Vec<String> = dirs
+        .iter()
+        .map(|d| match &from_env {
+            Some(e) if e == d => format!("{} (LSMPMON_CONFIGS)", d.display()),
+            _ => d.display().to_string(),
+        })
+        .collect();
+    usage(format!(
+        "unknown configuration '{name}': no configurations found in {} (each is a directory \
+         holding {SPEC_FILE}): set LSMPMON_CONFIGS to the directory of lsmpmon's configs/, or \
+         add one with --config-dir",
+        looked.join(", ")
+    ))
+}
+
 pub fn load(name: &str, dirs: &[PathBuf]) -> Result<Config> {
     if name.is_empty() || name.contains('/') || name.starts_with('.') {
         return Err(usage(format!("bad configuration name '{name}'")));
@@ -184,10 +210,7 @@ pub fn load(name: &str, dirs: &[PathBuf]) -> Result<Config> {
         .map(|d| d.join(name))
         .find(|d| d.join(SPEC_FILE).is_file())
     else {
-        return Err(usage(format!(
-            "unknown configuration '{name}': use one of {} (or add a directory with --config-dir)",
-            available(dirs).join(", ")
-        )));
+        return Err(unknown(name, dirs));
     };
     let spec = parse_spec(&dir.join(SPEC_FILE))?;
     Ok(Config {
@@ -198,9 +221,20 @@ pub fn load(name: &str, dirs: &[PathBuf]) -> Result<Config> {
     })
 }
 
+/// A spec or the access matrix is a few KiB: anything far larger is not one.
+const MAX_SPEC_BYTES: u64 = 1 << 20;
+/// A configuration's policy files: a SELinux policy is a few MiB.
+const MAX_CONFIG_FILE_BYTES: u64 = 256 << 20;
+
+/// The text of a spec file (or the matrix): a regular file of bounded size.
+fn read_text(path: &Path) -> Result<String> {
+    let bytes = secure_fs::read_regular("", path, MAX_SPEC_BYTES)?;
+    String::from_utf8(bytes)
+        .map_err(|_| usage(format!("{}: not UTF-8 text: not a spec", path.display())))
+}
+
 pub fn parse_spec(path: &Path) -> Result<Spec> {
-    let text = fs::read_to_string(path)
-        .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
+    let text = read_text(path)?;
     let spec: Spec = toml::from_str(&text).map_err(|e| malformed(path, &e))?;
     check_spec(&spec).map_err(|why| usage(format!("{}: {why}", path.display())))?;
     Ok(spec)
@@ -280,8 +314,7 @@ fn check_spec(spec: &Spec) -> std::result::Result<(), String> {
 /// (that would weaken every configuration's proof).
 pub fn load_matrix() -> Result<Matrix> {
     let path = shipped_dir().join(MATRIX_FILE);
-    let text = fs::read_to_string(&path)
-        .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
+    let text = read_text(&path)?;
     let m: Matrix = toml::from_str(&text).map_err(|e| malformed(&path, &e))?;
     if !m.row.iter().any(|r| r.expect == Expect::Deny) {
         return Err(usage(format!("{}: no row expects deny", path.display())));
@@ -296,7 +329,7 @@ pub fn hash_dir(dir: &Path) -> Result<String> {
     files.sort();
     let mut h = Sha256::new();
     for rel in files {
-        let bytes = fs::read(dir.join(&rel)).with_context(|| format!("reading {rel}"))?;
+        let bytes = secure_fs::read_regular("", &dir.join(&rel), MAX_CONFIG_FILE_BYTES)?;
         h.update(rel.as_bytes());
         h.update([0]);
         h.update((bytes.len() as u64).to_le_bytes());
@@ -328,6 +361,30 @@ mod tests {
         let p = dir.join(SPEC_FILE);
         fs::write(&p, text).unwrap();
         p
+    }
+
+    /// Issue 34 item 20: with no configuration anywhere the refusal said
+    /// "use one of  (or add…)", an empty list; it says where it looked.
+    #[test]
+    fn no_configurations_anywhere_names_where_lsmpmon_looked() {
+        let dirs = [
+            PathBuf::from("/nonexistent"),
+            PathBuf::from("/proc/self/fdinfo"),
+        ];
+        let err = load("none", &dirs).unwrap_err();
+        let text = err.to_string();
+        assert_eq!(crate::base::error::exit_code(&err), 2);
+        assert!(
+            text.contains("no configurations found in /nonexistent, /proc/self/fdinfo"),
+            "{text}"
+        );
+        assert!(!text.contains("use one of"), "{text}");
+        let shipped = [shipped_dir()];
+        let text = load("no-such-config", &shipped).unwrap_err().to_string();
+        assert!(
+            text.contains("use one of") && text.contains("selinux-mini"),
+            "{text}"
+        );
     }
 
     #[test]

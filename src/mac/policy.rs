@@ -26,8 +26,10 @@ pub struct Rule {
 }
 
 pub fn read(file: &Path) -> Result<Vec<Rule>> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| usage(format!("reading the policy {}: {e}", file.display())))?;
+    // A policy is a few lines: anything far larger is not one.
+    let bytes = crate::base::secure_fs::read_regular("the policy", file, 1 << 20)?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| usage(format!("policy {}: not UTF-8 text", file.display())))?;
     parse(&text).map_err(|what| usage(format!("policy {}: {what}", file.display())))
 }
 

@@ -307,6 +307,50 @@ pub struct AvtabFigures {
     pub kernel_rules: Option<AvtabEval>,
 }
 
+/// Plain words for what users read (tables, notes, errors); the JSON keeps
+/// its snake_case names.
+impl std::fmt::Display for CellStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CellStatus::Passed => "passed",
+            CellStatus::ProofFailed => "proof failed",
+            CellStatus::NotApplicable => "not applicable",
+            CellStatus::Failed => "failed",
+            CellStatus::Interrupted => "interrupted",
+        })
+    }
+}
+
+impl std::fmt::Display for ProofKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ProofKind::Deny => "deny",
+            ProofKind::Measure => "measure",
+            ProofKind::Baseline => "baseline",
+        })
+    }
+}
+
+impl std::fmt::Display for AccessOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            AccessOp::Read => "read",
+            AccessOp::Write => "write",
+            AccessOp::Create => "create",
+            AccessOp::Exec => "exec",
+        })
+    }
+}
+
+impl std::fmt::Display for Expect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Expect::Allow => "allow",
+            Expect::Deny => "deny",
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::CellResult;

@@ -271,7 +271,7 @@ fn cell_record(c: &CellResult) -> Result<(), String> {
     }
     if let Some(p) = g.proof.as_ref().filter(|p| p.kind != c.config.proof) {
         return Err(format!(
-            "guest.proof.kind {:?} is not the {:?} its configuration proves",
+            "guest.proof.kind {} is not the {} its configuration proves",
             p.kind, c.config.proof
         ));
     }

@@ -3,7 +3,7 @@
 //! schema named, then the typed result — or one line saying what is wrong
 //! with which file, and for a result of another version which lsmpmon
 //! wrote it and what to do.
-use std::{fs::OpenOptions, io::Read, os::unix::fs::OpenOptionsExt, path::Path};
+use std::path::Path;
 
 use anyhow::Result;
 use serde::{de::DeserializeOwned, Deserialize};
@@ -58,32 +58,7 @@ impl AnyResult {
 /// The bytes of a result file. `what` names its role in messages
 /// ("baseline"); empty: the path alone.
 pub fn read_bytes(what: &str, path: &Path) -> Result<Vec<u8>> {
-    let name = named(what, path);
-    let cannot = |why: String| usage(format!("cannot read {name}: {why}"));
-    // O_NONBLOCK: opening a FIFO must not wait for a writer.
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| cannot(e.to_string()))?;
-    let meta = file.metadata().map_err(|e| cannot(e.to_string()))?;
-    if !meta.is_file() {
-        return Err(cannot(
-            "not a regular file (a directory, device or FIFO): pass a result file".into(),
-        ));
-    }
-    let too_large = || usage(format!("{name}: larger than 256 MiB, not a result"));
-    if meta.len() > MAX_RESULT_BYTES {
-        return Err(too_large());
-    }
-    let mut buf = Vec::new();
-    file.take(MAX_RESULT_BYTES + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| cannot(e.to_string()))?;
-    if buf.len() as u64 > MAX_RESULT_BYTES {
-        return Err(too_large());
-    }
-    Ok(buf)
+    crate::base::secure_fs::read_regular(what, path, MAX_RESULT_BYTES)
 }
 
 /// What every result says of itself: its schema and the version that wrote it.

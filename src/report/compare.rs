@@ -286,7 +286,7 @@ pub fn table(changes: &[Change], pairs: &[Pair], forced: &[String]) -> Table {
     }
     for (a, b) in pairs.iter().filter(|p| !p.passed()).map(Pair::first) {
         notes.push(format!(
-            "{} on {}: not compared (A {:?}, B {:?})",
+            "{} on {}: not compared (A {}, B {})",
             a.config, a.kernel, a.status, b.status
         ));
     }

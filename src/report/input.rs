@@ -239,7 +239,7 @@ pub fn counting(runs: Vec<Run>) -> (Vec<Run>, Vec<String>) {
             let k = kept.iter().find(|k| same_cell(k, d))?;
             (k.source != d.source).then(|| {
                 format!(
-                    "{} ({} on {}, {:?}): superseded by {} (the newest {}run)",
+                    "{} ({} on {}, {}): superseded by {} (the newest {}run)",
                     d.source.display(),
                     d.config,
                     d.kernel,
@@ -424,7 +424,7 @@ pub fn warnings(runs: &[Run]) -> Vec<String> {
         .filter(|r| !r.passed())
         .map(|r| {
             format!(
-                "{} ({} on {}): {:?}{}: its cells are marked, not measured",
+                "{} ({} on {}): {}{}: its cells are marked, not measured",
                 r.source.display(),
                 r.config,
                 r.kernel,

@@ -39,11 +39,33 @@ pub enum Format {
     Html,
 }
 
+/// What `compare` prints: `report`'s formats but the HTML page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    Text,
+    Markdown,
+    Csv,
+    Json,
+}
+
+impl From<CompareFormat> for Format {
+    fn from(f: CompareFormat) -> Self {
+        match f {
+            CompareFormat::Text => Format::Text,
+            CompareFormat::Markdown => Format::Markdown,
+            CompareFormat::Csv => Format::Csv,
+            CompareFormat::Json => Format::Json,
+        }
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct ReportArgs {
     /// Lab result directories, lab cell files, `bench --json` or `trace --json` results (any mix).
     #[arg(required = true, value_name = "RESULTS")]
     pub results: Vec<PathBuf>,
+    /// Output format: aligned text, Markdown, CSV, JSON (the tables and notes) or
+    /// one HTML page with charts.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
     /// Write here instead of standard output (never through a symlink).
@@ -72,8 +94,9 @@ pub struct CompareArgs {
     /// The later run, of the same kind.
     #[arg(value_name = "B")]
     pub b: PathBuf,
+    /// Output format: aligned text, Markdown, CSV or JSON (a compare result).
     #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
+    pub format: CompareFormat,
     /// Significance level of the real-time test (Mann-Whitney U, two-sided).
     #[arg(long, default_value = "0.01", value_parser = parse_alpha)]
     pub alpha: f64,
@@ -216,20 +239,26 @@ fn markdown_page(tables: &[Table], runs: &[Run], inputs: &[String], warnings: &[
          {} passed (a lab cell passes only after proving its configuration), {} not applicable, {} failed or proof failed. \
          Made by `lsmpmon report` from those results alone.\n\n",
         runs.len(),
-        inputs.join(", "),
-        kernels.join(", "),
-        configs.join(", "),
+        md_list(inputs.iter().map(String::as_str)),
+        md_list(kernels.iter().map(String::as_str)),
+        md_list(configs.iter().copied()),
         count(CellStatus::Passed),
         count(CellStatus::NotApplicable),
         runs.len() - count(CellStatus::Passed) - count(CellStatus::NotApplicable),
     );
     for w in warnings {
-        page.push_str(&format!("- {w}\n"));
+        page.push_str(&format!("- {}\n", table::md_text(w)));
     }
     if !warnings.is_empty() {
         page.push('\n');
     }
     page + &table::markdown(tables)
+}
+
+/// Names from the results (paths, kernels, configurations), escaped for
+/// Markdown prose.
+fn md_list<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    names.map(table::md_text).collect::<Vec<_>>().join(", ")
 }
 
 /// Output to a file (atomically; only a regular file is replaced) or stdout.
@@ -308,11 +337,6 @@ pub fn main(args: ReportArgs) -> Result<i32> {
 }
 
 pub fn compare_main(args: CompareArgs) -> Result<i32> {
-    if args.format == Format::Html {
-        return Err(usage(
-            "compare prints text, markdown, csv or json (html is report's)",
-        ));
-    }
     let a = input::load(std::slice::from_ref(&args.a), false)?;
     let b = input::load(std::slice::from_ref(&args.b), false)?;
     input::one_unit_per_op(a.iter().chain(&b))?;
@@ -328,7 +352,7 @@ pub fn compare_main(args: CompareArgs) -> Result<i32> {
         .iter()
         .filter(|c| c.verdict == Verdict::Slower)
         .count();
-    let text = if args.format == Format::Json {
+    let text = if args.format == CompareFormat::Json {
         let doc = CompareResult {
             schema: COMPARE_SCHEMA.into(),
             lsmpmon_version: env!("CARGO_PKG_VERSION").into(),
@@ -342,7 +366,7 @@ pub fn compare_main(args: CompareArgs) -> Result<i32> {
         serde_json::to_string_pretty(&doc)? + "\n"
     } else {
         let t = [compare::table(&changes, &pairs, &forced)];
-        render(args.format, &t, &[], &[], &[])?
+        render(args.format.into(), &t, &[], &[], &[])?
     };
     crate::base::output::stdout(&text)?;
     Ok(if args.fail_on_slower && slower > 0 {

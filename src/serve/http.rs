@@ -109,16 +109,83 @@ async fn accept_loop(listener: tokio::net::TcpListener, limits: Limits, asks: mp
         };
         let asks = asks.clone();
         tokio::spawn(async move {
-            let mut builder = http1::Builder::new();
-            builder
-                .timer(TokioTimer::new())
-                .header_read_timeout(limits.head_timeout)
-                .max_buf_size(limits.max_head_bytes);
-            let service = service_fn(move |req| answer(req, asks.clone()));
-            let conn = builder.serve_connection(TokioIo::new(stream), service);
-            let _ = tokio::time::timeout(limits.connection_timeout, conn).await;
+            let _ =
+                tokio::time::timeout(limits.connection_timeout, connection(stream, limits, asks))
+                    .await;
             drop(slot);
         });
+    }
+}
+
+/// One client: HTTP/1 through hyper. A request followed by a half-close
+/// (`shutdown(SHUT_WR)`, as `nc -N` does) is still answered; HTTP/2 with
+/// prior knowledge, which hyper's HTTP/1 server drops without a word, gets
+/// a 505.
+async fn connection(stream: tokio::net::TcpStream, limits: Limits, asks: mpsc::Sender<Ask>) {
+    let preface = tokio::time::timeout(limits.head_timeout, http2_preface(&stream)).await;
+    if preface == Ok(true) {
+        if let Ok(stream) = stream.into_std() {
+            let _ = tokio::task::spawn_blocking(move || refuse_http2(stream)).await;
+        }
+        return;
+    }
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.head_timeout)
+        .max_buf_size(limits.max_head_bytes)
+        .half_close(true);
+    let service = service_fn(move |req| answer(req, asks.clone()));
+    let _ = builder
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
+}
+
+/// What HTTP/2 with prior knowledge gets: an HTTP/1.1 505, then the close.
+const HTTP2_REFUSED: &str = "HTTP/1.1 505 HTTP Version Not Supported\r\n\
+    content-type: text/plain; charset=utf-8\r\ncontent-length: 41\r\nconnection: close\r\n\r\n\
+    lsmpmon serve speaks HTTP/1.1: use that.\n";
+
+/// The 505, then the end of what the client sends, read and dropped within
+/// a second (closing with bytes unread would reset the connection, and a
+/// reset can discard the reply before the client reads it).
+fn refuse_http2(mut stream: std::net::TcpStream) {
+    use std::io::{Read, Write};
+    let second = Some(Duration::from_secs(1));
+    let ready = stream.set_nonblocking(false).is_ok()
+        && stream.set_write_timeout(second).is_ok()
+        && stream.set_read_timeout(second).is_ok();
+    if !ready || stream.write_all(HTTP2_REFUSED.as_bytes()).is_err() {
+        return;
+    }
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let mut sink = [0u8; 4096];
+    let mut read_bytes = 0;
+    while read_bytes < 64 * 1024 {
+        match stream.read(&mut sink) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => read_bytes += n,
+        }
+    }
+}
+
+/// Whether the client opens with HTTP/2's connection preface (RFC 9113
+/// 3.4: "PRI * HTTP/2.0"; no HTTP/1 request starts so). Only peeked at:
+/// hyper reads everything else.
+async fn http2_preface(stream: &tokio::net::TcpStream) -> bool {
+    const PRI: &[u8] = b"PRI * HTTP/2.0";
+    let mut buf = [0u8; PRI.len()];
+    loop {
+        match stream.peek(&mut buf).await {
+            Ok(n) if n > 0 && PRI.starts_with(&buf[..n]) => {
+                if n == PRI.len() {
+                    return true;
+                }
+                // The start of it so far: peek again when more may have come.
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            _ => return false,
+        }
     }
 }
 
@@ -308,6 +375,54 @@ mod tests {
         assert!(grown_kib < 64 * 1024, "RSS grew {grown_kib} KiB");
         drop(idle);
         assert_eq!(scrape(port, "/metrics", 1.0), Some((200, BODY.into())));
+    }
+
+    /// What a raw client gets for `request`, written then half-closed
+    /// (`shutdown(SHUT_WR)`, as `nc -N` sends a request): within 5 s.
+    fn half_closed(port: u16, request: &[u8]) -> String {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.write_all(request).unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut reply = Vec::new();
+        let _ = s.read_to_end(&mut reply);
+        String::from_utf8_lossy(&reply).into_owned()
+    }
+
+    /// Issue 34 item 11: a request followed by a half-close got 0 bytes
+    /// (3 times of 3), and HTTP/2 with prior knowledge was dropped unanswered.
+    #[test]
+    fn a_half_closed_request_is_answered_and_http2_gets_505() {
+        let (_server, port) = serving(crate::serve::limits(16));
+        for _ in 0..3 {
+            let reply = half_closed(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+            assert!(reply.starts_with("HTTP/1.1 200"), "{reply:?}");
+            assert!(reply.ends_with(BODY), "{reply:?}");
+        }
+        let reply = half_closed(port, b"GET / HTTP/1.0\r\n\r\n");
+        assert!(
+            reply.starts_with("HTTP/1.0 200") || reply.starts_with("HTTP/1.1 200"),
+            "{reply:?}"
+        );
+        // The preface and an empty SETTINGS frame, as curl --http2-prior-knowledge sends.
+        let mut h2 = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        h2.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
+        let reply = half_closed(port, &h2);
+        assert!(reply.starts_with("HTTP/1.1 505 "), "{reply:?}");
+        let (head, body) = reply.split_once("\r\n\r\n").unwrap();
+        assert!(
+            head.contains(&format!("content-length: {}", body.len())),
+            "{reply:?}"
+        );
+        // A client that stays open after the preface gets it too.
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.write_all(&h2).unwrap();
+        let mut reply = Vec::new();
+        let _ = s.read_to_end(&mut reply);
+        assert!(reply.starts_with(b"HTTP/1.1 505 "), "{reply:?}");
+        // And a normal client after them all.
+        assert_eq!(scrape(port, "/metrics", 5.0), Some((200, BODY.into())));
     }
 
     /// Beyond max_connections a connection is closed at once; the slots

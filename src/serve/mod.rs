@@ -14,7 +14,7 @@ use std::{
 use anyhow::Result;
 use hyper::body::Bytes;
 
-use crate::base::error::{with_code, EXIT_FAILURE};
+use crate::base::error::{usage, with_code, EXIT_FAILURE};
 use crate::trace::live::{self, Live, Reset};
 pub use args::{By, ServeArgs};
 
@@ -33,11 +33,11 @@ pub fn limits(max_connections: usize) -> http::Limits {
 
 /// Binds before anything is attached: a taken address costs no attach.
 pub fn bind(addr: SocketAddr) -> Result<TcpListener> {
+    // An address in use or not this host's is the environment: exit 2.
     let listener = TcpListener::bind(addr).map_err(|e| {
-        with_code(
-            EXIT_FAILURE,
-            format!("cannot listen on {addr}: {e}; choose another address with --listen"),
-        )
+        usage(format!(
+            "cannot listen on {addr}: {e}; choose another address with --listen"
+        ))
     })?;
     if !addr.ip().is_loopback() {
         crate::say!(

@@ -12,8 +12,13 @@ use std::{
 use anyhow::Result;
 use clap::Args;
 use ratatui::{
-    crossterm::event::{self, Event},
-    DefaultTerminal,
+    crossterm::{
+        event::{self, Event},
+        execute,
+        terminal::EnterAlternateScreen,
+    },
+    layout::Rect,
+    DefaultTerminal, TerminalOptions, Viewport,
 };
 
 use crate::base::error::usage;
@@ -58,13 +63,60 @@ pub fn main(args: TopArgs) -> Result<i32> {
     }
     check_terminal()?;
     live::attached(&args.engine, Reset::Allowed, |live| {
-        // Raw mode and the alternate screen; ratatui's panic hook restores them.
-        let mut terminal = ratatui::try_init()?;
-        let shown = run(&mut terminal, live, args.interval);
-        ratatui::try_restore()?;
+        let mut screen = Screen::enter()?;
+        let shown = run(&mut screen.terminal, live, args.interval);
+        drop(screen);
         shown
     })?;
     Ok(0)
+}
+
+/// The most columns and rows `top` draws on. A terminal can claim 65535 x
+/// 65535 (`stty rows 65535 cols 65535`): a screen buffer of that size is
+/// 170 GB, so a larger terminal gets its top-left corner drawn.
+pub const MAX_COLS: u16 = 1000;
+pub const MAX_ROWS: u16 = 1000;
+
+/// The part of the terminal `top` draws on: all of it, up to the bounds.
+fn drawn_area() -> Result<Rect> {
+    let (cols, rows) = ratatui::crossterm::terminal::size()?;
+    Ok(bounded(cols, rows))
+}
+
+fn bounded(cols: u16, rows: u16) -> Rect {
+    Rect::new(0, 0, cols.min(MAX_COLS), rows.min(MAX_ROWS))
+}
+
+/// The terminal in raw mode on the alternate screen, as it was again when
+/// this is dropped (an error, q, a signal) and before a panic's message.
+struct Screen {
+    terminal: DefaultTerminal,
+}
+
+impl Screen {
+    fn enter() -> Result<Self> {
+        struct Restore;
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                ratatui::restore();
+            }
+        }
+        // Restores if what follows fails half-way (raw mode set, say).
+        let restore = Restore;
+        // Sets raw mode and a panic hook that restores the terminal first.
+        let terminal = ratatui::try_init_with_options(TerminalOptions {
+            viewport: Viewport::Fixed(drawn_area()?),
+        })?;
+        execute!(std::io::stdout(), EnterAlternateScreen)?;
+        std::mem::forget(restore);
+        Ok(Self { terminal })
+    }
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        ratatui::restore();
+    }
 }
 
 fn title(r: &TraceResult) -> String {
@@ -86,8 +138,15 @@ fn run(terminal: &mut DefaultTerminal, live: &mut Live, interval_s: f64) -> Resu
     let mut rows = Vec::new();
     let mut shown_interval_s = interval_s;
     let head = title(&before);
+    let mut area = drawn_area()?;
     while !live.stopped() {
         live.answer_ctl()?;
+        // A fixed viewport follows the terminal's size only when told to.
+        let now_area = drawn_area()?;
+        if now_area != area {
+            terminal.resize(now_area)?;
+            area = now_area;
+        }
         if !state.paused && taken.elapsed().as_secs_f64() >= interval_s {
             let now = live.snapshot_with(false)?;
             shown_interval_s = taken.elapsed().as_secs_f64();
@@ -122,4 +181,19 @@ fn run(terminal: &mut DefaultTerminal, live: &mut Live, interval_s: f64) -> Resu
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 34 item 4: a 65535 x 65535 terminal made ratatui allocate a
+    /// 170 GB screen buffer (abort, the terminal left on the alternate screen).
+    #[test]
+    fn the_drawn_area_is_bounded() {
+        assert_eq!(bounded(65535, 65535), Rect::new(0, 0, MAX_COLS, MAX_ROWS));
+        assert_eq!(bounded(100, 30), Rect::new(0, 0, 100, 30));
+        let cells = usize::from(MAX_COLS) * usize::from(MAX_ROWS);
+        assert!(cells * std::mem::size_of::<ratatui::buffer::Cell>() < 100 << 20);
+    }
 }

@@ -19,6 +19,7 @@ pub struct TraceCommand {
 pub enum TraceSub {
     /// Control a running trace: enable, disable, reset or dump.
     Ctl {
+        /// What the running trace does now.
         #[arg(value_enum)]
         action: ctl::Action,
         /// The trace's process id (needed when several run).

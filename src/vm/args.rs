@@ -42,12 +42,12 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "tcg")]
     pub accel: Accel,
     /// QEMU -icount setting for tcg ("off" for none). See BENCHMARKS.md for what each part buys.
-    #[arg(long, default_value = "shift=0,sleep=off")]
+    #[arg(long, default_value = "shift=0,sleep=off", value_parser = super::machine::icount)]
     pub icount: String,
     /// QEMU -rtc setting ("clock=vm": the guest's wall clock follows virtual time;
     /// "base=2000-01-01": it starts at the same date every boot, so that the kernel's
     /// random seeds and with them the figures repeat).
-    #[arg(long, default_value = super::machine::RTC_DEFAULT)]
+    #[arg(long, default_value = super::machine::RTC_DEFAULT, value_parser = super::machine::rtc)]
     pub rtc: String,
     /// Guest CPUs (QEMU -smp). With tcg and -icount they take turns on one host thread, and
     /// the guest boots on one (maxcpus=1) and brings the others online before COMMAND.
@@ -117,6 +117,7 @@ pub struct CacheArgs {
     /// Remove guest run logs (and, with --all, kernels and apt lists too).
     #[arg(long)]
     pub clean: bool,
+    /// With --clean: remove the kernels and apt lists too (fetched again when needed).
     #[arg(long, requires = "clean")]
     pub all: bool,
 }

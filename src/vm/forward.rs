@@ -36,8 +36,18 @@ pub fn parse(s: &str) -> Result<Forward, String> {
     })
 }
 
-/// Refuses a host port already taken (QEMU would only say so after booting).
+/// Refuses a host port given twice or already taken (QEMU would only say
+/// so after booting).
 pub fn check_free(forwards: &[Forward]) -> Result<()> {
+    for (i, f) in forwards.iter().enumerate() {
+        if let Some(g) = forwards[..i].iter().find(|g| g.host_port == f.host_port) {
+            return Err(usage(format!(
+                "--forward {}:{}: host port {} is already forwarded (--forward {}:{}): give \
+                 each --forward its own host port",
+                f.host_port, f.guest_port, f.host_port, g.host_port, g.guest_port
+            )));
+        }
+    }
     for f in forwards {
         if let Err(e) = TcpListener::bind((Ipv4Addr::LOCALHOST, f.host_port)) {
             return Err(usage(format!(
@@ -115,6 +125,20 @@ mod tests {
             "user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:19464-:9464,hostfwd=tcp:127.0.0.1:2222-:22"
         );
         assert_eq!(args[3], "virtio-net-pci,netdev=n0");
+    }
+
+    /// Issue 34 item 9: a host port given twice was refused by QEMU after
+    /// the boot (124); it is a usage error before.
+    #[test]
+    fn a_host_port_given_twice_is_refused() {
+        let f = |s: &str| parse(s).unwrap();
+        let err = check_free(&[f("40000:80"), f("40001:22"), f("40000:443")]).unwrap_err();
+        assert_eq!(crate::base::error::exit_code(&err), 2);
+        let text = err.to_string();
+        assert!(
+            text.contains("host port 40000 is already forwarded (--forward 40000:80)"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@ use std::{fs, io::Write, path::Path};
 
 use anyhow::{Context, Result};
 
+use crate::base::{error::usage, secure_fs::read_regular};
 use crate::model::bench::FORK_HELPER_INSTALLED;
 
 /// What every guest has before COMMAND runs (also documented in the README).
@@ -36,6 +37,115 @@ pub fn mounted_over() -> impl Iterator<Item = &'static str> {
         .lines()
         .filter(|l| l.starts_with("mount "))
         .filter_map(|l| l.split_whitespace().last())
+}
+
+/// The guest's busybox (Debian's busybox-static).
+pub const BUSYBOX: &str = "/bin/busybox";
+
+/// The directories every initramfs has (no leading '/').
+const DIRS: [&str; 15] = [
+    "bin",
+    "sbin",
+    "usr",
+    "usr/bin",
+    "usr/sbin",
+    "usr/libexec",
+    "dev",
+    "proc",
+    "sys",
+    "tmp",
+    "run",
+    "etc",
+    "root",
+    OWN_DIR,
+    "mnt",
+];
+
+/// lsmpmon's own directory in the guest: the run file, the network script
+/// and its modules.
+pub const OWN_DIR: &str = "lsmpmon";
+
+/// The files `build` writes itself outside [`OWN_DIR`] (no leading '/').
+fn own_files() -> [&'static str; 9] {
+    [
+        "init",
+        "bin/busybox",
+        "bin/sh",
+        "bin/lsmpmon",
+        FORK_HELPER_INSTALLED.trim_start_matches('/'),
+        "etc/passwd",
+        "etc/group",
+        "dev/console",
+        "dev/null",
+    ]
+}
+
+/// Why a user's file cannot be put at `guest` (no leading '/'): it would
+/// replace, or turn into a directory, what the initramfs writes itself.
+pub fn reserved(guest: &str) -> Option<String> {
+    let path = Path::new(guest);
+    if path.starts_with(OWN_DIR) {
+        return Some(format!(
+            "/{OWN_DIR} is lsmpmon's own directory in the guest (its run file and scripts)"
+        ));
+    }
+    if let Some(own) = own_files().into_iter().find(|f| path.starts_with(f)) {
+        let instead = if own == "bin/lsmpmon" {
+            " (--lsmpmon-bin puts another lsmpmon there)"
+        } else {
+            ""
+        };
+        return Some(format!(
+            "/{own} is lsmpmon's own file in the guest{instead}"
+        ));
+    }
+    DIRS.contains(&guest)
+        .then(|| format!("/{guest} is a directory every guest needs"))
+}
+
+/// The most QEMU loads as an x86 initrd: below the 2 GiB a kernel's boot
+/// header allows (`initrd_addr_max`), and below the guest's memory.
+pub const QEMU_MAX_BYTES: u64 = (2 << 30) - 1;
+/// Guest memory the kernel boots in beside its initramfs: 80 MiB boot with
+/// an 8 MiB initramfs, 76 do not (see `args::MIN_MEMORY_MB`).
+const BOOT_MB: u64 = 64;
+/// The archive's headers, /init and the run file: far less than this.
+const OWN_BYTES: u64 = 1 << 20;
+
+/// The largest initramfs a guest of `memory_mb` can hold at all: beside
+/// what the kernel boots in, and within what QEMU loads. (While it is
+/// unpacked the archive and its files are both in memory: twice its size
+/// is what works for sure.)
+pub fn max_bytes(memory_mb: u32) -> u64 {
+    (u64::from(memory_mb).saturating_sub(BOOT_MB) << 20).min(QEMU_MAX_BYTES)
+}
+
+/// Refuses, before anything is read, an initramfs holding `files_bytes`
+/// (`vm run`'s copies and lsmpmon, by their sizes) beside busybox that a
+/// guest of `memory_mb` cannot hold: QEMU would refuse it after the kernel
+/// was fetched ("initrd is too large", 124), or the guest would panic.
+pub fn check_fits(files_bytes: u64, memory_mb: u32) -> Result<()> {
+    let busybox = fs::metadata(BUSYBOX).map_or(0, |m| m.len());
+    let total = files_bytes + busybox + FORK_HELPER.len() as u64 + OWN_BYTES;
+    let max = max_bytes(memory_mb);
+    if total <= max {
+        return Ok(());
+    }
+    let mib = |b: u64| b.div_ceil(1 << 20);
+    // Room for the archive and its unpacked files at once.
+    let need_mb = BOOT_MB + 2 * mib(total);
+    let todo = if total <= QEMU_MAX_BYTES && need_mb <= u64::from(super::args::MAX_MEMORY_MB) {
+        format!("give --memory-mb {need_mb} or more (it holds the archive and its files at once while unpacking), or copy less")
+    } else {
+        "copy less (QEMU loads an initramfs of at most 2 GiB)".to_string()
+    };
+    Err(usage(format!(
+        "--copy: the guest's initramfs would be {} MiB (the copies, lsmpmon and busybox), more \
+         than a guest of --memory-mb {memory_mb} holds beside the {BOOT_MB} MiB its kernel boots \
+         in ({} MiB): {todo}",
+        mib(total),
+        max >> 20
+    )))
 }
 
 /// Path in the guest of the run description written by `vm run`.
@@ -163,34 +273,16 @@ pub fn build(
 ) -> Result<()> {
     let mut cpio = Cpio::new();
     let mut made: Vec<String> = Vec::new();
-    for d in [
-        "bin",
-        "sbin",
-        "usr",
-        "usr/bin",
-        "usr/sbin",
-        "usr/libexec",
-        "dev",
-        "proc",
-        "sys",
-        "tmp",
-        "run",
-        "etc",
-        "root",
-        "lsmpmon",
-        "mnt",
-    ] {
+    for d in DIRS {
         cpio.dir(d);
         made.push(d.to_string());
     }
     cpio.char_dev("dev/console", 5, 1);
     cpio.char_dev("dev/null", 1, 3);
-    let busybox_bytes =
-        fs::read(busybox).with_context(|| format!("reading {}", busybox.display()))?;
+    let busybox_bytes = read_regular("the guest's busybox", busybox, QEMU_MAX_BYTES)?;
     cpio.file("bin/busybox", 0o755, &busybox_bytes);
     cpio.symlink("bin/sh", "busybox");
-    let lsmpmon_bytes =
-        fs::read(lsmpmon_bin).with_context(|| format!("reading {}", lsmpmon_bin.display()))?;
+    let lsmpmon_bytes = read_regular("the guest's lsmpmon", lsmpmon_bin, QEMU_MAX_BYTES)?;
     cpio.file("bin/lsmpmon", 0o755, &lsmpmon_bytes);
     let helper = FORK_HELPER_INSTALLED.trim_start_matches('/');
     cpio.file(helper, 0o755, FORK_HELPER);
@@ -210,8 +302,7 @@ pub fn build(
         }
         match &e.source {
             Source::Host(host) => {
-                let bytes =
-                    fs::read(host).with_context(|| format!("reading {}", host.display()))?;
+                let bytes = read_regular("a file for the guest", host, QEMU_MAX_BYTES)?;
                 cpio.file(&e.guest, e.mode, &bytes);
             }
             Source::Bytes(b) => cpio.file(&e.guest, e.mode, b),
@@ -253,6 +344,94 @@ mod tests {
         assert!(text.contains("TRAILER!!!"));
         // name "a\0" after a 110-byte header, padded to 4, then the data.
         assert_eq!(&bytes[112..117], b"hello");
+    }
+
+    /// The names in a newc archive, in order.
+    fn names(archive: &[u8]) -> Vec<String> {
+        let (mut at, mut names) = (0, Vec::new());
+        let field = |b: &[u8]| usize::from_str_radix(std::str::from_utf8(b).unwrap(), 16).unwrap();
+        while archive[at..].starts_with(b"070701") {
+            let h = &archive[at..at + 110];
+            let (size, name_len) = (field(&h[54..62]), field(&h[94..102]));
+            let name = String::from_utf8(archive[at + 110..at + 109 + name_len].to_vec()).unwrap();
+            at = (at + 110 + name_len).next_multiple_of(4);
+            at = (at + size).next_multiple_of(4);
+            if name == "TRAILER!!!" {
+                break;
+            }
+            names.push(name);
+        }
+        names
+    }
+
+    /// A user's copy can replace nothing the initramfs writes itself: every
+    /// entry of an archive without copies is reserved (lsmpmon's own files,
+    /// its directory, the directories every guest needs), and paths beside
+    /// them are not.
+    #[test]
+    fn what_the_initramfs_writes_itself_is_reserved() {
+        let dir = std::env::temp_dir().join(format!("initramfs-own-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let (busybox, lsmpmon) = (dir.join("busybox"), dir.join("lsmpmon"));
+        fs::write(&busybox, b"bb").unwrap();
+        fs::write(&lsmpmon, b"lm").unwrap();
+        let mut out = Vec::new();
+        let net = Entry::bytes(super::super::forward::NET_SCRIPT, 0o755, b"x".to_vec());
+        build(&mut out, &busybox, &lsmpmon, &[net], b"{}").unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+        let names = names(&out);
+        assert!(names.contains(&"init".to_string()), "{names:?}");
+        for name in &names {
+            assert!(reserved(name).is_some(), "{name} is not reserved");
+        }
+        for (guest, why) in [
+            ("init", "/init is lsmpmon's own file"),
+            ("init/x", "/init is lsmpmon's own file"),
+            ("lsmpmon/net.sh", "/lsmpmon is lsmpmon's own directory"),
+            ("bin/lsmpmon", "--lsmpmon-bin"),
+            ("usr/bin", "a directory every guest needs"),
+        ] {
+            let r = reserved(guest).unwrap();
+            assert!(r.contains(why), "{guest}: {r}");
+        }
+        for free in [
+            "usr/bin/x",
+            "root/init",
+            "lsmpmonx",
+            "initrd",
+            "bin/lsmpmon2",
+        ] {
+            assert_eq!(reserved(free), None, "{free}");
+        }
+    }
+
+    #[test]
+    fn an_initramfs_a_guest_cannot_unpack_is_refused_with_the_memory_it_needs() {
+        assert_eq!(max_bytes(1024), 960 << 20);
+        assert_eq!(max_bytes(96), 32 << 20);
+        assert_eq!(max_bytes(65_536), QEMU_MAX_BYTES);
+        check_fits(100 << 20, 1024).unwrap();
+        // This lsmpmon (some 14 MiB) in the smallest guest vm run accepts.
+        check_fits(14 << 20, super::super::args::MIN_MEMORY_MB).unwrap();
+        let err = check_fits(1_500 << 20, 1024).unwrap_err();
+        let text = err.to_string();
+        assert_eq!(crate::base::error::exit_code(&err), 2);
+        assert!(
+            text.contains("--memory-mb 1024 holds beside the 64 MiB its kernel boots in (960 MiB)"),
+            "{text}"
+        );
+        let need: u64 = text
+            .split("give --memory-mb ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{text}"));
+        check_fits(1_500 << 20, need as u32).unwrap();
+        let err = check_fits(3 << 30, 65_536).unwrap_err().to_string();
+        assert!(
+            err.contains("copy less (QEMU loads an initramfs of at most 2 GiB)"),
+            "{err}"
+        );
     }
 
     /// Every guest gets the fork ops' helper where bench looks for it: the

@@ -26,7 +26,7 @@ pub struct Launch<'a> {
 
 /// Boots the guest and runs `argv` in it; returns its exit status.
 pub fn launch(l: &Launch) -> Result<i32> {
-    let busybox = Path::new("/bin/busybox");
+    let busybox = Path::new(initramfs::BUSYBOX);
     if !busybox.exists() {
         return Err(usage(
             "/bin/busybox not found: apt-get install busybox-static (scripts/setup.sh does)",

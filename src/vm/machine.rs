@@ -80,6 +80,111 @@ impl Machine {
     }
 }
 
+type Suboptions<'a> = &'a [(&'a str, &'a dyn Fn(&str) -> bool, &'a str)];
+
+/// QEMU's `key=value,…` (each key once, known values; a first part without
+/// `=` is the `implied` key's value, as QEMU reads it) as (key, value) pairs.
+fn suboptions<'s>(
+    s: &'s str,
+    implied: Option<&'s str>,
+    known: Suboptions,
+) -> Result<Vec<(&'s str, &'s str)>, String> {
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    for (i, part) in s.split(',').enumerate() {
+        let (key, value) = match (part.split_once('='), implied) {
+            (Some(kv), _) => kv,
+            (None, Some(k)) if i == 0 => (k, part),
+            (None, _) => return Err(format!("'{part}' is not KEY=VALUE")),
+        };
+        let Some((_, ok, values)) = known.iter().find(|(k, _, _)| *k == key) else {
+            let keys: Vec<&str> = known.iter().map(|(k, _, _)| *k).collect();
+            return Err(format!("unknown key '{key}' (give {})", keys.join(", ")));
+        };
+        if !ok(value) {
+            return Err(format!("'{value}' is not a {key} (give {key}={values})"));
+        }
+        if seen.iter().any(|(k, _)| *k == key) {
+            return Err(format!("{key} given twice"));
+        }
+        seen.push((key, value));
+    }
+    Ok(seen)
+}
+
+/// `--icount`: "off", or QEMU's `shift=0..10|auto` with `sleep=on|off`,
+/// `align=on|off`, in the combinations QEMU accepts: checked before the
+/// boot, where QEMU would refuse it only after the kernel was fetched.
+pub fn icount(s: &str) -> Result<String, String> {
+    if s == "off" {
+        return Ok(s.into());
+    }
+    let shift = |v: &str| v == "auto" || v.parse::<u8>().is_ok_and(|n| n <= 10);
+    let on_off = |v: &str| v == "on" || v == "off";
+    let opts = suboptions(
+        s,
+        Some("shift"),
+        &[
+            ("shift", &shift, "0..10|auto"),
+            ("sleep", &on_off, "on|off"),
+            ("align", &on_off, "on|off"),
+        ],
+    )?;
+    let get = |k: &str| opts.iter().find(|(key, _)| *key == k).map(|(_, v)| *v);
+    let incompatible = match (get("shift"), get("sleep"), get("align")) {
+        (None, _, _) => Some("give shift=N|auto (or off for no -icount)"),
+        (_, Some("off"), Some("on")) => Some("align=on needs sleep=on"),
+        (Some("auto"), _, Some("on")) => Some("shift=auto and align=on do not go together"),
+        (Some("auto"), Some("off"), _) => Some("shift=auto and sleep=off do not go together"),
+        _ => None,
+    };
+    match incompatible {
+        Some(why) => Err(why.into()),
+        None => Ok(s.into()),
+    }
+}
+
+/// `--rtc`: empty (QEMU's default), or `base=utc|localtime|DATE` (DATE
+/// 2006-06-17 or 2006-06-17T16:01:21), `clock=host|rt|vm`,
+/// `driftfix=none|slew`.
+pub fn rtc(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        return Ok(String::new());
+    }
+    let base = |v: &str| v == "utc" || v == "localtime" || is_datetime(v);
+    let clock = |v: &str| matches!(v, "host" | "rt" | "vm");
+    let driftfix = |v: &str| v == "none" || v == "slew";
+    suboptions(
+        s,
+        None,
+        &[
+            ("base", &base, "utc|localtime|YYYY-MM-DD[THH:MM:SS]"),
+            ("clock", &clock, "host|rt|vm"),
+            ("driftfix", &driftfix, "none|slew"),
+        ],
+    )?;
+    Ok(s.into())
+}
+
+/// QEMU's `-rtc base=` date: 2006-06-17 or 2006-06-17T16:01:21 (from 1970).
+fn is_datetime(v: &str) -> bool {
+    let (date, time) = v.split_once('T').unwrap_or((v, "00:00:00"));
+    let numbers = |text: &str, sep: char, widths: [usize; 3]| -> Option<[u32; 3]> {
+        let parts: Vec<&str> = text.split(sep).collect();
+        let mut out = [0; 3];
+        for (i, p) in parts.iter().enumerate() {
+            let digits = p.len() == *widths.get(i)? && p.bytes().all(|b| b.is_ascii_digit());
+            out[i] = p.parse().ok().filter(|_| digits)?;
+        }
+        (parts.len() == 3).then_some(out)
+    };
+    matches!(
+        (numbers(date, '-', [4, 2, 2]), numbers(time, ':', [2, 2, 2])),
+        (Some([y, m, d]), Some([h, min, s]))
+            if y >= 1970 && (1..=12).contains(&m) && (1..=31).contains(&d)
+                && h <= 23 && min <= 59 && s <= 59
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,5 +217,64 @@ mod tests {
         assert!(m.hotplugs_cpus());
         m.icount = "off".into();
         assert!(!m.hotplugs_cpus());
+    }
+
+    /// Issue 34 item 9: a bad --icount or --rtc reached QEMU after the boot
+    /// began (124); they are refused as they are parsed.
+    #[test]
+    fn icount_and_rtc_values_qemu_refuses_are_refused_first() {
+        for ok in [
+            "off",
+            "shift=0,sleep=off",
+            "0",
+            "shift=auto",
+            "shift=10,align=on,sleep=on",
+        ] {
+            assert_eq!(icount(ok).as_deref(), Ok(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "bogus",
+            "shift=11",
+            "shift=-1",
+            "shift=0,sleep=maybe",
+            "shift=0,shift=1",
+            "sleep=off",
+            "shift=0,align=on,sleep=off",
+            "shift=auto,sleep=off",
+            "shift=0,rr=record",
+            "shift=0,",
+        ] {
+            assert!(icount(bad).is_err(), "{bad}");
+        }
+        for ok in [
+            "",
+            RTC_DEFAULT,
+            "base=utc",
+            "clock=host,driftfix=slew",
+            "base=2006-06-17T16:01:21",
+        ] {
+            assert_eq!(rtc(ok).as_deref(), Ok(ok), "{ok}");
+        }
+        for bad in [
+            "bogus",
+            "clock=wall",
+            "base=yesterday",
+            "base=2000-13-01",
+            "base=2000-00-10",
+            "base=2000-01-01T24:00:00",
+            "base=1969-12-31",
+            "clock=vm,clock=vm",
+            "base=2000-1-1",
+        ] {
+            assert!(rtc(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            icount("shift=0,sleep=on,align=on"),
+            Ok("shift=0,sleep=on,align=on".into())
+        );
+        assert!(icount("shift=x")
+            .unwrap_err()
+            .contains("give shift=0..10|auto"));
     }
 }

@@ -2,6 +2,7 @@
 //! choose, in a throwaway QEMU guest. Reused by the lab.
 pub mod args;
 pub mod cache;
+pub mod elf;
 pub mod forward;
 pub mod guest;
 pub mod initramfs;

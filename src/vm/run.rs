@@ -11,24 +11,41 @@ use super::args::RunArgs;
 use super::kernel::{self, trace_needs};
 use super::launch::{launch, Launch};
 use super::machine::Machine;
-use super::{cache, forward, initramfs, interrupt, qemu};
+use super::{cache, elf, forward, initramfs, interrupt, qemu};
 use crate::base::error::usage;
 
 pub fn run(args: &RunArgs) -> Result<i32> {
     let tty = args.tty.then(super::tty::host).transpose()?;
     let interrupt = interrupt::exit_now()?;
     let cache = args.cache.path();
-    let extra = args
-        .copies
-        .iter()
-        .map(|c| parse_copy(c).map(|(h, g)| initramfs::Entry::host(h, &g, 0o755)))
-        .collect::<Result<Vec<_>>>()?;
-    let mut extra = extra;
+    // Everything the user can get wrong is refused here, before the kernel
+    // is fetched and the guest boots (exit 2, not a crash after the boot).
+    let (bin, bin_bytes) = match &args.lsmpmon_bin {
+        Some(p) => (p.clone(), elf::static_executable("--lsmpmon-bin", p)?),
+        None => {
+            let me = std::env::current_exe().context("locating the lsmpmon binary")?;
+            let bytes = elf::static_executable("this lsmpmon", &me)?;
+            (me, bytes)
+        }
+    };
+    let mut extra = Vec::new();
+    let mut copied_bytes = 0;
+    for spec in &args.copies {
+        let (host, guest, bytes) = parse_copy(spec)?;
+        if extra.iter().any(|e: &initramfs::Entry| e.guest == guest) {
+            return Err(usage(format!(
+                "--copy {spec}: another --copy already goes to /{guest}: give each its own guest path"
+            )));
+        }
+        extra.push(initramfs::Entry::host(host, &guest, 0o755));
+        copied_bytes += bytes;
+    }
+    initramfs::check_fits(copied_bytes + bin_bytes, args.memory_mb)?;
+    forward::check_free(&args.forwards)?;
     let mut qemu_args = Vec::new();
     let kernel = if args.forwards.is_empty() {
         kernel::ensure(&cache, &args.kernel, &args.flavour, args.mirror.as_deref())?
     } else {
-        forward::check_free(&args.forwards)?;
         let k = kernel::ensure_net(&cache, &args.kernel, &args.flavour, args.mirror.as_deref())?;
         extra.extend(forward::guest_files(&k));
         qemu_args = forward::qemu_args(&args.forwards);
@@ -37,10 +54,6 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     if trace_needs::runs_trace(&args.command) {
         trace_needs::check_trace(&kernel)?;
     }
-    let bin = match &args.lsmpmon_bin {
-        Some(p) => p.clone(),
-        None => std::env::current_exe().context("locating the lsmpmon binary")?,
-    };
     let machine = Machine {
         memory_mb: args.memory_mb,
         accel: args.accel,
@@ -78,8 +91,9 @@ impl Drop for RunDir {
     }
 }
 
-/// `HOST[:GUEST]` -> (host path, guest path without the leading '/').
-fn parse_copy(spec: &str) -> Result<(PathBuf, String)> {
+/// `HOST[:GUEST]` -> (host path, guest path without the leading '/', the
+/// host file's size). Only stat: nothing is read before the size is checked.
+fn parse_copy(spec: &str) -> Result<(PathBuf, String, u64)> {
     let (host, guest) = match spec.split_once(':') {
         Some((h, g)) => (PathBuf::from(h), g.to_string()),
         None => {
@@ -92,15 +106,31 @@ fn parse_copy(spec: &str) -> Result<(PathBuf, String)> {
             )
         }
     };
-    if !host.is_file() {
+    let size = fs::metadata(&host)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .ok_or_else(|| {
+            usage(format!(
+                "--copy {spec}: {} is not a regular file",
+                host.display()
+            ))
+        })?;
+    let Some(guest) = guest.strip_prefix('/') else {
         return Err(usage(format!(
-            "--copy {spec}: {} is not a file",
-            host.display()
+            "--copy {spec}: the guest path must be absolute (HOST:/root/NAME, say)"
+        )));
+    };
+    let guest = guest.trim_start_matches('/').to_string();
+    if guest.is_empty() || guest.split('/').any(|c| matches!(c, "" | "." | "..")) {
+        return Err(usage(format!(
+            "--copy {spec}: bad guest path (give a file's absolute path, without . or ..)"
         )));
     }
-    let guest = guest.trim_start_matches('/').to_string();
-    if guest.is_empty() || guest.split('/').any(|c| c == "..") {
-        return Err(usage(format!("--copy {spec}: bad guest path")));
+    if let Some(why) = initramfs::reserved(&guest) {
+        return Err(usage(format!(
+            "--copy {spec}: {why}: copy it elsewhere (/root/NAME, or /usr/bin/NAME by default)"
+        )));
     }
     let absolute = Path::new("/").join(&guest);
     if let Some(dir) = initramfs::mounted_over().find(|d| absolute.starts_with(d)) {
@@ -109,7 +139,7 @@ fn parse_copy(spec: &str) -> Result<(PathBuf, String)> {
              the copy: copy it elsewhere (/root/NAME, or /usr/bin/NAME by default)"
         )));
     }
-    Ok((host, guest))
+    Ok((host, guest, size))
 }
 
 /// Guest logs kept in the cache; older ones are pruned at each run.
@@ -151,12 +181,12 @@ mod tests {
             default.1,
             format!("usr/bin/{}", host.file_name().unwrap().to_string_lossy())
         );
+        assert_eq!(default.2, 1, "the host file's size");
         assert_eq!(parse_copy(&format!("{h}:/root/x")).unwrap().1, "root/x");
         // /tmpfoo is not under /tmp.
         assert_eq!(parse_copy(&format!("{h}:/tmpfoo")).unwrap().1, "tmpfoo");
         for guest in [
             "/tmp/x",
-            "tmp/x",
             "/run/a/b",
             "/proc/x",
             "/dev/pts/x",
@@ -167,5 +197,38 @@ mod tests {
         }
         assert!(parse_copy(&format!("{h}:/a/../tmp/x")).is_err());
         fs::remove_file(&host).unwrap();
+    }
+
+    /// Issue 34 item 21: a copy onto /init panicked the guest, one into
+    /// /lsmpmon silently replaced lsmpmon's own script, and a relative guest
+    /// path was taken as one under /.
+    #[test]
+    fn copies_onto_lsmpmons_own_files_or_relative_paths_are_refused() {
+        let host = std::env::temp_dir().join(format!("copy-own-{}", std::process::id()));
+        fs::write(&host, b"x").unwrap();
+        let h = host.display();
+        for (guest, why) in [
+            ("/init", "/init is lsmpmon's own file"),
+            ("/lsmpmon/net.sh", "/lsmpmon is lsmpmon's own directory"),
+            ("/lsmpmon/run.json", "/lsmpmon is lsmpmon's own directory"),
+            ("/bin/lsmpmon", "--lsmpmon-bin"),
+            ("/bin/busybox", "own file"),
+            ("/usr/bin", "a directory every guest needs"),
+            ("relative", "must be absolute"),
+            ("tmp/x", "must be absolute"),
+            ("", "must be absolute"),
+            ("/", "bad guest path"),
+            ("/root/", "bad guest path"),
+            ("/root//x", "bad guest path"),
+            ("/root/./x", "bad guest path"),
+        ] {
+            let err = parse_copy(&format!("{h}:{guest}")).unwrap_err();
+            let text = err.to_string();
+            assert!(text.contains(why), "{guest}: {text}");
+            assert_eq!(crate::base::error::exit_code(&err), 2, "{guest}");
+        }
+        fs::remove_file(&host).unwrap();
+        let err = parse_copy("/dev/zero:/root/z").unwrap_err().to_string();
+        assert!(err.contains("not a regular file"), "{err}");
     }
 }

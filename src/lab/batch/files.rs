@@ -1,6 +1,6 @@
 //! The batch files (plans, submission records, tagged cells): read as a
 //! regular file of bounded size into a typed value, written atomically.
-use std::{fs, io::Read, path::Path};
+use std::path::Path;
 
 use anyhow::Result;
 use serde::{de::DeserializeOwned, Serialize};
@@ -17,19 +17,9 @@ pub fn read_json<T: DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
 
 /// `read_json` of a file of at most `max_bytes`.
 pub fn read_json_max<T: DeserializeOwned>(path: &Path, what: &str, max_bytes: u64) -> Result<T> {
-    let cannot = |e: String| usage(format!("cannot read {} as {what}: {e}", path.display()));
-    let meta = fs::metadata(path).map_err(|e| cannot(e.to_string()))?;
-    if !meta.is_file() {
-        return Err(cannot("not a regular file".into()));
-    }
-    let mut bytes = Vec::new();
-    fs::File::open(path)
-        .and_then(|f| f.take(max_bytes + 1).read_to_end(&mut bytes))
-        .map_err(|e| cannot(e.to_string()))?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(cannot(format!("larger than {} MiB", max_bytes >> 20)));
-    }
-    serde_json::from_slice(&bytes).map_err(|e| cannot(e.to_string()))
+    let bytes = secure_fs::read_regular(what, path, max_bytes)?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| usage(format!("cannot read {} as {what}: {e}", path.display())))
 }
 
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {

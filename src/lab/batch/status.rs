@@ -170,7 +170,7 @@ pub fn problems(states: &[CellState], which: &[State], results: &Path) -> Vec<St
         .map(|c| {
             let what = match (&c.state, &c.result) {
                 (State::Failed, Some(r)) => format!(
-                    "{:?}: {} (guest log: {})",
+                    "{}: {} (guest log: {})",
                     r.status,
                     r.reason.as_deref().unwrap_or(""),
                     r.log_path(results).display()

@@ -13,12 +13,15 @@ use anyhow::{Context, Result};
 use super::deb;
 use super::entry::{ensure_entry, Staging};
 use super::manifest::Kernel;
-use crate::base::error::usage;
+use crate::base::{error::usage, secure_fs::read_regular};
 use crate::vm::cache::{sha256_file, sha256_hex};
 
 /// What `--kernel` accepts besides the series (for error messages).
 pub const ACCEPTED: &str =
     "a bzImage with its config beside it (config-<release> or config) or a Debian kernel package (.deb)";
+
+/// A bzImage is some 10 MiB; one far larger is not a kernel to boot.
+const MAX_IMAGE_BYTES: u64 = 256 << 20;
 
 /// `series` of a kernel given by path.
 pub const SERIES: &str = "path";
@@ -71,7 +74,7 @@ fn bzimage_release(image: &[u8]) -> Option<String> {
 
 fn from_bzimage(path: &Path) -> Result<Kernel> {
     let shown = path.display();
-    let image = fs::read(path).with_context(|| format!("reading {shown}"))?;
+    let image = read_regular("--kernel", path, MAX_IMAGE_BYTES)?;
     let release = bzimage_release(&image).ok_or_else(|| {
         usage(format!(
             "--kernel {shown}: no kernel version in its boot header: not a bzImage lsmpmon can boot"
