@@ -10,8 +10,13 @@ use std::{
 
 use sha2::{Digest, Sha256};
 
-/// The user's cache, where earlier runs fetched the kernels.
+/// The user's cache, where earlier runs fetched the kernels: LSMPMON_CACHE
+/// when set (the README's test command on an empty cache sets it), else
+/// lsmpmon's default.
 fn user_cache() -> PathBuf {
+    if let Some(dir) = std::env::var_os("LSMPMON_CACHE") {
+        return PathBuf::from(dir);
+    }
     let home = std::env::var_os("HOME").expect("HOME");
     Path::new(&home).join(".cache/lsmpmon")
 }
