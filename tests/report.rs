@@ -1868,3 +1868,99 @@ fn a_link_in_cells_is_not_followed() {
     assert!(!String::from_utf8_lossy(&skipped.stdout).contains("SECRET"));
     assert!(!String::from_utf8_lossy(&skipped.stderr).contains("SECRET"));
 }
+
+/// The fixture's cell of `config` as draw `draw` of configuration `name`,
+/// its stat figures scaled by `factor`.
+fn draw_cell(config: &str, name: &str, draw: u32, factor: f64) -> Value {
+    let file = std::fs::read_dir(fixture("lab/cells"))
+        .unwrap()
+        .flatten()
+        .find(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .contains(&format!("__{config}__"))
+        })
+        .unwrap();
+    let mut v: Value = serde_json::from_slice(&std::fs::read(file.path()).unwrap()).unwrap();
+    let id = format!("6.1-cloud__{name}__draw{draw}");
+    v["id"] = id.clone().into();
+    v["log_dir"] = format!("logs/{id}").into();
+    v["config"]["name"] = name.into();
+    let base = match draw {
+        0 => "2000-01-01".to_string(),
+        d => format!("2000-01-01T00:00:{d:02}"),
+    };
+    v["options"]["rtc"] = format!("clock=vm,base={base}").into();
+    scale_stat(&mut v, factor);
+    v
+}
+
+/// Draws (issue 33): a column of several draws is the median over them
+/// with an interval; a real overhead is established, a difference inside
+/// the baseline's own spread over its draws reads "layout noise", never a
+/// bare percentage; a column of one draw keeps its plain figure.
+#[test]
+fn draws_give_table3_intervals_and_verdicts() {
+    let dir = tmp("draws");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("cells")).unwrap();
+    let put = |v: Value| {
+        let path = dir
+            .join("cells")
+            .join(format!("{}.json", v["id"].as_str().unwrap()));
+        std::fs::write(path, v.to_string()).unwrap();
+    };
+    let none = [1.0, 1.012, 0.994, 1.02, 1.003];
+    let layout_only = [1.004, 1.0, 1.01, 0.998, 1.006];
+    for d in 0..5 {
+        put(draw_cell("none", "none", d as u32, none[d]));
+        put(draw_cell("tomoyo", "tomoyo", d as u32, none[d]));
+        put(draw_cell("none", "landlock", d as u32, layout_only[d]));
+    }
+    put(draw_cell("none", "apparmor", 0, 1.03));
+    let dir = dir.display().to_string();
+    let doc: Value =
+        serde_json::from_str(&stdout_ok(&lsmpmon(&["report", &dir, "--format", "json"]))).unwrap();
+    let t = form_table(&doc, "table3");
+    let header: Vec<&str> = t["header"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h.as_str().unwrap())
+        .collect();
+    let row = t["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["label"] == "stat (µs)")
+        .unwrap();
+    let cell = |config: &str| &row["cells"][header.iter().position(|h| *h == config).unwrap() - 1];
+    let tomoyo = cell("tomoyo");
+    assert_eq!(tomoyo["kind"], "drawn", "{tomoyo}");
+    assert_eq!(tomoyo["draws"], 5);
+    let c = &tomoyo["change"];
+    assert_eq!(c["established"], true, "{c}");
+    assert_eq!(c["interval"], "bootstrap95");
+    let (lo, pct, hi) = (
+        c["low_pct"].as_f64().unwrap(),
+        c["pct"].as_f64().unwrap(),
+        c["high_pct"].as_f64().unwrap(),
+    );
+    assert!(lo > 200.0 && lo <= pct && pct <= hi, "{c}");
+    // The baseline's five draws spread 2.6 %: that is the floor.
+    assert!(
+        (c["floor_pct"].as_f64().unwrap() - 2.616).abs() < 0.01,
+        "{c}"
+    );
+    let landlock = &cell("landlock")["change"];
+    assert_eq!(landlock["established"], false, "{landlock}");
+    assert!(landlock["low_pct"].as_f64().unwrap() < 0.0, "{landlock}");
+    // One draw: the plain figure and percentage, as before draws.
+    assert_eq!(cell("apparmor")["kind"], "value");
+    let text = stdout_ok(&lsmpmon(&["report", &dir]));
+    assert!(text.contains("layout noise ["), "{text}");
+    assert!(
+        text.contains("Medians over layout draws (up to 5"),
+        "{text}"
+    );
+}
