@@ -858,3 +858,68 @@ fn avc_configurations_share_their_policy_and_differ_in_the_threshold() {
     // The users and contexts stay after every type rule.
     assert!(policy.find("user system_u").unwrap() > policy.find("lab_avc_15").unwrap());
 }
+
+/// Issue 33 item 1: `--draws 2` boots a cell twice, each draw with its own
+/// recorded clock; the draws' file ops differ (another layout), a rerun of
+/// a draw repeats that draw within 0.1 %, and the Table 3 form reads both.
+#[test]
+fn draws_are_cells_that_each_rerun_exactly() {
+    let res = tmpdir("draws");
+    let ops = "open_close,delete_10k,create_10k";
+    let out = run_logged(&lab_run(
+        &res,
+        "6.1",
+        "none",
+        ops,
+        &["--draws", "2", "--samples", "3"],
+    ));
+    succeeded(&out);
+    let all = cells(&res);
+    let of_draw = |all: &[Value], base: &str| -> Value {
+        let want = format!("clock=vm,base={base}");
+        let mut mine: Vec<&Value> = all
+            .iter()
+            .filter(|c| c["options"]["rtc"] == want.as_str())
+            .collect();
+        mine.sort_by_key(|c| c["started_unix_s"].as_u64());
+        (*mine.last().unwrap_or_else(|| panic!("no cell of {want}"))).clone()
+    };
+    assert_eq!(all.len(), 2, "one cell a draw");
+    let (d0, d1) = (
+        of_draw(&all, "2000-01-01"),
+        of_draw(&all, "2000-01-01T00:00:01"),
+    );
+    let moved = ops
+        .split(',')
+        .map(|op| (median(&d1, op) / median(&d0, op) - 1.0).abs());
+    assert!(
+        moved.clone().any(|m| m > 0.0005),
+        "the draws' layouts should differ: {:?}",
+        moved.collect::<Vec<_>>()
+    );
+    let file = res
+        .join("cells")
+        .join(format!("{}.json", d1["id"].as_str().unwrap()));
+    succeeded(&lab(&["rerun", file.to_str().unwrap()]));
+    let again = of_draw(&cells(&res), "2000-01-01T00:00:01");
+    assert_ne!(again["id"], d1["id"]);
+    for op in ops.split(',') {
+        let (a, b) = (median(&d1, op), median(&again, op));
+        assert!(((b - a) / a).abs() < 0.001, "draw 1 {op}: {a} then {b}");
+    }
+    let doc = json(&succeeded(&run_logged(&[
+        "report",
+        res.to_str().unwrap(),
+        "--format",
+        "json",
+    ])));
+    let t3 = doc["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["form"] == "table3")
+        .unwrap();
+    let first = &t3["rows"][0]["cells"][0];
+    assert_eq!(first["kind"], "drawn", "{first}");
+    assert_eq!(first["draws"], 2, "the newest run of each draw: {first}");
+}

@@ -1964,3 +1964,45 @@ fn draws_give_table3_intervals_and_verdicts() {
         "{text}"
     );
 }
+
+/// Issue 33 item 8: nothing committed under results/ names a path of the
+/// machine that made it (a home, a work tree, this checkout).
+#[test]
+fn no_committed_result_carries_a_machine_path() {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if e.file_type().unwrap().is_dir() {
+                walk(&p, out);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    walk(&root.join("results"), &mut files);
+    assert!(files.len() > 100, "{} files", files.len());
+    let checkout = root.display().to_string();
+    let mut found = Vec::new();
+    for f in &files {
+        let Ok(text) = std::fs::read_to_string(f) else {
+            continue; // binary (an image)
+        };
+        for needle in ["/root/", "/home/", "/work/", checkout.as_str()] {
+            if let Some(i) = text.find(needle) {
+                let end = text[i..]
+                    .find(['"', ' ', '\n'])
+                    .map_or(text.len(), |n| i + n);
+                found.push(format!("{}: {}", f.display(), &text[i..end]));
+                break;
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "{} files, e.g. {:?}",
+        found.len(),
+        &found[..found.len().min(5)]
+    );
+}
