@@ -2006,3 +2006,61 @@ fn no_committed_result_carries_a_machine_path() {
         &found[..found.len().min(5)]
     );
 }
+
+/// Issue 33 item 6: the notes under the atlas's tables say what its cells
+/// hold — the 5.10 kprobe cells carry a probe floor, and it is subtracted.
+#[test]
+fn the_atlas_notes_match_its_cells() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut floors = Vec::new();
+    for e in std::fs::read_dir(root.join("results/atlas/cells"))
+        .unwrap()
+        .flatten()
+    {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("5.10-") {
+            continue;
+        }
+        let v: Value = serde_json::from_slice(&std::fs::read(e.path()).unwrap()).unwrap();
+        let probe = &v["guest"]["trace"]["probe"];
+        if probe["fallback"].is_string() {
+            floors.push(
+                probe["floor_ns"]
+                    .as_f64()
+                    .expect("a 5.10 kprobe cell with a floor"),
+            );
+        }
+    }
+    assert!(!floors.is_empty(), "the atlas has traced 5.10 cells");
+    let out = Command::new(LSMPMON)
+        .current_dir(root)
+        .args(["report", "results/atlas", "--format", "json"])
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_str(&stdout_ok(&out)).unwrap();
+    let t4 = forms_of(&doc, "table4")
+        .into_iter()
+        .find(|t| t["kernel"] == "5.10")
+        .expect("a 5.10 Table 4");
+    let notes = t4["notes"].to_string();
+    for f in &floors {
+        assert!(
+            notes.contains(&format!("{f:.0}")),
+            "floor {f} not in {notes}"
+        );
+    }
+    assert!(
+        !t4["title"].as_str().unwrap().contains("none for k"),
+        "{}",
+        t4["title"]
+    );
+    let all = doc["tables"].to_string();
+    assert!(
+        !all.contains("no probe floor"),
+        "a note says no floor where the cells have one"
+    );
+    assert!(
+        !all.contains("no floor:"),
+        "a note says no floor where the cells have one"
+    );
+}

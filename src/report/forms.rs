@@ -352,6 +352,39 @@ pub fn below_floor(r: &HookResult, floor_ns: f64) -> bool {
 
 /// The kprobe fallback (kernels before 5.17) has no floor to subtract: its
 /// figures carry the kprobe pair's own cost and are flagged.
+/// Each fallback column's probe floor (None: it measured none).
+fn fallback_floors(cols: &[&Run]) -> Vec<Option<f64>> {
+    cols.iter()
+        .filter(|c| fallback(c))
+        .filter_map(|c| trace(c))
+        .map(|t| {
+            (floor(t) > 0.0 || t.options.subtract_floor).then(|| t.probe.floor_ns.unwrap_or(0.0))
+        })
+        .collect()
+}
+
+/// What `k` means, as the fallback columns were measured: their floor
+/// (an empty kprobe pair's) subtracted where they measured one.
+fn fallback_note(floors: &[Option<f64>]) -> Option<String> {
+    if floors.is_empty() {
+        return None;
+    }
+    let measured: Vec<f64> = floors.iter().flatten().copied().collect();
+    let head = "k: kprobe/kretprobe fallback (kernel before 5.17)";
+    Some(if measured.len() == floors.len() {
+        let lo = measured.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = measured.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let range = if (hi - lo).abs() < 0.5 {
+            format!("{lo:.0}")
+        } else {
+            format!("{lo:.0}-{hi:.0}")
+        };
+        format!("{head}: its own probe floor ({range} ns, an empty kprobe pair) is subtracted, but a kprobe pair disturbs a call more than fentry/fexit; compare k figures within their kernel only.")
+    } else {
+        format!("{head}: no probe floor was measured for some of these columns, so their figures include the kprobe pair's own cost; compare k figures within their kernel only.")
+    })
+}
+
 pub fn fallback(c: &Run) -> bool {
     trace(c).is_some_and(|t| t.probe.fallback.is_some())
 }
@@ -422,7 +455,8 @@ pub fn table4(kernel: &str, cols: &[&Run]) -> Table {
     } else {
         "ns"
     };
-    let floor_note = if cols.iter().any(|c| fallback(c)) {
+    let k_floors = fallback_floors(cols);
+    let floor_note = if k_floors.contains(&None) {
         "probe floor subtracted, none for k"
     } else {
         "probe floor subtracted"
@@ -438,7 +472,7 @@ pub fn table4(kernel: &str, cols: &[&Run]) -> Table {
             format!("{} time. Each module's own implementation of the hook (trace --per-lsm), summed over its functions; N/A: the module does not implement the hook.", time_mode(cols)),
             format!("h: no module of its own (none, ima): the security_* hook itself. h*: includes lsmpmon's probe on a nested module function (capability's), so it overstates. {BELOW_FLOOR}: within 1 ns of the empty probe pair or under it."),
             format!("Hooks: those of {} ({}), then the {TOP_HOOKS} where the modules spent most time (average × calls) during the benchmark.", papers::cite(&papers::LSMPMON, "Table 4"), PAPER_HOOKS.join(", ")),
-        ].into_iter().chain(cols.iter().any(|c| fallback(c)).then(|| "k: kprobe/kretprobe fallback (kernel before 5.17): no probe floor to subtract, the figure includes the kprobe pair's own cost; compare it within its kernel only.".to_string())).collect(),
+        ].into_iter().chain(fallback_note(&k_floors)).collect(),
         header: header(cols, "hook"),
         rows,
     }

@@ -97,7 +97,7 @@ fn cells_for(c: &Run, hook: &str, f: Option<(f64, f64, f64)>) -> Vec<Cell> {
         // Not a hook of this kernel, or not selected for the trace.
         return vec![Cell::missing("not traced"); 3];
     }
-    // The 5.10 kprobe fallback has no floor: its figures carry the probe pair.
+    // The 5.10 kprobe fallback: marked, to be compared within its kernel only.
     let k = |v: f64| flag_fallback(c, Cell::value(v));
     match f {
         Some((sum, count, ave)) => vec![k(sum), Cell::value(count), k(ave)],
@@ -162,7 +162,7 @@ fn table(group: &str, cols: &[&Run], sys: &str) -> Table {
             .collect::<Vec<_>>()
             .join(", "),
         notes: vec![format!(
-            "{} time. Hook calls attributed to the syscall the task was in; sum and ave with the probe floor taken out (k: kprobe fallback before 5.17, no floor: the kprobe pair's cost is in the figure, compare it within its kernel only); nested hooks are counted in both. Sum of averages: the hooks' per-call averages added up, as the paper's “average sum” (a hook may run several times in one {sys}, or not in every one: divide a hook's sum by the syscall's calls for its cost per {sys}).",
+            "{} time. Hook calls attributed to the syscall the task was in; sum and ave with the probe floor taken out (k: kprobe/kretprobe fallback before 5.17, its own floor taken out too, but a kprobe pair disturbs a call more than fentry/fexit: compare it within its kernel only); nested hooks are counted in both. Sum of averages: the hooks' per-call averages added up, as the paper's “average sum” (a hook may run several times in one {sys}, or not in every one: divide a hook's sum by the syscall's calls for its cost per {sys}).",
             time_mode(cols)
         )],
         header,
