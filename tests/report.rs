@@ -1918,6 +1918,17 @@ fn draws_give_table3_intervals_and_verdicts() {
         put(draw_cell("none", "landlock", d as u32, layout_only[d]));
     }
     put(draw_cell("none", "apparmor", 0, 1.03));
+    // The same on another kernel: the Table 5 form reads the draws too.
+    for d in 0..3 {
+        for config in ["none", "tomoyo"] {
+            let mut v = draw_cell(config, config, d, none[d as usize]);
+            v["kernel"]["series"] = "6.12".into();
+            v["kernel"]["deb_sha256"] = "0612".into();
+            v["id"] = format!("6.12-cloud__{config}__draw{d}").into();
+            v["log_dir"] = format!("logs/6.12-cloud__{config}__draw{d}").into();
+            put(v);
+        }
+    }
     let dir = dir.display().to_string();
     let doc: Value =
         serde_json::from_str(&stdout_ok(&lsmpmon(&["report", &dir, "--format", "json"]))).unwrap();
@@ -1957,6 +1968,14 @@ fn draws_give_table3_intervals_and_verdicts() {
     assert!(landlock["low_pct"].as_f64().unwrap() < 0.0, "{landlock}");
     // One draw: the plain figure and percentage, as before draws.
     assert_eq!(cell("apparmor")["kind"], "value");
+    let t5 = forms_of(&doc, "table5")
+        .into_iter()
+        .find(|t| t["title"].as_str().unwrap().contains("tomoyo"))
+        .expect("a Table 5 form of tomoyo");
+    let on_6_12 = &t5["rows"][0]["cells"][1];
+    assert_eq!(on_6_12["kind"], "drawn", "{on_6_12}");
+    assert_eq!(on_6_12["draws"], 3);
+    assert_eq!(on_6_12["change"]["interval"], "pair_range", "{on_6_12}");
     let text = stdout_ok(&lsmpmon(&["report", &dir]));
     assert!(text.contains("layout noise ["), "{text}");
     assert!(

@@ -166,9 +166,9 @@ pub fn op_cell(c: &Run, name: &str, base: Option<(&Run, f64)>) -> Cell {
     }
 }
 
-/// The op's figure over the column's draws: None where the column has
-/// fewer than two (its one cell is the figure).
-fn drawn_cell(every_draw: &[&Run], c: &Run, name: &str, base: Option<&Run>) -> Option<Cell> {
+/// The op's figure over the column's draws (`every_draw`: `latest`'s runs):
+/// None where the column has fewer than two (its one cell is the figure).
+pub fn drawn_cell(every_draw: &[&Run], c: &Run, name: &str, base: Option<&Run>) -> Option<Cell> {
     let figures = |of: &Run| -> Vec<f64> {
         draws(every_draw, of)
             .iter()

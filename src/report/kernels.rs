@@ -45,9 +45,10 @@ pub fn tables(runs: &[Run], order: &[String]) -> Vec<Table> {
             }
         }
     }
+    let every_draw = forms::latest(runs);
     configs
         .into_iter()
-        .filter_map(|config| table(config, &per_kernel))
+        .filter_map(|config| table(config, &per_kernel, &every_draw))
         .collect()
 }
 
@@ -58,7 +59,7 @@ struct Column<'a> {
     base: Option<&'a Run>,
 }
 
-fn table(config: &str, per_kernel: &[(KernelId, Vec<&Run>)]) -> Option<Table> {
+fn table(config: &str, per_kernel: &[(KernelId, Vec<&Run>)], every_draw: &[&Run]) -> Option<Table> {
     let cols: Vec<Column> = per_kernel
         .iter()
         .filter_map(|(k, runs)| {
@@ -78,7 +79,7 @@ fn table(config: &str, per_kernel: &[(KernelId, Vec<&Run>)]) -> Option<Table> {
         .iter()
         .map(|(name, unit)| Row {
             label: format!("{name} ({})", unit_label(*unit)),
-            cells: cols.iter().map(|c| cell(c, name)).collect(),
+            cells: cols.iter().map(|c| cell(c, name, every_draw)).collect(),
         })
         .collect();
     let runs: Vec<&Run> = cols.iter().map(|c| c.run).collect();
@@ -130,7 +131,11 @@ fn unit_label(unit: Unit) -> &'static str {
     }
 }
 
-fn cell(c: &Column, op: &str) -> Cell {
+/// Over the column's draws where it has several (as the Table 3 form).
+fn cell(c: &Column, op: &str, every_draw: &[&Run]) -> Cell {
+    if let Some(drawn) = forms::drawn_cell(every_draw, c.run, op, c.base) {
+        return drawn;
+    }
     let base = c.base.and_then(|b| Some((b, forms::median(b, op)?)));
     forms::op_cell(c.run, op, base)
 }
