@@ -2083,3 +2083,58 @@ fn the_atlas_notes_match_its_cells() {
         "a note says no floor where the cells have one"
     );
 }
+
+/// `compare` of lab cells with draws (issue 33 item 3): a change inside A's
+/// own spread over its draws is within noise however exact each draw is; a
+/// change beyond it, with an interval excluding 0, is slower.
+#[test]
+fn compare_judges_draws_against_the_layout_floor() {
+    let side = |name: &str, tomoyo: f64, landlock: f64| {
+        let dir = tmp(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("cells")).unwrap();
+        let spread = [1.0, 1.012, 0.994, 1.02, 1.003];
+        for d in 0..5u32 {
+            let f = spread[d as usize];
+            for v in [
+                draw_cell("none", "none", d, f),
+                draw_cell("tomoyo", "tomoyo", d, f * tomoyo),
+                draw_cell("none", "landlock", d, f * landlock),
+            ] {
+                let path = dir
+                    .join("cells")
+                    .join(format!("{}.json", v["id"].as_str().unwrap()));
+                std::fs::write(path, v.to_string()).unwrap();
+            }
+        }
+        dir.display().to_string()
+    };
+    let (a, b) = (
+        side("cmp-draws-a", 1.0, 1.0),
+        side("cmp-draws-b", 1.008, 1.5),
+    );
+    let doc: Value = serde_json::from_str(&stdout_ok(&lsmpmon(&[
+        "compare", &a, &b, "--format", "json",
+    ])))
+    .unwrap();
+    let change = |run: &str| {
+        doc["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["figure"] == "bench stat" && c["run"] == run)
+            .unwrap_or_else(|| panic!("no {run}: {doc}"))
+            .clone()
+    };
+    let tomoyo = change("tomoyo (5 vs 5 draws)");
+    assert_eq!(tomoyo["verdict"], "within_noise", "{tomoyo}");
+    assert!(
+        tomoyo["test"]
+            .as_str()
+            .unwrap()
+            .contains("layout floor 2.6 %"),
+        "{tomoyo}"
+    );
+    let landlock = change("landlock (5 vs 5 draws)");
+    assert_eq!(landlock["verdict"], "slower", "{landlock}");
+}

@@ -65,14 +65,19 @@ pub fn pair<'a>(a: &'a [Run], b: &'a [Run]) -> Result<Vec<Pair<'a>>> {
             b: b.iter().collect(),
         }]);
     }
-    // The newest cell per (kernel, configuration), as report's tables take.
-    let lb = latest(b);
-    let pairs: Vec<Pair> = latest(a)
+    // The newest cell per (kernel, configuration, draw), as report's
+    // tables take; a configuration's draws are one side of its pair.
+    let gb = by_cell(latest(b));
+    let pairs: Vec<Pair> = by_cell(latest(a))
         .into_iter()
-        .filter_map(|x| {
-            lb.iter()
-                .find(|y| y.kernel == x.kernel && y.config == x.config)
-                .map(|y| Pair::one(x, y))
+        .filter_map(|xs| {
+            let ys = gb
+                .iter()
+                .find(|ys| ys[0].kernel == xs[0].kernel && ys[0].config == xs[0].config)?;
+            Some(Pair {
+                a: xs,
+                b: ys.clone(),
+            })
         })
         .collect();
     if pairs.is_empty() {
@@ -81,6 +86,54 @@ pub fn pair<'a>(a: &'a [Run], b: &'a [Run]) -> Result<Vec<Pair<'a>>> {
         ));
     }
     Ok(pairs)
+}
+
+/// Runs grouped by (kernel, configuration): a group is a cell's draws.
+fn by_cell(runs: Vec<&Run>) -> Vec<Vec<&Run>> {
+    let mut groups: Vec<Vec<&Run>> = Vec::new();
+    for r in runs {
+        match groups
+            .iter_mut()
+            .find(|g| g[0].kernel == r.kernel && g[0].config == r.config)
+        {
+            Some(g) => g.push(r),
+            None => groups.push(vec![r]),
+        }
+    }
+    groups
+}
+
+/// Lab cells in virtual time with several draws a side: each draw repeats
+/// exactly, so what separates A from B is the layout, judged by draws.
+fn drawn(p: &Pair) -> bool {
+    let lab_virtual = |r: &&Run| r.from_lab && r.time == TimeMode::Virtual;
+    p.a.len() > 1 && p.b.len() > 1 && p.a.iter().chain(&p.b).all(lab_virtual)
+}
+
+/// The verdict over draws: slower or faster only when established (its
+/// interval excludes 0 and it exceeds A's own spread over its draws).
+fn draws_verdict(higher_is_better: bool, a: &[f64], b: &[f64]) -> stats::Judged {
+    let Some(c) = crate::base::draws::change(higher_is_better, a, b) else {
+        return (
+            stats::Verdict::CannotTell,
+            "fewer than 2 draws a side".into(),
+            None,
+        );
+    };
+    let v = match (c.established, c.pct > 0.0) {
+        (false, _) => stats::Verdict::WithinNoise,
+        (true, true) => stats::Verdict::Slower,
+        (true, false) => stats::Verdict::Faster,
+    };
+    let test = format!(
+        "{} draws vs {}: [{:+.1}, {:+.1}] %, layout floor {:.1} %",
+        a.len(),
+        b.len(),
+        c.low_pct,
+        c.high_pct,
+        c.floor_pct
+    );
+    (v, test, None)
 }
 
 /// Refuses runs measured in different places unless `force`; returns the
@@ -154,6 +207,7 @@ fn per_run<T>(runs: &[&Run], figure: impl Fn(&Run) -> Option<T>) -> Vec<T> {
 fn run_label(p: &Pair) -> String {
     match (p.a.len(), p.b.len()) {
         (1, 1) => p.a[0].config.clone(),
+        (n1, n2) if drawn(p) => format!("{} ({n1} vs {n2} draws)", p.a[0].config),
         (n1, n2) => format!("{n1} vs {n2} runs"),
     }
 }
@@ -176,6 +230,8 @@ fn bench_changes(p: &Pair, alpha: f64, out: &mut Vec<Change>) {
                 samples(a, op),
                 samples(b, op),
             )
+        } else if drawn(p) {
+            draws_verdict(oa.unit.higher_is_better(), &ma, &mb)
         } else {
             runs_verdict(overhead, &ma, &mb, alpha)
         };
@@ -233,6 +289,7 @@ fn trace_changes(p: &Pair, alpha: f64, out: &mut Vec<Change>) {
                 let sb = g.map(hist_samples).unwrap_or_default();
                 verdict(a.time == TimeMode::Virtual, judged, &hist_samples(h), &sb)
             }
+            _ if drawn(p) => draws_verdict(false, &raw[0], &raw[1]),
             _ => runs_verdict(judged, &raw[0], &raw[1], alpha),
         };
         out.push(Change {
