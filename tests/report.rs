@@ -1966,8 +1966,11 @@ fn draws_give_table3_intervals_and_verdicts() {
     let landlock = &cell("landlock")["change"];
     assert_eq!(landlock["established"], false, "{landlock}");
     assert!(landlock["low_pct"].as_f64().unwrap() < 0.0, "{landlock}");
-    // One draw: the plain figure and percentage, as before draws.
-    assert_eq!(cell("apparmor")["kind"], "value");
+    // One draw beside a drawn baseline is judged against the baseline's
+    // draws: +3 % is beyond all five and the 2.6 % floor.
+    let apparmor = cell("apparmor");
+    assert_eq!(apparmor["draws"], 1, "{apparmor}");
+    assert_eq!(apparmor["change"]["established"], true, "{apparmor}");
     let t5 = forms_of(&doc, "table5")
         .into_iter()
         .find(|t| t["title"].as_str().unwrap().contains("tomoyo"))

@@ -46,10 +46,11 @@ pub fn spread_pct(draws: &[f64]) -> f64 {
     (max - min) / min * 100.0
 }
 
-/// The change from `base` to `v` (each a figure per draw); None unless both
-/// sides have at least two draws (one draw has no floor to judge against).
+/// The change from `base` to `v` (each a figure per draw); None unless the
+/// baseline has at least two draws (one draw has no floor to judge
+/// against). One draw of `v` is judged against the baseline's draws.
 pub fn change(higher_is_better: bool, base: &[f64], v: &[f64]) -> Option<DrawnChange> {
-    if base.len() < 2 || v.len() < 2 {
+    if base.len() < 2 || v.is_empty() {
         return None;
     }
     let pct = overhead_pct(higher_is_better, median(base), median(v));
@@ -120,9 +121,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_draw_a_side_gives_no_verdict() {
+    fn one_baseline_draw_gives_no_verdict_and_one_draw_is_judged_against_the_floor() {
         assert_eq!(change(false, &[100.0], &[110.0, 111.0]), None);
-        assert_eq!(change(false, &[100.0, 101.0], &[110.0]), None);
+        assert_eq!(change(false, &[100.0, 101.0], &[]), None);
+        // Beyond every baseline draw and the floor: established.
+        let c = change(false, &[100.0, 101.0, 102.0], &[110.0]).unwrap();
+        assert!(c.established && c.interval == Interval::PairRange, "{c:?}");
+        // Inside the baseline's spread: layout noise.
+        let c = change(false, &[100.0, 101.0, 102.0], &[101.5]).unwrap();
+        assert!(!c.established, "{c:?}");
     }
 
     #[test]

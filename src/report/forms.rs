@@ -167,7 +167,9 @@ pub fn op_cell(c: &Run, name: &str, base: Option<(&Run, f64)>) -> Cell {
 }
 
 /// The op's figure over the column's draws (`every_draw`: `latest`'s runs):
-/// None where the column has fewer than two (its one cell is the figure).
+/// None where neither it nor its baseline has two draws (its one cell is
+/// the figure, as before draws); one draw beside a drawn baseline is
+/// judged against the baseline's draws.
 pub fn drawn_cell(every_draw: &[&Run], c: &Run, name: &str, base: Option<&Run>) -> Option<Cell> {
     let figures = |of: &Run| -> Vec<f64> {
         draws(every_draw, of)
@@ -176,7 +178,8 @@ pub fn drawn_cell(every_draw: &[&Run], c: &Run, name: &str, base: Option<&Run>) 
             .collect()
     };
     let mine = figures(c);
-    if missing(c).is_some() || mine.len() < 2 {
+    let base_draws = base.map_or(0, |b| draws(every_draw, b).len());
+    if missing(c).is_some() || mine.is_empty() || mine.len().max(base_draws) < 2 {
         return None;
     }
     let unit = op(c, name)?.unit;
