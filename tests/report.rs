@@ -1918,6 +1918,10 @@ fn draws_give_table3_intervals_and_verdicts() {
         put(draw_cell("none", "landlock", d as u32, layout_only[d]));
     }
     put(draw_cell("none", "apparmor", 0, 1.03));
+    // A draw measured otherwise (another kernel package) is not pooled.
+    let mut other = draw_cell("tomoyo", "tomoyo", 5, 3.0);
+    other["kernel"]["deb_sha256"] = "another-package".into();
+    put(other);
     // The same on another kernel: the Table 5 form reads the draws too.
     for d in 0..3 {
         for config in ["none", "tomoyo"] {

@@ -12,6 +12,8 @@ use super::stats::{median, overhead_pct};
 /// of draws; from it on, a bootstrap 95 % interval of the change of medians.
 pub const BOOTSTRAP_FROM: usize = 5;
 const RESAMPLES: usize = 2000;
+/// Draws that all agree still repeat only to virtual time's determinism.
+pub const MIN_FLOOR_PCT: f64 = super::stats::VIRTUAL_DETERMINISM_PCT;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -29,7 +31,8 @@ pub struct DrawnChange {
     pub low_pct: f64,
     pub high_pct: f64,
     pub interval: Interval,
-    /// What the baseline's draws alone spread: (max − min) / min, percent.
+    /// What the baseline's draws alone spread: (max − min) / min, percent,
+    /// and never less than virtual time's determinism.
     pub floor_pct: f64,
     /// The interval excludes 0 and |pct| exceeds the floor.
     pub established: bool,
@@ -69,7 +72,7 @@ pub fn change(higher_is_better: bool, base: &[f64], v: &[f64]) -> Option<DrawnCh
         let hi = pairs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         (lo, hi, Interval::PairRange)
     };
-    let floor_pct = spread_pct(base);
+    let floor_pct = spread_pct(base).max(MIN_FLOOR_PCT);
     let excludes_zero = low_pct > 0.0 || high_pct < 0.0;
     Some(DrawnChange {
         pct,
@@ -140,6 +143,10 @@ mod tests {
         let v = [104.0, 106.0, 108.0];
         let c = change(false, &base, &v).unwrap();
         assert!((c.floor_pct - 6.0).abs() < 1e-9, "{c:?}");
+        // Draws that agree exactly still have virtual time's floor.
+        let z = change(false, &[100.0, 100.0], &[100.1, 100.1]).unwrap();
+        assert_eq!(z.floor_pct, MIN_FLOOR_PCT);
+        assert!(!z.established, "{z:?}");
         assert!((c.pct - 2.912_621).abs() < 1e-3, "{c:?}");
         assert_eq!(c.interval, Interval::PairRange);
         assert!(c.low_pct < 0.0 && !c.established, "{c:?}");

@@ -121,6 +121,8 @@ pub fn fmt_drawn(c: &crate::base::draws::DrawnChange) -> String {
     let range = format!("[{:+.1}, {:+.1}]", c.low_pct, c.high_pct);
     if c.established {
         format!("{} {range}", fmt_pct(c.pct, 1))
+    } else if c.low_pct > 0.0 || c.high_pct < 0.0 {
+        format!("within layout floor {range} %")
     } else {
         format!("layout noise {range} %")
     }
@@ -298,6 +300,8 @@ pub fn csv(tables: &[Table]) -> anyhow::Result<String> {
                             rec[1] = format!("{:.3}", c.pct);
                             rec[2] = if c.established {
                                 "established"
+                            } else if c.low_pct > 0.0 || c.high_pct < 0.0 {
+                                "within layout floor"
                             } else {
                                 "layout noise"
                             }

@@ -53,7 +53,7 @@ fn run(plan: &Plan, report: &mut Report) -> Result<()> {
     let before = stage(report, "access-unconfined", || {
         access_as_workload(plan, false)
     })?;
-    let mem_before = footprint::meminfo()?;
+    let (mem_before, _) = footprint::quiet_meminfo()?;
     if plan.spec.lsm.as_deref() == Some("selinux") {
         footprint::ask_kernel_avtab_eval();
     }

@@ -273,6 +273,54 @@ pub struct Footprint {
     /// slots (absent for other modules and in cells made before).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub avtab: Option<AvtabFigures>,
+    /// KiB in each slab cache after setup (active objects × object size,
+    /// /proc/slabinfo): the modules' own caches (avtab, avc, …) are there
+    /// by name. Absent in cells made before.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub slab_kib: BTreeMap<String, u64>,
+    /// How many reads of /proc/meminfo it took, after dropping the caches,
+    /// for two in a row to agree within 64 KiB (0: cells made before).
+    #[serde(default)]
+    pub meminfo_reads: u32,
+}
+
+/// Slab caches that belong to a security module, by name prefix: SELinux's
+/// access-vector table and cache, its policy structures, AppArmor's,
+/// TOMOYO's, Landlock's, IMA's and Smack's where they have caches of their
+/// own (the rest of their memory is in kmalloc caches, shared).
+pub const LSM_SLAB_PREFIXES: &[&str] = &[
+    "avtab",
+    "avc_",
+    "ebitmap",
+    "hashtab",
+    "sidtab",
+    "selinux",
+    "aa_",
+    "apparmor",
+    "tomoyo",
+    "landlock",
+    "iint",
+    "ima_",
+    "integrity",
+    "smack",
+    "evm",
+];
+
+impl Footprint {
+    /// KiB in the slab caches of [`LSM_SLAB_PREFIXES`].
+    pub fn lsm_slab_kib(&self) -> Option<u64> {
+        if self.slab_kib.is_empty() {
+            return None;
+        }
+        let lsm = |name: &str| LSM_SLAB_PREFIXES.iter().any(|p| name.starts_with(p));
+        Some(
+            self.slab_kib
+                .iter()
+                .filter(|(n, _)| lsm(n))
+                .map(|(_, k)| k)
+                .sum(),
+        )
+    }
 }
 
 /// One avtab's slot use, the figures of the kernel's `avtab_hash_eval`.

@@ -88,7 +88,8 @@ pub fn pair<'a>(a: &'a [Run], b: &'a [Run]) -> Result<Vec<Pair<'a>>> {
     Ok(pairs)
 }
 
-/// Runs grouped by (kernel, configuration): a group is a cell's draws.
+/// Runs grouped by (kernel, configuration): a group is a cell's draws, its
+/// passed ones where any passed (a failed draw leaves the others).
 fn by_cell(runs: Vec<&Run>) -> Vec<Vec<&Run>> {
     let mut groups: Vec<Vec<&Run>> = Vec::new();
     for r in runs {
@@ -100,6 +101,9 @@ fn by_cell(runs: Vec<&Run>) -> Vec<Vec<&Run>> {
             None => groups.push(vec![r]),
         }
     }
+    for g in groups.iter_mut().filter(|g| g.iter().any(|r| r.passed())) {
+        g.retain(|r| r.passed());
+    }
     groups
 }
 
@@ -107,7 +111,7 @@ fn by_cell(runs: Vec<&Run>) -> Vec<Vec<&Run>> {
 /// exactly, so what separates A from B is the layout, judged by draws.
 fn drawn(p: &Pair) -> bool {
     let lab_virtual = |r: &&Run| r.from_lab && r.time == TimeMode::Virtual;
-    p.a.len() > 1 && p.b.len() > 1 && p.a.iter().chain(&p.b).all(lab_virtual)
+    p.a.len().max(p.b.len()) > 1 && p.a.iter().chain(&p.b).all(lab_virtual)
 }
 
 /// The verdict over draws: slower or faster only when established (its

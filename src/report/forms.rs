@@ -44,10 +44,12 @@ pub fn latest(runs: &[Run]) -> Vec<&Run> {
 }
 
 /// The passed draws of `of`'s kernel and configuration among `runs`
-/// (`latest`'s), in draw order.
+/// (`latest`'s), in draw order: only those measured as `of` was (kernel
+/// package, samples, clock, …): draws measured otherwise are not pooled.
 pub fn draws<'a>(runs: &[&'a Run], of: &Run) -> Vec<&'a Run> {
     runs.iter()
         .filter(|r| r.kernel == of.kernel && r.config == of.config && r.passed())
+        .filter(|r| r.alike == of.alike)
         .copied()
         .collect()
 }
@@ -206,8 +208,9 @@ fn draws_note(every_draw: &[&Run], cols: &[&Run]) -> String {
         return "One layout draw a configuration: a difference below the kernel's layout floor (what a change of boot layout alone moves a figure; BENCHMARKS §17: up to 17 % on 6.12 file ops) is not a result; run with --draws to get intervals.".into();
     }
     format!(
-        "Medians over layout draws (up to {most} a configuration; each draw one boot with its own recorded clock, each exactly repeatable). A change is shown with its interval (bootstrap 95 % of the change of medians from {} draws a side, else the range over every pair of draws) and as established only when the interval excludes 0 and the change exceeds the baseline's own spread over its draws (the layout floor); otherwise it reads \"layout noise\" with its interval.",
-        crate::base::draws::BOOTSTRAP_FROM
+        "Medians over layout draws (up to {most} a configuration; each draw one boot with its own recorded clock, each exactly repeatable; draws measured otherwise than a column's first are not pooled). A change is shown with its interval (bootstrap 95 % of the change of medians from {} draws a side, else the range over every pair of draws) and as established only when the interval excludes 0 and the change exceeds the baseline's own spread over its draws (the layout floor, at least virtual time's {} %); otherwise it reads \"within layout floor\" (the interval excludes 0) or \"layout noise\" with its interval. A baseline of one draw has no floor: beside it a drawn column shows no change.",
+        crate::base::draws::BOOTSTRAP_FROM,
+        crate::base::stats::VIRTUAL_DETERMINISM_PCT
     )
 }
 

@@ -22,6 +22,8 @@ use crate::lab::results::{log_rel, CellStatus, ResultsDir};
 pub const MERGE_SCHEMA: &str = "lsmpmon.lab-merge/1";
 /// Two virtual-time runs of one cell agree within this (`lab rerun`'s tolerance).
 pub const TOLERANCE: f64 = 0.005;
+/// What the model's reader reads a cell up to.
+const MAX_CELL_BYTES: u64 = crate::model::read::MAX_RESULT_BYTES;
 
 /// What the merge did, kept in `OUT/merge.json`.
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
@@ -89,7 +91,10 @@ pub fn merge(out: &Path, dirs: &[PathBuf], force: bool) -> Result<Merged> {
     };
     for group in by_identity(all).into_values() {
         let keep = choose(&group, &mut merged);
-        std::fs::copy(&keep.file, tagged::cell_path(out, &keep.cell.id))?;
+        // Byte for byte, but never through a link already in OUT, and
+        // without the source's mode (a set-id bit stays behind).
+        let bytes = crate::base::secure_fs::read_regular("a cell", &keep.file, MAX_CELL_BYTES)?;
+        crate::base::secure_fs::write_atomic(&tagged::cell_path(out, &keep.cell.id), &bytes)?;
         copy_logs(keep, out)?;
         merged.cells += 1;
     }
@@ -113,6 +118,12 @@ fn read_inputs(dirs: &[PathBuf]) -> Result<(Vec<TaggedCell>, Vec<String>)> {
             )));
         }
         let (cells, bad) = tagged::read_all(d)?;
+        if cells.is_empty() && bad.is_empty() {
+            return Err(usage(format!(
+                "{} holds no cell (cells/ is empty): leave it out",
+                d.display()
+            )));
+        }
         for b in bad {
             crate::say!("lsmpmon: skipping {b}");
             skipped.push(b);
@@ -151,6 +162,13 @@ fn copy_logs(c: &TaggedCell, out: &Path) -> Result<()> {
     let from = src_results.join(rel);
     if c.cell.log_dir != log_rel(&c.cell.id) || fs::symlink_metadata(&from).is_err() {
         return Ok(());
+    }
+    let out_logs = out.join("logs");
+    if fs::symlink_metadata(&out_logs).is_ok() && !real_dir(&out_logs) {
+        return Err(usage(format!(
+            "{} is not a directory (a symbolic link?): the logs are not written through it",
+            out_logs.display()
+        )));
     }
     if !real_dir(&src_results.join("logs")) || !real_dir(&from) {
         crate::say!(
@@ -454,6 +472,45 @@ mod tests {
         for d in [a, b, out, out2] {
             std::fs::remove_dir_all(d).unwrap();
         }
+    }
+
+    #[test]
+    fn links_in_the_target_are_not_written_through() {
+        let (a, out) = (temp("tlink-a"), temp("tlink-out"));
+        put(&a, "one", &|_| ());
+        std::fs::create_dir_all(a.join("logs/one")).unwrap();
+        std::fs::write(a.join("logs/one/console.log"), "boot\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let cell = tagged::cell_path(&a, "one");
+        std::fs::set_permissions(&cell, std::fs::Permissions::from_mode(0o6777)).unwrap();
+        let victim =
+            std::env::temp_dir().join(format!("lsmpmon-merge-victim-{}", std::process::id()));
+        std::fs::write(&victim, "keep").unwrap();
+        std::os::unix::fs::symlink(&victim, tagged::cell_path(&out, "one")).unwrap();
+        merge(&out, std::slice::from_ref(&a), false).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        let mode = std::fs::metadata(tagged::cell_path(&out, "one"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o7000, 0, "no set-id bit: {mode:o}");
+        // A link at OUT/logs is refused, not written through.
+        let out2 = temp("tlink-out2");
+        std::os::unix::fs::symlink(&a, out2.join("logs")).unwrap();
+        let err = merge(&out2, std::slice::from_ref(&a), false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("logs is not a directory"), "{err}");
+        // An input whose cells/ is empty is left out by the user, not silently.
+        let empty = temp("tlink-empty");
+        let err = merge(&temp("tlink-out3"), &[a.clone(), empty.clone()], false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("holds no cell"), "{err}");
+        for d in [a, out, out2, empty, temp("tlink-out3")] {
+            std::fs::remove_dir_all(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+        }
+        std::fs::remove_file(victim).unwrap();
     }
 
     #[test]

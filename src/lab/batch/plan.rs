@@ -224,6 +224,22 @@ impl Matrix {
         if let Some((_, why)) = checks.into_iter().find(|(bad, _)| *bad) {
             return Err(why);
         }
+        let twice = |names: Vec<String>| {
+            let mut seen = std::collections::BTreeSet::new();
+            names.into_iter().find(|n| !seen.insert(n.clone()))
+        };
+        let kernels = self.kernels.iter().map(|k| k.series.clone()).collect();
+        let configs = self.configs.iter().map(|c| c.name.clone()).collect();
+        let cpus = self.cpus.iter().map(|c| c.to_string()).collect();
+        for (what, names) in [
+            ("kernel", kernels),
+            ("configuration", configs),
+            ("CPU count", cpus),
+        ] {
+            if let Some(n) = twice(names) {
+                return Err(format!("{what} {n} twice: its cells would run twice"));
+            }
+        }
         crate::lab::args::bench_dir(&o.bench_dir).map_err(|e| format!("bench directory: {e}"))?;
         Ok(())
     }
@@ -512,6 +528,11 @@ mod tests {
         refused(&|p| p.cells[1].memory_mb = 1, "(2 CPU, 1 MiB, draw 0)");
         refused(&|p| p.cells[1].draw = 3, "draw 3) where");
         refused(&|p| p.matrix.options.draws = 0, "0 draws: 1 to 64");
+        refused(&|p| p.matrix.cpus = vec![1, 1], "CPU count 1 twice");
+        refused(
+            &|p| p.matrix.configs[1].name = "none".into(),
+            "configuration none twice",
+        );
         refused(&|p| p.cells[1].index = 0, "cell 0 is");
         refused(&|p| p.cells[2].config = "nonexistent".into(), "nonexistent");
         refused(&|p| drop(p.cells.pop()), "7 cells where its matrix makes 8");

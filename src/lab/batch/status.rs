@@ -182,10 +182,7 @@ pub fn problems(states: &[CellState], which: &[State], results: &Path) -> Vec<St
                 .as_ref()
                 .map(|l| format!(" (task log: {})", l.display()))
                 .unwrap_or_default();
-            format!(
-                "cell {} ({} {}, {} CPU): {what}{log}",
-                c.cell.index, c.cell.kernel, c.cell.config, c.cell.cpus
-            )
+            format!("cell {} ({}): {what}{log}", c.cell.index, c.cell.describe())
         })
         .collect()
 }
