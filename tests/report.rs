@@ -1975,6 +1975,26 @@ fn draws_give_table3_intervals_and_verdicts() {
     let apparmor = cell("apparmor");
     assert_eq!(apparmor["draws"], 1, "{apparmor}");
     assert_eq!(apparmor["change"]["established"], true, "{apparmor}");
+    let fp = form_table(&doc, "footprint");
+    let fp_header: Vec<&str> = fp["header"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h.as_str().unwrap())
+        .collect();
+    let a_minus_b = fp["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["label"] == "A − B (KiB)")
+        .unwrap();
+    let tomoyo_fp = &a_minus_b["cells"][fp_header.iter().position(|h| *h == "tomoyo").unwrap() - 1];
+    assert!(
+        tomoyo_fp["mark"]
+            .as_str()
+            .is_some_and(|m| m.ends_with("5×5 draws")),
+        "{tomoyo_fp}"
+    );
     let t5 = forms_of(&doc, "table5")
         .into_iter()
         .find(|t| t["title"].as_str().unwrap().contains("tomoyo"))

@@ -103,7 +103,7 @@ pub fn all(runs: &[Run], order: &[String]) -> Vec<Table> {
         // A lab kernel always gets its footprint: a cell that could not be
         // measured says there why (not applicable, proof failed, …).
         if cols.iter().any(|c| c.from_lab || c.footprint.is_some()) {
-            out.push(footprint(&k, &cols));
+            out.push(footprint(&k, &cols, &every_draw));
         }
     }
     out
@@ -496,7 +496,39 @@ pub fn figure_row(label: &str, cols: &[&Run], f: &dyn Fn(&Run) -> Option<f64>) -
     }
 }
 
-pub fn footprint(kernel: &str, cols: &[&Run]) -> Table {
+/// A − B of used memory over the draws of both: the median of the pairs'
+/// differences with their range (draws move it by MiB); None where neither
+/// side has two draws.
+fn drawn_a_minus_b(every_draw: &[&Run], c: &Run, base: &Run) -> Option<Cell> {
+    let used = |of: &Run| -> Vec<f64> {
+        draws(every_draw, of)
+            .iter()
+            .filter_map(|r| Some(r.footprint.as_ref()?.after_setup.used_kib as f64))
+            .collect()
+    };
+    let (mine, theirs) = (used(c), used(base));
+    if mine.is_empty() || theirs.is_empty() || mine.len().max(theirs.len()) < 2 {
+        return None;
+    }
+    let diffs: Vec<f64> = mine
+        .iter()
+        .flat_map(|m| theirs.iter().map(move |b| m - b))
+        .collect();
+    let lo = diffs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = diffs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let value = crate::base::stats::median(&mine) - crate::base::stats::median(&theirs);
+    Some(Cell::Value {
+        value,
+        pct: None,
+        mark: Some(format!(
+            "[{lo:+.0}, {hi:+.0}], {}×{} draws",
+            mine.len(),
+            theirs.len()
+        )),
+    })
+}
+
+pub fn footprint(kernel: &str, cols: &[&Run], every_draw: &[&Run]) -> Table {
     let base_run = baseline(cols);
     let base = base_run
         .and_then(|c| c.footprint.as_ref())
@@ -511,16 +543,30 @@ pub fn footprint(kernel: &str, cols: &[&Run]) -> Table {
         ),
         kernel: kernel.into(),
         notes: vec![format!(
-            "memory: MemTotal − MemFree − Buffers − Cached − SReclaimable after setup, KiB; A − B is minus `{BASELINE}` on the same kernel package and options (– where `{BASELINE}` did not pass or was measured otherwise). Added: bytes of files, programs and libraries the configuration puts in the guest."
+            "memory: MemTotal − MemFree − Buffers − Cached − SReclaimable after setup, KiB (cells from this version: after sync and dropping the caches, read until two reads agree within 64 KiB); A − B is minus `{BASELINE}` on the same kernel package and options (– where `{BASELINE}` did not pass or was measured otherwise); with draws, the median's difference and [the range over every pair of draws] — one draw of A − B moves by MiB with the layout. LSM slab caches: KiB in the slab caches named after a module (avtab, avc, sidtab, ebitmap, hashtab, aa_, tomoyo, landlock, iint, smack, …; a module's kmalloc memory is not among them; – for cells made before). Added: bytes of files, programs and libraries the configuration puts in the guest."
         )],
         header: header(cols, "figure"),
         rows: vec![
             row("memory used (KiB)", &|c| {
                 c.footprint.as_ref().map(|f| f.after_setup.used_kib as f64)
             }),
-            row("A − B (KiB)", &|c| {
-                let used = c.footprint.as_ref()?.after_setup.used_kib as f64;
-                alike(c).then_some(used - base?)
+            {
+                let mut r = row("A − B (KiB)", &|c| {
+                    let used = c.footprint.as_ref()?.after_setup.used_kib as f64;
+                    alike(c).then_some(used - base?)
+                });
+                for (cell, c) in r.cells.iter_mut().zip(cols) {
+                    let drawn = base_run
+                        .filter(|b| alike(c) && missing(c).is_none() && b.config != c.config)
+                        .and_then(|b| drawn_a_minus_b(every_draw, c, b));
+                    if let Some(d) = drawn {
+                        *cell = d;
+                    }
+                }
+                r
+            },
+            row("LSM slab caches (KiB)", &|c| {
+                c.footprint.as_ref()?.lsm_slab_kib().map(|k| k as f64)
             }),
             row("setup added (KiB)", &|c| {
                 let f = c.footprint.as_ref()?;
