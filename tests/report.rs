@@ -1950,6 +1950,11 @@ fn draws_give_table3_intervals_and_verdicts() {
         .find(|r| r["label"] == "stat (µs)")
         .unwrap();
     let cell = |config: &str| &row["cells"][header.iter().position(|h| *h == config).unwrap() - 1];
+    let none_cell = cell("none");
+    assert!(
+        (none_cell["spread_pct"].as_f64().unwrap() - 2.616).abs() < 0.01,
+        "{none_cell}"
+    );
     let tomoyo = cell("tomoyo");
     assert_eq!(tomoyo["kind"], "drawn", "{tomoyo}");
     assert_eq!(tomoyo["draws"], 5);
@@ -2164,4 +2169,78 @@ fn compare_judges_draws_against_the_layout_floor() {
     );
     let landlock = change("landlock (5 vs 5 draws)");
     assert_eq!(landlock["verdict"], "slower", "{landlock}");
+}
+
+/// Issue 33 item 2: the committed layout floor — `none` on 6.1, 6.12 and
+/// 7.3, ten draws each, each draw its own clock — and its page is what
+/// `report` prints of its cells; the spread it shows is the spread of the
+/// cells (6.12's file deletes move most with the layout).
+#[test]
+fn the_committed_layout_floor_comes_from_its_cells() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut rtcs: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        Default::default();
+    let mut delete_10k: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    for e in std::fs::read_dir(root.join("results/layout-floor/cells"))
+        .unwrap()
+        .flatten()
+    {
+        let v: Value = serde_json::from_slice(&std::fs::read(e.path()).unwrap()).unwrap();
+        let k = v["kernel"]["series"].as_str().unwrap().to_string();
+        assert_eq!(v["status"], "passed");
+        rtcs.entry(k.clone())
+            .or_default()
+            .insert(v["options"]["rtc"].as_str().unwrap().into());
+        let m = v["guest"]["bench"]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["op"] == "delete_10k")
+            .unwrap()["median"]
+            .as_f64()
+            .unwrap();
+        delete_10k.entry(k).or_default().push(m);
+    }
+    for k in ["6.1", "6.12", "7.3"] {
+        assert_eq!(rtcs[k].len(), 10, "{k}: ten draws, each its own clock");
+    }
+    let spread = |v: &[f64]| {
+        let (lo, hi) = v
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(*x), b.max(*x)));
+        (hi - lo) / lo * 100.0
+    };
+    let doc: Value = serde_json::from_str(&stdout_ok(
+        &Command::new(LSMPMON)
+            .current_dir(root)
+            .args(["report", "results/layout-floor", "--format", "json"])
+            .output()
+            .unwrap(),
+    ))
+    .unwrap();
+    for t in forms_of(&doc, "table3") {
+        let k = t["kernel"].as_str().unwrap();
+        let row = t["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["label"] == "delete_10k (µs)")
+            .unwrap();
+        let shown = row["cells"][0]["spread_pct"].as_f64().unwrap();
+        assert!(
+            (shown - spread(&delete_10k[k])).abs() < 1e-9,
+            "{k}: {shown}"
+        );
+    }
+    assert!(spread(&delete_10k["6.12"]) > 5.0 * spread(&delete_10k["6.1"]));
+    let md = Command::new(LSMPMON)
+        .current_dir(root)
+        .args(["report", "results/layout-floor", "--format", "markdown"])
+        .output()
+        .unwrap();
+    let committed = std::fs::read_to_string(root.join("results/layout-floor/README.md")).unwrap();
+    assert!(
+        stdout_ok(&md) == committed,
+        "results/layout-floor/README.md is not what `lsmpmon report results/layout-floor` prints"
+    );
 }

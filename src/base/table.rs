@@ -38,6 +38,10 @@ pub enum Cell {
     Drawn {
         value: f64,
         draws: usize,
+        /// This column's own spread over its draws, percent (its layout
+        /// floor, when it is the baseline).
+        #[serde(default)]
+        spread_pct: f64,
         change: Option<crate::base::draws::DrawnChange>,
     },
     /// A figure shown with a fixed number of decimals.
@@ -101,7 +105,18 @@ pub fn fmt_cell(c: &Cell) -> String {
         Cell::Missing { why } => why.clone(),
         Cell::Text { text } => text.clone(),
         Cell::Fixed { value, decimals } => format!("{value:.decimals$}"),
-        Cell::Drawn { value, change, .. } => match change {
+        Cell::Drawn {
+            value,
+            change,
+            draws,
+            spread_pct,
+        } => match change {
+            None if *draws > 1 => {
+                format!(
+                    "{} ({draws} draws, spread {spread_pct:.2} %)",
+                    fmt_value(*value)
+                )
+            }
             None => fmt_value(*value),
             Some(c) => format!("{} ({})", fmt_value(*value), fmt_drawn(c)),
         },
@@ -294,8 +309,10 @@ pub fn csv(tables: &[Table]) -> anyhow::Result<String> {
                         value,
                         draws,
                         change,
+                        spread_pct,
                     } => {
                         rec[0] = value.to_string();
+                        rec[3] = format!("{draws} draws, spread {spread_pct:.3}");
                         if let Some(c) = change {
                             rec[1] = format!("{:.3}", c.pct);
                             rec[2] = if c.established {

@@ -196,6 +196,7 @@ pub fn drawn_cell(every_draw: &[&Run], c: &Run, name: &str, base: Option<&Run>) 
             value
         },
         draws: mine.len(),
+        spread_pct: crate::base::draws::spread_pct(&mine),
         change,
     })
 }
