@@ -162,8 +162,16 @@ fn ima_ops_measure_the_three_cases_and_the_report_prints_the_papers_tables() {
     for w in sizes.windows(2) {
         assert!(median(ima, w[1]) > 3.0 * median(ima, w[0]), "{w:?}");
     }
+    // Without IMA a 1 MiB file maps about as fast as a 2 B one; the layout
+    // alone (a new binary is another draw) moved none's 2 B case from 11.4
+    // to 14.4 µs between two commits with the 1 MiB case at 14.8 (CI,
+    // 2026-11-27), so "about" is within 1.5×, against IMA's ×1000 and more.
     let flat = median(none, "ima_hash_1m") / median(none, "ima_mmap_rehash");
-    assert!((flat - 1.0).abs() < 0.15, "none: 1 MiB vs 2 B {flat}");
+    assert!(
+        (1.0 / 1.5..1.5).contains(&flat),
+        "none: 1 MiB vs 2 B {flat}"
+    );
+    assert!(median(ima, "ima_hash_1m") > 100.0 * median(ima, "ima_mmap_rehash"));
     assert!(median(cell(&all, "ima-sha1"), "ima_hash_1m") < median(ima, "ima_hash_1m"));
 
     let report = Command::new(LSMPMON)
