@@ -48,10 +48,16 @@ def module_files():
     return files
 
 
+# One pass, left to right: a string (its escapes include a backslash before
+# a newline), a char literal, a line or a block comment, whichever starts
+# first — so "http://…" is no comment and `'"'` opens no string.
+TOKEN_RE = re.compile(
+    r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\\n])\'|//[^\n]*|/\*.*?\*/', re.S
+)
+
+
 def strip_comments(text):
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    text = re.sub(r"//[^\n]*", "", text)
-    return re.sub(r'"(?:\\.|[^"\\])*"', '""', text)
+    return TOKEN_RE.sub(lambda m: '""' if m.group(0)[0] in "\"'" else "", text)
 
 
 def expand_use(tree):

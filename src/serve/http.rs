@@ -243,6 +243,16 @@ async fn answer(
     })
 }
 
+/// The limits every client gets.
+pub fn limits(max_connections: usize) -> Limits {
+    Limits {
+        max_connections,
+        max_head_bytes: 16 * 1024,
+        head_timeout: Duration::from_secs(5),
+        connection_timeout: Duration::from_secs(30),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::io::{Read, Write};
@@ -300,7 +310,7 @@ mod tests {
 
     #[test]
     fn metrics_and_a_one_line_index_only() {
-        let (_server, port) = serving(crate::serve::limits(16));
+        let (_server, port) = serving(super::limits(16));
         assert_eq!(scrape(port, "/metrics", 5.0), Some((200, BODY.into())));
         let (code, index) = scrape(port, "/", 5.0).unwrap();
         assert_eq!((code, index.lines().count()), (200, 1));
@@ -315,7 +325,7 @@ mod tests {
         raise_nofile();
         let limits = Limits {
             head_timeout: Duration::from_secs(2),
-            ..crate::serve::limits(1024)
+            ..super::limits(1024)
         };
         let (_server, port) = serving(limits);
         let addr = ("127.0.0.1", port);
@@ -393,7 +403,7 @@ mod tests {
     /// (3 times of 3), and HTTP/2 with prior knowledge was dropped unanswered.
     #[test]
     fn a_half_closed_request_is_answered_and_http2_gets_505() {
-        let (_server, port) = serving(crate::serve::limits(16));
+        let (_server, port) = serving(super::limits(16));
         for _ in 0..3 {
             let reply = half_closed(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
             assert!(reply.starts_with("HTTP/1.1 200"), "{reply:?}");
@@ -429,7 +439,7 @@ mod tests {
     /// come back as clients leave.
     #[test]
     fn connections_beyond_the_limit_are_closed() {
-        let (_server, port) = serving(crate::serve::limits(4));
+        let (_server, port) = serving(super::limits(4));
         let held: Vec<TcpStream> = (0..4)
             .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
             .collect();

@@ -21,15 +21,7 @@ pub use args::{By, ServeArgs};
 /// Why `trace ctl reset` is refused while serving.
 const NO_RESET: &str = "lsmpmon serve's counters only grow (Prometheus computes rates): reset refused; restart serve to start afresh";
 
-/// The limits every client gets (http.rs).
-pub fn limits(max_connections: usize) -> http::Limits {
-    http::Limits {
-        max_connections,
-        max_head_bytes: 16 * 1024,
-        head_timeout: Duration::from_secs(5),
-        connection_timeout: Duration::from_secs(30),
-    }
-}
+pub use http::limits;
 
 /// Binds before anything is attached: a taken address costs no attach.
 pub fn bind(addr: SocketAddr) -> Result<TcpListener> {

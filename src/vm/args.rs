@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 
 use super::machine::Accel;
+pub use super::machine::{MAX_MEMORY_MB, MIN_MEMORY_MB};
 
 #[derive(Subcommand, Debug)]
 pub enum VmCommand {
@@ -122,14 +123,6 @@ pub struct CacheArgs {
     pub all: bool,
 }
 
-/// The least memory `vm run` accepts. Booting `vm run --kernel K --memory-mb N
-/// -- true` (an 8 MiB initramfs): 80 MiB boots 5.10, 6.1 and 6.12 (twice each);
-/// 6.1 and 6.12 fail at 76 and 72, 5.10 at 64 ("Initramfs unpacking failed",
-/// then a panic). 16 MiB on top leave room for the initramfs to grow (`--copy`,
-/// a bigger binary); below this a guest would end as a crash (124).
-pub const MIN_MEMORY_MB: u32 = 96;
-/// QEMU's `-m` above this is refused before booting.
-pub const MAX_MEMORY_MB: u32 = 65_536;
 /// Guest CPUs accepted by `--cpus`.
 pub const MAX_CPUS: u32 = 8;
 

@@ -134,7 +134,7 @@ pub fn check_fits(files_bytes: u64, memory_mb: u32) -> Result<()> {
     let mib = |b: u64| b.div_ceil(1 << 20);
     // Room for the archive and its unpacked files at once.
     let need_mb = BOOT_MB + 2 * mib(total);
-    let todo = if total <= QEMU_MAX_BYTES && need_mb <= u64::from(super::args::MAX_MEMORY_MB) {
+    let todo = if total <= QEMU_MAX_BYTES && need_mb <= u64::from(super::machine::MAX_MEMORY_MB) {
         format!("give --memory-mb {need_mb} or more (it holds the archive and its files at once while unpacking), or copy less")
     } else {
         "copy less (QEMU loads an initramfs of at most 2 GiB)".to_string()
@@ -376,7 +376,7 @@ mod tests {
         fs::write(&busybox, b"bb").unwrap();
         fs::write(&lsmpmon, b"lm").unwrap();
         let mut out = Vec::new();
-        let net = Entry::bytes(super::super::forward::NET_SCRIPT, 0o755, b"x".to_vec());
+        let net = Entry::bytes("lsmpmon/net.sh", 0o755, b"x".to_vec());
         build(&mut out, &busybox, &lsmpmon, &[net], b"{}").unwrap();
         fs::remove_dir_all(&dir).unwrap();
         let names = names(&out);
@@ -412,7 +412,7 @@ mod tests {
         assert_eq!(max_bytes(65_536), QEMU_MAX_BYTES);
         check_fits(100 << 20, 1024).unwrap();
         // This lsmpmon (some 14 MiB) in the smallest guest vm run accepts.
-        check_fits(14 << 20, super::super::args::MIN_MEMORY_MB).unwrap();
+        check_fits(14 << 20, super::super::machine::MIN_MEMORY_MB).unwrap();
         let err = check_fits(1_500 << 20, 1024).unwrap_err();
         let text = err.to_string();
         assert_eq!(crate::base::error::exit_code(&err), 2);
