@@ -224,9 +224,12 @@ fn a_matrix_through_slurm_is_lab_runs_and_a_cancelled_cell_resumes_alone() {
     assert!(t.contains("1 passed, 1 failed"), "{t}");
     let line = t
         .lines()
-        .find(|l| l.starts_with("cell 1 "))
+        .find(|l| l.starts_with("cell 1, "))
         .unwrap_or_else(|| panic!("{t}"));
-    assert!(line.contains("(6.1 tomoyo, 1 CPU)"), "{line}");
+    assert!(
+        line.contains("6.1 tomoyo (1 CPU, 1024 MiB, draw 0)"),
+        "{line}"
+    );
     assert!(line.contains(&format!("logs/{job}_1.out")), "{line}");
     let before = cell_files(&by_slurm);
     assert_eq!(before.len(), 1, "{before:?}");

@@ -182,7 +182,7 @@ pub fn problems(states: &[CellState], which: &[State], results: &Path) -> Vec<St
                 .as_ref()
                 .map(|l| format!(" (task log: {})", l.display()))
                 .unwrap_or_default();
-            format!("cell {} ({}): {what}{log}", c.cell.index, c.cell.describe())
+            format!("cell {}, {}: {what}{log}", c.cell.index, c.cell.describe())
         })
         .collect()
 }
