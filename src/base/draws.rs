@@ -38,11 +38,19 @@ pub struct DrawnChange {
     pub established: bool,
 }
 
+/// The smallest and the largest of `values` (±∞ reversed when empty).
+pub fn extent(values: &[f64]) -> (f64, f64) {
+    values
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+            (lo.min(*x), hi.max(*x))
+        })
+}
+
 /// (max − min) / min of the draws' figures, percent: how far a change of
 /// layout alone moves this figure.
 pub fn spread_pct(draws: &[f64]) -> f64 {
-    let min = draws.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = draws.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (min, max) = extent(draws);
     if draws.is_empty() || min <= 0.0 {
         return 0.0;
     }
@@ -68,8 +76,7 @@ pub fn change(higher_is_better: bool, base: &[f64], v: &[f64]) -> Option<DrawnCh
                     .map(move |x| overhead_pct(higher_is_better, *b, *x))
             })
             .collect();
-        let lo = pairs.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = pairs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let (lo, hi) = extent(&pairs);
         (lo, hi, Interval::PairRange)
     };
     let floor_pct = spread_pct(base).max(MIN_FLOOR_PCT);

@@ -379,8 +379,7 @@ fn fallback_note(floors: &[Option<f64>]) -> Option<String> {
     let measured: Vec<f64> = floors.iter().flatten().copied().collect();
     let head = "k: kprobe/kretprobe fallback (kernel before 5.17)";
     Some(if measured.len() == floors.len() {
-        let lo = measured.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = measured.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let (lo, hi) = crate::base::draws::extent(&measured);
         let range = if (hi - lo).abs() < 0.5 {
             format!("{lo:.0}")
         } else {
@@ -515,8 +514,7 @@ fn drawn_a_minus_b(every_draw: &[&Run], c: &Run, base: &Run) -> Option<Cell> {
         .iter()
         .flat_map(|m| theirs.iter().map(move |b| m - b))
         .collect();
-    let lo = diffs.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = diffs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (lo, hi) = crate::base::draws::extent(&diffs);
     let value = crate::base::stats::median(&mine) - crate::base::stats::median(&theirs);
     Some(Cell::Value {
         value,
