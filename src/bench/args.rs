@@ -54,6 +54,11 @@ pub struct BenchArgs {
     /// Compare with an earlier --json result: `value (+x %)` per op.
     #[arg(long, value_name = "BASE.json")]
     pub compare: Option<PathBuf>,
+    /// Run the ops (calibration and warm-up too) and their helpers under
+    /// this task name, and report each op's runs (`ops_run`): `trace --comm
+    /// NAME` then counts the op's own calls, not the setup between runs.
+    #[arg(long, value_name = "NAME", value_parser = timed_name)]
+    pub timed_name: Option<String>,
     /// Compare even if the baseline comes from another kernel, mode or machine (flagged).
     #[arg(long, requires = "compare")]
     pub force: bool,
@@ -78,4 +83,11 @@ impl BenchArgs {
             dir_path: None,
         }
     }
+}
+
+fn timed_name(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.len() > super::sys::timed_name::MAX_LEN || s.contains('\0') {
+        return Err(format!("1 to {} bytes, no NUL", super::sys::timed_name::MAX_LEN));
+    }
+    Ok(s.to_string())
 }

@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use super::interrupt::requested_now;
 use super::op::{Bench, Ctx, OpDef, Unit, Work};
 use super::stats::summarize;
+use super::sys::timed_name;
 pub use crate::model::bench::{Latency, OpResult};
 
 pub struct Method {
@@ -34,14 +35,18 @@ impl Latency {
     }
 }
 
-fn timed(b: &mut dyn Bench, iters: u64, clock_ns: f64) -> Result<(f64, Work)> {
+/// Runs the op `iters` times, counting what it did into `ran` (the ops a
+/// trace of the timed name sees).
+fn timed(b: &mut dyn Bench, iters: u64, clock_ns: f64, ran: &mut u64) -> Result<(f64, Work)> {
     b.prepare(iters)?;
-    let start = Instant::now();
-    let work = b.run(iters)?;
-    let elapsed = b
-        .child_timed_ns()
-        .unwrap_or_else(|| start.elapsed().as_nanos() as f64)
-        - clock_ns;
+    let (work, elapsed) = timed_name::timed(|| {
+        let start = Instant::now();
+        let work = b.run(iters);
+        (work, start.elapsed().as_nanos() as f64)
+    });
+    let work = work?;
+    *ran += work.ops;
+    let elapsed = b.child_timed_ns().unwrap_or(elapsed) - clock_ns;
     b.finish()?;
     // Ops that work in rounds (ring hops, two yielding tasks) may round up.
     if work.ops < iters || work.ops > iters + MAX_ROUND_UP {
@@ -60,6 +65,8 @@ pub struct Prepared<'a> {
     latencies_ns: Vec<f64>,
     ops: u64,
     bytes: u64,
+    /// Every op run, calibration and warm-up included.
+    ops_run: u64,
 }
 
 const MAX_ITERS: u64 = 1 << 30;
@@ -70,12 +77,13 @@ const MAX_ROUND_UP: u64 = 63;
 /// enough, and runs one warm-up sample.
 pub fn prepare<'a>(def: &'a OpDef, ctx: &Ctx, m: &Method, clock_ns: f64) -> Result<Prepared<'a>> {
     let mut bench = (def.make)(ctx).with_context(|| format!("setting up {}", def.name))?;
+    let mut ops_run = 0;
     let iters = match m.fixed_iterations {
         Some(n) => {
-            timed(bench.as_mut(), n, clock_ns)?;
+            timed(bench.as_mut(), n, clock_ns, &mut ops_run)?;
             n
         }
-        None => calibrate(bench.as_mut(), m, clock_ns)?,
+        None => calibrate(bench.as_mut(), m, clock_ns, &mut ops_run)?,
     };
     let overhead_ns = bench.overhead_ns()?;
     // Calibration and warm-up requests are not the op's figures.
@@ -89,12 +97,13 @@ pub fn prepare<'a>(def: &'a OpDef, ctx: &Ctx, m: &Method, clock_ns: f64) -> Resu
         latencies_ns: Vec::new(),
         ops: 0,
         bytes: 0,
+        ops_run,
     })
 }
 
 /// Grows the iteration count until a sample lasts --sample-ms; the last run
 /// is the warm-up.
-fn calibrate(bench: &mut dyn Bench, m: &Method, clock_ns: f64) -> Result<u64> {
+fn calibrate(bench: &mut dyn Bench, m: &Method, clock_ns: f64, ran: &mut u64) -> Result<u64> {
     let target = m.sample.as_nanos() as f64;
     let grow = |iters: u64, el: f64| {
         let scale = (target / el * 1.2).clamp(2.0, 16.0);
@@ -105,7 +114,7 @@ fn calibrate(bench: &mut dyn Bench, m: &Method, clock_ns: f64) -> Result<u64> {
         if requested_now() {
             bail!("interrupted");
         }
-        let (el, _) = timed(bench, iters, clock_ns)?;
+        let (el, _) = timed(bench, iters, clock_ns, ran)?;
         if el < target && iters < MAX_ITERS {
             iters = bench.whole_iterations(grow(iters, el));
             continue;
@@ -116,7 +125,7 @@ fn calibrate(bench: &mut dyn Bench, m: &Method, clock_ns: f64) -> Result<u64> {
         if requested_now() {
             bail!("interrupted");
         }
-        let (again, _) = timed(bench, iters, clock_ns)?;
+        let (again, _) = timed(bench, iters, clock_ns, ran)?;
         if again >= target / 2.0 || iters >= MAX_ITERS {
             return Ok(iters);
         }
@@ -127,7 +136,7 @@ fn calibrate(bench: &mut dyn Bench, m: &Method, clock_ns: f64) -> Result<u64> {
 impl Prepared<'_> {
     /// Takes one timed sample.
     pub fn sample(&mut self, clock_ns: f64) -> Result<()> {
-        let (el, work) = timed(self.bench.as_mut(), self.iters, clock_ns)?;
+        let (el, work) = timed(self.bench.as_mut(), self.iters, clock_ns, &mut self.ops_run)?;
         self.ops += work.ops;
         self.bytes += work.bytes;
         self.latencies_ns.extend(self.bench.take_latencies_ns());
@@ -156,6 +165,7 @@ impl Prepared<'_> {
             samples: self.samples,
             proof_ops: self.ops,
             proof_bytes: self.bytes,
+            ops_run: timed_name::is_set().then_some(self.ops_run),
             helper_rss_kb: self.bench.helper_rss_kb(),
             helper: self.bench.helper(),
             overhead_ns: self.overhead_ns,

@@ -50,6 +50,9 @@ impl Outcome<'_> {
 
 pub fn main(args: BenchArgs) -> Result<i32> {
     let selected = ops::select(&args.ops)?;
+    if let Some(name) = &args.timed_name {
+        super::sys::timed_name::set(name).map_err(crate::base::error::usage)?;
+    }
     ops::check_iterations(&selected, args.iterations)?;
     let provenance = host::provenance();
     let baseline = check_baseline(&args, &selected, &provenance)?;

@@ -49,6 +49,9 @@ pub enum LabSub {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
+    /// (guest, under trace) run the cell's ops one by one, dumping the trace after each.
+    #[command(hide = true)]
+    PerOp { plan: PathBuf },
     /// (guest, as the workload) try the access matrix, print the outcomes.
     #[command(hide = true)]
     Access {
@@ -204,6 +207,7 @@ pub fn main(cmd: LabCommand) -> Result<i32> {
         Some(LabSub::Guest { plan }) => lab::guest::main(&plan),
         Some(LabSub::Confine { plan, command }) => lab::guest::confine(&plan, &command),
         Some(LabSub::Access { plan, landlock }) => lab::guest::access(&plan, landlock),
+        Some(LabSub::PerOp { plan }) => lab::per_op::main(&plan),
         Some(LabSub::WebServer { nginx }) => lab::webserver::main(&nginx),
     }
 }

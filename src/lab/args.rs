@@ -56,6 +56,10 @@ pub struct RunArgs {
     /// Also run the ops under `trace --per-lsm` (the Table 4 form).
     #[arg(long)]
     pub trace: bool,
+    /// With --trace: trace only each cell's first N draws (the others run
+    /// the untraced benchmark only; hook costs need one draw, overheads many).
+    #[arg(long, value_name = "N", requires = "trace", value_parser = clap::value_parser!(u32).range(1..=crate::model::draw::MAX_DRAWS as i64))]
+    pub trace_draws: Option<u32>,
     /// Where the benchmark's files live in the guest (`bench --dir`; its
     /// parents are made). Path depth changes what path-based modules cost:
     /// only cells with the same directory are compared.
@@ -129,6 +133,13 @@ fn absolute_dir(s: &str) -> std::result::Result<String, String> {
         Ok(s.to_string())
     } else {
         Err("give an absolute directory such as /tmp/lsmpmon-bench (no '.', '..' or '//')".into())
+    }
+}
+
+impl RunArgs {
+    /// Whether draw `draw` of a cell is traced.
+    pub fn traced(&self, draw: u32) -> bool {
+        self.trace && self.trace_draws.is_none_or(|n| draw < n)
     }
 }
 

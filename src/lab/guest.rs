@@ -16,12 +16,12 @@ use super::{
     access::{self, Outcome},
     footprint,
     guest_plan::{Plan, CONFIG_DIR, PLAN_PATH, PUBLIC, SECRET, WORKLOAD, WORK_DIR},
-    proof,
+    per_op, proof,
+    workload::{bench_args, workload, LSMPMON},
 };
 pub use crate::model::cell::{GuestReport as Report, GuestStage as Stage};
-use crate::model::{bench::BenchResult, trace::TraceResult};
+use crate::model::{account::OpCalls, bench::BenchResult, trace::TraceResult};
 
-const LSMPMON: &str = "/bin/lsmpmon";
 
 /// `lab guest PLAN`: always prints a report; exits non-zero unless the cell
 /// was proved and measured.
@@ -88,9 +88,10 @@ fn run(plan: &Plan, report: &mut Report) -> Result<()> {
         proof::tpm_still_answers()?;
     }
     if plan.trace {
-        let (trace, traced) = stage(report, "trace", || traced_bench(plan))?;
+        let (trace, traced, calls) = stage(report, "trace", || traced_bench(plan))?;
         report.trace = Some(trace);
         report.traced_bench = Some(traced);
+        report.op_calls = Some(calls);
     }
     Ok(())
 }
@@ -250,22 +251,6 @@ impl SetupMarks {
 }
 
 /// The workload command, confined (through `lab confine`) or not.
-fn workload(plan: &Plan, confined: bool, args: &[&str]) -> Command {
-    let mut cmd = if confined {
-        let mut c = Command::new(LSMPMON);
-        c.args(["lab", "confine", PLAN_PATH, "--", WORKLOAD]);
-        c
-    } else {
-        Command::new(WORKLOAD)
-    };
-    cmd.args(args);
-    if confined && plan.spec.confine.landlock {
-        cmd.arg("--landlock");
-    }
-    cmd.stdin(Stdio::null());
-    cmd
-}
-
 fn access_as_workload(plan: &Plan, confined: bool) -> Result<Vec<Outcome>> {
     let out = workload(plan, confined, &["lab", "access", PLAN_PATH])
         .output()
@@ -281,32 +266,11 @@ fn access_as_workload(plan: &Plan, confined: bool) -> Result<Vec<Outcome>> {
     serde_json::from_slice(&out.stdout).context("reading the access check's result")
 }
 
-/// The traced run feeds per-hook averages, not Table 3: one sample per op
-/// gives thousands of calls per hook at a fraction of the time.
-const TRACED_SAMPLES: &str = "1";
-
-fn bench_args(plan: &Plan, traced: bool) -> Vec<&str> {
-    let mut v = vec!["bench", "--json"];
-    if !plan.bench_args.iter().any(|a| a == "--dir") {
-        v.extend(["--dir", WORK_DIR]);
-    }
-    let mut args = plan.bench_args.iter().map(String::as_str);
-    while let Some(a) = args.next() {
-        v.push(a);
-        if a == "--samples" {
-            let n = args.next().unwrap_or(TRACED_SAMPLES);
-            v.push(if traced { TRACED_SAMPLES } else { n });
-        }
-    }
-    v
-}
-
 fn bench(plan: &Plan, trace_out: Option<&str>) -> Result<BenchResult> {
     let out_file = "/tmp/lsmpmon-lab-bench.json";
     let mut cmd = match trace_out {
         None => workload(plan, true, &bench_args(plan, false)),
         Some(trace_json) => {
-            let inner = workload(plan, true, &bench_args(plan, true));
             let mut c = Command::new(LSMPMON);
             // A cell measures: the cheapest probe per call (fentry/fexit
             // where the kernel has it), not the fastest attach.
@@ -318,6 +282,9 @@ fn bench(plan: &Plan, trace_out: Option<&str>) -> Result<BenchResult> {
                 "--json",
                 "-o",
                 trace_json,
+                // The ops' own calls: each runs under this name (per_op.rs).
+                "--comm",
+                per_op::TIMED_NAME,
             ]);
             // A BPF LSM configuration's own lsm/ programs sit on the very
             // bpf_lsm_* functions --per-lsm times: they are the module being
@@ -325,7 +292,7 @@ fn bench(plan: &Plan, trace_out: Option<&str>) -> Result<BenchResult> {
             if plan.spec.measured_lsms.iter().any(|l| l == "bpf") {
                 c.arg("--allow-other-probes");
             }
-            c.arg("--").arg(inner.get_program()).args(inner.get_args());
+            c.args(["--", LSMPMON, "lab", "per-op", PLAN_PATH]);
             c.stdin(Stdio::null());
             c
         }
@@ -357,11 +324,13 @@ impl std::fmt::Display for Partial {
 
 impl std::error::Error for Partial {}
 
-fn traced_bench(plan: &Plan) -> Result<(TraceResult, BenchResult)> {
+fn traced_bench(plan: &Plan) -> Result<(TraceResult, BenchResult, Vec<OpCalls>)> {
     let trace_file = "/tmp/lsmpmon-lab-trace.json";
     let bench = bench(plan, Some(trace_file))?;
     let trace = serde_json::from_slice(&fs::read(trace_file)?).context("reading the trace")?;
-    Ok((trace, bench))
+    let calls = serde_json::from_slice(&fs::read(per_op::OP_CALLS)?)
+        .context("reading the op calls")?;
+    Ok((trace, bench, calls))
 }
 
 /// `lab confine PLAN -- PROGRAM ARGS`: apply the configuration's

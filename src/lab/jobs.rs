@@ -91,7 +91,9 @@ pub fn plan(
                 machine = machine.with_tpm();
             }
             let seq = cells.jobs.len() + cells.decided.len();
-            let mut base = base_result(&k, c, &run_options(args, &machine), seq);
+            let mut options = run_options(args, &machine);
+            options.trace = args.traced(draw);
+            let mut base = base_result(&k, c, &options, seq);
             base.web_server = extras.nginx.as_ref().map(|n| n.package.clone());
             base.compiler = extras.kit.as_ref().map(|k| k.compiler.clone());
             match kconf.not_applicable(c) {
@@ -107,7 +109,7 @@ pub fn plan(
                         spec: c.spec.clone(),
                         matrix: m.access.clone(),
                         bench_args: bench_args(args),
-                        trace: args.trace,
+                        trace: args.traced(draw),
                         expected_lsms: kconf.expected_lsms(c.spec.lsm.as_deref()),
                         web_server: extras.web,
                     };

@@ -17,6 +17,7 @@ mod matrix;
 pub mod nginx;
 pub mod observer;
 mod outcome;
+pub mod per_op;
 mod plan;
 mod policydb;
 mod preflight;
@@ -31,6 +32,7 @@ mod space;
 pub mod spec;
 mod swtpm;
 pub mod webserver;
+mod workload;
 
 pub use args::{RerunArgs, RunArgs, DEFAULT_CONFIGS, TABLE_ORDER};
 pub use matrix::split_list;

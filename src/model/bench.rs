@@ -162,6 +162,10 @@ pub struct OpResult {
     /// What the op proved it did over all samples (operations, bytes).
     pub proof_ops: u64,
     pub proof_bytes: u64,
+    /// Under `--timed-name`: every op run under that name, calibration and
+    /// warm-up included (what divides a trace of the name into calls per op).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ops_run: Option<u64>,
     /// Subtracted from every sample (ctx: lat_ctx's token passing in one process).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overhead_ns: Option<f64>,

@@ -174,6 +174,10 @@ pub struct GuestReport {
     pub trace: Option<TraceResult>,
     #[serde(serialize_with = "keys_sorted")]
     pub traced_bench: Option<BenchResult>,
+    /// The traced run op by op: each op's module calls (the accounting
+    /// identity's calls per op). Absent in cells before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op_calls: Option<Vec<super::account::OpCalls>>,
     pub error: Option<String>,
 }
 

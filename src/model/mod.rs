@@ -2,6 +2,7 @@
 //! and index, report and compare — as the types that write it and read it
 //! back, with the provenance and identities they share. `schema/*.json` is
 //! generated from these types (`schema.rs`).
+pub mod account;
 pub mod avc;
 pub mod bench;
 pub mod cell;

@@ -101,6 +101,11 @@ pub fn select(spec: &str) -> Result<Vec<OpDef>> {
     Ok(out)
 }
 
+/// The op names an `--ops` list selects, in the order they run.
+pub fn op_names(spec: &str) -> Result<Vec<&'static str>> {
+    Ok(select(spec)?.iter().map(|o| o.name).collect())
+}
+
 /// Checks an `--ops` list (the lab validates before booting anything).
 pub fn check_ops(spec: &str, iterations: Option<u64>) -> Result<()> {
     check_iterations(&select(spec)?, iterations)

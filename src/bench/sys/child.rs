@@ -89,6 +89,7 @@ pub fn fork(body: impl FnOnce()) -> Result<Child> {
     }
     if pid == 0 {
         if tie_to(parent) {
+            super::timed_name::helper();
             body();
         }
         // SAFETY: end the child without running the parent's destructors.

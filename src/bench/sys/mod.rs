@@ -3,3 +3,4 @@
 pub mod child;
 pub mod fd;
 pub mod file;
+pub mod timed_name;

@@ -47,6 +47,9 @@ pub struct Options {
     /// Layout draws per cell (absent: one, as plans made before draws).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub draws: u32,
+    /// With trace: only the first N draws traced (absent: every draw).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_draws: Option<u32>,
 }
 
 fn one() -> u32 {
@@ -309,6 +312,7 @@ fn options(args: &RunArgs) -> Options {
         timeout_s: args.timeout_s,
         memory_mb: args.memory_mb,
         draws: args.draws,
+        trace_draws: args.trace_draws,
     }
 }
 
@@ -368,6 +372,7 @@ pub fn run_args(plan: &Plan, cell: &PlanCell, results: &Path, cache_dir: &Path) 
         sample_ms: o.sample_ms,
         iterations: o.iterations,
         trace: o.trace,
+        trace_draws: o.trace_draws,
         bench_dir: o.bench_dir.clone(),
         jobs: Some(1),
         timeout_s: o.timeout_s,
@@ -422,6 +427,7 @@ mod tests {
                 timeout_s: 1800,
                 memory_mb: 1024,
                 draws: 1,
+                trace_draws: None,
             },
         }
     }
