@@ -8,8 +8,13 @@
 #
 #   scripts/atlas.sh [OUT]        (default OUT: results/atlas; run as root)
 #
-# Environment: ATLAS_KERNELS, ATLAS_CONFIGS, ATLAS_OPS, ATLAS_SAMPLES, ATLAS_PARALLEL
-# narrow or widen the matrix; SLURM_CONF set = use that cluster instead.
+# Each cell runs as ATLAS_DRAWS layout draws (default 5), the first
+# ATLAS_TRACE_DRAWS of them (default 1) traced op by op: overheads need
+# many draws, hook costs and calls per op one.
+#
+# Environment: ATLAS_KERNELS, ATLAS_CONFIGS, ATLAS_OPS, ATLAS_SAMPLES, ATLAS_DRAWS,
+# ATLAS_TRACE_DRAWS, ATLAS_PARALLEL narrow or widen the matrix; SLURM_CONF set =
+# use that cluster instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-results/atlas}
@@ -22,7 +27,9 @@ order=none,debian-default,selinux-mini,selinux-refpolicy,apparmor,tomoyo,smack,l
 shipped=$(find configs -mindepth 2 -maxdepth 2 -name spec.toml -printf '%h\n' | xargs -n1 basename | grep -v '^selinux-avc' | sort)
 extra=$(comm -13 <(tr , '\n' <<<"$order" | sort) <(echo "$shipped") | paste -sd,)
 configs=${ATLAS_CONFIGS:-$order${extra:+,$extra}}
-samples=${ATLAS_SAMPLES:-5}
+samples=${ATLAS_SAMPLES:-3}
+draws=${ATLAS_DRAWS:-5}
+trace_draws=${ATLAS_TRACE_DRAWS:-1}
 ops=${ATLAS_OPS:-paper}
 parallel=${ATLAS_PARALLEL:-$(nproc)}
 
@@ -100,9 +107,10 @@ EOF
 [ -n "${SLURM_CONF:-}" ] || start_cluster
 batch=$work/results
 started=$(date +%s)
-echo "atlas: $kernels × $configs, $samples samples, traced, $parallel at once ($(date -u +%FT%TZ))"
+echo "atlas: $kernels × $configs, $draws draws ($trace_draws traced), $samples samples, $parallel at once ($(date -u +%FT%TZ))"
 "$work/lsmpmon" lab submit --slurm --kernels "$kernels" --configs "$configs" --ops "$ops" \
-    --trace --samples "$samples" --max-parallel "$parallel" --results "$batch" ||
+    --draws "$draws" --trace --trace-draws "$trace_draws" --samples "$samples" \
+    --max-parallel "$parallel" --results "$batch" ||
     echo "atlas: some cells did not pass (listed above)" >&2
 ended=$(date +%s)
 echo "atlas: all tasks ended after $((ended - started)) s"

@@ -87,7 +87,10 @@ impl BenchArgs {
 
 fn timed_name(s: &str) -> Result<String, String> {
     if s.is_empty() || s.len() > super::sys::timed_name::MAX_LEN || s.contains('\0') {
-        return Err(format!("1 to {} bytes, no NUL", super::sys::timed_name::MAX_LEN));
+        return Err(format!(
+            "1 to {} bytes, no NUL",
+            super::sys::timed_name::MAX_LEN
+        ));
     }
     Ok(s.to_string())
 }

@@ -22,7 +22,6 @@ use super::{
 pub use crate::model::cell::{GuestReport as Report, GuestStage as Stage};
 use crate::model::{account::OpCalls, bench::BenchResult, trace::TraceResult};
 
-
 /// `lab guest PLAN`: always prints a report; exits non-zero unless the cell
 /// was proved and measured.
 pub fn main(plan_path: &Path) -> Result<i32> {
@@ -328,8 +327,8 @@ fn traced_bench(plan: &Plan) -> Result<(TraceResult, BenchResult, Vec<OpCalls>)>
     let trace_file = "/tmp/lsmpmon-lab-trace.json";
     let bench = bench(plan, Some(trace_file))?;
     let trace = serde_json::from_slice(&fs::read(trace_file)?).context("reading the trace")?;
-    let calls = serde_json::from_slice(&fs::read(per_op::OP_CALLS)?)
-        .context("reading the op calls")?;
+    let calls =
+        serde_json::from_slice(&fs::read(per_op::OP_CALLS)?).context("reading the op calls")?;
     Ok((trace, bench, calls))
 }
 

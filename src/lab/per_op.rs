@@ -31,7 +31,10 @@ pub fn main(plan_path: &Path) -> Result<i32> {
         let bench = match one_op(&plan, op) {
             Ok(b) => b,
             Err(e) => {
-                crate::say!("lab: traced {op} FAILED: {}", crate::base::error::one_line(&e));
+                crate::say!(
+                    "lab: traced {op} FAILED: {}",
+                    crate::base::error::one_line(&e)
+                );
                 failed.push(op);
                 before = dump(tracer)?;
                 continue;
@@ -50,14 +53,21 @@ pub fn main(plan_path: &Path) -> Result<i32> {
     if let Some(m) = &merged {
         crate::base::output::line(&serde_json::to_string(m)?)?;
     }
-    Ok(if failed.is_empty() && merged.is_some() { 0 } else { 1 })
+    Ok(if failed.is_empty() && merged.is_some() {
+        0
+    } else {
+        1
+    })
 }
 
 fn ops_of(plan: &Plan) -> Result<&str> {
     let mut args = plan.bench_args.iter();
     while let Some(a) = args.next() {
         if a == "--ops" {
-            return args.next().map(String::as_str).context("--ops without a value");
+            return args
+                .next()
+                .map(String::as_str)
+                .context("--ops without a value");
         }
     }
     Ok("paper")
@@ -83,6 +93,9 @@ fn one_op(plan: &Plan, op: &str) -> Result<BenchResult> {
 fn dump(tracer: u32) -> Result<TraceResult> {
     let json = ctl::send(Some(tracer), ctl::Action::Dump, true)?;
     serde_json::from_str(&json).with_context(|| {
-        format!("reading the trace's dump: {}", json.lines().next().unwrap_or(""))
+        format!(
+            "reading the trace's dump: {}",
+            json.lines().next().unwrap_or("")
+        )
     })
 }

@@ -41,4 +41,3 @@ pub fn bench_args(plan: &Plan, traced: bool) -> Vec<&str> {
     }
     v
 }
-

@@ -57,7 +57,12 @@ fn totals(t: Option<&TraceResult>) -> BTreeMap<Key, &HookResult> {
 impl OpCalls {
     /// What happened between two cumulative dumps of one trace (`before`
     /// none: from the start).
-    pub fn between(op: &str, ops_run: u64, before: Option<&TraceResult>, after: &TraceResult) -> Self {
+    pub fn between(
+        op: &str,
+        ops_run: u64,
+        before: Option<&TraceResult>,
+        after: &TraceResult,
+    ) -> Self {
         let before = totals(before);
         let calls = after
             .per_lsm

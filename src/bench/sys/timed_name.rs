@@ -21,7 +21,8 @@ pub fn set(name: &str) -> Result<(), String> {
     }
     let mut b = [0u8; 16];
     b[..name.len()].copy_from_slice(name.as_bytes());
-    NAME.set(b).map_err(|_| "--timed-name set twice".to_string())
+    NAME.set(b)
+        .map_err(|_| "--timed-name set twice".to_string())
 }
 
 fn set_task_name(name: &[u8; 16]) {
