@@ -44,6 +44,15 @@ pub enum Cell {
         spread_pct: f64,
         change: Option<crate::base::draws::DrawnChange>,
     },
+    /// The accounting identity: of an overhead over the baseline (ns per
+    /// op), what the modules' own functions account for (calls per op ×
+    /// net time per call).
+    Explained {
+        explained_ns: f64,
+        overhead_ns: f64,
+        /// The overhead is established over the layout floor.
+        established: bool,
+    },
     /// A figure shown with a fixed number of decimals.
     Fixed { value: f64, decimals: usize },
     /// A word or name, not a figure (a verdict, a unit).
@@ -100,8 +109,41 @@ pub fn fmt_pct(pct: f64, decimals: usize) -> String {
     }
 }
 
+/// Explained within ×0.5 … ×1.5 of the overhead: the identity holds.
+pub const EXPLAINED_RANGE: (f64, f64) = (0.5, 1.5);
+
+/// Whether an established overhead is explained outside `EXPLAINED_RANGE`.
+pub fn unexplained(explained_ns: f64, overhead_ns: f64, established: bool) -> bool {
+    let ratio = explained_ns / overhead_ns;
+    established && !(EXPLAINED_RANGE.0..=EXPLAINED_RANGE.1).contains(&ratio)
+}
+
+fn fmt_explained(explained_ns: f64, overhead_ns: f64, established: bool) -> String {
+    // A sum of non-negative times, printed without a "-0".
+    let us = |ns: f64| fmt_value(ns / 1e3 + 0.0);
+    if !established {
+        return format!("{} µs (overhead not established)", us(explained_ns));
+    }
+    let flag = if unexplained(explained_ns, overhead_ns, established) {
+        " ⚑"
+    } else {
+        ""
+    };
+    format!(
+        "{} of {} µs (×{:.2}){flag}",
+        us(explained_ns),
+        us(overhead_ns),
+        explained_ns / overhead_ns
+    )
+}
+
 pub fn fmt_cell(c: &Cell) -> String {
     match c {
+        Cell::Explained {
+            explained_ns,
+            overhead_ns,
+            established,
+        } => fmt_explained(*explained_ns, *overhead_ns, *established),
         Cell::Missing { why } => why.clone(),
         Cell::Text { text } => text.clone(),
         Cell::Fixed { value, decimals } => format!("{value:.decimals$}"),
@@ -305,6 +347,21 @@ pub fn csv(tables: &[Table]) -> anyhow::Result<String> {
                         rec[2] = csv_text(mark.as_deref().unwrap_or_default());
                     }
                     Cell::Fixed { value, .. } => rec[0] = value.to_string(),
+                    Cell::Explained {
+                        explained_ns,
+                        overhead_ns,
+                        established,
+                    } => {
+                        rec[0] = explained_ns.to_string();
+                        rec[1] = format!("{:.3}", explained_ns / overhead_ns * 100.0);
+                        rec[2] = if *established {
+                            "established"
+                        } else {
+                            "layout noise"
+                        }
+                        .into();
+                        rec[3] = format!("of an overhead of {overhead_ns:.1} ns per op");
+                    }
                     Cell::Drawn {
                         value,
                         draws,

@@ -106,3 +106,64 @@ impl OpCalls {
         Some(sum / self.ops_run as f64)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::trace::LsmHookResult;
+
+    fn stat(lsm: &str, function: &str, calls: u64, sum_ns: u64) -> LsmHookResult {
+        let mut stats: HookResult = serde_json::from_value(serde_json::json!({
+            "hook": function.trim_start_matches(lsm).trim_start_matches('_'),
+            "function": function, "calls": calls, "count": calls, "cs_count": 0,
+            "min_ns": 0, "max_ns": 0, "ave_ns": 0.0, "sum_ns": sum_ns,
+            "p50_ns": null, "p99_ns": null, "allow": null, "deny": null,
+            "error": null, "value": null, "not_a_decision": null, "dropped": 0,
+            "hist": []
+        }))
+        .unwrap();
+        stats.ave_ns = sum_ns as f64 / calls.max(1) as f64;
+        LsmHookResult {
+            lsm: lsm.into(),
+            stats,
+        }
+    }
+
+    fn dump(rows: Vec<LsmHookResult>) -> TraceResult {
+        let f = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/report/trace-6.1.json");
+        let mut t: TraceResult = serde_json::from_slice(&std::fs::read(f).unwrap()).unwrap();
+        t.per_lsm = rows;
+        t
+    }
+
+    #[test]
+    fn an_op_owns_only_the_calls_between_its_two_dumps() {
+        let before = dump(vec![
+            stat("selinux", "selinux_inode_permission", 100, 30_000),
+            stat("selinux", "selinux_file_open", 10, 5_000),
+        ]);
+        let after = dump(vec![
+            stat("selinux", "selinux_inode_permission", 500, 150_000),
+            stat("selinux", "selinux_file_open", 10, 5_000),
+            stat("capability", "cap_task_prctl", 3, 60),
+        ]);
+        let op = OpCalls::between("stat", 100, Some(&before), &after);
+        let names: Vec<&str> = op.calls.iter().map(|c| c.function.as_str()).collect();
+        // file_open made no call during the op: not the op's.
+        assert_eq!(names, ["selinux_inode_permission", "cap_task_prctl"]);
+        assert_eq!((op.calls[0].calls, op.calls[0].sum_ns), (400, 120_000));
+        // 4 calls per op × (300 ns − a 100 ns floor); capability not asked for.
+        let ns = op.module_ns_per_op(&["selinux".into()], 100.0).unwrap();
+        assert!((ns - 800.0).abs() < 1e-9, "{ns}");
+        // A call faster than the floor costs nothing, not a negative time.
+        assert_eq!(
+            op.module_ns_per_op(&["capability".into()], 100.0),
+            Some(0.0)
+        );
+        assert_eq!(
+            OpCalls::between("x", 0, None, &after).module_ns_per_op(&[], 0.0),
+            None
+        );
+    }
+}

@@ -78,7 +78,8 @@ pub fn by_kernel<'a>(runs: &'a [Run], order: &[String]) -> Vec<(KernelId, Vec<&'
                     // stands for it (the Table 3 form reads every draw).
                     let mine = || latest.iter().filter(|r| r.kernel == *k && r.config == *c);
                     mine()
-                        .find(|r| r.passed())
+                        .find(|r| r.passed() && r.trace.is_some())
+                        .or_else(|| mine().find(|r| r.passed()))
                         .or_else(|| mine().next())
                         .copied()
                 })
@@ -337,7 +338,7 @@ pub fn hook_cost(c: &Run, hook: &str) -> Option<Cell> {
         .map(|r| &r.stats)
         .collect();
     if rows.is_empty() {
-        return Some(Cell::missing("N/A"));
+        return Some(not_probed(t, hook, &c.measured_lsms).unwrap_or_else(|| Cell::missing("N/A")));
     }
     if rows.iter().all(|r| r.count == 0) {
         return Some(Cell::missing("not called"));
@@ -346,6 +347,16 @@ pub fn hook_cost(c: &Run, hook: &str) -> Option<Cell> {
         return Some(Cell::missing(BELOW_FLOOR));
     }
     Some(Cell::value(rows.iter().filter_map(|r| timed(r, fl)).sum()))
+}
+
+/// A measured module's implementation of `hook` that the trace found but
+/// could not probe, with the reason (not in BTF, not traceable): never N/A.
+fn not_probed(t: &TraceResult, hook: &str, lsms: &[String]) -> Option<Cell> {
+    t.probe.unmapped.iter().find_map(|u| {
+        let (h, lsm) = u.hook.strip_suffix(')')?.split_once(" (")?;
+        (h == hook && lsms.iter().any(|l| l == lsm))
+            .then(|| Cell::missing(format!("not probed: {}", u.reason)))
+    })
 }
 
 /// What a call costs when it measures no more than the empty probe pair.
@@ -475,7 +486,7 @@ pub fn table4(kernel: &str, cols: &[&Run]) -> Table {
         ),
         kernel: kernel.into(),
         notes: [
-            format!("{} time. Each module's own implementation of the hook (trace --per-lsm), summed over its functions; N/A: the module does not implement the hook.", time_mode(cols)),
+            format!("{} time. Each module's own implementation of the hook (trace --per-lsm), summed over its functions; N/A: the module does not implement the hook; not probed: it does, but the trace could not attach to it (the reason given).", time_mode(cols)),
             format!("h: no module of its own (none, ima): the security_* hook itself. h*: includes lsmpmon's probe on a nested module function (capability's), so it overstates. {BELOW_FLOOR}: within 1 ns of the empty probe pair or under it."),
             format!("Hooks: those of {} ({}), then the {TOP_HOOKS} where the modules spent most time (average × calls) during the benchmark.", papers::cite(&papers::LSMPMON, "Table 4"), PAPER_HOOKS.join(", ")),
         ].into_iter().chain(fallback_note(&k_floors)).collect(),

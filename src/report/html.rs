@@ -31,6 +31,8 @@ struct Chart {
 struct HtmlCell {
     text: String,
     class: &'static str,
+    /// The overview's heat: a background by established change.
+    style: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -63,9 +65,13 @@ fn html_table(i: usize, t: &Table) -> Result<HtmlTable> {
                     .cells
                     .iter()
                     .map(|c| HtmlCell {
+                        style: (t.form == "overview").then(|| heat(c)).flatten(),
                         text: fmt_cell(c),
                         class: match c {
-                            Cell::Value { .. } | Cell::Fixed { .. } | Cell::Drawn { .. } => "num",
+                            Cell::Value { .. }
+                            | Cell::Fixed { .. }
+                            | Cell::Drawn { .. }
+                            | Cell::Explained { .. } => "num",
                             Cell::Text { .. } => "text",
                             Cell::Missing { .. } => "missing",
                         },
@@ -76,6 +82,21 @@ fn html_table(i: usize, t: &Table) -> Result<HtmlTable> {
             .collect(),
         charts,
     })
+}
+
+/// An established change as a colour: red for slower, blue for faster,
+/// deeper with the logarithm of the change (+1 % pale, +100 % and more
+/// full); layout noise stays white.
+fn heat(c: &Cell) -> Option<String> {
+    let pct = pct_of(c)?;
+    let depth = ((1.0 + pct.abs()).log10() / 2.0).clamp(0.1, 1.0);
+    let fade = |full: f64| (255.0 - (255.0 - full) * depth).round() as u8;
+    let (r, g, b) = if pct >= 0.0 {
+        (fade(214.0), fade(96.0), fade(77.0))
+    } else {
+        (fade(67.0), fade(147.0), fade(195.0))
+    };
+    Some(format!("background:#{r:02x}{g:02x}{b:02x}"))
 }
 
 /// The AVC sweep: ns per open against N (the rows), a line per column.

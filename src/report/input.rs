@@ -10,6 +10,7 @@ use std::{
 use anyhow::Result;
 
 use crate::base::error::usage;
+use crate::model::account::OpCalls;
 use crate::model::bench::{BenchResult, Unit, BENCH_SCHEMA};
 use crate::model::cell::{CellResult, CellStatus, Footprint, ProofKind, ProofReport, CELL_SCHEMA};
 use crate::model::identity::{Alike, KernelId, Origin};
@@ -38,12 +39,16 @@ pub struct Run {
     pub alike: Alike,
     /// Whose own functions fill the Table 4 form (empty: the hook itself).
     pub measured_lsms: Vec<String>,
+    /// The LSMs the guest ran (a lab cell's /sys/kernel/security/lsm).
+    pub active_lsms: Vec<String>,
     /// A lab cell whose proof read IMA's measurement list.
     pub measured: Option<Measured>,
     pub bench: Option<BenchResult>,
     pub trace: Option<TraceResult>,
     /// A lab cell's benchmark under trace (the observer effect's numerator).
     pub traced_bench: Option<BenchResult>,
+    /// A lab cell's traced run op by op: each op's module calls.
+    pub op_calls: Vec<OpCalls>,
     pub footprint: Option<Footprint>,
     /// Guest ms of the span a setup script marked `policy-load`.
     pub policy_load_ms: Option<f64>,
@@ -327,11 +332,13 @@ fn from_cell(p: &Path, c: &CellResult) -> Run {
         started_unix_s: c.started_unix_s,
         draw: c.options.draw(),
         alike: Alike::of_cell(c),
-        measured_lsms: c.config.measured_lsms.clone(),
         measured: guest
             .proof
             .as_ref()
             .and_then(|p| Measured::from_proof(p, &c.options.icount)),
+        measured_lsms: measured_lsms(c, &guest.active_lsms),
+        active_lsms: guest.active_lsms.clone(),
+        op_calls: guest.op_calls.clone().unwrap_or_default(),
         origin: Origin::of_cell(c),
         bench: guest.bench,
         trace: guest.trace,
@@ -344,6 +351,21 @@ fn from_cell(p: &Path, c: &CellResult) -> Run {
         footprint: guest.footprint,
         bytes_added: Some(c.bytes_added),
     }
+}
+
+/// The modules a cell measures: its configuration's, and where IMA and EVM
+/// are LSMs themselves (6.9 on) and the configuration measures with IMA,
+/// theirs too (their own functions are then what the policy costs).
+fn measured_lsms(c: &CellResult, active: &[String]) -> Vec<String> {
+    let mut l = c.config.measured_lsms.clone();
+    if c.config.proof == ProofKind::Measure {
+        for m in ["ima", "evm"] {
+            if active.iter().any(|a| a == m) && !l.iter().any(|x| x == m) {
+                l.push(m.into());
+            }
+        }
+    }
+    l
 }
 
 /// The LSMs whose own functions a single trace timed (capability is in every kernel).
@@ -380,11 +402,13 @@ fn standalone(
         draw: 0,
         alike,
         measured_lsms: traced_lsms(trace.as_ref()),
+        active_lsms: Vec::new(),
         measured: None,
         origin,
         bench,
         trace,
         traced_bench: None,
+        op_calls: Vec::new(),
         footprint: None,
         policy_load_ms: None,
         bytes_added: None,
@@ -418,22 +442,33 @@ fn label_standalone(runs: &mut [Run]) {
     }
 }
 
-/// A line for each run that did not pass, so nobody reads its column as a figure.
+/// A sentence for each reason runs did not pass, naming them (kernel and
+/// configuration, once however many draws), so nobody reads their columns
+/// as figures.
 pub fn warnings(runs: &[Run]) -> Vec<String> {
-    runs.iter()
-        .filter(|r| !r.passed())
-        .map(|r| {
-            format!(
-                "{} ({} on {}): {}{}: its cells are marked, not measured",
-                r.source.display(),
-                r.config,
-                r.kernel,
-                r.status,
-                r.reason
-                    .as_ref()
-                    .map(|x| format!(" ({x})"))
-                    .unwrap_or_default()
-            )
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for r in runs.iter().filter(|r| !r.passed()) {
+        let why = match &r.reason {
+            Some(x) => format!("{} ({x})", r.status),
+            None => r.status.to_string(),
+        };
+        let who = format!("{} on {}", r.config, r.kernel);
+        match groups.iter_mut().find(|g| g.0 == why) {
+            Some(g) if g.1.contains(&who) => {}
+            Some(g) => g.1.push(who),
+            None => groups.push((why, vec![who])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(why, who)| {
+            let n = who.len();
+            let cells = if n == 1 {
+                "its cells are"
+            } else {
+                "their cells are"
+            };
+            format!("{}: {why}; {cells} marked, not measured", who.join(", "))
         })
         .collect()
 }

@@ -1,6 +1,7 @@
 //! `lsmpmon report` and `lsmpmon compare`: the papers' tables and charts from
 //! any lsmpmon results (lab cells and directories, bench and trace results),
 //! and whether two runs differ.
+mod account;
 mod avc;
 pub mod charts;
 pub mod compare;
@@ -10,6 +11,7 @@ mod ima;
 pub mod input;
 mod kernels;
 mod observer;
+mod overview;
 mod selinux;
 mod studies;
 mod syscalls;
@@ -129,7 +131,9 @@ fn split_list(s: &str) -> Vec<String> {
 /// 6/7 across kernels, the other studies' tables, and each single trace's
 /// per-hook table.
 pub fn tables(runs: &[Run], order: &[String], syscalls: &[String]) -> Vec<Table> {
-    let mut out = forms::all(runs, order);
+    let mut out = overview::tables(runs, order);
+    out.extend(forms::all(runs, order));
+    out.extend(account::tables(runs, order));
     out.extend(kernels::tables(runs, order));
     out.extend(observer::table(runs));
     let refs: Vec<&Run> = runs.iter().collect();

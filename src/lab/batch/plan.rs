@@ -482,7 +482,36 @@ mod tests {
         assert_ne!(changed(&|m| m.options.samples = 4), base);
         assert_ne!(changed(&|m| m.options.bench_dir = "/tmp/x".into()), base);
         assert_ne!(changed(&|m| m.lsmpmon_version = "0.0.1".into()), base);
+        assert_ne!(changed(&|m| m.options.trace_draws = Some(1)), base);
         assert_eq!(changed(&|_| ()), base);
+    }
+
+    /// `--trace-draws N` reaches each cell: draws below N are traced, the
+    /// others bench only; without it every draw of a traced plan is.
+    #[test]
+    fn only_the_first_trace_draws_of_a_cell_are_traced() {
+        let plan_of = |trace_draws| {
+            let mut m = matrix();
+            m.options.draws = 3;
+            m.options.trace = true;
+            m.options.trace_draws = trace_draws;
+            Plan {
+                schema: PLAN_SCHEMA.into(),
+                id: plan_id(&m).unwrap(),
+                cells: cells(&m, &paths(), Path::new("/p/plan.json")).unwrap(),
+                matrix: m,
+                paths: paths(),
+            }
+        };
+        let traced = |plan: &Plan| -> Vec<bool> {
+            plan.cells[..3]
+                .iter()
+                .map(|c| run_args(plan, c, Path::new("/r"), Path::new("/c")).traced(c.draw))
+                .collect()
+        };
+        assert_eq!(traced(&plan_of(Some(1))), [true, false, false]);
+        assert_eq!(traced(&plan_of(Some(2))), [true, true, false]);
+        assert_eq!(traced(&plan_of(None)), [true, true, true]);
     }
 
     #[test]
