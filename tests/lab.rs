@@ -238,7 +238,14 @@ fn paper_ops_rerun_within_half_a_percent() {
             .as_secs()
     };
     let started = unix_s();
-    let out = run_logged(&lab_run(&res, "6.1", "none,selinux-mini", "paper", &[]));
+    // The atlas's options (3 samples a draw), so that its cells judge these.
+    let out = run_logged(&lab_run(
+        &res,
+        "6.1",
+        "none,selinux-mini",
+        "paper",
+        &["--samples", "3"],
+    ));
     succeeded(&out);
     let all = cells(&res);
     for name in ["none", "selinux-mini"] {
@@ -260,7 +267,60 @@ fn paper_ops_rerun_within_half_a_percent() {
             "{name}: every paper op"
         );
         reruns_within_half_a_percent(&res, &all, name);
+        within_the_atlas(c, name);
     }
+}
+
+/// The committed atlas's passed cells of 6.1 `config`: each draw's median of `op`.
+fn atlas_draws(config: &str, op: &str) -> Vec<f64> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/atlas/cells");
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| json(&std::fs::read_to_string(e.path()).unwrap()))
+        .filter(|c| {
+            c["kernel"]["series"] == "6.1"
+                && c["config"]["name"] == config
+                && c["status"] == "passed"
+        })
+        .map(|c| median(&c, op))
+        .collect()
+}
+
+/// Issue 33: a new binary is another layout draw, so this run's figures
+/// must lie within the committed atlas's median over its draws ± the
+/// kernel's layout floor (what `none`'s draws alone spread, at least
+/// 0.5 %). A binary that moves figures beyond layout noise fails here, and
+/// the atlas must be regenerated (scripts/atlas.sh) before it lands.
+fn within_the_atlas(c: &Value, name: &str) {
+    let spread = |v: &[f64]| {
+        let (lo, hi) = v
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(l, h), x| (l.min(*x), h.max(*x)));
+        (hi - lo) / lo
+    };
+    let mut stale = Vec::new();
+    for r in c["guest"]["bench"]["results"].as_array().unwrap() {
+        let op = r["op"].as_str().unwrap();
+        let (mine, base) = (atlas_draws(name, op), atlas_draws("none", op));
+        assert!(
+            mine.len() >= 5 && base.len() >= 5,
+            "the atlas has 5 draws of 6.1 {name} and none"
+        );
+        let mut sorted = mine.clone();
+        sorted.sort_by(f64::total_cmp);
+        let m = sorted[sorted.len() / 2];
+        let floor = spread(&base).max(0.005);
+        let now = r["median"].as_f64().unwrap();
+        if ((now - m) / m).abs() > floor {
+            stale.push(format!("{op} {now:.0} vs {m:.0} ± {:.2} %", floor * 100.0));
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "results/atlas is stale for 6.1 {name} (this binary moves beyond the layout floor): {}; regenerate it with scripts/atlas.sh",
+        stale.join(", ")
+    );
 }
 
 fn check_proof(name: &str, p: &Value) {
