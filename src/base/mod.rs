@@ -10,4 +10,5 @@ pub mod parse;
 pub mod secure_fs;
 pub mod stats;
 pub mod table;
+pub mod task_name;
 pub mod version;

@@ -353,7 +353,9 @@ pub fn csv(tables: &[Table]) -> anyhow::Result<String> {
                         established,
                     } => {
                         rec[0] = explained_ns.to_string();
-                        rec[1] = format!("{:.3}", explained_ns / overhead_ns * 100.0);
+                        if *established {
+                            rec[1] = format!("{:.3}", explained_ns / overhead_ns * 100.0);
+                        }
                         rec[2] = if *established {
                             "established"
                         } else {

@@ -54,11 +54,11 @@ pub struct BenchArgs {
     /// Compare with an earlier --json result: `value (+x %)` per op.
     #[arg(long, value_name = "BASE.json")]
     pub compare: Option<PathBuf>,
-    /// Run the ops (calibration and warm-up too) and their helpers under
-    /// this task name, and report each op's runs (`ops_run`): `trace --comm
-    /// NAME` then counts the op's own calls, not the setup between runs.
-    #[arg(long, value_name = "NAME", value_parser = timed_name)]
-    pub timed_name: Option<String>,
+    /// Run under NAME except while an op runs (calibration and warm-up
+    /// too), and report each op's runs (`ops_run`): `trace --comm` with the
+    /// bench's own name then counts the ops' own calls, not the setup.
+    #[arg(long, value_name = "NAME", value_parser = untimed_name)]
+    pub untimed_name: Option<String>,
     /// Compare even if the baseline comes from another kernel, mode or machine (flagged).
     #[arg(long, requires = "compare")]
     pub force: bool,
@@ -85,12 +85,10 @@ impl BenchArgs {
     }
 }
 
-fn timed_name(s: &str) -> Result<String, String> {
-    if s.is_empty() || s.len() > super::sys::timed_name::MAX_LEN || s.contains('\0') {
-        return Err(format!(
-            "1 to {} bytes, no NUL",
-            super::sys::timed_name::MAX_LEN
-        ));
+fn untimed_name(s: &str) -> Result<String, String> {
+    let max = crate::base::task_name::MAX_LEN;
+    if s.is_empty() || s.len() > max || s.contains('\0') {
+        return Err(format!("1 to {max} bytes, no NUL"));
     }
     Ok(s.to_string())
 }

@@ -50,8 +50,8 @@ impl Outcome<'_> {
 
 pub fn main(args: BenchArgs) -> Result<i32> {
     let selected = ops::select(&args.ops)?;
-    if let Some(name) = &args.timed_name {
-        super::sys::timed_name::set(name).map_err(crate::base::error::usage)?;
+    if let Some(name) = &args.untimed_name {
+        super::sys::timed_name::set(name);
     }
     ops::check_iterations(&selected, args.iterations)?;
     let provenance = host::provenance();

@@ -281,10 +281,9 @@ fn bench(plan: &Plan, trace_out: Option<&str>) -> Result<BenchResult> {
                 "--json",
                 "-o",
                 trace_json,
-                // The ops' own calls: each runs under this name (per_op.rs).
-                "--comm",
-                per_op::TIMED_NAME,
             ]);
+            // The ops' own calls: only they run under the workload's name (per_op.rs).
+            c.args(["--comm", &per_op::traced_comm()]);
             // A BPF LSM configuration's own lsm/ programs sit on the very
             // bpf_lsm_* functions --per-lsm times: they are the module being
             // measured, not someone else's probes (the result lists them).

@@ -56,39 +56,48 @@ fn totals(t: Option<&TraceResult>) -> BTreeMap<Key, &HookResult> {
 
 impl OpCalls {
     /// What happened between two cumulative dumps of one trace (`before`
-    /// none: from the start).
+    /// none: from the start). Refused if a figure went down between them
+    /// (the trace was reset).
     pub fn between(
         op: &str,
         ops_run: u64,
         before: Option<&TraceResult>,
         after: &TraceResult,
-    ) -> Self {
+    ) -> anyhow::Result<Self> {
         let before = totals(before);
-        let calls = after
-            .per_lsm
-            .iter()
-            .filter_map(|h| {
-                let key = (h.lsm.clone(), h.stats.function.clone());
-                let (c0, n0, s0) = before
-                    .get(&key)
-                    .map_or((0, 0, 0), |b| (b.calls, b.count, b.sum_ns));
-                let s = &h.stats;
-                let calls = s.calls.saturating_sub(c0);
-                (calls > 0).then(|| ModuleCalls {
+        let mut calls = Vec::new();
+        for h in &after.per_lsm {
+            let key = (h.lsm.clone(), h.stats.function.clone());
+            let (c0, n0, s0) = before
+                .get(&key)
+                .map_or((0, 0, 0), |b| (b.calls, b.count, b.sum_ns));
+            let s = &h.stats;
+            let (Some(n), Some(timed), Some(sum_ns)) = (
+                s.calls.checked_sub(c0),
+                s.count.checked_sub(n0),
+                s.sum_ns.checked_sub(s0),
+            ) else {
+                anyhow::bail!(
+                    "{}'s figures went down during {op}: the trace was reset",
+                    s.function
+                );
+            };
+            if n > 0 {
+                calls.push(ModuleCalls {
                     lsm: h.lsm.clone(),
                     hook: s.hook.clone(),
                     function: s.function.clone(),
-                    calls,
-                    count: s.count.saturating_sub(n0),
-                    sum_ns: s.sum_ns.saturating_sub(s0),
-                })
-            })
-            .collect();
-        OpCalls {
+                    calls: n,
+                    count: timed,
+                    sum_ns,
+                });
+            }
+        }
+        Ok(OpCalls {
             op: op.into(),
             ops_run,
             calls,
-        }
+        })
     }
 
     /// Module time per run of the op, ns: Σ over the `lsms`' functions of
@@ -148,7 +157,7 @@ mod tests {
             stat("selinux", "selinux_file_open", 10, 5_000),
             stat("capability", "cap_task_prctl", 3, 60),
         ]);
-        let op = OpCalls::between("stat", 100, Some(&before), &after);
+        let op = OpCalls::between("stat", 100, Some(&before), &after).unwrap();
         let names: Vec<&str> = op.calls.iter().map(|c| c.function.as_str()).collect();
         // file_open made no call during the op: not the op's.
         assert_eq!(names, ["selinux_inode_permission", "cap_task_prctl"]);
@@ -162,8 +171,13 @@ mod tests {
             Some(0.0)
         );
         assert_eq!(
-            OpCalls::between("x", 0, None, &after).module_ns_per_op(&[], 0.0),
+            OpCalls::between("x", 0, None, &after)
+                .unwrap()
+                .module_ns_per_op(&[], 0.0),
             None
         );
+        // A reset in between is refused, not read as a smaller op.
+        let err = OpCalls::between("x", 1, Some(&after), &before).unwrap_err();
+        assert!(err.to_string().contains("reset"), "{err}");
     }
 }

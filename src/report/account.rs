@@ -42,6 +42,15 @@ fn explained_ns(every_draw: &[&Run], c: &Run, base: &Run, op: &str) -> Option<f6
     calls.module_ns_per_op(&added_modules(traced, base), forms::floor(t))
 }
 
+/// An op the traced run ran but could not count by name (its work runs
+/// in children, threads or servers of other names).
+fn counted_elsewhere(every_draw: &[&Run], c: &Run, op: &str) -> bool {
+    draws(every_draw, c)
+        .iter()
+        .flat_map(|r| &r.op_calls)
+        .any(|o| o.op == op && o.ops_run == 0)
+}
+
 fn cell(every_draw: &[&Run], c: &Run, base: &Run, op: &str) -> Cell {
     if let Some(m) = missing(c) {
         return m;
@@ -53,7 +62,11 @@ fn cell(every_draw: &[&Run], c: &Run, base: &Run, op: &str) -> Cell {
         return Cell::missing("not run");
     };
     let Some(explained_ns) = explained_ns(every_draw, c, base, op) else {
-        return Cell::missing("not traced op by op");
+        return Cell::missing(if counted_elsewhere(every_draw, c, op) {
+            "runs under other names"
+        } else {
+            "not traced op by op"
+        });
     };
     let established = forms::drawn_cell(every_draw, c, op, Some(base))
         .is_some_and(|cell| matches!(cell, Cell::Drawn { change: Some(ch), .. } if ch.established));
@@ -101,7 +114,7 @@ pub fn table(kernel: &str, cols: &[&Run], every_draw: &[&Run]) -> Option<Table> 
         kernel: kernel.into(),
         notes: vec![
             format!(
-                "Each cell: Σ over the modules the configuration adds (those it measures, and those active in it but not in the baseline)' functions of calls per op × time per call (probe floor out), from its traced draw, where every op ran alone under its own task name (bench --timed-name, trace --comm), \"of\" the op's untraced overhead over `{}` (medians over draws), and their ratio. ⚑: an established overhead (Table 3 form) explained below ×{} or above ×{}: the modules' hooks do not account for it (the layout, the harness, or work outside the measured modules' functions: the security_* dispatch, other subsystems). An overhead within layout noise has no ratio.",
+                "Each cell: the time per op of the functions of the modules the configuration adds (those it measures, and those active in it but not in the baseline): Σ calls per op × time per call (probe floor out), from its traced draw, where each op ran in its own workload, traced only while it ran (bench --untimed-name, trace --comm); then \"of\" the op's untraced overhead over `{}` (medians over draws), and their ratio. Not counted: hooks in interrupt context (over loopback, tcp and udp receive in a softirq, which belongs to no task), and the security_* dispatch itself. ⚑: an established overhead (Table 3 form) explained below ×{} or above ×{}: the modules' hooks do not account for it (the layout, the harness, or work outside the measured modules' functions: the security_* dispatch, other subsystems). An overhead within layout noise has no ratio.",
                 base.config, EXPLAINED_RANGE.0, EXPLAINED_RANGE.1
             ),
         ],

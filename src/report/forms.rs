@@ -487,7 +487,7 @@ pub fn table4(kernel: &str, cols: &[&Run]) -> Table {
         kernel: kernel.into(),
         notes: [
             format!("{} time. Each module's own implementation of the hook (trace --per-lsm), summed over its functions; N/A: the module does not implement the hook; not probed: it does, but the trace could not attach to it (the reason given).", time_mode(cols)),
-            format!("h: no module of its own (none, ima): the security_* hook itself. h*: includes lsmpmon's probe on a nested module function (capability's), so it overstates. {BELOW_FLOOR}: within 1 ns of the empty probe pair or under it."),
+            format!("h: no module of its own (none; ima before 6.9, where it is not an LSM): the security_* hook itself. h*: includes lsmpmon's probe on a nested module function (capability's), so it overstates. {BELOW_FLOOR}: within 1 ns of the empty probe pair or under it."),
             format!("Hooks: those of {} ({}), then the {TOP_HOOKS} where the modules spent most time (average × calls) during the benchmark.", papers::cite(&papers::LSMPMON, "Table 4"), PAPER_HOOKS.join(", ")),
         ].into_iter().chain(fallback_note(&k_floors)).collect(),
         header: header(cols, "hook"),

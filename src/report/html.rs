@@ -88,7 +88,13 @@ fn html_table(i: usize, t: &Table) -> Result<HtmlTable> {
 /// deeper with the logarithm of the change (+1 % pale, +100 % and more
 /// full); layout noise stays white.
 fn heat(c: &Cell) -> Option<String> {
-    let pct = pct_of(c)?;
+    let Cell::Drawn {
+        change: Some(d), ..
+    } = c
+    else {
+        return None;
+    };
+    let pct = Some(d.pct).filter(|_| d.established)?;
     let depth = ((1.0 + pct.abs()).log10() / 2.0).clamp(0.1, 1.0);
     let fade = |full: f64| (255.0 - (255.0 - full) * depth).round() as u8;
     let (r, g, b) = if pct >= 0.0 {

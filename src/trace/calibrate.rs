@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use libbpf_rs::{ProgramInput, ProgramMut};
 
+use crate::base::task_name;
+
 /// The empty kernel function both are measured on (net/bpf/test_run.c).
 pub const FUNCTION: &str = "bpf_fentry_test1";
 /// Test runs are timed in blocks; the fastest block counts (the others met
@@ -51,7 +53,7 @@ fn time_test_run(driver: &ProgramMut) -> Option<Duration> {
 /// under that name, so that the probe's name check costs what it costs for
 /// a traced task.
 pub fn run(driver: &ProgramMut, comm: Option<&str>, attach: impl FnOnce() -> bool) -> Option<f64> {
-    let _name = comm.map(TaskName::set);
+    let _name = comm.map(|c| task_name::Scoped::set(&task_name::comm(c)));
     // The test runs pass through traced hooks (security_bpf): let the
     // hooks' fresh attach settle too.
     std::thread::sleep(SETTLE);
@@ -68,31 +70,5 @@ pub fn run(driver: &ProgramMut, comm: Option<&str>, attach: impl FnOnce() -> boo
     match (without, with) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a).as_secs_f64() * 1e9),
         _ => None,
-    }
-}
-
-/// The calling thread's name (comm), restored on drop.
-struct TaskName([u8; 16]);
-
-impl TaskName {
-    fn set(name: &str) -> Self {
-        let mut old = [0u8; 16];
-        let mut new = [0u8; 16];
-        for (n, b) in new.iter_mut().zip(name.bytes().take(15)) {
-            *n = b;
-        }
-        // SAFETY: 16-byte buffers, as PR_GET_NAME/PR_SET_NAME require.
-        unsafe {
-            libc::prctl(libc::PR_GET_NAME, old.as_mut_ptr());
-            libc::prctl(libc::PR_SET_NAME, new.as_ptr());
-        }
-        Self(old)
-    }
-}
-
-impl Drop for TaskName {
-    fn drop(&mut self) {
-        // SAFETY: as in set().
-        unsafe { libc::prctl(libc::PR_SET_NAME, self.0.as_ptr()) };
     }
 }

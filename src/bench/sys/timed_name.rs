@@ -1,74 +1,47 @@
-//! The task name the timed regions run under (`bench --timed-name`), so
-//! that a trace filtered on that name (`trace --comm`) counts the op's own
-//! calls: every `run` of the op, calibration and warm-up included, and the
-//! op's helper processes (which serve only the op once started), but not
-//! the setup between runs (the files a delete op deletes are made outside).
+//! `bench --untimed-name NAME`: the bench runs under NAME except while an
+//! op runs (calibration and warm-up included), when it takes its own name
+//! back; helper processes take its own name for good (they only serve the
+//! op). A trace filtered on its own name (`trace --comm`) then counts the
+//! op's own calls and not the setup between runs (the files a delete op
+//! deletes are made under NAME), and policies that recognise the workload
+//! by its name (bpf-lsm, mac-path, mac-inode) see it exactly while it is
+//! measured. Only the few calls between exec and `set` (and the `prctl`s
+//! themselves) are counted besides.
 use std::sync::OnceLock;
 
-/// The kernel keeps 15 bytes of a task's name.
-pub const MAX_LEN: usize = 15;
+use crate::base::task_name::{self, Comm};
 
-static NAME: OnceLock<[u8; 16]> = OnceLock::new();
+/// (own name, untimed name)
+static NAMES: OnceLock<(Comm, Comm)> = OnceLock::new();
 
-/// Sets the name for this process (once); refused if longer than the
-/// kernel keeps or holding a NUL.
-pub fn set(name: &str) -> Result<(), String> {
-    if name.is_empty() || name.len() > MAX_LEN || name.contains('\0') {
-        return Err(format!(
-            "--timed-name '{}': 1 to {MAX_LEN} bytes, no NUL",
-            name.escape_debug()
-        ));
+/// Takes the untimed name for this process (once). The caller validated it.
+pub fn set(untimed: &str) {
+    let names = (task_name::get(), task_name::comm(untimed));
+    if NAMES.set(names).is_ok() {
+        task_name::set(&names.1);
     }
-    let mut b = [0u8; 16];
-    b[..name.len()].copy_from_slice(name.as_bytes());
-    NAME.set(b)
-        .map_err(|_| "--timed-name set twice".to_string())
 }
 
-fn set_task_name(name: &[u8; 16]) {
-    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
-    unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
-}
-
-fn task_name() -> [u8; 16] {
-    let mut b = [0u8; 16];
-    // SAFETY: PR_GET_NAME writes at most 16 bytes.
-    unsafe { libc::prctl(libc::PR_GET_NAME, b.as_mut_ptr()) };
-    b
-}
-
-/// Whether the timed regions run under a name of their own.
+/// Whether the bench runs under an untimed name.
 pub fn is_set() -> bool {
-    NAME.get().is_some()
+    NAMES.get().is_some()
 }
 
-/// Runs `f` under the timed name (if one is set), then restores the
-/// task's own name.
+/// Runs `f` under the bench's own name (if it has an untimed one).
 pub fn timed<T>(f: impl FnOnce() -> T) -> T {
-    let Some(name) = NAME.get() else { return f() };
-    let own = task_name();
-    set_task_name(name);
+    let Some((own, untimed)) = NAMES.get() else {
+        return f();
+    };
+    task_name::set(own);
     let out = f();
-    set_task_name(&own);
+    task_name::set(untimed);
     out
 }
 
-/// In a new helper process: take the timed name for good (a helper only
-/// serves the op's runs). Async-signal-safe: one prctl.
+/// In a new helper process: take the bench's own name for good.
+/// Async-signal-safe: one prctl.
 pub fn helper() {
-    if let Some(name) = NAME.get() {
-        set_task_name(name);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_the_kernel_cannot_keep_are_refused() {
-        assert!(set("").is_err());
-        assert!(set("sixteen-bytes-xx").is_err());
-        assert!(set("a\0b").is_err());
+    if let Some((own, _)) = NAMES.get() {
+        task_name::set(own);
     }
 }
