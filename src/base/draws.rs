@@ -61,6 +61,20 @@ pub fn spread_pct(draws: &[f64]) -> f64 {
 /// baseline has at least two draws (one draw has no floor to judge
 /// against). One draw of `v` is judged against the baseline's draws.
 pub fn change(higher_is_better: bool, base: &[f64], v: &[f64]) -> Option<DrawnChange> {
+    change_over_floor(higher_is_better, base, v, 0.0)
+}
+
+/// `change`, judged against `kernel_floor_pct` where it exceeds the
+/// baseline's own spread: what the layout moves the op by on that kernel,
+/// as the widest spread any configuration shows over its own draws (a
+/// configuration adds work, not layout variance; five draws of the
+/// baseline alone understate the floor).
+pub fn change_over_floor(
+    higher_is_better: bool,
+    base: &[f64],
+    v: &[f64],
+    kernel_floor_pct: f64,
+) -> Option<DrawnChange> {
     if base.len() < 2 || v.is_empty() {
         return None;
     }
@@ -79,7 +93,7 @@ pub fn change(higher_is_better: bool, base: &[f64], v: &[f64]) -> Option<DrawnCh
         let (lo, hi) = extent(&pairs);
         (lo, hi, Interval::PairRange)
     };
-    let floor_pct = spread_pct(base).max(MIN_FLOOR_PCT);
+    let floor_pct = spread_pct(base).max(kernel_floor_pct).max(MIN_FLOOR_PCT);
     let excludes_zero = low_pct > 0.0 || high_pct < 0.0;
     Some(DrawnChange {
         pct,
@@ -169,6 +183,17 @@ mod tests {
         assert_eq!(c.interval, Interval::Bootstrap95);
         assert!(c.pct < 0.0 && !c.established, "{c:?}");
         assert!(c.low_pct < 0.0 && c.high_pct > 0.0, "{c:?}");
+    }
+
+    #[test]
+    fn the_kernels_floor_judges_where_the_baselines_draws_understate_it() {
+        let base = [100.0, 100.5, 100.2, 100.4, 100.1];
+        let v = [98.0, 98.2, 98.1, 98.3, 98.2];
+        // Against the baseline's 0.5 % alone, −1.9 % is established …
+        assert!(change(false, &base, &v).unwrap().established);
+        // … but another configuration's draws spread 2.5 % on this kernel.
+        let c = change_over_floor(false, &base, &v, 2.5).unwrap();
+        assert!(!c.established && c.floor_pct == 2.5, "{c:?}");
     }
 
     #[test]

@@ -187,9 +187,17 @@ pub fn drawn_cell(every_draw: &[&Run], c: &Run, name: &str, base: Option<&Run>) 
     }
     let unit = op(c, name)?.unit;
     let value = crate::base::stats::median(&mine);
+    let floor = kernel_floor_pct(every_draw, c, name);
     let change = base
         .filter(|b| b.config != c.config && b.alike == c.alike)
-        .and_then(|b| crate::base::draws::change(unit.higher_is_better(), &figures(b), &mine));
+        .and_then(|b| {
+            crate::base::draws::change_over_floor(
+                unit.higher_is_better(),
+                &figures(b),
+                &mine,
+                floor,
+            )
+        });
     Some(Cell::Drawn {
         value: if unit == Unit::NsPerOp {
             value / 1e3
@@ -202,6 +210,36 @@ pub fn drawn_cell(every_draw: &[&Run], c: &Run, name: &str, base: Option<&Run>) 
     })
 }
 
+/// The layout floor of `of`'s kernel for `op`: the widest spread any
+/// configuration measured alike on that kernel shows over its own draws.
+pub fn kernel_floor_pct(every_draw: &[&Run], of: &Run, op: &str) -> f64 {
+    let mut configs: Vec<&str> = Vec::new();
+    for r in every_draw
+        .iter()
+        .filter(|r| r.kernel == of.kernel && r.alike == of.alike)
+    {
+        if !configs.contains(&r.config.as_str()) {
+            configs.push(&r.config);
+        }
+    }
+    configs
+        .iter()
+        .filter_map(|config| {
+            let v: Vec<f64> = every_draw
+                .iter()
+                .filter(|r| {
+                    r.kernel == of.kernel
+                        && r.config == *config
+                        && r.alike == of.alike
+                        && r.passed()
+                })
+                .filter_map(|r| median(r, op))
+                .collect();
+            (v.len() >= 2).then(|| crate::base::draws::spread_pct(&v))
+        })
+        .fold(0.0, f64::max)
+}
+
 /// How the Table 3 form's figures were drawn: one sentence for its notes.
 fn draws_note(every_draw: &[&Run], cols: &[&Run]) -> String {
     let counts: Vec<usize> = cols.iter().map(|c| draws(every_draw, c).len()).collect();
@@ -210,7 +248,7 @@ fn draws_note(every_draw: &[&Run], cols: &[&Run]) -> String {
         return "One layout draw a configuration: a difference below the kernel's layout floor (what a change of boot layout alone moves a figure; BENCHMARKS §17: up to 17 % on 6.12 file ops) is not a result; run with --draws to get intervals.".into();
     }
     format!(
-        "Medians over layout draws (up to {most} a configuration; each draw one boot with its own recorded clock, each exactly repeatable; draws measured otherwise than a column's first are not pooled). A change is shown with its interval (bootstrap 95 % of the change of medians from {} draws a side, else the range over every pair of draws) and as established only when the interval excludes 0 and the change exceeds the baseline's own spread over its draws (the layout floor, at least virtual time's {} %); otherwise it reads \"within layout floor\" (the interval excludes 0) or \"layout noise\" with its interval. A baseline of one draw has no floor: beside it a drawn column shows no change.",
+        "Medians over layout draws (up to {most} a configuration; each draw one boot with its own recorded clock, each exactly repeatable; draws measured otherwise than a column's first are not pooled). A change is shown with its interval (bootstrap 95 % of the change of medians from {} draws a side, else the range over every pair of draws) and as established only when the interval excludes 0 and the change exceeds the kernel's layout floor for the op (the widest spread any configuration on that kernel shows over its own draws, at least virtual time's {} %); otherwise it reads \"within layout floor\" (the interval excludes 0) or \"layout noise\" with its interval. A baseline of one draw has no floor: beside it a drawn column shows no change.",
         crate::base::draws::BOOTSTRAP_FROM,
         crate::base::stats::VIRTUAL_DETERMINISM_PCT
     )
