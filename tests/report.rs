@@ -2118,6 +2118,89 @@ fn the_atlas_notes_match_its_cells() {
     );
 }
 
+/// Table 4 says nothing that is not so (issue 33 item 6): no N/A where a
+/// measured module has the hook but the trace could not attach to it (it
+/// reads "not probed" with the reason: 6.12's Landlock `hook_file_open` is
+/// not in that kernel's BTF), and on 7.3, where IMA is an LSM, the ima
+/// column is IMA's own function, not the bare hook.
+#[test]
+fn table4_shows_no_false_not_applicable() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(LSMPMON)
+        .current_dir(root)
+        .args(["report", "results/atlas", "--format", "json"])
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_str(&stdout_ok(&out)).unwrap();
+    // Every unmapped implementation of a measured module, per kernel and configuration.
+    let mut unmapped: Vec<(String, String, String)> = Vec::new();
+    for e in std::fs::read_dir(root.join("results/atlas/cells"))
+        .unwrap()
+        .flatten()
+    {
+        let v: Value = serde_json::from_slice(&std::fs::read(e.path()).unwrap()).unwrap();
+        let Some(list) = v["guest"]["trace"]["probe"]["unmapped"].as_array() else {
+            continue;
+        };
+        let series = v["kernel"]["series"].as_str().unwrap().to_string();
+        for u in list {
+            let label = u["hook"].as_str().unwrap();
+            let config = v["config"]["name"].as_str().unwrap().to_string();
+            unmapped.push((series.clone(), config, label.to_string()));
+        }
+    }
+    let mut probed_landlock_file_open = false;
+    for t4 in forms_of(&doc, "table4") {
+        let kernel = t4["kernel"].as_str().unwrap();
+        for row in t4["rows"].as_array().unwrap() {
+            let hook = row["label"].as_str().unwrap();
+            for (i, c) in row["cells"].as_array().unwrap().iter().enumerate() {
+                let config = t4["header"][i + 1].as_str().unwrap();
+                let why = c["why"].as_str().unwrap_or("");
+                if why == "N/A" {
+                    let found = unmapped.iter().any(|(k, cfg, label)| {
+                        k == kernel
+                            && cfg == config
+                            && label.starts_with(&format!("{hook} ("))
+                            && !label.ends_with("(capability)")
+                    });
+                    assert!(
+                        !found,
+                        "{kernel} {config} {hook}: N/A, but the module has it unprobed"
+                    );
+                }
+                if kernel == "6.12" && config == "landlock" && hook == "file_open" {
+                    assert!(
+                        why.starts_with("not probed: hook_file_open is not in kernel BTF"),
+                        "{c}"
+                    );
+                    probed_landlock_file_open = true;
+                }
+            }
+        }
+    }
+    assert!(
+        probed_landlock_file_open,
+        "the 6.12 Table 4 has Landlock's file_open row"
+    );
+    let t4 = forms_of(&doc, "table4")
+        .into_iter()
+        .find(|t| t["kernel"] == "7.3")
+        .unwrap();
+    let col = column_of(t4, "ima");
+    let row = t4["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["label"] == "file_open")
+        .unwrap();
+    let cell = &row["cells"][col];
+    assert!(
+        cell["mark"].is_null(),
+        "7.3 ima file_open is IMA's own function, not the hook: {cell}"
+    );
+}
+
 /// `compare` of lab cells with draws (issue 33 item 3): a change inside A's
 /// own spread over its draws is within noise however exact each draw is; a
 /// change beyond it, with an interval excluding 0, is slower.
