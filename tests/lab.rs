@@ -360,7 +360,7 @@ fn avtab_figures_equal_the_kernels_own_on_its_debug_build() {
         &res,
         "7.3-selinux",
         "selinux-mini,selinux-refpolicy",
-        "null",
+        "null,stat",
         &["--samples", "3", "--trace"],
     ));
     succeeded(&out);
@@ -379,6 +379,7 @@ fn avtab_figures_equal_the_kernels_own_on_its_debug_build() {
             "{name}: {why}"
         );
         assert_eq!(c["kernel"]["series"], "7.3-selinux");
+        stat_calls_are_whole_per_op(c, name);
         let avtab = &c["guest"]["footprint"]["avtab"];
         assert_eq!(avtab["source"], "computed", "{name}: {avtab}");
         assert_eq!(avtab["policy_version"], 33);
@@ -412,6 +413,46 @@ fn avtab_figures_equal_the_kernels_own_on_its_debug_build() {
     };
     assert_eq!(cond("selinux-mini"), 0);
     assert!(cond("selinux-refpolicy") > 0);
+}
+
+/// The traced run op by op (issue 33 item 4): a stat makes exactly one
+/// `selinux_inode_getattr` call and a whole number of
+/// `selinux_inode_permission` calls (one per path step), so the calls
+/// between two dumps divide by the op's runs without a remainder; the null
+/// op (getppid) makes no SELinux call at all.
+fn stat_calls_are_whole_per_op(c: &Value, name: &str) {
+    let ops = c["guest"]["op_calls"].as_array().unwrap();
+    let of = |op: &str| ops.iter().find(|o| o["op"] == op).unwrap();
+    let per_op = |op: &Value, function: &str| {
+        let runs = op["ops_run"].as_f64().unwrap();
+        assert!(runs >= 100.0, "{name}: {op}");
+        let calls = op["calls"].as_array().unwrap();
+        let f = calls.iter().find(|x| x["function"] == function);
+        f.map_or(0.0, |x| x["calls"].as_f64().unwrap() / runs)
+    };
+    let stat = of("stat");
+    assert!(
+        (per_op(stat, "selinux_inode_getattr") - 1.0).abs() < 0.005,
+        "{name}: {stat}"
+    );
+    let steps = per_op(stat, "selinux_inode_permission");
+    assert!(
+        steps >= 1.0 && (steps - steps.round()).abs() < 0.005,
+        "{name}: {steps}"
+    );
+    let null = of("null");
+    let selinux = null["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["lsm"] == "selinux");
+    // Only the two name changes around each timed run may show (task_prctl).
+    for x in selinux {
+        assert!(
+            x["calls"].as_f64().unwrap() / null["ops_run"].as_f64().unwrap() < 0.001,
+            "{name}: {x}"
+        );
+    }
 }
 
 /// A hung guest is killed at the timeout; the cell that finished is kept.
