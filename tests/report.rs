@@ -2289,7 +2289,7 @@ fn the_committed_layout_floor_comes_from_its_cells() {
             .unwrap();
         delete_10k.entry(k).or_default().push(m);
     }
-    for k in ["6.1", "6.12", "7.3"] {
+    for k in ["5.10", "6.1", "6.12", "7.3", "6.1-smack"] {
         assert_eq!(rtcs[k].len(), 10, "{k}: ten draws, each its own clock");
     }
     let spread = |v: &[f64]| {
