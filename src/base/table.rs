@@ -333,64 +333,7 @@ pub fn csv(tables: &[Table]) -> anyhow::Result<String> {
     for t in tables {
         for r in &t.rows {
             for (col, c) in t.header.iter().skip(1).zip(&r.cells) {
-                let mut rec = [
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                ];
-                match c {
-                    Cell::Value { value, pct, mark } => {
-                        rec[0] = value.to_string();
-                        rec[1] = pct.map(|p| format!("{p:.3}")).unwrap_or_default();
-                        rec[2] = csv_text(mark.as_deref().unwrap_or_default());
-                    }
-                    Cell::Fixed { value, .. } => rec[0] = value.to_string(),
-                    Cell::Explained {
-                        explained_ns,
-                        overhead_ns,
-                        established,
-                    } => {
-                        rec[0] = explained_ns.to_string();
-                        if *established {
-                            rec[1] = format!("{:.3}", explained_ns / overhead_ns * 100.0);
-                        }
-                        rec[2] = if *established {
-                            "established"
-                        } else {
-                            "layout noise"
-                        }
-                        .into();
-                        rec[3] = format!("of an overhead of {overhead_ns:.1} ns per op");
-                    }
-                    Cell::Drawn {
-                        value,
-                        draws,
-                        change,
-                        spread_pct,
-                    } => {
-                        rec[0] = value.to_string();
-                        rec[3] = format!("{draws} draws, spread {spread_pct:.3}");
-                        if let Some(c) = change {
-                            rec[1] = format!("{:.3}", c.pct);
-                            rec[2] = if c.established {
-                                "established"
-                            } else if c.low_pct > 0.0 || c.high_pct < 0.0 {
-                                "within layout floor"
-                            } else {
-                                "layout noise"
-                            }
-                            .into();
-                            rec[3] = format!(
-                                "[{:.3}, {:.3}] over {draws} draws, floor {:.3}",
-                                c.low_pct, c.high_pct, c.floor_pct
-                            );
-                        }
-                    }
-                    Cell::Text { text } => rec[3] = csv_text(text),
-                    Cell::Missing { why } => rec[4] = csv_text(why),
-                }
+                let rec = csv_fields(c);
                 let [value, pct, mark, text, missing] = &rec;
                 w.write_record([
                     &csv_text(&t.form),
@@ -407,6 +350,69 @@ pub fn csv(tables: &[Table]) -> anyhow::Result<String> {
         }
     }
     Ok(String::from_utf8(w.into_inner()?)?)
+}
+
+/// A cell's value, pct, mark, text and missing fields in the CSV form.
+fn csv_fields(c: &Cell) -> [String; 5] {
+    let mut rec = [
+        String::new(),
+        String::new(),
+        String::new(),
+        String::new(),
+        String::new(),
+    ];
+    match c {
+        Cell::Value { value, pct, mark } => {
+            rec[0] = value.to_string();
+            rec[1] = pct.map(|p| format!("{p:.3}")).unwrap_or_default();
+            rec[2] = csv_text(mark.as_deref().unwrap_or_default());
+        }
+        Cell::Fixed { value, .. } => rec[0] = value.to_string(),
+        Cell::Explained {
+            explained_ns,
+            overhead_ns,
+            established,
+        } => {
+            rec[0] = explained_ns.to_string();
+            if *established {
+                rec[1] = format!("{:.3}", explained_ns / overhead_ns * 100.0);
+            }
+            rec[2] = if *established {
+                "established"
+            } else {
+                "layout noise"
+            }
+            .into();
+            rec[3] = format!("of an overhead of {overhead_ns:.1} ns per op");
+        }
+        Cell::Drawn {
+            value,
+            draws,
+            change,
+            spread_pct,
+        } => {
+            rec[0] = value.to_string();
+            rec[3] = format!("{draws} draws, spread {spread_pct:.3}");
+            if let Some(c) = change {
+                rec[1] = format!("{:.3}", c.pct);
+                rec[2] = if c.established {
+                    "established"
+                } else if c.low_pct > 0.0 || c.high_pct < 0.0 {
+                    "within layout floor"
+                } else {
+                    "layout noise"
+                }
+                .into();
+                rec[3] = format!(
+                    "[{:.3}, {:.3}] over {draws} draws, floor {:.3}",
+                    c.low_pct, c.high_pct, c.floor_pct
+                );
+            }
+        }
+        Cell::Text { text } => rec[3] = csv_text(text),
+        Cell::Missing { why } => rec[4] = csv_text(why),
+    }
+    rec
 }
 
 #[cfg(test)]
