@@ -37,8 +37,8 @@ pub fn traced_comm() -> String {
 
 pub fn main(plan_path: &Path) -> Result<i32> {
     let what = || format!("reading {}", plan_path.display());
-    let plan: Plan = serde_json::from_slice(&fs::read(plan_path).with_context(what)?)
-        .with_context(what)?;
+    let plan: Plan =
+        serde_json::from_slice(&fs::read(plan_path).with_context(what)?).with_context(what)?;
     let tracer = std::os::unix::process::parent_id();
     let spec = ops_of(&plan);
     let mut before = dump(tracer)?;
