@@ -157,6 +157,17 @@ pub fn cpu(s: &str) -> Result<usize, String> {
     Ok(cpu)
 }
 
+/// Comma-separated names, in order, each once.
+pub fn split_list(s: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in s.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        if !out.iter().any(|o| o == w) {
+            out.push(w.to_string());
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,5 +195,11 @@ mod tests {
         assert!(cgroup("no-such-cgroup-lsmpmon").is_err());
         assert!(list("").is_err() && list(" , ").is_err() && list("a,").is_ok());
         assert!(cpu("5000").is_err() && cpu("0").is_ok());
+    }
+
+    #[test]
+    fn lists_keep_their_order_once_each() {
+        assert_eq!(super::split_list(" b,a,,b , c"), ["b", "a", "c"]);
+        assert!(super::split_list(",").is_empty());
     }
 }

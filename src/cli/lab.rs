@@ -6,9 +6,11 @@ use crate::base::output::stdout;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 
+use super::lab_args::{RerunArgs, RunArgs};
 use crate::base::error::{usage, with_code, EXIT_FAILURE, EXIT_OK};
+use crate::base::parse::split_list;
 use crate::base::table;
-use crate::lab::{self, batch, nginx, results, RerunArgs, RunArgs, RunOutcome};
+use crate::lab::{self, batch, nginx, results, RunOutcome};
 use crate::report::{self, forms::BASELINE, input};
 
 #[derive(Args, Debug)]
@@ -188,10 +190,10 @@ pub fn main(cmd: LabCommand) -> Result<i32> {
         None => {
             let mut args = cmd.run;
             args.trace = true;
-            finish(lab::run(&args)?)
+            finish(lab::run(&args.request()?, args.jobs)?)
         }
-        Some(LabSub::Run(args)) => finish(lab::run(&args)?),
-        Some(LabSub::Rerun(args)) => finish(lab::rerun(&args)?),
+        Some(LabSub::Run(args)) => finish(lab::run(&args.request()?, args.jobs)?),
+        Some(LabSub::Rerun(args)) => finish(lab::rerun(&args.request())?),
         Some(LabSub::Tables(args)) => show_tables(&args),
         Some(LabSub::Plan(args)) => write_plan(&args),
         Some(LabSub::Cell(args)) => batch::cell::run(
@@ -265,7 +267,8 @@ fn submit(args: &SubmitArgs) -> Result<i32> {
         wait: !args.no_wait,
         poll: std::time::Duration::from_secs(2),
     };
-    let Some(settled) = batch::submit::submit(&args.run, &engine, "slurm", &opts)? else {
+    let Some(settled) = batch::submit::submit(&args.run.request()?, &engine, "slurm", &opts)?
+    else {
         return Ok(EXIT_OK);
     };
     let code = finish(settled.outcome)?;
@@ -326,7 +329,7 @@ fn merge(args: &MergeArgs) -> Result<i32> {
 
 /// The plan, then its cells' commands on stdout, one a line.
 fn write_plan(args: &PlanArgs) -> Result<i32> {
-    let plan = batch::plan::make(&args.run, &args.output)?;
+    let plan = batch::plan_file::of_plan(&lab::resolve(&args.run.request()?)?, &args.output)?;
     plan.write(&args.output)?;
     crate::say!(
         "lsmpmon: plan {} ({} cells) in {}",
@@ -371,7 +374,7 @@ fn show_tables(args: &TablesArgs) -> Result<i32> {
         )));
     }
     let runs = input::load(std::slice::from_ref(&args.dir), true)?;
-    let t = report::tables(&runs, &lab::split_list(lab::TABLE_ORDER), &[]);
+    let t = report::tables(&runs, &split_list(lab::TABLE_ORDER), &[]);
     let forced: Vec<String> = batch::merge::Merged::read(&args.dir)?
         .map(|m| m.forced)
         .unwrap_or_default()

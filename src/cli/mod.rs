@@ -1,6 +1,7 @@
 //! The command line: the subcommands and their dispatch, one-line errors and
 //! exit codes.
 mod lab;
+mod lab_args;
 
 use crate::{base::error, bench, mac, report, serve, top, trace, vm};
 

@@ -9,7 +9,7 @@ use std::{
     process::{Command, Stdio},
 };
 
-use super::spec::{AccessOp, Expect, Matrix, Row};
+use super::spec::{AccessMatrix, AccessOp, Expect, Row};
 pub use crate::model::cell::Outcome;
 
 impl Outcome {
@@ -31,7 +31,7 @@ impl Outcome {
     }
 }
 
-pub fn try_all(m: &Matrix) -> Vec<Outcome> {
+pub fn try_all(m: &AccessMatrix) -> Vec<Outcome> {
     m.row.iter().map(try_row).collect()
 }
 
@@ -99,7 +99,7 @@ mod tests {
             path: path.display().to_string(),
             expect,
         };
-        let m = Matrix {
+        let m = AccessMatrix {
             row: vec![
                 row("r", AccessOp::Read, &public, Expect::Allow),
                 row("missing", AccessOp::Read, &d.join("nope"), Expect::Deny),

@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use super::libs::with_libraries;
 use super::{
     guest,
-    guest_plan::{self, Plan},
+    guest_plan::{self, GuestPlan},
     results::{CellResult, CellStatus, ConfigRef, KernelRef, StageTime},
     spec::{self, Config},
     swtpm::Swtpm,
@@ -25,7 +25,7 @@ use crate::vm::{self, initramfs::Entry, kernel::Kernel, qemu, Machine};
 pub struct CellJob {
     pub kernel: Kernel,
     pub config: Config,
-    pub plan: Plan,
+    pub plan: GuestPlan,
     pub machine: Machine,
     /// The unpacked nginx binary on the host, for the `web` ops.
     pub nginx: Option<PathBuf>,

@@ -15,7 +15,7 @@ use anyhow::{bail, Context, Result};
 use super::{
     access::{self, Outcome},
     footprint,
-    guest_plan::{Plan, CONFIG_DIR, PLAN_PATH, PUBLIC, SECRET, WORKLOAD, WORK_DIR},
+    guest_plan::{GuestPlan, CONFIG_DIR, PLAN_PATH, PUBLIC, SECRET, WORKLOAD, WORK_DIR},
     per_op, proof,
     workload::{bench_args, workload, LSMPMON},
 };
@@ -25,7 +25,7 @@ use crate::model::{account::OpCalls, bench::BenchResult, trace::TraceResult};
 /// `lab guest PLAN`: always prints a report; exits non-zero unless the cell
 /// was proved and measured.
 pub fn main(plan_path: &Path) -> Result<i32> {
-    let plan: Plan = serde_json::from_slice(&fs::read(plan_path)?)
+    let plan: GuestPlan = serde_json::from_slice(&fs::read(plan_path)?)
         .with_context(|| format!("reading {}", plan_path.display()))?;
     let mut report = Report::default();
     if let Err(e) = run(&plan, &mut report) {
@@ -47,7 +47,7 @@ fn stage<T>(report: &mut Report, name: &str, f: impl FnOnce() -> Result<T>) -> R
     r
 }
 
-fn run(plan: &Plan, report: &mut Report) -> Result<()> {
+fn run(plan: &GuestPlan, report: &mut Report) -> Result<()> {
     stage(report, "prepare", || prepare(plan))?;
     let before = stage(report, "access-unconfined", || {
         access_as_workload(plan, false)
@@ -153,7 +153,7 @@ fn idle_share(window: std::time::Duration) -> f64 {
 }
 
 /// The benchmark's `--dir` (the lab's --bench-dir).
-fn bench_dir(plan: &Plan) -> &str {
+fn bench_dir(plan: &GuestPlan) -> &str {
     plan.bench_args
         .iter()
         .skip_while(|a| *a != "--dir")
@@ -161,7 +161,7 @@ fn bench_dir(plan: &Plan) -> &str {
         .map_or(WORK_DIR, String::as_str)
 }
 
-fn prepare(plan: &Plan) -> Result<()> {
+fn prepare(plan: &GuestPlan) -> Result<()> {
     settle()?;
     // bench makes its --dir (0700) but not the parents a deep one needs.
     if let Some(parent) = Path::new(bench_dir(plan)).parent() {
@@ -181,7 +181,7 @@ fn prepare(plan: &Plan) -> Result<()> {
 /// Runs the configuration's setup script; the spans it marks on its stdout
 /// (`lab-mark: NAME begin` … `lab-mark: NAME end`, e.g. the policy load) as
 /// stages of their own, timed by when the lines arrive.
-fn setup(plan: &Plan) -> Result<Vec<Stage>> {
+fn setup(plan: &GuestPlan) -> Result<Vec<Stage>> {
     let Some(script) = &plan.spec.setup else {
         return Ok(Vec::new());
     };
@@ -250,7 +250,7 @@ impl SetupMarks {
 }
 
 /// The workload command, confined (through `lab confine`) or not.
-fn access_as_workload(plan: &Plan, confined: bool) -> Result<Vec<Outcome>> {
+fn access_as_workload(plan: &GuestPlan, confined: bool) -> Result<Vec<Outcome>> {
     let out = workload(plan, confined, &["lab", "access", PLAN_PATH])
         .output()
         .context("running the workload's access check")?;
@@ -265,7 +265,7 @@ fn access_as_workload(plan: &Plan, confined: bool) -> Result<Vec<Outcome>> {
     serde_json::from_slice(&out.stdout).context("reading the access check's result")
 }
 
-fn bench(plan: &Plan, trace_out: Option<&str>) -> Result<BenchResult> {
+fn bench(plan: &GuestPlan, trace_out: Option<&str>) -> Result<BenchResult> {
     let out_file = "/tmp/lsmpmon-lab-bench.json";
     let mut cmd = match trace_out {
         None => workload(plan, true, &bench_args(plan, false)),
@@ -322,7 +322,7 @@ impl std::fmt::Display for Partial {
 
 impl std::error::Error for Partial {}
 
-fn traced_bench(plan: &Plan) -> Result<(TraceResult, BenchResult, Vec<OpCalls>)> {
+fn traced_bench(plan: &GuestPlan) -> Result<(TraceResult, BenchResult, Vec<OpCalls>)> {
     let trace_file = "/tmp/lsmpmon-lab-trace.json";
     let bench = bench(plan, Some(trace_file))?;
     let trace = serde_json::from_slice(&fs::read(trace_file)?).context("reading the trace")?;
@@ -334,7 +334,7 @@ fn traced_bench(plan: &Plan) -> Result<(TraceResult, BenchResult, Vec<OpCalls>)>
 /// `lab confine PLAN -- PROGRAM ARGS`: apply the configuration's
 /// confinement to this process, then become PROGRAM.
 pub fn confine(plan_path: &Path, argv: &[String]) -> Result<i32> {
-    let plan: Plan = serde_json::from_slice(&fs::read(plan_path)?)?;
+    let plan: GuestPlan = serde_json::from_slice(&fs::read(plan_path)?)?;
     let c = &plan.spec.confine;
     if let (Some(file), Some(value)) = (&c.attr_file, &c.attr_value) {
         fs::write(file, value).with_context(|| format!("writing '{value}' to {file}"))?;
@@ -346,7 +346,7 @@ pub fn confine(plan_path: &Path, argv: &[String]) -> Result<i32> {
 
 /// `lab access PLAN [--landlock]`: the rows, as the calling process sees them.
 pub fn access(plan_path: &Path, landlock: bool) -> Result<i32> {
-    let plan: Plan = serde_json::from_slice(&fs::read(plan_path)?)?;
+    let plan: GuestPlan = serde_json::from_slice(&fs::read(plan_path)?)?;
     if landlock {
         crate::bench::landlock::enter(Path::new(WORK_DIR))?;
     }

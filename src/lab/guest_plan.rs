@@ -3,7 +3,7 @@
 //! `proof.rs`).
 use serde::{Deserialize, Serialize};
 
-use super::spec::{Matrix, Spec};
+use super::spec::{AccessMatrix, Spec};
 
 pub const PLAN_PATH: &str = "/lab/cell.json";
 pub const CONFIG_DIR: &str = "/lab/config";
@@ -14,10 +14,10 @@ pub const WORK_DIR: &str = "/tmp/lsmpmon-bench";
 
 /// What the host asks of the guest.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Plan {
+pub struct GuestPlan {
     pub config: String,
     pub spec: Spec,
-    pub matrix: Matrix,
+    pub matrix: AccessMatrix,
     /// `bench` options after `--json --dir`: ops, samples, sample length.
     pub bench_args: Vec<String>,
     pub trace: bool,

@@ -8,16 +8,16 @@ use std::{
 use anyhow::Result;
 
 use super::{
-    args::RunArgs,
     buildkit::{self, BuildKit},
     cell::{self, CellJob},
-    guest_plan::Plan,
-    matrix::Matrix,
+    guest_plan::GuestPlan,
+    kconfig::KernelConfig,
     nginx::{self, Nginx},
-    plan::KernelConfig,
+    plan::{Plan, PlannedCell, Recorded},
     results::{CellResult, CellStatus, ResultsDir, RunOptions, CELL_SCHEMA},
     spec,
 };
+use crate::model::options::LabOptions;
 use crate::vm::{kernel, Machine};
 
 /// The workload's own programs, fetched once per run: nginx for the `web`
@@ -45,15 +45,6 @@ impl Extras {
     }
 }
 
-/// A rerun's guest settings, as its cell recorded them (a run's come from
-/// `Machine::deterministic`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Recorded {
-    pub icount: String,
-    pub rtc: String,
-    pub kaslr: bool,
-}
-
 /// The jobs to boot, with the result each starts from, and the cells
 /// decided without a guest (already written).
 pub struct Cells {
@@ -61,68 +52,65 @@ pub struct Cells {
     pub decided: Vec<CellResult>,
 }
 
-/// Fetches each kernel and lays out its cells, kernel by kernel.
-pub fn plan(
-    args: &RunArgs,
-    m: &Matrix,
-    extras: &Extras,
-    dir: &ResultsDir,
-    recorded: Option<&Recorded>,
-) -> Result<Cells> {
-    let cache = args.cache.path();
+/// Each planned cell as a job, or as a result when its kernel cannot run it.
+pub fn lay_out(plan: &Plan, extras: &Extras, dir: &ResultsDir) -> Result<Cells> {
+    let kconfs = plan
+        .kernels
+        .iter()
+        .map(|k| KernelConfig::read(&k.config, &k.release))
+        .collect::<Result<Vec<_>>>()?;
     let mut cells = Cells {
         jobs: Vec::new(),
         decided: Vec::new(),
     };
-    for series in &m.kernels {
-        let k = kernel::ensure(&cache, series, &args.flavour, args.mirror.as_deref())?;
-        let kconf = KernelConfig::read(&k.config, &k.release)?;
-        let (first, n) = (args.first_draw, args.draws);
-        for (c, &cpus, draw) in m.configs.iter().flat_map(|c| {
-            m.cpus
-                .iter()
-                .flat_map(move |cpus| (first..first + n).map(move |d| (c, cpus, d)))
-        }) {
-            let mut machine = machine(args, cpus, recorded);
-            if recorded.is_none() {
-                machine.rtc = crate::model::draw::rtc_of_draw(draw);
+    for cell in &plan.cells {
+        let (k, kconf) = (&plan.kernels[cell.kernel], &kconfs[cell.kernel]);
+        let c = &plan.configs[cell.config];
+        let machine = machine_of(plan, cell, c);
+        let seq = cells.jobs.len() + cells.decided.len();
+        let options = run_options(&plan.options, &machine, plan.traced(cell.draw));
+        let mut base = base_result(k, c, &options, seq);
+        base.web_server = extras.nginx.as_ref().map(|n| n.package.clone());
+        base.compiler = extras.kit.as_ref().map(|k| k.compiler.clone());
+        match kconf.not_applicable(c) {
+            Some(why) => {
+                base.status = CellStatus::NotApplicable;
+                base.reason = Some(why);
+                dir.write_cell(&base)?;
+                cells.decided.push(base);
             }
-            if recorded.is_none() && c.spec.proof.tpm {
-                machine = machine.with_tpm();
-            }
-            let seq = cells.jobs.len() + cells.decided.len();
-            let mut options = run_options(args, &machine);
-            options.trace = args.traced(draw);
-            let mut base = base_result(&k, c, &options, seq);
-            base.web_server = extras.nginx.as_ref().map(|n| n.package.clone());
-            base.compiler = extras.kit.as_ref().map(|k| k.compiler.clone());
-            match kconf.not_applicable(c) {
-                Some(why) => {
-                    base.status = CellStatus::NotApplicable;
-                    base.reason = Some(why);
-                    dir.write_cell(&base)?;
-                    cells.decided.push(base);
-                }
-                None => {
-                    let plan = Plan {
-                        config: c.name.clone(),
-                        spec: c.spec.clone(),
-                        matrix: m.access.clone(),
-                        bench_args: bench_args(args),
-                        trace: args.traced(draw),
-                        expected_lsms: kconf.expected_lsms(c.spec.lsm.as_deref()),
-                        web_server: extras.web,
-                    };
-                    cells.jobs.push((job(plan, &k, c, machine, extras), base));
-                }
+            None => {
+                let guest = GuestPlan {
+                    config: c.name.clone(),
+                    spec: c.spec.clone(),
+                    matrix: plan.access.clone(),
+                    bench_args: bench_args(&plan.options),
+                    trace: plan.traced(cell.draw),
+                    expected_lsms: kconf.expected_lsms(c.spec.lsm.as_deref()),
+                    web_server: extras.web,
+                };
+                cells.jobs.push((job(guest, k, c, machine, extras), base));
             }
         }
     }
     Ok(cells)
 }
 
+/// A run's guest boots its draw (with a TPM where the configuration needs
+/// one); a rerun's boots as its cell recorded.
+fn machine_of(plan: &Plan, cell: &PlannedCell, c: &spec::Config) -> Machine {
+    let mut m = machine(&plan.options, cell.cpus, plan.recorded.as_ref());
+    if plan.recorded.is_none() {
+        m.rtc = crate::model::draw::rtc_of_draw(cell.draw);
+        if c.spec.proof.tpm {
+            m = m.with_tpm();
+        }
+    }
+    m
+}
+
 fn job(
-    plan: Plan,
+    plan: GuestPlan,
     k: &kernel::Kernel,
     c: &spec::Config,
     machine: Machine,
@@ -142,7 +130,7 @@ fn job(
     }
 }
 
-fn bench_args(args: &RunArgs) -> Vec<String> {
+fn bench_args(args: &LabOptions) -> Vec<String> {
     let mut v = vec![
         "--dir".into(),
         args.bench_dir.clone(),
@@ -159,7 +147,7 @@ fn bench_args(args: &RunArgs) -> Vec<String> {
     v
 }
 
-pub fn machine(args: &RunArgs, cpus: u32, recorded: Option<&Recorded>) -> Machine {
+pub fn machine(args: &LabOptions, cpus: u32, recorded: Option<&Recorded>) -> Machine {
     let mut m = Machine::deterministic(Duration::from_secs(args.timeout_s));
     m.memory_mb = args.memory_mb;
     m.cpus = cpus;
@@ -171,20 +159,18 @@ pub fn machine(args: &RunArgs, cpus: u32, recorded: Option<&Recorded>) -> Machin
     m
 }
 
-pub fn run_options(args: &RunArgs, m: &Machine) -> RunOptions {
+/// What the cell records: the run's options, this draw's tracing, its guest.
+pub fn run_options(args: &LabOptions, m: &Machine, traced: bool) -> RunOptions {
     RunOptions {
-        ops: args.ops.clone(),
-        samples: args.samples as usize,
-        sample_ms: args.sample_ms as f64,
-        iterations: args.iterations,
-        trace: args.trace,
-        memory_mb: m.memory_mb,
+        lab: LabOptions {
+            trace: traced,
+            memory_mb: m.memory_mb,
+            ..args.clone()
+        },
         accel: "tcg".into(),
         icount: m.icount.clone(),
         rtc: m.rtc.clone(),
         kaslr: m.kaslr,
-        timeout_s: args.timeout_s,
-        bench_dir: args.bench_dir.clone(),
         cpus: m.cpus,
     }
 }

@@ -3,29 +3,28 @@
 //! under `trace --per-lsm`, footprint; one result file per cell. The
 //! command line (`cli::lab`) prints the tables over them.
 pub mod access;
-mod args;
 mod avtab;
 pub mod batch;
 mod buildkit;
 mod cell;
+mod execute;
 pub mod footprint;
 pub mod guest;
 pub mod guest_plan;
 mod jobs;
+mod kconfig;
 mod libs;
-mod matrix;
 pub mod nginx;
 pub mod observer;
 mod outcome;
 pub mod per_op;
-mod plan;
+pub mod plan;
 mod policydb;
 mod preflight;
 mod progress;
 pub mod proof;
-mod rerun;
+pub mod rerun;
 pub mod results;
-mod run;
 pub mod save;
 mod schedule;
 mod space;
@@ -34,8 +33,18 @@ mod swtpm;
 pub mod webserver;
 mod workload;
 
-pub use args::{RerunArgs, RunArgs, DEFAULT_CONFIGS, TABLE_ORDER};
-pub use matrix::split_list;
+pub use execute::execute;
 pub use outcome::RunOutcome;
+pub use plan::{resolve, Plan, Request};
 pub use rerun::rerun;
-pub use run::run;
+
+pub const DEFAULT_CONFIGS: &str = "none,selinux-mini,apparmor,tomoyo,landlock,ima,bpf-lsm";
+/// Every shipped configuration in the tables' order: the baseline, the
+/// label-based, path-based and stacked modules, then integrity, then BPF.
+pub const TABLE_ORDER: &str = "none,debian-default,selinux-mini,selinux-refpolicy,apparmor,tomoyo,smack,landlock,ima,ima-sha1,ima-tpm,bpf-lsm,mac-label,mac-path,mac-inode";
+
+/// `lab run`: the request resolved into its plan, and executed.
+pub fn run(req: &Request, guests: Option<u32>) -> anyhow::Result<RunOutcome> {
+    let fetching = crate::vm::interrupt::exit_now()?;
+    execute(&resolve(req)?, guests, fetching)
+}

@@ -13,7 +13,7 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 
-use super::guest_plan::{Plan, WORKLOAD};
+use super::guest_plan::{GuestPlan, WORKLOAD};
 use super::workload::{bench_args, workload};
 use crate::base::task_name;
 use crate::model::{account::OpCalls, bench::BenchResult, trace::TraceResult};
@@ -37,7 +37,7 @@ pub fn traced_comm() -> String {
 
 pub fn main(plan_path: &Path) -> Result<i32> {
     let what = || format!("reading {}", plan_path.display());
-    let plan: Plan =
+    let plan: GuestPlan =
         serde_json::from_slice(&fs::read(plan_path).with_context(what)?).with_context(what)?;
     let tracer = std::os::unix::process::parent_id();
     let spec = ops_of(&plan);
@@ -105,7 +105,7 @@ fn op_calls(
     OpCalls::between(op, ops_run, Some(before), after)
 }
 
-fn ops_of(plan: &Plan) -> String {
+fn ops_of(plan: &GuestPlan) -> String {
     let mut args = plan.bench_args.iter();
     while let Some(a) = args.next() {
         if a == "--ops" {
@@ -119,7 +119,7 @@ fn ops_of(plan: &Plan) -> String {
 
 /// One op, confined, measured under the workload's name; returns once its
 /// helpers are gone too (their last calls are the op's).
-fn one_op(plan: &Plan, op: &str) -> Result<BenchResult> {
+fn one_op(plan: &GuestPlan, op: &str) -> Result<BenchResult> {
     let mut args: Vec<&str> = bench_args(plan, true);
     match args.iter().position(|a| *a == "--ops") {
         Some(i) if i + 1 < args.len() => args[i + 1] = op,

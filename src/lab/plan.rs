@@ -1,215 +1,246 @@
-//! Which cells a matrix has, and what each kernel makes of a configuration:
-//! not applicable (with the reason), or the LSM list it must show.
-use std::{collections::HashMap, path::Path};
+//! The one plan the lab runs. `resolve` is the only place that checks what a
+//! run asks for, loads and hashes its configurations and fetches its
+//! kernels; `execute` runs a plan's cells and never sees how it was asked.
+//! `lab run` resolves and executes; `lab plan` resolves and writes;
+//! `lab cell` and `lab rerun` make the plan of one cell from a plan file or
+//! a cell's own record and execute it.
+use std::path::PathBuf;
 
 use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
-use super::spec::Config;
+use super::spec;
+use crate::base::error::usage;
+use crate::model::{draw::MAX_DRAWS, options::LabOptions};
+use crate::vm::{self, kernel, kernel::Kernel};
 
-/// A kernel's build configuration (`boot/config-*`).
-pub struct KernelConfig {
-    options: HashMap<String, String>,
-    /// (major, minor) from the release string.
-    pub version: (u32, u32),
+/// More cells than this is not a lab a machine or a cluster finishes.
+pub const MAX_CELLS: usize = 10_000;
+
+/// What a run asks for, as typed lists (the command line splits them).
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub kernels: Vec<String>,
+    pub flavour: String,
+    pub configs: Vec<String>,
+    pub cpus: Vec<u32>,
+    pub options: LabOptions,
+    pub draws: Draws,
+    pub paths: Paths,
 }
 
-impl KernelConfig {
-    pub fn read(path: &Path, release: &str) -> Result<Self> {
-        // A kernel's config is some 300 KiB.
-        let bytes = crate::base::secure_fs::read_regular("a kernel config", path, 64 << 20)?;
-        Ok(Self::parse(&String::from_utf8_lossy(&bytes), release))
-    }
+/// Layout draws per cell, and how many of them are traced.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Draws {
+    /// The first draw's number (a plan's cell runs its one draw).
+    pub first: u32,
+    pub count: u32,
+    /// With tracing: only draws below this are traced (None: every draw).
+    pub traced: Option<u32>,
+}
 
-    pub fn parse(text: &str, release: &str) -> Self {
-        let options = text
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.trim().to_string(), v.trim().trim_matches('"').to_string()))
-            .collect();
-        let mut nums = release
-            .split(|c: char| !c.is_ascii_digit())
-            .filter_map(|p| p.parse().ok());
-        let version = (nums.next().unwrap_or(0), nums.next().unwrap_or(0));
-        Self { options, version }
-    }
+impl Draws {
+    pub const ONE: Draws = Draws {
+        first: 0,
+        count: 1,
+        traced: None,
+    };
 
-    pub fn enabled(&self, option: &str) -> bool {
-        self.options.get(option).is_some_and(|v| v == "y")
-    }
-
-    /// Why `config` cannot run on this kernel, if it cannot.
-    pub fn not_applicable(&self, config: &Config) -> Option<String> {
-        let (major, minor) = self.version;
-        if let Some(min) = &config.spec.min_kernel {
-            if min.parsed().is_some_and(|v| self.version < v) {
-                return Some(format!(
-                    "kernel {major}.{minor} is older than {}: {}",
-                    min.version, min.why
-                ));
-            }
-        }
-        let missing: Vec<&str> = config
-            .spec
-            .requires
-            .iter()
-            .filter(|o| !self.enabled(o))
-            .map(String::as_str)
-            .collect();
-        (!missing.is_empty()).then(|| {
-            format!(
-                "kernel {}.{} is built without {}",
-                self.version.0,
-                self.version.1,
-                missing.join(", ")
-            )
-        })
-    }
-
-    /// What `/sys/kernel/security/lsm` must list when booted with `lsm`
-    /// (None: the kernel's CONFIG_LSM): `lockdown` first when it is an early
-    /// LSM, `capability` always, the requested modules the kernel has (one
-    /// of the exclusive ones), and from 6.9 on `ima`, `evm` last.
-    pub fn expected_lsms(&self, lsm: Option<&str>) -> Vec<String> {
-        let default = self.options.get("CONFIG_LSM").cloned().unwrap_or_default();
-        let requested = lsm.unwrap_or(&default);
-        let early = self.enabled("CONFIG_SECURITY_LOCKDOWN_LSM_EARLY");
-        let last_ima = self.version >= (6, 9);
-        let mut out: Vec<String> = Vec::new();
-        if early {
-            out.push("lockdown".into());
-        }
-        out.push("capability".into());
-        let mut exclusive_taken = false;
-        for name in requested.split(',').map(str::trim) {
-            if out.iter().any(|o| o == name) || !self.builds(name) {
-                continue;
-            }
-            // integrity has no hooks of its own before 6.9; from 6.9 ima/evm come last.
-            if matches!(name, "integrity" | "ima" | "evm" | "capability") {
-                continue;
-            }
-            if name == "lockdown" && early {
-                continue;
-            }
-            if EXCLUSIVE.contains(&name) {
-                if exclusive_taken {
-                    continue;
-                }
-                exclusive_taken = true;
-            }
-            out.push(name.to_string());
-        }
-        if last_ima {
-            for (name, opt) in [("ima", "CONFIG_IMA"), ("evm", "CONFIG_EVM")] {
-                if self.enabled(opt) {
-                    out.push(name.into());
-                }
-            }
-        }
-        out
-    }
-
-    fn builds(&self, lsm: &str) -> bool {
-        let opt = match lsm {
-            "capability" => return true,
-            "lockdown" => "CONFIG_SECURITY_LOCKDOWN_LSM",
-            "integrity" => "CONFIG_INTEGRITY",
-            "ima" => "CONFIG_IMA",
-            "evm" => "CONFIG_EVM",
-            "bpf" => "CONFIG_BPF_LSM",
-            other => return self.enabled(&format!("CONFIG_SECURITY_{}", other.to_uppercase())),
-        };
-        self.enabled(opt)
+    /// Whether draw `draw` of a run that traces (`trace`) is traced.
+    pub fn is_traced(&self, trace: bool, draw: u32) -> bool {
+        trace && self.traced.is_none_or(|n| draw < n)
     }
 }
 
-/// Modules of which only the first listed is activated.
-const EXCLUSIVE: &[&str] = &["selinux", "smack", "apparmor"];
+/// Where the cells find their inputs and put their results: not part of a
+/// plan's id (the same matrix on another machine is the same plan).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Paths {
+    pub config_dirs: Vec<PathBuf>,
+    pub cache_dir: PathBuf,
+    pub mirror: Option<String>,
+    pub results: PathBuf,
+}
+
+/// A rerun's guest settings, as its cell recorded them (a run's guests
+/// come from `Machine::deterministic` and their draw).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    pub icount: String,
+    pub rtc: String,
+    pub kaslr: bool,
+}
+
+/// Every cell a run executes, with what it needs resolved.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The Debian kernel flavour asked for.
+    pub flavour: String,
+    /// Fetched into the cache, once each.
+    pub kernels: Vec<Kernel>,
+    /// Loaded and hashed.
+    pub configs: Vec<spec::Config>,
+    pub access: spec::AccessMatrix,
+    pub options: LabOptions,
+    pub draws: Draws,
+    pub paths: Paths,
+    pub cells: Vec<PlannedCell>,
+    pub recorded: Option<Recorded>,
+}
+
+/// One cell: indexes into the plan's kernels and configurations.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PlannedCell {
+    pub kernel: usize,
+    pub config: usize,
+    pub cpus: u32,
+    pub draw: u32,
+}
+
+impl Plan {
+    /// Whether draw `draw` of a cell is traced.
+    pub fn traced(&self, draw: u32) -> bool {
+        self.draws.is_traced(self.options.trace, draw)
+    }
+
+    pub fn config_names(&self) -> Vec<String> {
+        self.configs.iter().map(|c| c.name.clone()).collect()
+    }
+
+    pub fn kernel_series(&self) -> Vec<String> {
+        self.kernels.iter().map(|k| k.series.clone()).collect()
+    }
+}
+
+/// Checks the request, loads its configurations, then fetches its kernels:
+/// everything that can be refused is refused before the first download.
+pub fn resolve(req: &Request) -> Result<Plan> {
+    check_lists(req)?;
+    let dirs = spec::search_path(&req.paths.config_dirs);
+    let configs = req
+        .configs
+        .iter()
+        .map(|n| spec::load(n, &dirs))
+        .collect::<Result<Vec<_>>>()?;
+    crate::bench::check_ops(&req.options.ops, req.options.iterations)?;
+    req.options
+        .check()
+        .map_err(|e| usage(format!("options: {e}")))?;
+    let access = spec::load_access_matrix()?;
+    let cache = std::path::absolute(&req.paths.cache_dir)?;
+    let kernels = req
+        .kernels
+        .iter()
+        .map(|s| kernel::ensure(&cache, s, &req.flavour, req.paths.mirror.as_deref()))
+        .collect::<Result<Vec<_>>>()?;
+    let cells = cells(kernels.len(), configs.len(), &req.cpus, req.draws);
+    Ok(Plan {
+        flavour: req.flavour.clone(),
+        kernels,
+        configs,
+        access,
+        options: req.options.clone(),
+        draws: req.draws,
+        paths: Paths {
+            cache_dir: cache,
+            ..req.paths.clone()
+        },
+        cells,
+        recorded: None,
+    })
+}
+
+/// Kernel, configuration, CPU count, draw: `lab run`'s order.
+pub fn cells(kernels: usize, configs: usize, cpus: &[u32], draws: Draws) -> Vec<PlannedCell> {
+    let mut out = Vec::new();
+    for kernel in 0..kernels {
+        for config in 0..configs {
+            for &n in cpus {
+                for draw in draws.first..draws.first + draws.count {
+                    out.push(PlannedCell {
+                        kernel,
+                        config,
+                        cpus: n,
+                        draw,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+fn check_lists(req: &Request) -> Result<()> {
+    for (what, list) in [("--kernels", &req.kernels), ("--configs", &req.configs)] {
+        if list.is_empty() {
+            return Err(usage(format!("{what} is empty")));
+        }
+    }
+    if let Some(k) = req
+        .kernels
+        .iter()
+        .find(|k| !kernel::known_series().contains(&k.as_str()))
+    {
+        return Err(usage(format!(
+            "unknown kernel '{k}': use one of {}",
+            kernel::known_series().join(", ")
+        )));
+    }
+    if let Some(d) = req.paths.config_dirs.iter().find(|d| !d.is_dir()) {
+        return Err(usage(format!(
+            "--config-dir {}: not a directory",
+            d.display()
+        )));
+    }
+    if req.cpus.is_empty() || req.cpus.iter().any(|n| !(1..=vm::MAX_CPUS).contains(n)) {
+        return Err(usage(format!(
+            "--cpus {:?}: CPU counts from 1 to {}",
+            req.cpus,
+            vm::MAX_CPUS
+        )));
+    }
+    let d = req.draws;
+    let traced_ok = d.traced.is_none_or(|n| (1..=MAX_DRAWS).contains(&n));
+    if !(1..=MAX_DRAWS).contains(&d.count) || !traced_ok {
+        return Err(usage(format!("draws: 1 to {MAX_DRAWS}")));
+    }
+    let n = req.kernels.len() * req.configs.len() * req.cpus.len() * d.count as usize;
+    if n > MAX_CELLS {
+        return Err(usage(format!(
+            "{n} cells (kernels × configurations × CPU counts × draws): at most {MAX_CELLS} a plan; split it"
+        )));
+    }
+    Ok(())
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const DEBIAN_6_1: &str = "CONFIG_SECURITY_LOCKDOWN_LSM=y\nCONFIG_SECURITY_LOCKDOWN_LSM_EARLY=y\n\
-        CONFIG_SECURITY_LANDLOCK=y\nCONFIG_SECURITY_YAMA=y\nCONFIG_SECURITY_SELINUX=y\n\
-        CONFIG_SECURITY_APPARMOR=y\nCONFIG_SECURITY_TOMOYO=y\nCONFIG_BPF_LSM=y\nCONFIG_INTEGRITY=y\n\
-        CONFIG_IMA=y\nCONFIG_EVM=y\n\
-        CONFIG_LSM=\"landlock,lockdown,yama,loadpin,safesetid,integrity,apparmor,selinux,smack,tomoyo,bpf\"\n";
-
     #[test]
-    fn default_list_matches_what_debian_6_1_shows() {
-        // Seen in a 6.1 guest: lockdown,capability,landlock,yama,apparmor,tomoyo,bpf
-        let k = KernelConfig::parse(DEBIAN_6_1, "6.1.0-56-cloud-amd64");
-        assert_eq!(
-            k.expected_lsms(None).join(","),
-            "lockdown,capability,landlock,yama,apparmor,tomoyo,bpf"
+    fn cells_come_in_lab_run_order_draws_innermost() {
+        let draws = Draws {
+            first: 0,
+            count: 3,
+            traced: None,
+        };
+        let c = cells(2, 2, &[1, 2], draws);
+        assert_eq!(c.len(), 24);
+        let first: Vec<(usize, u32, u32)> =
+            c[..4].iter().map(|c| (c.config, c.cpus, c.draw)).collect();
+        assert_eq!(first, [(0, 1, 0), (0, 1, 1), (0, 1, 2), (0, 2, 0)]);
+        assert_eq!((c[12].kernel, c[12].config), (1, 0));
+        // A plan's cell runs its own draw.
+        let one = cells(
+            1,
+            1,
+            &[1],
+            Draws {
+                first: 4,
+                count: 1,
+                traced: Some(1),
+            },
         );
-        assert_eq!(
-            k.expected_lsms(Some("capability")).join(","),
-            "lockdown,capability"
-        );
-        let k612 = KernelConfig::parse(DEBIAN_6_1, "6.12.57+deb13-cloud-amd64");
-        assert_eq!(
-            k612.expected_lsms(Some("capability,apparmor")).join(","),
-            "lockdown,capability,apparmor,ima,evm"
-        );
-    }
-
-    /// Debian 7.3's security options, as its config has them.
-    const DEBIAN_7_3: &str = "CONFIG_BPF_LSM=y\nCONFIG_SECURITY_SELINUX=y\n\
-        # CONFIG_SECURITY_SMACK is not set\nCONFIG_SECURITY_TOMOYO=y\nCONFIG_SECURITY_APPARMOR=y\n\
-        # CONFIG_SECURITY_LOADPIN is not set\nCONFIG_SECURITY_YAMA=y\n\
-        # CONFIG_SECURITY_SAFESETID is not set\nCONFIG_SECURITY_LOCKDOWN_LSM=y\n\
-        CONFIG_SECURITY_LOCKDOWN_LSM_EARLY=y\nCONFIG_SECURITY_LANDLOCK=y\nCONFIG_SECURITY_IPE=y\n\
-        CONFIG_INTEGRITY=y\nCONFIG_IMA=y\nCONFIG_EVM=y\n\
-        CONFIG_LSM=\"landlock,lockdown,yama,loadpin,safesetid,integrity,apparmor,selinux,smack,tomoyo,bpf,ipe\"\n";
-
-    #[test]
-    fn default_list_matches_what_debian_7_3_shows() {
-        // Seen in a 7.3 guest (vm run --kernel 7.3): ipe, then ima and evm last.
-        let k = KernelConfig::parse(DEBIAN_7_3, "7.3.4+deb13-cloud-amd64");
-        assert_eq!(k.version, (7, 3));
-        assert_eq!(
-            k.expected_lsms(None).join(","),
-            "lockdown,capability,landlock,yama,apparmor,tomoyo,bpf,ipe,ima,evm"
-        );
-        // The `none` baseline: IMA and EVM stay, IPE goes.
-        assert_eq!(
-            k.expected_lsms(Some("capability")).join(","),
-            "lockdown,capability,ima,evm"
-        );
-    }
-
-    #[test]
-    fn requirements_decide_applicability() {
-        let k = KernelConfig::parse(
-            "CONFIG_SECURITY_SELINUX=y\n# CONFIG_SECURITY_LANDLOCK is not set\n",
-            "5.10.0-1",
-        );
-        assert_eq!(k.version, (5, 10));
-        assert!(k.enabled("CONFIG_SECURITY_SELINUX"));
-        assert!(!k.enabled("CONFIG_SECURITY_LANDLOCK"));
-    }
-
-    #[test]
-    fn a_kernel_older_than_a_configuration_needs_is_not_applicable() {
-        let mut c =
-            crate::lab::spec::load("mac-label", &crate::lab::spec::search_path(&[])).unwrap();
-        let conf = format!("{DEBIAN_6_1}CONFIG_SECURITY_PATH=y\n");
-        let k510 = KernelConfig::parse(&conf, "5.10.0-32-cloud-amd64");
-        let why = k510.not_applicable(&c).unwrap();
-        assert!(
-            why.starts_with("kernel 5.10 is older than 5.17: ") && why.contains("bpf_loop"),
-            "{why}"
-        );
-        for release in ["5.17.0", "6.1.0-56-cloud-amd64", "7.3.4+deb13-cloud-amd64"] {
-            assert_eq!(
-                KernelConfig::parse(&conf, release).not_applicable(&c),
-                None,
-                "{release}"
-            );
-        }
-        c.spec.min_kernel = None;
-        assert_eq!(k510.not_applicable(&c), None);
+        assert_eq!(one[0].draw, 4);
     }
 }

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 
 use super::{
     access::Outcome,
-    guest_plan::{Plan, PUBLIC, WORKLOAD},
+    guest_plan::{GuestPlan, PUBLIC, WORKLOAD},
     spec::{Proof, ProofKind},
 };
 pub use crate::model::cell::ProofReport;
@@ -43,7 +43,7 @@ impl Marks {
 /// policy; `confined_check` tries it again as the confined workload, and only
 /// what the kernel records from then on counts.
 pub fn prove(
-    plan: &Plan,
+    plan: &GuestPlan,
     unconfined: &[Outcome],
     confined_check: impl FnOnce() -> Result<Vec<Outcome>>,
 ) -> Result<ProofReport> {

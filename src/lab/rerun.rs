@@ -4,29 +4,48 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use clap::Parser;
 
 use super::{
-    args::{RerunArgs, RunArgs},
-    jobs::Recorded,
+    execute,
+    plan::{Draws, Paths, Plan, PlannedCell, Recorded},
     results::{CellResult, RunOptions, CELL_SCHEMA},
-    run::run_matrix,
     spec, RunOutcome,
 };
 use crate::{
     base::error::usage,
-    vm::{kernel, RTC_FIXED_BASE},
+    vm::{self, kernel, RTC_FIXED_BASE},
 };
 
-pub fn rerun(args: &RerunArgs) -> Result<RunOutcome> {
-    let old = read_cell(&args.result)?;
-    let results = match &args.results {
+/// What `lab rerun` is asked: a cell, and where to find and put things.
+#[derive(Debug, Clone)]
+pub struct RerunRequest {
+    pub result: PathBuf,
+    /// Default: the results directory the cell is in.
+    pub results: Option<PathBuf>,
+    pub config_dirs: Vec<PathBuf>,
+    /// Run even if the configuration or kernel package changed since.
+    pub force: bool,
+    pub cache_dir: PathBuf,
+    pub mirror: Option<String>,
+}
+
+pub fn rerun(req: &RerunRequest) -> Result<RunOutcome> {
+    let fetching = vm::interrupt::exit_now()?;
+    let old = read_cell(&req.result)?;
+    let plan = plan_of_cell(&old, req)?;
+    execute(&plan, Some(1), fetching)
+}
+
+/// The plan of one cell from its own record: its configuration (unchanged
+/// unless forced), options, guest settings and kernel package. Everything
+/// recorded is checked before the kernel is fetched.
+fn plan_of_cell(old: &CellResult, req: &RerunRequest) -> Result<Plan> {
+    let results = match &req.results {
         Some(r) => r.clone(),
-        None => results_root_of(&args.result)?,
+        None => results_root_of(&req.result)?,
     };
-    let dirs = spec::search_path(&args.config_dirs);
-    let config = spec::load(&old.config.name, &dirs)?;
-    if config.hash != old.config.hash && !args.force {
+    let config = spec::load(&old.config.name, &spec::search_path(&req.config_dirs))?;
+    if config.hash != old.config.hash && !req.force {
         return Err(usage(format!(
             "configuration {} changed since the cell ran (hash {}… now {}…): use --force to run the current one",
             old.config.name,
@@ -37,80 +56,63 @@ pub fn rerun(args: &RerunArgs) -> Result<RunOutcome> {
     let invalid = |why: String| {
         usage(format!(
             "{}: recorded options are not valid: {why}",
-            args.result.display()
+            req.result.display()
         ))
     };
-    let mut run_args = recorded_args(&old).map_err(invalid)?;
     let recorded = recorded_machine(&old.options).map_err(invalid)?;
-    crate::bench::check_ops(&run_args.ops, run_args.iterations)
+    recorded_options(&old.options).map_err(invalid)?;
+    crate::bench::check_ops(&old.options.lab.ops, old.options.lab.iterations)
         .map_err(|e| invalid(format!("ops: {}", crate::base::error::one_line(&e))))?;
     let k = kernel::ensure(
-        &args.cache.path(),
+        &req.cache_dir,
         &old.kernel.series,
         &old.kernel.flavour,
-        args.mirror.as_deref(),
+        req.mirror.as_deref(),
     )?;
-    if k.deb_sha256 != old.kernel.deb_sha256 && !args.force {
+    if k.deb_sha256 != old.kernel.deb_sha256 && !req.force {
         return Err(usage(format!(
             "kernel package changed since the cell ran ({} {} then, {} {} now): use --force",
             old.kernel.package, old.kernel.package_version, k.package, k.package_version
         )));
     }
-    run_args.config_dirs = args.config_dirs.clone();
-    run_args.results = results;
-    run_args.cache = args.cache.clone();
-    run_args.mirror = args.mirror.clone();
-    run_matrix(&run_args, Some(&recorded))
+    let draw = old.options.draw();
+    Ok(Plan {
+        flavour: old.kernel.flavour.clone(),
+        kernels: vec![k],
+        configs: vec![config],
+        access: spec::load_access_matrix()?,
+        options: old.options.lab.clone(),
+        draws: Draws {
+            first: draw,
+            ..Draws::ONE
+        },
+        paths: Paths {
+            config_dirs: req.config_dirs.clone(),
+            cache_dir: std::path::absolute(&req.cache_dir)?,
+            mirror: req.mirror.clone(),
+            results,
+        },
+        cells: vec![PlannedCell {
+            kernel: 0,
+            config: 0,
+            cpus: old.options.cpus,
+            draw,
+        }],
+        recorded: Some(recorded),
+    })
 }
 
 fn read_cell(path: &Path) -> Result<CellResult> {
     crate::model::read::load_as("", path, CELL_SCHEMA, "lab cell")
 }
 
-#[derive(clap::Parser)]
-struct RerunOptions {
-    #[command(flatten)]
-    run: RunArgs,
-}
-
-/// The recorded options through the same parser as the command line: a
-/// hand-edited result gets the same checks (ranges, names).
-fn recorded_args(old: &CellResult) -> Result<RunArgs, String> {
-    let o = &old.options;
-    let mut argv: Vec<String> = [
-        "rerun",
-        "--kernels",
-        &old.kernel.series,
-        "--flavour",
-        &old.kernel.flavour,
-        "--configs",
-        &old.config.name,
-        "--ops",
-        &o.ops,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    for (flag, value) in [
-        ("--samples", o.samples.to_string()),
-        ("--sample-ms", o.sample_ms.to_string()),
-        ("--timeout", o.timeout_s.to_string()),
-        ("--memory-mb", o.memory_mb.to_string()),
-        ("--bench-dir", o.bench_dir.clone()),
-        ("--cpus", o.cpus.to_string()),
-        ("--jobs", "1".to_string()),
-    ] {
-        argv.extend([flag.to_string(), value]);
+/// The recorded options within the command line's limits: a hand-edited
+/// result gets the same checks as `lab run`'s options.
+fn recorded_options(o: &RunOptions) -> Result<(), String> {
+    if !(1..=vm::MAX_CPUS).contains(&o.cpus) {
+        return Err(format!("{} CPUs: 1 to {}", o.cpus, vm::MAX_CPUS));
     }
-    if o.trace {
-        argv.push("--trace".into());
-    }
-    if let Some(n) = o.iterations {
-        argv.extend(["--iterations".into(), n.to_string()]);
-    }
-    RerunOptions::try_parse_from(&argv)
-        .map(|o| o.run)
-        .map_err(|e| e.to_string().lines().next().unwrap_or("").to_string())
+    o.lab.check()
 }
 
 /// The guest settings a cell recorded, if they are ones lsmpmon runs: TCG;
@@ -248,36 +250,45 @@ mod tests {
         old.options.icount = "shift=1,sleep=off".into();
         old.options.rtc = "clock=host".into();
         old.options.kaslr = true;
-        let args = recorded_args(&old).unwrap();
         let recorded = recorded_machine(&old.options).unwrap();
-        let m = jobs::machine(&args, old.options.cpus, Some(&recorded));
+        let args = &old.options.lab;
+        let m = jobs::machine(args, old.options.cpus, Some(&recorded));
         assert_eq!(
             (m.icount.as_str(), m.rtc.as_str(), m.kaslr),
             ("shift=1,sleep=off", "clock=host", true)
         );
-        let o = jobs::run_options(&args, &m);
+        let o = jobs::run_options(args, &m, args.trace);
         assert_eq!(
             (o.icount, o.rtc, o.kaslr),
             (old.options.icount, old.options.rtc, true)
         );
         // A run's guests: deterministic time, no KASLR, with 2 CPUs too.
-        let m = jobs::machine(&args, 1, None);
+        let m = jobs::machine(args, 1, None);
         assert_eq!((m.icount.as_str(), m.kaslr), ("shift=0,sleep=off", false));
-        let m = jobs::machine(&args, 2, None);
+        let m = jobs::machine(args, 2, None);
         assert_eq!(m.icount, "shift=0,sleep=off");
         assert!(m.hotplugs_cpus());
     }
 
     #[test]
-    fn recorded_options_go_through_the_command_line_parser() {
-        let mut old = recorded_cell();
-        assert_eq!(recorded_args(&old).unwrap().samples, 3);
-        old.options.samples = 0;
-        let err = recorded_args(&old).unwrap_err();
-        assert!(err.contains("--samples"), "{err}");
-        let mut old = recorded_cell();
-        old.options.bench_dir = "/a/../etc".into();
-        assert!(recorded_args(&old).is_err());
+    fn recorded_options_are_held_to_the_command_lines_limits() {
+        let old = recorded_cell();
+        assert_eq!(old.options.lab.samples, 3);
+        assert_eq!(recorded_options(&old.options), Ok(()));
+        let refused = |f: &dyn Fn(&mut RunOptions), expect: &str| {
+            let mut o = recorded_cell().options;
+            f(&mut o);
+            let err = recorded_options(&o).unwrap_err();
+            assert!(err.contains(expect), "{expect}: {err}");
+        };
+        refused(&|o| o.lab.samples = 0, "0 samples");
+        refused(
+            &|o| o.lab.bench_dir = "/a/../etc".into(),
+            "absolute directory",
+        );
+        refused(&|o| o.lab.memory_mb = 64, "memory 64 MiB");
+        refused(&|o| o.cpus = 9, "9 CPUs: 1 to 8");
+        refused(&|o| o.cpus = 0, "0 CPUs");
     }
 
     #[test]

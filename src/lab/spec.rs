@@ -103,7 +103,7 @@ pub struct Config {
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct Matrix {
+pub struct AccessMatrix {
     pub row: Vec<Row>,
 }
 
@@ -312,10 +312,10 @@ fn check_spec(spec: &Spec) -> std::result::Result<(), String> {
 
 /// The one access matrix, lsmpmon's own: a `--config-dir` cannot replace it
 /// (that would weaken every configuration's proof).
-pub fn load_matrix() -> Result<Matrix> {
+pub fn load_access_matrix() -> Result<AccessMatrix> {
     let path = shipped_dir().join(MATRIX_FILE);
     let text = read_text(&path)?;
-    let m: Matrix = toml::from_str(&text).map_err(|e| malformed(&path, &e))?;
+    let m: AccessMatrix = toml::from_str(&text).map_err(|e| malformed(&path, &e))?;
     if !m.row.iter().any(|r| r.expect == Expect::Deny) {
         return Err(usage(format!("{}: no row expects deny", path.display())));
     }
@@ -423,7 +423,7 @@ mod tests {
         for n in &names {
             load(n, &dirs).unwrap_or_else(|e| panic!("{n}: {e}"));
         }
-        let m = load_matrix().unwrap();
+        let m = load_access_matrix().unwrap();
         assert!(m.row.iter().any(|r| r.expect == Expect::Allow));
     }
 

@@ -2,11 +2,11 @@
 //! labels (`WORKLOAD`), confined or not, and the bench options it runs with.
 use std::process::{Command, Stdio};
 
-use super::guest_plan::{Plan, PLAN_PATH, WORKLOAD, WORK_DIR};
+use super::guest_plan::{GuestPlan, PLAN_PATH, WORKLOAD, WORK_DIR};
 
 pub const LSMPMON: &str = "/bin/lsmpmon";
 
-pub fn workload(plan: &Plan, confined: bool, args: &[&str]) -> Command {
+pub fn workload(plan: &GuestPlan, confined: bool, args: &[&str]) -> Command {
     let mut cmd = if confined {
         let mut c = Command::new(LSMPMON);
         c.args(["lab", "confine", PLAN_PATH, "--", WORKLOAD]);
@@ -26,7 +26,7 @@ pub fn workload(plan: &Plan, confined: bool, args: &[&str]) -> Command {
 /// gives thousands of calls per hook at a fraction of the time.
 const TRACED_SAMPLES: &str = "1";
 
-pub fn bench_args(plan: &Plan, traced: bool) -> Vec<&str> {
+pub fn bench_args(plan: &GuestPlan, traced: bool) -> Vec<&str> {
     let mut v = vec!["bench", "--json"];
     if !plan.bench_args.iter().any(|a| a == "--dir") {
         v.extend(["--dir", WORK_DIR]);

@@ -12,7 +12,7 @@ use super::provenance::TimeMode;
 use super::trace::TraceResult;
 
 pub const CELL_SCHEMA: &str = "lsmpmon.lab-cell/1";
-pub const DEFAULT_BENCH_DIR: &str = "/tmp/lsmpmon-bench";
+pub use super::options::{LabOptions, DEFAULT_BENCH_DIR};
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -93,24 +93,15 @@ pub struct ConfigRef {
     pub measured_lsms: Vec<String>,
 }
 
+/// A cell's options: the run's, and the guest its draw booted.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct RunOptions {
-    pub ops: String,
-    pub samples: usize,
-    pub sample_ms: f64,
-    /// Fixed operations per sample (`--iterations`), if any.
-    #[serde(default)]
-    pub iterations: Option<u64>,
-    pub trace: bool,
-    pub memory_mb: u32,
+    #[serde(flatten)]
+    pub lab: LabOptions,
     pub accel: String,
     pub icount: String,
     pub rtc: String,
     pub kaslr: bool,
-    pub timeout_s: u64,
-    /// Where the benchmark's files lived (cells from before it was an option: the default).
-    #[serde(default = "default_bench_dir")]
-    pub bench_dir: String,
     /// Guest CPUs (cells from before the option ran on one).
     #[serde(default = "one_cpu")]
     pub cpus: u32,
@@ -122,10 +113,6 @@ impl RunOptions {
     pub fn draw(&self) -> u32 {
         super::draw::draw_of_rtc(&self.rtc).unwrap_or(0)
     }
-}
-
-fn default_bench_dir() -> String {
-    DEFAULT_BENCH_DIR.into()
 }
 
 fn one_cpu() -> u32 {

@@ -228,7 +228,7 @@ fn memory(when: &str, m: &Memory) -> Result<(), String> {
 }
 
 fn run_options(o: &RunOptions) -> Result<(), String> {
-    recorded_options(o.samples, o.sample_ms)
+    recorded_options(o.lab.samples, o.lab.sample_ms)
 }
 
 /// What every cell must satisfy, whatever its status.

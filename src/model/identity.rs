@@ -192,15 +192,15 @@ impl Alike {
         Alike::Cell {
             kernel_sha256: c.kernel.deb_sha256.clone(),
             time: c.time,
-            samples: o.samples,
-            sample_ms: o.sample_ms,
-            iterations: o.iterations,
+            samples: o.lab.samples,
+            sample_ms: o.lab.sample_ms,
+            iterations: o.lab.iterations,
             accel: o.accel.clone(),
             icount: counted_time(&o.icount),
             rtc: super::draw::rtc_without_draw(&o.rtc),
-            memory_mb: o.memory_mb,
+            memory_mb: o.lab.memory_mb,
             kaslr: o.kaslr,
-            bench_dir: o.bench_dir.clone(),
+            bench_dir: o.lab.bench_dir.clone(),
             cpus: o.cpus,
         }
     }

@@ -11,6 +11,7 @@ pub mod compare;
 pub mod draw;
 pub mod identity;
 pub mod index;
+pub mod options;
 pub mod provenance;
 pub mod read;
 pub mod report;

@@ -6,11 +6,16 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::{
-    plan::Plan,
+    plan_file::{PlanCell, PlanFile},
     tagged::{self, PlanRef, TaggedCell},
 };
 use crate::base::error::usage;
-use crate::lab::{results::CellResult, run::run_matrix, spec, RunOutcome};
+use crate::lab::{
+    execute,
+    plan::{Paths, Plan, PlannedCell},
+    results::CellResult,
+    spec, RunOutcome,
+};
 use crate::vm::kernel;
 
 /// `results` and `cache_dir` default to the plan's.
@@ -20,43 +25,23 @@ pub fn run(
     results: Option<&Path>,
     cache_dir: Option<&Path>,
 ) -> Result<RunOutcome> {
-    let plan = Plan::read(plan_path)?;
-    let Some(cell) = plan.cells.get(index) else {
+    let fetching = crate::vm::interrupt::exit_now()?;
+    let file = PlanFile::read(plan_path)?;
+    let Some(cell) = file.cells.get(index) else {
         return Err(usage(format!(
             "{}: no cell {index} (the plan has {}: 0 to {})",
             plan_path.display(),
-            plan.cells.len(),
-            plan.cells.len().saturating_sub(1)
+            file.cells.len(),
+            file.cells.len().saturating_sub(1)
         )));
     };
-    check_version(&plan)?;
-    let config = spec::load(&cell.config, &spec::search_path(&plan.paths.config_dirs))?;
-    let planned = plan.matrix.configs.iter().find(|c| c.name == cell.config);
-    if planned.is_none_or(|c| c.hash != config.hash) {
-        return Err(usage(format!(
-            "configuration {} changed since the plan was made: make a new plan",
-            cell.config
-        )));
-    }
-    let cache_dir = cache_dir.unwrap_or(&plan.paths.cache_dir);
-    let o = &plan.matrix.options;
-    let k = kernel::ensure(
-        cache_dir,
-        &cell.kernel,
-        &o.flavour,
-        plan.paths.mirror.as_deref(),
-    )?;
-    if plan.kernel(&cell.kernel).map(|r| &r.deb_sha256) != Some(&k.deb_sha256) {
-        return Err(usage(format!(
-            "kernel {}: the cache's package ({} {}) is not the plan's: make a new plan",
-            cell.kernel, k.package, k.package_version
-        )));
-    }
-    let results = results.unwrap_or(&plan.paths.results);
-    let args = super::plan::run_args(&plan, cell, results, cache_dir);
-    let mut outcome = run_matrix(&args, None)?;
+    check_version(&file)?;
+    let results = results.unwrap_or(&file.paths.results);
+    let cache_dir = cache_dir.unwrap_or(&file.paths.cache_dir);
+    let plan = plan_of_cell(&file, cell, results, cache_dir)?;
+    let mut outcome = execute(&plan, Some(1), fetching)?;
     let tag = PlanRef {
-        id: plan.id.clone(),
+        id: file.id.clone(),
         index,
     };
     let failed = outcome.cells.iter().find_map(|c| {
@@ -75,7 +60,55 @@ pub fn run(
     Ok(outcome)
 }
 
-fn check_version(plan: &Plan) -> Result<()> {
+/// The one-cell plan of a plan file's cell: its configuration as the plan
+/// hashed it, its kernel package as the plan recorded it (fetched once).
+fn plan_of_cell(
+    file: &PlanFile,
+    cell: &PlanCell,
+    results: &Path,
+    cache_dir: &Path,
+) -> Result<Plan> {
+    let config = spec::load(&cell.config, &spec::search_path(&file.paths.config_dirs))?;
+    let planned = file.matrix.configs.iter().find(|c| c.name == cell.config);
+    if planned.is_none_or(|c| c.hash != config.hash) {
+        return Err(usage(format!(
+            "configuration {} changed since the plan was made: make a new plan",
+            cell.config
+        )));
+    }
+    let flavour = &file.matrix.flavour;
+    let mirror = file.paths.mirror.clone();
+    let k = kernel::ensure(cache_dir, &cell.kernel, flavour, mirror.as_deref())?;
+    if file.kernel(&cell.kernel).map(|r| &r.deb_sha256) != Some(&k.deb_sha256) {
+        return Err(usage(format!(
+            "kernel {}: the cache's package ({} {}) is not the plan's: make a new plan",
+            cell.kernel, k.package, k.package_version
+        )));
+    }
+    Ok(Plan {
+        flavour: flavour.clone(),
+        kernels: vec![k],
+        configs: vec![config],
+        access: spec::load_access_matrix()?,
+        options: file.matrix.options.clone(),
+        draws: file.draws_of(cell),
+        paths: Paths {
+            config_dirs: file.paths.config_dirs.clone(),
+            cache_dir: cache_dir.to_path_buf(),
+            mirror,
+            results: results.to_path_buf(),
+        },
+        cells: vec![PlannedCell {
+            kernel: 0,
+            config: 0,
+            cpus: cell.cpus,
+            draw: cell.draw,
+        }],
+        recorded: None,
+    })
+}
+
+fn check_version(plan: &PlanFile) -> Result<()> {
     let mine = env!("CARGO_PKG_VERSION");
     if plan.matrix.lsmpmon_version != mine {
         return Err(usage(format!(

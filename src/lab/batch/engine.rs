@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::plan::Plan;
+use super::plan_file::PlanFile;
 
 /// A task still in the engine's queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,7 +19,7 @@ pub enum Queued {
 
 /// Cells asking for the same resources, submitted together.
 pub struct Array<'a> {
-    pub plan: &'a Plan,
+    pub plan: &'a PlanFile,
     pub plan_path: &'a Path,
     pub cells: Vec<usize>,
     pub cpus: u32,

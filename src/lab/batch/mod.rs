@@ -6,7 +6,7 @@ pub mod cell;
 pub mod engine;
 mod files;
 pub mod merge;
-pub mod plan;
+pub mod plan_file;
 mod record;
 mod registry;
 pub mod slurm;

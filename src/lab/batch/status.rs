@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use super::{
     engine::{Engine, Queued},
-    plan::{Plan, PlanCell},
+    plan_file::{PlanCell, PlanFile},
     record::Submissions,
     tagged,
 };
@@ -70,7 +70,7 @@ fn queue(
 
 /// Every cell's state, in the plan's order.
 pub fn collect(
-    plan: &Plan,
+    plan: &PlanFile,
     record: Option<&Submissions>,
     engine: Option<&dyn Engine>,
 ) -> Result<Collected> {
@@ -137,7 +137,7 @@ fn of_result(r: &CellResult) -> State {
 
 /// `plan 5711051fbd14: 4 cells: 1 pending, 1 running, 2 passed, 0 failed`
 /// (not applicable, without result and not run when there are any).
-pub fn summary(plan: &Plan, states: &[CellState]) -> String {
+pub fn summary(plan: &PlanFile, states: &[CellState]) -> String {
     let n = |s: State| states.iter().filter(|c| c.state == s).count();
     let mut line = format!(
         "plan {}: {} cells: {} pending, {} running, {} passed, {} failed",

@@ -10,13 +10,13 @@ use anyhow::Result;
 
 use super::{
     engine::{Array, Engine},
-    plan::{self, Plan},
+    plan_file::{self, PlanFile},
     record::Submissions,
     registry,
     status::{self, CellState, State},
 };
 use crate::base::{error::usage, secure_fs};
-use crate::lab::{args::RunArgs, jobs::Extras, results::ResultsDir, RunOutcome};
+use crate::lab::{jobs::Extras, plan::Request, resolve, results::ResultsDir, RunOutcome};
 
 pub struct SubmitOptions {
     /// A plan to submit again (its cells without a passed result).
@@ -34,15 +34,15 @@ pub struct Settled {
 }
 
 pub fn submit(
-    args: &RunArgs,
+    req: &Request,
     engine: &dyn Engine,
     engine_name: &str,
     opts: &SubmitOptions,
 ) -> Result<Option<Settled>> {
     engine.check()?;
     let (plan, plan_path) = match &opts.resume {
-        Some(p) => (Plan::read(p)?, std::path::absolute(p)?),
-        None => new_plan(args)?,
+        Some(p) => (PlanFile::read(p)?, std::path::absolute(p)?),
+        None => new_plan(req)?,
     };
     Extras::ensure(&plan.matrix.options.ops, &plan.paths.cache_dir)?;
     let mut record = Submissions::read(&plan_path, &plan.id)?
@@ -97,11 +97,11 @@ pub fn submit(
     watch(&plan, plan_path, &record, engine, opts.poll).map(Some)
 }
 
-/// A new plan of `args` in `RESULTS/batch/<id>/plan.json`, refused when
+/// A new plan of `req` in `RESULTS/batch/<id>/plan.json`, refused when
 /// that plan was submitted before.
-fn new_plan(args: &RunArgs) -> Result<(Plan, PathBuf)> {
-    let results = ResultsDir::open(&args.results)?;
-    let mut plan = plan::make(args, Path::new("plan.json"))?;
+fn new_plan(req: &Request) -> Result<(PlanFile, PathBuf)> {
+    let results = ResultsDir::open(&req.paths.results)?;
+    let mut plan = plan_file::of_plan(&resolve(req)?, Path::new("plan.json"))?;
     let batch = std::path::absolute(results.root.join("batch"))?;
     secure_fs::private_dir(&batch)?;
     let dir = batch.join(plan.short_id());
@@ -135,7 +135,7 @@ fn groups(cells: &[&CellState]) -> Vec<(u32, u32, Vec<usize>)> {
 /// A progress line whenever the counts change, until no task is queued or
 /// running; then the cells without a result, by cell.
 fn watch(
-    plan: &Plan,
+    plan: &PlanFile,
     plan_path: PathBuf,
     record: &Submissions,
     engine: &dyn Engine,
@@ -172,7 +172,7 @@ fn watch(
 
 /// The plan's newest cells as a run's outcome; the index rebuilt (tasks
 /// writing it at once may each have missed the other's cell).
-fn outcome(plan: &Plan, states: &[CellState]) -> RunOutcome {
+fn outcome(plan: &PlanFile, states: &[CellState]) -> RunOutcome {
     let mut o = RunOutcome {
         results: plan.paths.results.clone(),
         configs: plan.matrix.configs.iter().map(|c| c.name.clone()).collect(),
@@ -196,7 +196,7 @@ fn outcome(plan: &Plan, states: &[CellState]) -> RunOutcome {
 /// `lab status PLAN`: the summary and every failed cell; true when every
 /// task has ended and every cell passed or is not applicable.
 pub fn status(plan_path: &Path) -> Result<(Vec<String>, bool)> {
-    let plan = Plan::read(plan_path)?;
+    let plan = PlanFile::read(plan_path)?;
     let record = Submissions::read(plan_path, &plan.id)?;
     let engine = record
         .as_ref()

@@ -1,17 +1,22 @@
-//! A matrix resolved into its cells, written as a plan: what the cells run
-//! (kernel packages, configuration hashes, options, lsmpmon's version; its
-//! sha256 is the plan id) and, per cell, one command that runs exactly it.
-use std::path::{Path, PathBuf};
+//! A resolved plan written as a file: what its cells run (kernel packages,
+//! configuration hashes, options, lsmpmon's version; their sha256 is the
+//! plan id) and, per cell, one command that runs exactly it.
+use std::path::Path;
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::files;
 use crate::base::error::usage;
-use crate::lab::{args::RunArgs, matrix, results::KernelRef};
-use crate::vm::{cache::sha256_hex, kernel};
+use crate::lab::{
+    plan::{self, Draws, Paths, Plan, MAX_CELLS},
+    results::KernelRef,
+};
+use crate::model::{draw::MAX_DRAWS, options::LabOptions};
+use crate::vm::cache::sha256_hex;
 
-pub const PLAN_SCHEMA: &str = "lsmpmon.lab-plan/1";
+/// 2: the options are the cells' own (`LabOptions`); flavour and draws are the matrix's.
+pub const PLAN_SCHEMA: &str = "lsmpmon.lab-plan/2";
 /// A plan of MAX_CELLS cells is ≈ 4 MiB.
 const MAX_PLAN_BYTES: u64 = 16 << 20;
 
@@ -19,10 +24,16 @@ const MAX_PLAN_BYTES: u64 = 16 << 20;
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Matrix {
     pub lsmpmon_version: String,
+    pub flavour: String,
     pub kernels: Vec<KernelRef>,
     pub configs: Vec<ConfigId>,
     pub cpus: Vec<u32>,
-    pub options: Options,
+    /// Layout draws per cell.
+    pub draws: u32,
+    /// With trace: only the first N draws traced (absent: every draw).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_draws: Option<u32>,
+    pub options: LabOptions,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -32,46 +43,8 @@ pub struct ConfigId {
     pub hash: String,
 }
 
-/// The run options of `lab run` that reach a cell.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Options {
-    pub flavour: String,
-    pub ops: String,
-    pub samples: u32,
-    pub sample_ms: u32,
-    pub iterations: Option<u64>,
-    pub trace: bool,
-    pub bench_dir: String,
-    pub timeout_s: u64,
-    pub memory_mb: u32,
-    /// Layout draws per cell (absent: one, as plans made before draws).
-    #[serde(default = "one", skip_serializing_if = "is_one")]
-    pub draws: u32,
-    /// With trace: only the first N draws traced (absent: every draw).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace_draws: Option<u32>,
-}
-
-fn one() -> u32 {
-    1
-}
-
-fn is_one(n: &u32) -> bool {
-    *n == 1
-}
-
 fn is_zero(n: &u32) -> bool {
     *n == 0
-}
-
-/// Where the cells find their inputs and put their results: not part of
-/// the id (the same matrix on another machine is the same plan).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Paths {
-    pub config_dirs: Vec<PathBuf>,
-    pub cache_dir: PathBuf,
-    pub mirror: Option<String>,
-    pub results: PathBuf,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -89,8 +62,10 @@ pub struct PlanCell {
     pub command: Vec<String>,
 }
 
+/// A plan as a file: `lab plan` writes it, `lab submit` submits its cells,
+/// `lab cell` runs one of them.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Plan {
+pub struct PlanFile {
     pub schema: String,
     pub id: String,
     pub matrix: Matrix,
@@ -108,10 +83,19 @@ impl PlanCell {
     }
 }
 
-impl Plan {
+impl PlanFile {
     /// The first 12 hex digits of the id: a name for directories and jobs.
     pub fn short_id(&self) -> &str {
         &self.id[..12.min(self.id.len())]
+    }
+
+    /// A cell runs its one draw, traced as the plan's first N are.
+    pub fn draws_of(&self, cell: &PlanCell) -> Draws {
+        Draws {
+            first: cell.draw,
+            count: 1,
+            traced: self.matrix.trace_draws,
+        }
     }
 
     pub fn kernel(&self, series: &str) -> Option<&KernelRef> {
@@ -131,7 +115,7 @@ impl Plan {
     /// A plan as written, refused when its schema is not this one's or its
     /// matrix no longer hashes to its id (edited by hand).
     pub fn read(path: &Path) -> Result<Self> {
-        let plan: Plan = files::read_json_max(path, "a lab plan", MAX_PLAN_BYTES)?;
+        let plan: PlanFile = files::read_json_max(path, "a lab plan", MAX_PLAN_BYTES)?;
         if plan.schema != PLAN_SCHEMA {
             return Err(usage(format!(
                 "{}: schema {} (this lsmpmon reads {PLAN_SCHEMA})",
@@ -188,45 +172,34 @@ impl Plan {
     }
 }
 
-/// More cells than this is not a lab a machine or a cluster finishes.
-pub const MAX_CELLS: usize = 10_000;
-
 impl Matrix {
     /// The limits `lab run`'s options have, and a bounded number of cells.
     pub fn check(&self) -> std::result::Result<(), String> {
-        let o = &self.options;
-        let n = self.kernels.len() * self.configs.len() * self.cpus.len() * o.draws as usize;
+        let n = self.kernels.len() * self.configs.len() * self.cpus.len() * self.draws as usize;
+        let traced_ok = self
+            .trace_draws
+            .is_none_or(|t| (1..=MAX_DRAWS).contains(&t));
         let checks = [
             (
-                !(1..=crate::model::draw::MAX_DRAWS).contains(&o.draws),
-                format!("{} draws: 1 to {}", o.draws, crate::model::draw::MAX_DRAWS),
+                !(1..=MAX_DRAWS).contains(&self.draws) || !traced_ok,
+                format!(
+                    "{} draws ({:?} traced): 1 to {MAX_DRAWS}",
+                    self.draws, self.trace_draws
+                ),
             ),
             (n == 0, "no cells".to_string()),
             (n > MAX_CELLS, format!("{n} cells, more than {MAX_CELLS}")),
             (
-                self.cpus.iter().any(|c| !(1..=8).contains(c)),
-                format!("CPU counts {:?}: 1 to 8", self.cpus),
-            ),
-            (
-                !(256..=65_536).contains(&o.memory_mb),
-                format!("memory {} MiB: 256 to 65 536", o.memory_mb),
-            ),
-            (
-                !(1..=1000).contains(&o.samples),
-                format!("{} samples: 1 to 1000", o.samples),
-            ),
-            (
-                !(1..=10_000).contains(&o.sample_ms),
-                format!("sample {} ms: 1 to 10 000", o.sample_ms),
-            ),
-            (
-                !(10..=86_400).contains(&o.timeout_s),
-                format!("timeout {} s: 10 to 86 400", o.timeout_s),
+                self.cpus
+                    .iter()
+                    .any(|c| !(1..=crate::vm::MAX_CPUS).contains(c)),
+                format!("CPU counts {:?}: 1 to {}", self.cpus, crate::vm::MAX_CPUS),
             ),
         ];
         if let Some((_, why)) = checks.into_iter().find(|(bad, _)| *bad) {
             return Err(why);
         }
+        self.options.check()?;
         let twice = |names: Vec<String>| {
             let mut seen = std::collections::BTreeSet::new();
             names.into_iter().find(|n| !seen.insert(n.clone()))
@@ -243,32 +216,18 @@ impl Matrix {
                 return Err(format!("{what} {n} twice: its cells would run twice"));
             }
         }
-        crate::lab::args::bench_dir(&o.bench_dir).map_err(|e| format!("bench directory: {e}"))?;
         Ok(())
     }
 }
 
-/// Resolves `args` as `lab run` does (names, kernels fetched into the
-/// cache), cells in `lab run`'s order: kernel, configuration, CPU count.
-/// `plan_path` is where the plan will be written (the commands name it).
-pub fn make(args: &RunArgs, plan_path: &Path) -> Result<Plan> {
-    let m = matrix::resolve(args)?;
-    let n = m.kernels.len() * m.configs.len() * m.cpus.len() * args.draws as usize;
-    if n > MAX_CELLS {
-        return Err(usage(format!(
-            "{n} cells (kernels × configurations × CPU counts × draws): at most {MAX_CELLS} a plan; split it"
-        )));
-    }
-    let cache_dir = std::path::absolute(args.cache.path())?;
-    let mut kernels = Vec::new();
-    for series in &m.kernels {
-        let k = kernel::ensure(&cache_dir, series, &args.flavour, args.mirror.as_deref())?;
-        kernels.push(k.reference());
-    }
+/// The file of a resolved plan, its cells' commands naming `plan_path`
+/// (where it will be written).
+pub fn of_plan(plan: &Plan, plan_path: &Path) -> Result<PlanFile> {
     let matrix = Matrix {
         lsmpmon_version: env!("CARGO_PKG_VERSION").into(),
-        kernels,
-        configs: m
+        flavour: plan.flavour.clone(),
+        kernels: plan.kernels.iter().map(|k| k.reference()).collect(),
+        configs: plan
             .configs
             .iter()
             .map(|c| ConfigId {
@@ -276,70 +235,70 @@ pub fn make(args: &RunArgs, plan_path: &Path) -> Result<Plan> {
                 hash: c.hash.clone(),
             })
             .collect(),
-        cpus: m.cpus.clone(),
-        options: options(args),
+        cpus: cpus_of(plan),
+        draws: plan.draws.count,
+        trace_draws: plan.draws.traced,
+        options: plan.options.clone(),
     };
     let paths = Paths {
-        config_dirs: args
+        config_dirs: plan
+            .paths
             .config_dirs
             .iter()
             .map(std::path::absolute)
             .collect::<std::io::Result<_>>()?,
-        cache_dir,
-        mirror: args.mirror.clone(),
-        results: std::path::absolute(&args.results)?,
+        cache_dir: std::path::absolute(&plan.paths.cache_dir)?,
+        mirror: plan.paths.mirror.clone(),
+        results: std::path::absolute(&plan.paths.results)?,
     };
-    let mut plan = Plan {
+    let mut file = PlanFile {
         schema: PLAN_SCHEMA.into(),
         id: plan_id(&matrix)?,
         matrix,
         paths,
         cells: Vec::new(),
     };
-    plan.place(plan_path)?;
-    Ok(plan)
+    file.place(plan_path)?;
+    Ok(file)
 }
 
-fn options(args: &RunArgs) -> Options {
-    Options {
-        flavour: args.flavour.clone(),
-        ops: args.ops.clone(),
-        samples: args.samples,
-        sample_ms: args.sample_ms,
-        iterations: args.iterations,
-        trace: args.trace,
-        bench_dir: args.bench_dir.clone(),
-        timeout_s: args.timeout_s,
-        memory_mb: args.memory_mb,
-        draws: args.draws,
-        trace_draws: args.trace_draws,
+/// The plan's CPU counts in their order (a resolved plan's cells cover each).
+fn cpus_of(plan: &Plan) -> Vec<u32> {
+    let mut out: Vec<u32> = Vec::new();
+    for c in &plan.cells {
+        if !out.contains(&c.cpus) {
+            out.push(c.cpus);
+        }
     }
+    out
 }
 
 fn cells(matrix: &Matrix, paths: &Paths, plan_path: &Path) -> Result<Vec<PlanCell>> {
     let exe = std::env::current_exe()?;
-    let mut out = Vec::new();
-    for k in &matrix.kernels {
-        for c in &matrix.configs {
-            for (cpus, draw) in matrix
-                .cpus
-                .iter()
-                .flat_map(|&n| (0..matrix.options.draws).map(move |d| (n, d)))
-            {
-                let index = out.len();
-                out.push(PlanCell {
-                    index,
-                    kernel: k.series.clone(),
-                    config: c.name.clone(),
-                    cpus,
-                    memory_mb: matrix.options.memory_mb,
-                    draw,
-                    command: command(&exe, plan_path, index, &paths.results),
-                });
-            }
-        }
-    }
-    Ok(out)
+    let draws = Draws {
+        first: 0,
+        count: matrix.draws,
+        traced: matrix.trace_draws,
+    };
+    let planned = plan::cells(
+        matrix.kernels.len(),
+        matrix.configs.len(),
+        &matrix.cpus,
+        draws,
+    );
+    Ok(planned
+        .iter()
+        .enumerate()
+        .map(|(index, c)| PlanCell {
+            index,
+            kernel: matrix.kernels[c.kernel].series.clone(),
+            config: matrix.configs[c.config].name.clone(),
+            cpus: c.cpus,
+            memory_mb: matrix.options.memory_mb,
+            draw: c.draw,
+            command: command(&exe, plan_path, index, &paths.results),
+        })
+        .collect())
 }
 
 pub fn command(exe: &Path, plan_path: &Path, index: usize, results: &Path) -> Vec<String> {
@@ -356,35 +315,6 @@ pub fn command(exe: &Path, plan_path: &Path, index: usize, results: &Path) -> Ve
 
 pub fn plan_id(matrix: &Matrix) -> Result<String> {
     Ok(sha256_hex(&serde_json::to_vec(matrix)?))
-}
-
-/// The arguments of `lab run` for one cell of the plan, into `results`.
-pub fn run_args(plan: &Plan, cell: &PlanCell, results: &Path, cache_dir: &Path) -> RunArgs {
-    let o = &plan.matrix.options;
-    RunArgs {
-        kernels: cell.kernel.clone(),
-        flavour: o.flavour.clone(),
-        configs: cell.config.clone(),
-        config_dirs: plan.paths.config_dirs.clone(),
-        cpus: cell.cpus.to_string(),
-        ops: o.ops.clone(),
-        samples: o.samples,
-        sample_ms: o.sample_ms,
-        iterations: o.iterations,
-        trace: o.trace,
-        trace_draws: o.trace_draws,
-        bench_dir: o.bench_dir.clone(),
-        jobs: Some(1),
-        timeout_s: o.timeout_s,
-        results: results.to_path_buf(),
-        memory_mb: cell.memory_mb,
-        draws: 1,
-        first_draw: cell.draw,
-        cache: crate::vm::CacheDir {
-            cache_dir: Some(cache_dir.to_path_buf()),
-        },
-        mirror: plan.paths.mirror.clone(),
-    }
 }
 
 #[cfg(test)]
@@ -416,18 +346,18 @@ mod tests {
                 })
                 .into(),
             cpus: vec![1, 2],
-            options: Options {
-                flavour: "cloud".into(),
+            flavour: "cloud".into(),
+            draws: 1,
+            trace_draws: None,
+            options: LabOptions {
                 ops: "null,stat".into(),
                 samples: 3,
-                sample_ms: 10,
+                sample_ms: 10.0,
                 iterations: None,
                 trace: false,
                 bench_dir: "/tmp/lsmpmon-bench".into(),
                 timeout_s: 1800,
                 memory_mb: 1024,
-                draws: 1,
-                trace_draws: None,
             },
         }
     }
@@ -456,7 +386,7 @@ mod tests {
         assert!(cells.iter().all(|c| c.draw == 0));
         // Draws are the innermost dimension: one cell each.
         let mut m = matrix();
-        m.options.draws = 3;
+        m.draws = 3;
         let drawn = super::cells(&m, &paths(), Path::new("/p/plan.json")).unwrap();
         assert_eq!(drawn.len(), 24);
         let first: Vec<(u32, u32)> = drawn[..4].iter().map(|c| (c.cpus, c.draw)).collect();
@@ -482,7 +412,7 @@ mod tests {
         assert_ne!(changed(&|m| m.options.samples = 4), base);
         assert_ne!(changed(&|m| m.options.bench_dir = "/tmp/x".into()), base);
         assert_ne!(changed(&|m| m.lsmpmon_version = "0.0.1".into()), base);
-        assert_ne!(changed(&|m| m.options.trace_draws = Some(1)), base);
+        assert_ne!(changed(&|m| m.trace_draws = Some(1)), base);
         assert_eq!(changed(&|_| ()), base);
     }
 
@@ -492,10 +422,10 @@ mod tests {
     fn only_the_first_trace_draws_of_a_cell_are_traced() {
         let plan_of = |trace_draws| {
             let mut m = matrix();
-            m.options.draws = 3;
+            m.draws = 3;
             m.options.trace = true;
-            m.options.trace_draws = trace_draws;
-            Plan {
+            m.trace_draws = trace_draws;
+            PlanFile {
                 schema: PLAN_SCHEMA.into(),
                 id: plan_id(&m).unwrap(),
                 cells: cells(&m, &paths(), Path::new("/p/plan.json")).unwrap(),
@@ -503,10 +433,10 @@ mod tests {
                 paths: paths(),
             }
         };
-        let traced = |plan: &Plan| -> Vec<bool> {
+        let traced = |plan: &PlanFile| -> Vec<bool> {
             plan.cells[..3]
                 .iter()
-                .map(|c| run_args(plan, c, Path::new("/r"), Path::new("/c")).traced(c.draw))
+                .map(|c| plan.draws_of(c).is_traced(true, c.draw))
                 .collect()
         };
         assert_eq!(traced(&plan_of(Some(1))), [true, false, false]);
@@ -520,7 +450,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("plan.json");
         let m = matrix();
-        let mut plan = Plan {
+        let mut plan = PlanFile {
             schema: PLAN_SCHEMA.into(),
             id: plan_id(&m).unwrap(),
             cells: cells(&m, &paths(), &path).unwrap(),
@@ -528,10 +458,10 @@ mod tests {
             paths: paths(),
         };
         plan.write(&path).unwrap();
-        assert_eq!(Plan::read(&path).unwrap(), plan);
+        assert_eq!(PlanFile::read(&path).unwrap(), plan);
         plan.matrix.options.samples = 99;
         plan.write(&path).unwrap();
-        let err = Plan::read(&path).unwrap_err().to_string();
+        let err = PlanFile::read(&path).unwrap_err().to_string();
         assert!(err.contains("does not hash to its id"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -544,25 +474,25 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("plan.json");
         let m = matrix();
-        let good = Plan {
+        let good = PlanFile {
             schema: PLAN_SCHEMA.into(),
             id: plan_id(&m).unwrap(),
             cells: cells(&m, &paths(), &path).unwrap(),
             matrix: m,
             paths: paths(),
         };
-        let refused = |f: &dyn Fn(&mut Plan), expect: &str| {
+        let refused = |f: &dyn Fn(&mut PlanFile), expect: &str| {
             let mut p = good.clone();
             f(&mut p);
             p.id = plan_id(&p.matrix).unwrap();
             p.write(&path).unwrap();
-            let err = Plan::read(&path).unwrap_err().to_string();
+            let err = PlanFile::read(&path).unwrap_err().to_string();
             assert!(err.contains(expect), "{expect}: {err}");
         };
         refused(&|p| p.cells[0].cpus = 2, "cell 0 is 6.1 none (2 CPU");
         refused(&|p| p.cells[1].memory_mb = 1, "(2 CPU, 1 MiB, draw 0)");
         refused(&|p| p.cells[1].draw = 3, "draw 3) where");
-        refused(&|p| p.matrix.options.draws = 0, "0 draws: 1 to 64");
+        refused(&|p| p.matrix.draws = 0, "0 draws (None traced): 1 to 64");
         refused(&|p| p.matrix.cpus = vec![1, 1], "CPU count 1 twice");
         refused(
             &|p| p.matrix.configs[1].name = "none".into(),
@@ -590,7 +520,7 @@ mod tests {
             "20800 cells, more than 10000",
         );
         good.write(&path).unwrap();
-        assert_eq!(Plan::read(&path).unwrap(), good);
+        assert_eq!(PlanFile::read(&path).unwrap(), good);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,16 +1,18 @@
-//! The options of `lab run` and `lab rerun`. They live in the lab, not the
-//! CLI, because a rerun parses a cell's recorded options with them.
+//! The command line of `lab run` (and `plan`, `submit`) and `lab rerun`,
+//! turned into the lab's typed requests: nothing below the CLI sees clap.
 use std::path::PathBuf;
 
+use anyhow::Result;
 use clap::Args;
 
-use super::results;
+use crate::base::{error::usage, parse::split_list};
+use crate::lab::{
+    plan::{Draws, Paths, Request},
+    rerun::RerunRequest,
+    DEFAULT_CONFIGS,
+};
+use crate::model::options::{self, LabOptions, DEFAULT_BENCH_DIR};
 use crate::vm;
-
-pub const DEFAULT_CONFIGS: &str = "none,selinux-mini,apparmor,tomoyo,landlock,ima,bpf-lsm";
-/// Every shipped configuration in the tables' order: the baseline, the
-/// label-based, path-based and stacked modules, then integrity, then BPF.
-pub const TABLE_ORDER: &str = "none,debian-default,selinux-mini,selinux-refpolicy,apparmor,tomoyo,smack,landlock,ima,ima-sha1,ima-tpm,bpf-lsm,mac-label,mac-path,mac-inode";
 
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
@@ -37,22 +39,19 @@ pub struct RunArgs {
     #[arg(long, default_value = "paper")]
     pub ops: String,
     /// Samples per op for the untraced run (the median is reported; bench's default).
-    #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(u32).range(range(&options::SAMPLES)))]
     pub samples: u32,
     /// Minimum length of one sample, guest milliseconds.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(range(&options::SAMPLE_MS)))]
     pub sample_ms: u32,
     /// Operations per sample, fixed (bench --iterations; e.g. the sched_yield rounds).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(options::ITERATIONS))]
     pub iterations: Option<u64>,
     /// Layout draws per cell: each boots with its own recorded wall clock,
     /// which seeds the kernel's layout (slab order, hash salts), and repeats
     /// exactly; the tables give the median over draws with an interval.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=crate::model::draw::MAX_DRAWS as i64))]
     pub draws: u32,
-    /// The first draw's number (a plan's cell runs its one draw).
-    #[arg(skip)]
-    pub first_draw: u32,
     /// Also run the ops under `trace --per-lsm` (the Table 4 form).
     #[arg(long)]
     pub trace: bool,
@@ -63,19 +62,19 @@ pub struct RunArgs {
     /// Where the benchmark's files live in the guest (`bench --dir`; its
     /// parents are made). Path depth changes what path-based modules cost:
     /// only cells with the same directory are compared.
-    #[arg(long, default_value = results::DEFAULT_BENCH_DIR, value_name = "DIR", value_parser = bench_dir)]
+    #[arg(long, default_value = DEFAULT_BENCH_DIR, value_name = "DIR", value_parser = options::bench_dir)]
     pub bench_dir: String,
     /// Guests at once (default: the number of CPUs).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub jobs: Option<u32>,
     /// Wall-clock seconds before a cell's guest is killed.
-    #[arg(long = "timeout", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(10..=86_400))]
+    #[arg(long = "timeout", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(options::TIMEOUT_S))]
     pub timeout_s: u64,
     /// Results directory (created; cells accumulate, newest per cell wins in tables).
     #[arg(long, default_value = "lab-results", value_parser = crate::base::parse::path)]
     pub results: PathBuf,
     /// Guest memory, MiB (256 to 65536).
-    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(256..=65_536))]
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(range(&options::MEMORY_MB)))]
     pub memory_mb: u32,
     #[command(flatten)]
     pub cache: vm::CacheDir,
@@ -105,66 +104,82 @@ pub struct RerunArgs {
     pub mirror: Option<String>,
 }
 
-/// A guest directory the benchmark can make files in: absolute, plain, and
-/// not below a file system the guest mounts (/proc, /sys, /dev).
-pub fn bench_dir(s: &str) -> std::result::Result<String, String> {
-    let dir = absolute_dir(s)?;
-    let mounted = ["/proc", "/sys", "/dev"]
-        .iter()
-        .find(|m| dir == **m || dir.starts_with(&format!("{m}/")));
-    match mounted {
-        Some(m) => Err(format!(
-            "{m} is a file system the guest mounts, not one the benchmark can make files in: \
-             give a directory such as /tmp/lsmpmon-bench"
-        )),
-        None => Ok(dir),
-    }
-}
-
-/// An absolute guest path without empty, `.` or `..` components.
-fn absolute_dir(s: &str) -> std::result::Result<String, String> {
-    crate::base::parse::printable(s)?;
-    let ok = s.starts_with('/')
-        && s.len() > 1
-        && s[1..]
-            .split('/')
-            .all(|c| !c.is_empty() && c != "." && c != "..");
-    if ok {
-        Ok(s.to_string())
-    } else {
-        Err("give an absolute directory such as /tmp/lsmpmon-bench (no '.', '..' or '//')".into())
-    }
-}
-
 impl RunArgs {
-    /// Whether draw `draw` of a cell is traced.
-    pub fn traced(&self, draw: u32) -> bool {
-        self.trace && self.trace_draws.is_none_or(|n| draw < n)
+    /// The request: lists split (each name once, in order), options typed.
+    pub fn request(&self) -> Result<Request> {
+        Ok(Request {
+            kernels: split_list(&self.kernels),
+            flavour: self.flavour.clone(),
+            configs: split_list(&self.configs),
+            cpus: cpu_counts(&self.cpus)?,
+            options: LabOptions {
+                ops: self.ops.clone(),
+                samples: self.samples as usize,
+                sample_ms: self.sample_ms as f64,
+                iterations: self.iterations,
+                trace: self.trace,
+                memory_mb: self.memory_mb,
+                timeout_s: self.timeout_s,
+                bench_dir: self.bench_dir.clone(),
+            },
+            draws: Draws {
+                first: 0,
+                count: self.draws,
+                traced: self.trace_draws,
+            },
+            paths: Paths {
+                config_dirs: self.config_dirs.clone(),
+                cache_dir: self.cache.path(),
+                mirror: self.mirror.clone(),
+                results: self.results.clone(),
+            },
+        })
     }
+}
+
+impl RerunArgs {
+    pub fn request(&self) -> RerunRequest {
+        RerunRequest {
+            result: self.result.clone(),
+            results: self.results.clone(),
+            config_dirs: self.config_dirs.clone(),
+            force: self.force,
+            cache_dir: self.cache.path(),
+            mirror: self.mirror.clone(),
+        }
+    }
+}
+
+/// An option's limits as clap takes them.
+fn range(r: &std::ops::RangeInclusive<u32>) -> std::ops::RangeInclusive<i64> {
+    *r.start() as i64..=*r.end() as i64
+}
+
+/// `--cpus 1,2`: each count once (the plan checks their range).
+fn cpu_counts(s: &str) -> Result<Vec<u32>> {
+    split_list(s)
+        .iter()
+        .map(|w| {
+            w.parse::<u32>().map_err(|_| {
+                usage(format!(
+                    "--cpus {s}: '{w}' is not a CPU count from 1 to {}",
+                    vm::MAX_CPUS
+                ))
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{absolute_dir, bench_dir};
+    use super::cpu_counts;
 
     #[test]
-    fn bench_dir_is_not_below_a_guest_mount() {
-        for bad in ["/proc", "/proc/x", "/sys/kernel", "/dev/shm/x"] {
-            let e = bench_dir(bad).unwrap_err();
-            assert!(e.contains("the guest mounts"), "{bad}: {e}");
-        }
-        for ok in ["/tmp/x", "/procx", "/devices"] {
-            assert_eq!(bench_dir(ok).as_deref(), Ok(ok));
-        }
-    }
-
-    #[test]
-    fn bench_dir_is_an_absolute_plain_path() {
-        for ok in ["/tmp/lsmpmon-bench", "/d1", "/d1/d2/d3/d4"] {
-            assert_eq!(absolute_dir(ok).as_deref(), Ok(ok));
-        }
-        for bad in ["", "/", "tmp/x", "/a//b", "/a/../b", "/a/./b", "/a/"] {
-            assert!(absolute_dir(bad).is_err(), "{bad:?}");
+    fn cpu_counts_are_numbers_kept_once_in_order() {
+        assert_eq!(cpu_counts("2,1,2").unwrap(), [2, 1]);
+        assert!(cpu_counts("").unwrap().is_empty());
+        for bad in ["two", "1,x", "-1"] {
+            assert!(cpu_counts(bad).is_err(), "{bad}");
         }
     }
 }

@@ -1,0 +1,46 @@
+//! `execute`: a plan's cells run and recorded. Everything that can be
+//! refused is refused before the first cell is recorded: tools, the
+//! results directory and its room.
+use anyhow::Result;
+
+use super::{
+    jobs::{self, Extras},
+    plan::Plan,
+    preflight,
+    progress::Progress,
+    results::ResultsDir,
+    schedule, space, RunOutcome,
+};
+use crate::vm::interrupt::ExitNow;
+
+/// `guests`: how many at once (default: the number of CPUs). `fetching`
+/// was taken before the plan was resolved: until the first guest boots, a
+/// signal ends lsmpmon at once; from then on it stops the guests and keeps
+/// the finished cells.
+pub fn execute(plan: &Plan, guests: Option<u32>, fetching: ExitNow) -> Result<RunOutcome> {
+    preflight::check(&plan.configs)?;
+    let dir = ResultsDir::open(&plan.paths.results)?;
+    space::check(&dir.root)?;
+    let extras = Extras::ensure(&plan.options.ops, &plan.paths.cache_dir)?;
+    let cells = jobs::lay_out(plan, &extras, &dir)?;
+    let cancel = fetching.into_stop_flag()?;
+    let progress = Progress::new(cells.jobs.len() + cells.decided.len(), cells.decided.len());
+    for r in &cells.decided {
+        progress.finished(r);
+    }
+    let ran = schedule::run_jobs(cells.jobs, guests, &dir, &progress, &cancel);
+    progress.done();
+    let mut outcome = RunOutcome {
+        results: dir.root.clone(),
+        configs: plan.config_names(),
+        kernels: plan.kernel_series(),
+        cells: cells.decided.into_iter().chain(ran.cells).collect(),
+        interrupted: cancel.load(std::sync::atomic::Ordering::SeqCst),
+        stopped: ran.stopped,
+        write_error: ran.write_error,
+    };
+    if let Err(e) = dir.write_index() {
+        outcome.write_failed(e.context("writing index.json (the cells are kept)"));
+    }
+    Ok(outcome)
+}
