@@ -27,7 +27,8 @@ LAYERS = [
 ]
 LAYER_OF = {m: i for i, (_, mods) in enumerate(LAYERS) for m in mods}
 
-PATH_RE = re.compile(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)+)")
+# A path in code; one that opens a `{…}` group is a `use`, read by USE_RE.
+PATH_RE = re.compile(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)+)(?![A-Za-z0-9_]|::[{A-Za-z_])")
 USE_RE = re.compile(r"\buse\s+([^;]+);", re.S)
 
 

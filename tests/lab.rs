@@ -15,8 +15,8 @@ use common::{
     one_error_line, run_logged, succeeded, validate, LSMPMON,
 };
 use lsmpmon::lab::{
+    host::save,
     results::{CellResult, ResultsDir},
-    save,
 };
 use serde_json::Value;
 

@@ -10,7 +10,7 @@ use super::lab_args::{RerunArgs, RunArgs};
 use crate::base::error::{usage, with_code, EXIT_FAILURE, EXIT_OK};
 use crate::base::parse::split_list;
 use crate::base::table;
-use crate::lab::{self, batch, nginx, results, RunOutcome};
+use crate::lab::{self, batch, results, RunOutcome};
 use crate::report::{self, forms::BASELINE, input};
 
 #[derive(Args, Debug)]
@@ -64,7 +64,7 @@ pub enum LabSub {
     /// (guest) start nginx serving the `web` ops' file mix on the loopback.
     #[command(hide = true)]
     WebServer {
-        #[arg(long, default_value = nginx::GUEST_BINARY)]
+        #[arg(long, default_value = lab::guest_plan::NGINX)]
         nginx: PathBuf,
     },
 }
@@ -206,11 +206,11 @@ pub fn main(cmd: LabCommand) -> Result<i32> {
         Some(LabSub::Submit(args)) => submit(&args),
         Some(LabSub::Status(args)) => status(&args),
         Some(LabSub::Merge(args)) => merge(&args),
-        Some(LabSub::Guest { plan }) => lab::guest::main(&plan),
-        Some(LabSub::Confine { plan, command }) => lab::guest::confine(&plan, &command),
-        Some(LabSub::Access { plan, landlock }) => lab::guest::access(&plan, landlock),
-        Some(LabSub::PerOp { plan }) => lab::per_op::main(&plan),
-        Some(LabSub::WebServer { nginx }) => lab::webserver::main(&nginx),
+        Some(LabSub::Guest { plan }) => lab::guest::cell::main(&plan),
+        Some(LabSub::Confine { plan, command }) => lab::guest::cell::confine(&plan, &command),
+        Some(LabSub::Access { plan, landlock }) => lab::guest::cell::access(&plan, landlock),
+        Some(LabSub::PerOp { plan }) => lab::guest::per_op::main(&plan),
+        Some(LabSub::WebServer { nginx }) => lab::guest::webserver::main(&nginx),
     }
 }
 

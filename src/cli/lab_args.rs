@@ -7,8 +7,8 @@ use clap::Args;
 
 use crate::base::{error::usage, parse::split_list};
 use crate::lab::{
+    host::rerun::RerunRequest,
     plan::{Draws, Paths, Request},
-    rerun::RerunRequest,
     DEFAULT_CONFIGS,
 };
 use crate::model::options::{self, LabOptions, DEFAULT_BENCH_DIR};

@@ -3,7 +3,7 @@
 //! `proof.rs`).
 use serde::{Deserialize, Serialize};
 
-use super::spec::{AccessMatrix, Spec};
+use crate::lab::spec::{AccessMatrix, Spec};
 
 pub const PLAN_PATH: &str = "/lab/cell.json";
 pub const CONFIG_DIR: &str = "/lab/config";
@@ -11,6 +11,8 @@ pub const WORKLOAD: &str = "/usr/libexec/lsmpmon-workload";
 pub const PUBLIC: &str = "/etc/lsmpmon-lab/public";
 pub const SECRET: &str = "/srv/lsmpmon-lab/secret";
 pub const WORK_DIR: &str = "/tmp/lsmpmon-bench";
+/// Where the `web` ops' server goes in the guest (and where it is in its package).
+pub const NGINX: &str = "/usr/sbin/nginx";
 
 /// What the host asks of the guest.
 #[derive(Debug, Clone, Serialize, Deserialize)]

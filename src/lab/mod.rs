@@ -2,41 +2,22 @@
 //! kernel, in throwaway guests: boot, set up, prove, bench untraced, bench
 //! under `trace --per-lsm`, footprint; one result file per cell. The
 //! command line (`cli::lab`) prints the tables over them.
-pub mod access;
-mod avtab;
+//!
+//! `plan` is what a run executes; `host` runs it, `guest` is what runs in
+//! each cell's guest, `batch` spreads a plan over a batch engine;
+//! `spec`, `guest_plan` and `results` are what the sides share.
 pub mod batch;
-mod buildkit;
-mod cell;
-mod execute;
-pub mod footprint;
 pub mod guest;
 pub mod guest_plan;
-mod jobs;
-mod kconfig;
-mod libs;
-pub mod nginx;
-pub mod observer;
-mod outcome;
-pub mod per_op;
+pub mod host;
 pub mod plan;
-mod policydb;
-mod preflight;
-mod progress;
-pub mod proof;
-pub mod rerun;
 pub mod results;
-pub mod save;
-mod schedule;
-mod space;
 pub mod spec;
-mod swtpm;
-pub mod webserver;
-mod workload;
 
-pub use execute::execute;
-pub use outcome::RunOutcome;
+pub use host::execute::execute;
+pub use host::outcome::RunOutcome;
+pub use host::rerun::rerun;
 pub use plan::{resolve, Plan, Request};
-pub use rerun::rerun;
 
 pub const DEFAULT_CONFIGS: &str = "none,selinux-mini,apparmor,tomoyo,landlock,ima,bpf-lsm";
 /// Every shipped configuration in the tables' order: the baseline, the

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::spec;
 use crate::base::error::usage;
+use crate::lab::spec;
 use crate::model::{draw::MAX_DRAWS, options::LabOptions};
 use crate::vm::{self, kernel, kernel::Kernel};
 

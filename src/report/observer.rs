@@ -2,7 +2,7 @@
 //! behind Table 4) over the same ops untraced (Table 3), one column per cell.
 use super::input::Run;
 use crate::base::table::{Cell, Row, Table};
-use crate::lab::observer::{effects, times, OpEffect};
+use crate::lab::host::observer::{effects, times, OpEffect};
 
 /// One table over every run with both a traced and an untraced benchmark;
 /// none where no run has both.

@@ -11,10 +11,11 @@ use super::{
 };
 use crate::base::error::usage;
 use crate::lab::{
-    execute,
+    host::execute::execute,
+    host::outcome::RunOutcome,
     plan::{Paths, Plan, PlannedCell},
     results::CellResult,
-    spec, RunOutcome,
+    spec,
 };
 use crate::vm::kernel;
 

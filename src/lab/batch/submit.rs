@@ -16,7 +16,11 @@ use super::{
     status::{self, CellState, State},
 };
 use crate::base::{error::usage, secure_fs};
-use crate::lab::{jobs::Extras, plan::Request, resolve, results::ResultsDir, RunOutcome};
+use crate::lab::{
+    host::{jobs::Extras, outcome::RunOutcome},
+    plan::{resolve, Request},
+    results::ResultsDir,
+};
 
 pub struct SubmitOptions {
     /// A plan to submit again (its cells without a passed result).

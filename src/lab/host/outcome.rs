@@ -4,8 +4,8 @@ use std::{fs, path::PathBuf};
 
 use anyhow::Result;
 
-use super::results::{CellResult, CellStatus};
 use crate::base::error::{with_code, EXIT_FAILURE, EXIT_OK};
+use crate::lab::results::{CellResult, CellStatus};
 
 pub struct RunOutcome {
     /// The results directory.

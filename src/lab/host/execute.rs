@@ -3,13 +3,15 @@
 //! results directory and its room.
 use anyhow::Result;
 
-use super::{
-    jobs::{self, Extras},
+use crate::lab::{
+    host::jobs::{self, Extras},
+    host::outcome::RunOutcome,
+    host::preflight,
+    host::progress::Progress,
+    host::schedule,
+    host::space,
     plan::Plan,
-    preflight,
-    progress::Progress,
     results::ResultsDir,
-    schedule, space, RunOutcome,
 };
 use crate::vm::interrupt::ExitNow;
 

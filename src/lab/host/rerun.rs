@@ -5,11 +5,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use super::{
-    execute,
+use crate::lab::{
+    host::execute::execute,
+    host::outcome::RunOutcome,
     plan::{Draws, Paths, Plan, PlannedCell, Recorded},
     results::{CellResult, RunOptions, CELL_SCHEMA},
-    spec, RunOutcome,
+    spec,
 };
 use crate::{
     base::error::usage,
@@ -193,11 +194,11 @@ fn results_root_of(cell: &Path) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::jobs;
+    use crate::lab::host::jobs;
 
     fn recorded_cell() -> CellResult {
         serde_json::from_str(include_str!(
-            "../../tests/fixtures/report/lab/cells/6.1-cloud__none__1795500718528-17793-0-vm.json"
+            "../../../tests/fixtures/report/lab/cells/6.1-cloud__none__1795500718528-17793-0-vm.json"
         ))
         .unwrap()
     }

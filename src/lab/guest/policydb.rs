@@ -305,7 +305,7 @@ mod tests {
     use super::*;
     use std::{fs, path::PathBuf, process::Command};
 
-    const MINI: &str = include_str!("../../configs/selinux-mini/policy.conf");
+    const MINI: &str = include_str!("../../../configs/selinux-mini/policy.conf");
     const ANCHOR: &str = "type kernel_t, domain;";
 
     /// The lab's small policy with `extra` added after kernel_t's

@@ -7,12 +7,12 @@ use std::{
 
 use anyhow::Result;
 
-use super::{
-    buildkit::{self, BuildKit},
-    cell::{self, CellJob},
+use crate::lab::{
     guest_plan::GuestPlan,
-    kconfig::KernelConfig,
-    nginx::{self, Nginx},
+    host::buildkit::{self, BuildKit},
+    host::cell::{self, CellJob},
+    host::kconfig::KernelConfig,
+    host::nginx::{self, Nginx},
     plan::{Plan, PlannedCell, Recorded},
     results::{CellResult, CellStatus, ResultsDir, RunOptions, CELL_SCHEMA},
     spec,

@@ -2,7 +2,7 @@
 //! labels (`WORKLOAD`), confined or not, and the bench options it runs with.
 use std::process::{Command, Stdio};
 
-use super::guest_plan::{GuestPlan, PLAN_PATH, WORKLOAD, WORK_DIR};
+use crate::lab::guest_plan::{GuestPlan, PLAN_PATH, WORKLOAD, WORK_DIR};
 
 pub const LSMPMON: &str = "/bin/lsmpmon";
 

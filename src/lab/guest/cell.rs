@@ -14,10 +14,11 @@ use anyhow::{bail, Context, Result};
 
 use super::{
     access::{self, Outcome},
-    footprint,
-    guest_plan::{GuestPlan, CONFIG_DIR, PLAN_PATH, PUBLIC, SECRET, WORKLOAD, WORK_DIR},
-    per_op, proof,
+    footprint, per_op, proof,
     workload::{bench_args, workload, LSMPMON},
+};
+use crate::lab::guest_plan::{
+    GuestPlan, CONFIG_DIR, PLAN_PATH, PUBLIC, SECRET, WORKLOAD, WORK_DIR,
 };
 pub use crate::model::cell::{GuestReport as Report, GuestStage as Stage};
 use crate::model::{account::OpCalls, bench::BenchResult, trace::TraceResult};
@@ -75,7 +76,7 @@ fn run(plan: &GuestPlan, report: &mut Report) -> Result<()> {
     report.footprint = Some(footprint::collect(&plan.spec, mem_before)?);
     if plan.web_server {
         stage(report, "web-server", || {
-            super::webserver::main(Path::new(super::nginx::GUEST_BINARY)).map(|_| ())
+            super::webserver::main(Path::new(crate::lab::guest_plan::NGINX)).map(|_| ())
         })?;
     }
     let bench = stage(report, "bench", || bench(plan, None)).inspect_err(|e| {

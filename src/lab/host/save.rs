@@ -5,8 +5,8 @@ use std::{io::Write, os::unix::fs::OpenOptionsExt, path::Path};
 
 use anyhow::{Context, Result};
 
-use super::results::{CellResult, ResultsDir};
 use crate::base::error::one_line;
+use crate::lab::results::{CellResult, ResultsDir};
 
 /// Writes `r` and rebuilds the index; a result that cannot be written is
 /// kept in `elsewhere` (a new file of its own) or printed as JSON.

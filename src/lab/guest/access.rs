@@ -9,7 +9,7 @@ use std::{
     process::{Command, Stdio},
 };
 
-use super::spec::{AccessMatrix, AccessOp, Expect, Row};
+use crate::lab::spec::{AccessMatrix, AccessOp, Expect, Row};
 pub use crate::model::cell::Outcome;
 
 impl Outcome {

@@ -9,8 +9,8 @@ use std::{
 
 use anyhow::{Context, Result};
 
-use super::{
-    access::Outcome,
+use crate::lab::{
+    guest::access::Outcome,
     guest_plan::{GuestPlan, PUBLIC, WORKLOAD},
     spec::{Proof, ProofKind},
 };

@@ -12,12 +12,11 @@ use std::{
 use anyhow::{bail, Context, Result};
 
 use super::libs::with_libraries;
-use super::{
-    guest,
+use crate::lab::{
     guest_plan::{self, GuestPlan},
+    host::swtpm::Swtpm,
     results::{CellResult, CellStatus, ConfigRef, KernelRef, StageTime},
     spec::{self, Config},
-    swtpm::Swtpm,
 };
 use crate::vm::{self, initramfs::Entry, kernel::Kernel, qemu, Machine};
 
@@ -200,9 +199,13 @@ fn tpm_failure(tpm: &mut Swtpm, work: &Path) -> Option<String> {
 }
 
 /// The guest's report from its stdout; a dead TPM explains a missing one.
-fn read_report(work: &Path, code: i32, tpm_died: Option<&str>) -> Result<guest::Report> {
+fn read_report(
+    work: &Path,
+    code: i32,
+    tpm_died: Option<&str>,
+) -> Result<crate::model::cell::GuestReport> {
     let stdout = fs::read(work.join("stdout")).unwrap_or_default();
-    let parsed: Result<guest::Report, _> = serde_json::from_slice(&stdout);
+    let parsed: Result<crate::model::cell::GuestReport, _> = serde_json::from_slice(&stdout);
     if let (Err(_), Some(why)) = (&parsed, tpm_died) {
         bail!("{why}");
     }
@@ -216,7 +219,7 @@ fn read_report(work: &Path, code: i32, tpm_died: Option<&str>) -> Result<guest::
 
 /// The cell's status from the guest's report: proved and measured, not
 /// proved, or failed with the guest's own reason.
-fn judge(result: &mut CellResult, report: guest::Report) -> Result<()> {
+fn judge(result: &mut CellResult, report: crate::model::cell::GuestReport) -> Result<()> {
     result.status = match (&report.proof, &report.error) {
         (_, Some(e)) => {
             result.reason = Some(e.clone());
@@ -257,7 +260,7 @@ fn guest_files(job: &CellJob, work: &Path) -> Result<(Vec<Entry>, u64)> {
     }
     let mut entries = Vec::new();
     let mut files = Vec::new();
-    super::spec::collect_files(&copy, &copy, &mut files)?;
+    crate::lab::spec::collect_files(&copy, &copy, &mut files)?;
     for rel in files {
         entries.push(Entry::host(
             copy.join(&rel),
@@ -285,7 +288,7 @@ fn guest_files(job: &CellJob, work: &Path) -> Result<(Vec<Entry>, u64)> {
     // The web ops' server and the build op's compiler are the workload's,
     // not the configuration's: not in its footprint.
     if let Some(nginx) = &job.nginx {
-        add_program(&mut entries, nginx, super::nginx::GUEST_BINARY)?;
+        add_program(&mut entries, nginx, guest_plan::NGINX)?;
     }
     for (host, guest) in &job.build_files {
         if !entries

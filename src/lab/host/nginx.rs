@@ -18,8 +18,7 @@ pub use crate::model::cell::DebPackage as PackageRef;
 use crate::vm::cache;
 
 pub const PACKAGE: &str = "nginx";
-/// Where the binary goes in the guest (and where it is in the package).
-pub const GUEST_BINARY: &str = "/usr/sbin/nginx";
+use crate::lab::guest_plan::NGINX as GUEST_BINARY;
 
 pub struct Nginx {
     pub binary: PathBuf,

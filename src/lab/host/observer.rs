@@ -62,9 +62,10 @@ mod tests {
     use super::*;
 
     fn bench(ops: &[(&str, Unit, f64)]) -> BenchResult {
-        let mut b: BenchResult =
-            serde_json::from_str(include_str!("../../tests/fixtures/report/bench-host.json"))
-                .expect("fixture");
+        let mut b: BenchResult = serde_json::from_str(include_str!(
+            "../../../tests/fixtures/report/bench-host.json"
+        ))
+        .expect("fixture");
         let template = b.results[0].clone();
         b.results = ops
             .iter()

@@ -6,11 +6,12 @@ use std::sync::{
     Mutex, MutexGuard,
 };
 
-use super::{
-    cell::{self, CellJob},
-    progress::Progress,
+use crate::lab::{
+    host::cell::{self, CellJob},
+    host::progress::Progress,
+    host::save,
+    host::space,
     results::{CellResult, CellStatus, ResultsDir},
-    save, space,
 };
 
 /// What the threads did: the cells they recorded, the first result that
@@ -87,7 +88,7 @@ fn run_one(job: &CellJob, mut base: CellResult, shared: &Shared) {
         return;
     }
     let log_dir = shared.dir.log_dir(&base.id);
-    base.log_dir = super::results::log_rel(&base.id);
+    base.log_dir = crate::lab::results::log_rel(&base.id);
     let label = match job.machine.cpus {
         1 => format!("{} {}", job.kernel.series, job.config.name),
         n => format!("{} {} {n}cpu", job.kernel.series, job.config.name),

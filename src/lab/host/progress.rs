@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::results::{CellResult, CellStatus};
+use crate::lab::results::{CellResult, CellStatus};
 
 pub struct Progress {
     multi: MultiProgress,
@@ -145,7 +145,7 @@ mod tests {
     #[test]
     fn a_traced_cell_says_what_the_trace_cost_its_ops() {
         let cell: CellResult = serde_json::from_str(include_str!(
-            "../../tests/fixtures/report/lab/cells/6.1-cloud__none__1795500718528-17793-0-vm.json"
+            "../../../tests/fixtures/report/lab/cells/6.1-cloud__none__1795500718528-17793-0-vm.json"
         ))
         .unwrap();
         let line = trace_summary(&cell).unwrap();

@@ -4,7 +4,7 @@ use std::{collections::HashMap, path::Path};
 
 use anyhow::Result;
 
-use super::spec::Config;
+use crate::lab::spec::Config;
 
 /// A kernel's build configuration (`boot/config-*`).
 pub struct KernelConfig {

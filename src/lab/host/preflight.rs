@@ -5,8 +5,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::{cell, spec::Config};
 use crate::base::{command::which, error::usage};
+use crate::lab::{host::cell, spec::Config};
 
 const QEMU: &str = "qemu-system-x86_64";
 const BUSYBOX: &str = "/bin/busybox";

@@ -13,9 +13,9 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 
-use super::guest_plan::{GuestPlan, WORKLOAD};
 use super::workload::{bench_args, workload};
 use crate::base::task_name;
+use crate::lab::guest_plan::{GuestPlan, WORKLOAD};
 use crate::model::{account::OpCalls, bench::BenchResult, trace::TraceResult};
 use crate::trace::ctl;
 

@@ -4,8 +4,8 @@ use std::{collections::BTreeMap, fs};
 
 use anyhow::{Context, Result};
 
-use super::spec::Spec;
-use super::{avtab, policydb};
+use crate::lab::spec::Spec;
+use crate::lab::{guest::avtab, guest::policydb};
 use crate::model::cell::AvtabFigures;
 pub use crate::model::cell::{Footprint, Memory};
 
