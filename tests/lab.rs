@@ -267,7 +267,57 @@ fn paper_ops_rerun_within_half_a_percent() {
             "{name}: every paper op"
         );
         reruns_within_half_a_percent(&res, &all, name);
+        within_the_atlas(c, name);
     }
+}
+
+/// The committed atlas's passed 6.1 cells: per configuration, each draw's median of `op`.
+fn atlas_draws(op: &str) -> std::collections::BTreeMap<String, Vec<f64>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/atlas/cells");
+    let mut out: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let c = json(&std::fs::read_to_string(e.path()).unwrap());
+        if c["kernel"]["series"] == "6.1" && c["status"] == "passed" {
+            let name = c["config"]["name"].as_str().unwrap().to_string();
+            out.entry(name).or_default().push(median(&c, op));
+        }
+    }
+    out
+}
+
+/// Issue 33: a new binary is another layout draw, so this run's figures
+/// must lie within the committed atlas's median over its draws ± the
+/// kernel's layout floor (the widest spread any 6.1 configuration shows
+/// over its own draws, at least 0.5 %; what the report judges by). A
+/// binary that moves figures beyond layout noise fails here, and the atlas
+/// must be regenerated (scripts/atlas.sh) before it lands.
+fn within_the_atlas(c: &Value, name: &str) {
+    let spread = |v: &[f64]| {
+        let (lo, hi) = v
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(l, h), x| (l.min(*x), h.max(*x)));
+        (hi - lo) / lo
+    };
+    let mut stale = Vec::new();
+    for r in c["guest"]["bench"]["results"].as_array().unwrap() {
+        let op = r["op"].as_str().unwrap();
+        let all = atlas_draws(op);
+        let mine = &all[name];
+        assert!(mine.len() >= 5, "the atlas has 5 draws of 6.1 {name}");
+        let mut sorted = mine.clone();
+        sorted.sort_by(f64::total_cmp);
+        let m = sorted[sorted.len() / 2];
+        let floor = all.values().map(|v| spread(v)).fold(0.005, f64::max);
+        let now = r["median"].as_f64().unwrap();
+        if ((now - m) / m).abs() > floor {
+            stale.push(format!("{op} {now:.0} vs {m:.0} ± {:.2} %", floor * 100.0));
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "results/atlas is stale for 6.1 {name} (this binary moves beyond the layout floor): {}; regenerate it with scripts/atlas.sh",
+        stale.join(", ")
+    );
 }
 
 fn check_proof(name: &str, p: &Value) {

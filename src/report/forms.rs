@@ -247,8 +247,14 @@ fn draws_note(every_draw: &[&Run], cols: &[&Run]) -> String {
     if most < 2 {
         return "One layout draw a configuration: a difference below the kernel's layout floor (what a change of boot layout alone moves a figure; BENCHMARKS §17: up to 17 % on 6.12 file ops) is not a result; run with --draws to get intervals.".into();
     }
+    let base = cols.iter().find(|c| c.config == BASELINE);
+    let one_draw_base = if base.is_some_and(|b| draws(every_draw, b).len() == 1) {
+        " A baseline of one draw has no floor: beside it a drawn column shows no change."
+    } else {
+        ""
+    };
     format!(
-        "Medians over layout draws (up to {most} a configuration; each draw one boot with its own recorded clock, each exactly repeatable; draws measured otherwise than a column's first are not pooled). A change is shown with its interval (bootstrap 95 % of the change of medians from {} draws a side, else the range over every pair of draws) and as established only when the interval excludes 0 and the change exceeds the kernel's layout floor for the op (the widest spread any configuration on that kernel shows over its own draws, at least virtual time's {} %); otherwise it reads \"within layout floor\" (the interval excludes 0) or \"layout noise\" with its interval. A baseline of one draw has no floor: beside it a drawn column shows no change.",
+        "Medians over layout draws (up to {most} a configuration; each draw one boot with its own recorded clock, each exactly repeatable; draws measured otherwise than a column's first are not pooled). A change is shown with its interval (bootstrap 95 % of the change of medians from {} draws a side, else the range over every pair of draws) and as established only when the interval excludes 0 and the change exceeds the kernel's layout floor for the op (the widest spread any configuration on that kernel shows over its own draws, at least virtual time's {} %); otherwise it reads \"within layout floor\" (the interval excludes 0) or \"layout noise\" with its interval.{one_draw_base}",
         crate::base::draws::BOOTSTRAP_FROM,
         crate::base::stats::VIRTUAL_DETERMINISM_PCT
     )
