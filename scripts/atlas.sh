@@ -19,14 +19,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-results/atlas}
 kernels=${ATLAS_KERNELS:-5.10,6.1,6.12,7.3,6.1-smack}
-# Every configuration shipped, in the tables' order (report's default
-# --order; new ones at the end).
-order=none,debian-default,selinux-mini,selinux-refpolicy,apparmor,tomoyo,smack,landlock,ima,ima-sha1,ima-tpm,bpf-lsm,mac-label,mac-path,mac-inode
-# The AVC sweep's configurations (selinux-avc*) serve that one study
+# Every configuration shipped, in the tables' order (the binary's: `lab configs`)
+# but the AVC sweep's (selinux-avc*), which serve that one study
 # (--ops avc_open_N, results/avc-sweep), not the matrix.
-shipped=$(find configs -mindepth 2 -maxdepth 2 -name spec.toml -printf '%h\n' | xargs -n1 basename | grep -v '^selinux-avc' | sort)
-extra=$(comm -13 <(tr , '\n' <<<"$order" | sort) <(echo "$shipped") | paste -sd,)
-configs=${ATLAS_CONFIGS:-$order${extra:+,$extra}}
+configs=${ATLAS_CONFIGS:-}
 samples=${ATLAS_SAMPLES:-3}
 draws=${ATLAS_DRAWS:-5}
 trace_draws=${ATLAS_TRACE_DRAWS:-1}
@@ -43,6 +39,7 @@ bin=$(find "$bin" -path '*/release/lsmpmon' -type f -printf '%T@ %p\n' | sort -n
 work=$(mktemp -d /tmp/lsmpmon-atlas.XXXXXX)
 # The tasks run this copy: rebuilding the tree during the run changes nothing.
 install -m 0755 "$bin" "$work/lsmpmon"
+[ -n "$configs" ] || configs=$("$work/lsmpmon" lab configs | grep -v '^selinux-avc' | paste -sd,)
 
 stop_cluster() {
     [ -n "${own_cluster:-}" ] || return 0

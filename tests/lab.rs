@@ -48,6 +48,45 @@ fn shipped() -> Vec<String> {
     v
 }
 
+/// `lab configs`: every configuration found once, the tables' order first
+/// (the baseline leads), then the others by name; what scripts/atlas.sh reads.
+#[test]
+fn lab_configs_lists_each_configuration_once_in_the_tables_order() {
+    let run = |args: &[&str]| {
+        Command::new(LSMPMON)
+            .args(["lab", "configs"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(listed[..3], ["none", "debian-default", "selinux-mini"]);
+    let mut sorted = listed.clone();
+    sorted.sort();
+    assert_eq!(sorted, shipped(), "every shipped one, once");
+    // The ones outside the tables' order come last, by name.
+    let tail = &listed[listed.len() - 2..];
+    assert_eq!(tail, ["selinux-avc", "selinux-avc-raised"]);
+    let out = run(&["--config-dir", FIXTURES, "--comma"]);
+    let line = String::from_utf8(out.stdout).unwrap();
+    let others = ",mac-inode,crash,hang,permissive,selinux-avc,selinux-avc-raised\n";
+    assert!(line.ends_with(others), "{line}");
+    assert_eq!(line.lines().count(), 1);
+    let out = run(&["--config-dir", "/nonexistent-lsmpmon"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_error_line(&out).contains("not a directory"));
+}
+
 #[test]
 fn unknown_names_and_malformed_specs_are_one_line_with_exit_2() {
     let res = tmpdir("errors");

@@ -2333,3 +2333,52 @@ fn the_committed_layout_floor_comes_from_its_cells() {
         "results/layout-floor/README.md is not what `lsmpmon report results/layout-floor` prints"
     );
 }
+
+/// `report --form` keeps only the tables of the forms asked for, in the
+/// JSON and the Markdown alike; a form the results do not fill, or one
+/// lsmpmon does not know, is a usage error in one line (exit 2).
+#[test]
+fn report_form_keeps_only_the_forms_asked_for() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let run = |args: &[&str]| {
+        Command::new(LSMPMON)
+            .current_dir(root)
+            .args(["report", "results/layout-floor"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let all: Value = serde_json::from_str(&stdout_ok(&run(&["--format", "json"]))).unwrap();
+    let forms = |doc: &Value| -> std::collections::BTreeSet<String> {
+        doc["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["form"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(forms(&all).len() >= 2, "{:?}", forms(&all));
+    let out = run(&["--format", "json", "--form", "footprint,table3"]);
+    let some: Value = serde_json::from_str(&stdout_ok(&out)).unwrap();
+    assert_eq!(
+        forms(&some).into_iter().collect::<Vec<_>>(),
+        ["footprint", "table3"]
+    );
+    let kept = |doc: &Value| doc["tables"].as_array().unwrap().len();
+    let footprints_in_all = forms_of(&all, "footprint").len();
+    let tables3_in_all = forms_of(&all, "table3").len();
+    assert_eq!(kept(&some), footprints_in_all + tables3_in_all);
+    let md = stdout_ok(&run(&["--format", "markdown", "--form", "footprint"]));
+    assert!(
+        md.contains("### Footprint") && !md.contains("### Table 3 form"),
+        "{md}"
+    );
+    for (bad, says) in [
+        ("webstone", "fill no webstone table"),
+        ("table9", "invalid value 'table9'"),
+    ] {
+        let out = run(&["--form", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert!(common::one_error_line(&out).contains(says), "{bad}");
+    }
+}

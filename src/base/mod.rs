@@ -3,6 +3,7 @@
 pub mod command;
 pub mod draws;
 pub mod error;
+pub mod form;
 pub mod intf;
 pub mod output;
 pub mod papers;

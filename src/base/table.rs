@@ -5,10 +5,12 @@ use comfy_table::{presets, Cell as TCell, CellAlignment, ContentArrangement, Tab
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::form::Form;
+
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Table {
-    /// Short stable name of the table's form ("table3", "table4", …).
-    pub form: String,
+    /// The table's form (its stable name in JSON: "table3", "table4", …).
+    pub form: Form,
     pub title: String,
     pub kernel: String,
     /// Where the numbers come from and how to read them.
@@ -336,7 +338,7 @@ pub fn csv(tables: &[Table]) -> anyhow::Result<String> {
                 let rec = csv_fields(c);
                 let [value, pct, mark, text, missing] = &rec;
                 w.write_record([
-                    &csv_text(&t.form),
+                    &csv_text(t.form.name()),
                     &csv_text(&t.kernel),
                     &csv_text(&r.label),
                     &csv_text(col),
@@ -421,7 +423,7 @@ mod tests {
 
     fn sample() -> Table {
         Table {
-            form: "t".into(),
+            form: Form::Bench,
             title: "T".into(),
             kernel: "6.1".into(),
             notes: vec!["n".into()],

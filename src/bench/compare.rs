@@ -106,7 +106,7 @@ pub fn render(rows: &[CompareRow], forced: &[String]) -> String {
         );
     }
     let t = Table {
-        form: "bench_compare".into(),
+        form: crate::base::form::Form::BenchCompare,
         title: "against the baseline (overhead: positive = slower)".into(),
         kernel: String::new(),
         notes: Vec::new(),

@@ -51,7 +51,7 @@ fn table(r: &BenchResult) -> String {
         }
     );
     let t = Table {
-        form: "bench".into(),
+        form: crate::base::form::Form::Bench,
         title: "per op".into(),
         kernel: p.kernel_release.clone(),
         notes: Vec::new(),

@@ -41,6 +41,8 @@ pub enum LabSub {
     Status(StatusArgs),
     /// Join results directories (machines, tasks) into one.
     Merge(MergeArgs),
+    /// The configurations this lsmpmon finds, in the tables' order, one a line.
+    Configs(ConfigsArgs),
     /// (guest) run one cell: setup, proof, bench, trace.
     #[command(hide = true)]
     Guest { plan: PathBuf },
@@ -136,6 +138,16 @@ pub struct StatusArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct ConfigsArgs {
+    /// More configuration directories (searched first). Repeatable.
+    #[arg(long = "config-dir", value_name = "DIR")]
+    pub config_dirs: Vec<PathBuf>,
+    /// One comma-separated line (what --configs takes) instead of one a line.
+    #[arg(long)]
+    pub comma: bool,
+}
+
+#[derive(Args, Debug)]
 pub struct MergeArgs {
     /// The merged results directory (new, or without cells).
     pub out: PathBuf,
@@ -206,6 +218,7 @@ pub fn main(cmd: LabCommand) -> Result<i32> {
         Some(LabSub::Submit(args)) => submit(&args),
         Some(LabSub::Status(args)) => status(&args),
         Some(LabSub::Merge(args)) => merge(&args),
+        Some(LabSub::Configs(args)) => configs(&args),
         Some(LabSub::Guest { plan }) => lab::guest::cell::main(&plan),
         Some(LabSub::Confine { plan, command }) => lab::guest::cell::confine(&plan, &command),
         Some(LabSub::Access { plan, landlock }) => lab::guest::cell::access(&plan, landlock),
@@ -324,6 +337,30 @@ fn merge(args: &MergeArgs) -> Result<i32> {
             ),
         ));
     }
+    Ok(EXIT_OK)
+}
+
+/// The tables' order first (the baseline, label-, path-based and stacked
+/// modules, integrity, BPF), then any other configuration found, by name.
+fn configs(args: &ConfigsArgs) -> Result<i32> {
+    if let Some(d) = args.config_dirs.iter().find(|d| !d.is_dir()) {
+        return Err(usage(format!(
+            "--config-dir {}: not a directory",
+            d.display()
+        )));
+    }
+    let found = lab::spec::available(&lab::spec::search_path(&args.config_dirs));
+    if found.is_empty() {
+        return Err(usage(
+            "no configurations found: give a --config-dir, or set LSMPMON_CONFIGS",
+        ));
+    }
+    let order = split_list(lab::TABLE_ORDER);
+    let mut names: Vec<&String> = order.iter().filter(|n| found.contains(n)).collect();
+    names.extend(found.iter().filter(|n| !order.contains(n)));
+    let sep = if args.comma { "," } else { "\n" };
+    let text: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
+    stdout(&(text.join(sep) + "\n"))?;
     Ok(EXIT_OK)
 }
 

@@ -105,7 +105,7 @@ pub fn table(kernel: &str, cols: &[&Run], every_draw: &[&Run]) -> Option<Table> 
         })
         .collect();
     Some(Table {
-        form: "account".into(),
+        form: crate::base::form::Form::Account,
         title: format!(
             "Explained by hooks ({}'s accounting): module time per op against the overhead over `{}`, kernel {kernel}",
             papers::cite(&papers::LSMPMON, "Table 4"),

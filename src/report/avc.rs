@@ -106,7 +106,7 @@ fn curve(pts: &[Point]) -> Table {
     ];
     notes.extend(names.iter().filter_map(|s| growth(pts, s)));
     Table {
-        form: "avc-sweep-curve".into(),
+        form: crate::base::form::Form::AvcSweepCurve,
         title: "AVC sweep: time per open against N distinct file types".into(),
         kernel: kernels(pts),
         notes,
@@ -220,7 +220,7 @@ fn cache(pts: &[Point]) -> Table {
         .collect();
     let runs: Vec<&Run> = pts.iter().map(|p| p.run).collect();
     Table {
-        form: "avc-sweep".into(),
+        form: crate::base::form::Form::AvcSweep,
         title: "AVC sweep: the cache per N (cache_stats, hash_stats, Table 4 hooks)".into(),
         kernel: kernels(pts),
         notes: vec![

@@ -359,7 +359,7 @@ pub fn table(changes: &[Change], pairs: &[Pair], forced: &[String]) -> Table {
         ));
     }
     Table {
-        form: "compare".into(),
+        form: crate::base::form::Form::Compare,
         title: "compare: A → B".into(),
         kernel: {
             let mut k: Vec<String> = pairs.iter().map(|p| p.a[0].kernel.to_string()).collect();

@@ -297,7 +297,7 @@ pub fn table3(kernel: &str, cols: &[&Run], every_draw: &[&Run]) -> Table {
         format!("`{}`", b.config)
     });
     Table {
-        form: "table3".into(),
+        form: crate::base::form::Form::Table3,
         title: format!(
             "Table 3 form ({}; {}): operations × configurations, kernel {kernel}",
             papers::cite(&papers::LSMPMON, "Table 3"),
@@ -523,7 +523,7 @@ pub fn table4(kernel: &str, cols: &[&Run]) -> Table {
         "probe floor subtracted"
     };
     Table {
-        form: "table4".into(),
+        form: crate::base::form::Form::Table4,
         title: format!(
             "Table 4 form ({}): LSM hooks × configurations, kernel {kernel} ({unit} per call, {floor_note})",
             papers::cite(&papers::LSMPMON, "Table 4")
@@ -590,7 +590,7 @@ pub fn footprint(kernel: &str, cols: &[&Run], every_draw: &[&Run]) -> Table {
     let alike = |c: &Run| base_run.is_some_and(|b| b.alike == c.alike);
     let row = |label: &str, f: &dyn Fn(&Run) -> Option<f64>| figure_row(label, cols, f);
     Table {
-        form: "footprint".into(),
+        form: crate::base::form::Form::Footprint,
         title: format!(
             "Footprint ({}), kernel {kernel}",
             papers::cite(&papers::EMBEDDED_SELINUX, "Tables 8, 9, 11")

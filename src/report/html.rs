@@ -7,6 +7,7 @@ use serde::Serialize;
 use super::charts::{self, Series};
 use super::forms::{self, trace};
 use super::input::Run;
+use crate::base::form::Form;
 use crate::base::papers;
 use crate::base::table::{fmt_cell, Cell, Table};
 use crate::model::provenance::TimeMode;
@@ -46,10 +47,10 @@ struct HtmlTable {
 }
 
 fn html_table(i: usize, t: &Table) -> Result<HtmlTable> {
-    let charts = match t.form.as_str() {
-        "table3" => overhead_chart(i, t)?.into_iter().collect(),
-        "table4" => vec![heat_chart(i, t)?],
-        "avc-sweep-curve" => vec![curve_chart(i, t)?],
+    let charts = match t.form {
+        Form::Table3 => overhead_chart(i, t)?.into_iter().collect(),
+        Form::Table4 => vec![heat_chart(i, t)?],
+        Form::AvcSweepCurve => vec![curve_chart(i, t)?],
         _ => Vec::new(),
     };
     Ok(HtmlTable {
@@ -65,7 +66,7 @@ fn html_table(i: usize, t: &Table) -> Result<HtmlTable> {
                     .cells
                     .iter()
                     .map(|c| HtmlCell {
-                        style: (t.form == "overview").then(|| heat(c)).flatten(),
+                        style: (t.form == Form::Overview).then(|| heat(c)).flatten(),
                         text: fmt_cell(c),
                         class: match c {
                             Cell::Value { .. }
@@ -253,7 +254,7 @@ fn spreads(runs: &[Run]) -> Result<(Vec<Chart>, usize)> {
 
 /// % over the baseline per configuration, one bar per kernel, op by op.
 fn kernel_charts(tables: &[Table]) -> Result<Vec<Chart>> {
-    let t3: Vec<&Table> = tables.iter().filter(|t| t.form == "table3").collect();
+    let t3: Vec<&Table> = tables.iter().filter(|t| t.form == Form::Table3).collect();
     if t3.len() < 2 {
         return Ok(Vec::new());
     }

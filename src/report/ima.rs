@@ -65,8 +65,8 @@ pub fn tables(runs: &[Run], order: &[String]) -> Vec<Table> {
             .iter()
             .copied()
             .find(|c| c.config == BASELINE && has_ima_ops(c));
-        out.push(cases(&kernel, &measured, base, Form::Mmap));
-        out.push(cases(&kernel, &measured, base, Form::Read));
+        out.push(cases(&kernel, &measured, base, Path::Mmap));
+        out.push(cases(&kernel, &measured, base, Path::Read));
         out.push(hashing(&kernel, &measured, base));
     }
     out
@@ -77,20 +77,21 @@ fn has_ima_ops(r: &Run) -> bool {
 }
 
 #[derive(Clone, Copy, PartialEq)]
-enum Form {
+/// Which of IMA's measuring paths a case table is about.
+enum Path {
     Mmap,
     Read,
 }
 
-fn cases(kernel: &str, cols: &[&Run], base: Option<&Run>, form: Form) -> Table {
-    let (paper_rows, reference, what, op_ref) = match form {
-        Form::Mmap => (
+fn cases(kernel: &str, cols: &[&Run], base: Option<&Run>, path: Path) -> Table {
+    let (paper_rows, reference, what, op_ref) = match path {
+        Path::Mmap => (
             MMAP,
             MMAP_REFERENCE_US,
             "mmap + munmap, PROT_EXEC (MMAP_CHECK)",
             "Table 1",
         ),
-        Form::Read => (
+        Path::Read => (
             READ,
             READ_REFERENCE_US,
             "open + read + close (FILE_CHECK)",
@@ -132,18 +133,17 @@ fn cases(kernel: &str, cols: &[&Run], base: Option<&Run>, form: Form) -> Table {
         cells: reference_row,
     });
     Table {
-        form: if form == Form::Mmap {
-            "ima_mmap"
+        form: if path == Path::Mmap {
+            crate::base::form::Form::ImaMmap
         } else {
-            "ima_read"
-        }
-        .into(),
+            crate::base::form::Form::ImaRead
+        },
         title: format!(
             "IMA measure-call latency, {what}, a 2-byte file ({}), kernel {kernel}",
             papers::cite(&papers::IMA, op_ref)
         ),
         kernel: kernel.into(),
-        notes: case_notes(cols, form),
+        notes: case_notes(cols, path),
         header,
         rows,
     }
@@ -169,7 +169,7 @@ fn case_cells(c: &Run, op: &str, base_us: Option<f64>) -> [Cell; 2] {
     [Cell::value(us), share]
 }
 
-fn case_notes(cols: &[&Run], form: Form) -> Vec<String> {
+fn case_notes(cols: &[&Run], path: Path) -> Vec<String> {
     let mut notes = vec![format!(
         "{} time; median µs per op, each op timed alone (making the file dirty or new is not timed). \
          − none: minus the same op on the `none` configuration of the same kernel, the hook's own share.",
@@ -182,7 +182,7 @@ fn case_notes(cols: &[&Run], form: Form) -> Vec<String> {
          (`(no TPM)`) extend adds the list entry only."
             .into(),
     );
-    if form == Form::Read {
+    if path == Path::Read {
         notes.push(
             "Modern IMA has no /sys/security/measure: a program's own files are measured when it opens \
              them for reading, through a `measure func=FILE_CHECK mask=MAY_READ` rule. The paper's \
@@ -195,7 +195,7 @@ fn case_notes(cols: &[&Run], form: Form) -> Vec<String> {
         let Some(m) = c.measured.as_ref().filter(|m| m.tpm) else {
             continue;
         };
-        let extend = if form == Form::Mmap {
+        let extend = if path == Path::Mmap {
             "ima_mmap_extend"
         } else {
             "ima_read_extend"
@@ -277,7 +277,7 @@ fn hashing(kernel: &str, cols: &[&Run], base: Option<&Run>) -> Table {
         .collect();
     rows.push(incremental_row(cols));
     Table {
-        form: "ima_hash".into(),
+        form: crate::base::form::Form::ImaHash,
         title: format!(
             "IMA re-hash latency by file size, mmap PROT_EXEC ({}), kernel {kernel}",
             papers::cite(&papers::IMA, "Table 3")
@@ -454,7 +454,7 @@ mod tests {
             ),
         ];
         let t = tables(&runs, &["none".into(), "ima".into(), "ima-tpm".into()]);
-        let forms: Vec<&str> = t.iter().map(|t| t.form.as_str()).collect();
+        let forms: Vec<&str> = t.iter().map(|t| t.form.name()).collect();
         assert_eq!(forms, ["ima_mmap", "ima_read", "ima_hash"]);
         let mmap = &t[0];
         assert_eq!(

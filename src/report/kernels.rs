@@ -93,7 +93,7 @@ fn table(config: &str, per_kernel: &[(KernelId, Vec<&Run>)], every_draw: &[&Run]
         notes.extend(bare_hook_costs(&cols));
     }
     Some(Table {
-        form: "table5".into(),
+        form: crate::base::form::Form::Table5,
         title: format!(
             "Table 5 form ({}): {config} across kernels",
             papers::cite(&papers::LSMPMON, "Table 5")

@@ -79,6 +79,10 @@ pub struct ReportArgs {
     /// Configurations in this order first (lab names; others follow as found).
     #[arg(long, value_name = "LIST", default_value = crate::lab::TABLE_ORDER)]
     pub order: String,
+    /// Only tables of these forms, comma-separated (e.g. `overview,table3`; default: every
+    /// table the results fill).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub form: Vec<crate::base::form::Form>,
     /// Skip result files that cannot be read (each named on stderr) instead of stopping.
     #[arg(long)]
     pub skip_invalid: bool,
@@ -322,6 +326,16 @@ pub fn main(args: ReportArgs) -> Result<i32> {
         return Err(usage(
             "the results fill no table (no benchmark, trace or footprint in them)",
         ));
+    }
+    if !args.form.is_empty() {
+        tables.retain(|t| args.form.contains(&t.form));
+        if tables.is_empty() {
+            let asked: Vec<&str> = args.form.iter().map(|f| f.name()).collect();
+            return Err(usage(format!(
+                "the results fill no {} table: leave out --form to see the forms they fill",
+                asked.join(" or ")
+            )));
+        }
     }
     // Under every table too: a table is often read (or pasted) alone.
     for t in &mut tables {

@@ -41,7 +41,7 @@ pub fn table(runs: &[Run]) -> Option<Table> {
         })
         .collect();
     Some(Table {
-        form: "observer".into(),
+        form: crate::base::form::Form::Observer,
         title: "observer effect: each op under trace over untraced (×1.47 = 47 % slower)".into(),
         kernel: first.kernel.to_string(),
         notes: vec![format!(

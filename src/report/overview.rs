@@ -60,7 +60,7 @@ fn table(
         })
         .collect();
     Table {
-        form: "overview".into(),
+        form: crate::base::form::Form::Overview,
         title: format!("Overview: {op} (µs) and its change over `{}`, configuration × kernel", forms::BASELINE),
         kernel: String::new(),
         notes: vec![format!(

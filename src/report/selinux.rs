@@ -48,7 +48,7 @@ fn table(kernel: &str, cols: &[&Run]) -> Table {
     header.extend(cols.iter().map(|c| c.config.clone()));
     header.push("standard ÷ embedded".into());
     Table {
-        form: "selinux-policies".into(),
+        form: crate::base::form::Form::SelinuxPolicies,
         title: format!(
             "Standard vs. embedded SELinux policy ({}), kernel {kernel}",
             papers::cite(&papers::EMBEDDED_SELINUX, "Tables 1-4, 8, 9, 11")

@@ -91,7 +91,7 @@ pub fn yield_table(runs: &[&Run]) -> Option<Table> {
     let row = |label: &str, f: &dyn Fn(&Run) -> Option<f64>| figure_row(label, &cols, f);
     let ratio = |c: &Run, a: &str, b: &str| Some(median(c, a)? / median(c, b)?);
     Some(Table {
-        form: "yield".into(),
+        form: crate::base::form::Form::Yield,
         title: format!(
             "sched_yield between processes and between threads ({})",
             papers::cite(&papers::PSEUDO_MULTIPROCESS, "Table 3")

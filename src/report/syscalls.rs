@@ -151,7 +151,7 @@ fn table(group: &str, cols: &[&Run], sys: &str) -> Table {
         format!("configuration {group}")
     };
     Table {
-        form: "table6_7".into(),
+        form: crate::base::form::Form::Table6_7,
         title: format!(
             "Tables 6/7 form ({}): LSM hooks in {sys}, {what}, kernels side by side (µs)",
             papers::cite(&papers::LSMPMON, "Tables 6, 7")

@@ -133,7 +133,7 @@ pub fn tables(runs: &[&Run], order: &[String]) -> Vec<Table> {
     }
     vec![
         Table {
-            form: "webstone".into(),
+            form: crate::base::form::Form::Webstone,
             title: format!(
                 "Web server connection rate, connections/s ({})",
                 papers::cite(&papers::LSM, "Webstone, UP and SMP")
@@ -148,7 +148,7 @@ pub fn tables(runs: &[&Run], order: &[String]) -> Vec<Table> {
             rows: rates,
         },
         Table {
-            form: "webstone-latency".into(),
+            form: crate::base::form::Form::WebstoneLatency,
             title: "Web request latency p50 / p90 / p99, µs (one connection, request and whole response)".into(),
             kernel: kernels,
             notes: vec![format!(

@@ -42,7 +42,7 @@ pub fn hooks(t: &TraceResult, hooks: &[&HookResult], what: &str) -> Table {
         (None, _) => "no probe floor measured".into(),
     };
     Table {
-        form: "hooks".into(),
+        form: crate::base::form::Form::Hooks,
         title: format!(
             "per hook ({}){what} ({u}; cs_count = calls switched out, not timed)",
             papers::cite(&papers::LSMPMON, "Fig. 3")
@@ -79,7 +79,7 @@ pub fn hooks(t: &TraceResult, hooks: &[&HookResult], what: &str) -> Table {
 fn counts(t: &TraceResult, hooks: &[&HookResult], what: &str) -> Table {
     let opt = |v: Option<u64>| v.map_or(Cell::missing("-"), n);
     Table {
-        form: "hooks".into(),
+        form: crate::base::form::Form::Hooks,
         title: format!("per hook, calls only{what} (--count-only: nothing timed)"),
         kernel: t.provenance.kernel_release.clone(),
         notes: vec![format!(
@@ -118,7 +118,7 @@ pub fn per_lsm(t: &TraceResult, hooks: &[&HookResult]) -> Table {
         }
     }
     Table {
-        form: "per_lsm".into(),
+        form: crate::base::form::Form::PerLsm,
         title: format!(
             "per LSM (average {} of each module's own implementation)",
             unit(t)
@@ -184,7 +184,7 @@ pub fn per_syscall(t: &TraceResult, top: Option<usize>, per_syscall: usize) -> T
         }
     }
     Table {
-        form: "per_syscall".into(),
+        form: crate::base::form::Form::PerSyscall,
         title: format!(
             "per syscall (hook time attributed to the caller's syscall, {})",
             unit(t)
