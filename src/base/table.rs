@@ -449,7 +449,7 @@ mod tests {
         assert!(markdown(std::slice::from_ref(&t)).contains("| proof failed |"));
         let c = csv(std::slice::from_ref(&t)).unwrap();
         assert!(
-            c.contains("t,6.1,\"stat, \"\"quoted\"\"\",b,,,,,proof failed"),
+            c.contains("bench,6.1,\"stat, \"\"quoted\"\"\",b,,,,,proof failed"),
             "{c}"
         );
         assert!(
@@ -478,7 +478,7 @@ mod tests {
         let rows: Vec<&str> = c.lines().collect();
         assert_eq!(
             rows[1],
-            "t,6.1,'@SUM(A1),\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\",-12.5,-3.000,'+x,,"
+            "bench,6.1,'@SUM(A1),\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\",-12.5,-3.000,'+x,,"
         );
         assert!(rows[2].ends_with(",'-2+3,"), "{c}");
         for (text, shown) in [
