@@ -2382,3 +2382,74 @@ fn report_form_keeps_only_the_forms_asked_for() {
         assert!(common::one_error_line(&out).contains(says), "{bad}");
     }
 }
+
+/// What one `<!-- lsmpmon report ARGS | HEADING -->` … `<!-- end -->`
+/// block of a document should hold: the Markdown sections lsmpmon prints for
+/// ARGS whose `### ` heading starts with HEADING (every section without one).
+fn generated_block(spec: &str) -> String {
+    let (args, heading) = match spec.split_once(" | ") {
+        Some((a, h)) => (a, Some(h)),
+        None => (spec, None),
+    };
+    let words: Vec<&str> = args.split_whitespace().collect();
+    assert_eq!(words[..2], ["lsmpmon", "report"], "{spec}");
+    let out = Command::new(LSMPMON)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(&words[1..])
+        .args(["--format", "markdown"])
+        .output()
+        .unwrap();
+    let md = stdout_ok(&out);
+    let mut keep = String::new();
+    for section in md.split("\n### ").skip(1) {
+        if heading.is_none_or(|h| section.starts_with(h)) {
+            keep += "### ";
+            keep += section.trim_end();
+            keep += "\n\n";
+        }
+    }
+    assert!(!keep.is_empty(), "{spec}: no such section");
+    keep.trim_end().to_string() + "\n"
+}
+
+/// Issue 35: figures in the README, docs/ and BENCHMARKS that come from
+/// committed results are lsmpmon's output, never typed by hand: each such
+/// block is what `lsmpmon report` prints of the committed cells now
+/// (LSMPMON_BLESS=1 rewrites the blocks).
+#[test]
+fn generated_figures_in_the_docs_are_what_lsmpmon_prints() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut docs = vec![root.join("README.md"), root.join("BENCHMARKS.md")];
+    for e in std::fs::read_dir(root.join("docs")).unwrap().flatten() {
+        if e.path().extension().is_some_and(|x| x == "md") {
+            docs.push(e.path());
+        }
+    }
+    let mut blocks = 0;
+    for doc in docs {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        let mut out = String::new();
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find("<!-- lsmpmon report ") {
+            let open_end = i + rest[i..].find(" -->\n").expect("a closed comment") + 5;
+            let spec = &rest[i + 5..open_end - 5];
+            let close = open_end + rest[open_end..].find("<!-- end -->").expect("an end");
+            let want = generated_block(spec);
+            if rest[open_end..close] != want && std::env::var_os("LSMPMON_BLESS").is_none() {
+                panic!(
+                    "{}: the block `{spec}` is not what lsmpmon prints of the committed results (LSMPMON_BLESS=1 rewrites it):\n{want}",
+                    doc.display()
+                );
+            }
+            out += &rest[..open_end];
+            out += &want;
+            rest = &rest[close..];
+            blocks += 1;
+        }
+        out += rest;
+        if out != text {
+            std::fs::write(&doc, out).unwrap();
+        }
+    }
+    assert!(blocks >= 2, "the README's result and BENCHMARKS §5 are generated");
+}
