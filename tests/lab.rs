@@ -687,9 +687,15 @@ fn a_result_that_cannot_be_written_is_kept_elsewhere() {
 #[test]
 fn lab_run_without_qemu_is_exit_2_before_any_cell() {
     let res = tmpdir("no-qemu");
+    // An empty cache and an archive that answers nothing: the refusal must
+    // come before any kernel is fetched (issue 35's review).
+    let cache = tmpdir("no-qemu-cache");
     let out = Command::new(LSMPMON)
         .args(lab_run(&res, "6.1", "none,landlock", "null", &[]))
+        .arg("--cache-dir")
+        .arg(&cache)
         .env("PATH", "/nonexistent")
+        .env("LSMPMON_MIRROR", "http://127.0.0.1:9/debian")
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -700,6 +706,7 @@ fn lab_run_without_qemu_is_exit_2_before_any_cell() {
         "{err}"
     );
     assert_eq!(cell_files(&res), 0);
+    assert!(!cache.join("kernels").exists(), "nothing fetched");
 }
 
 /// Issue 27 item 10: a rerun checks every recorded option (its guest
@@ -741,6 +748,25 @@ fn rerun_refuses_invalid_recorded_options_before_the_kernel_fetch() {
         );
         assert!(!cache.join("kernels").exists(), "{field}: nothing fetched");
     }
+    // A recorded kernel is a series lsmpmon fetches (a path is already a
+    // malformed cell; a well-formed name lsmpmon does not know is refused).
+    let mut cell = json(&std::fs::read_to_string(NONE_CELL).unwrap());
+    cell["kernel"]["series"] = Value::from("9.9");
+    let file = res.join("cells").join("edited-series.json");
+    std::fs::write(&file, cell.to_string()).unwrap();
+    let out = Command::new(LSMPMON)
+        .args(["lab", "rerun", "--force", "--cache-dir"])
+        .args([&cache, &file])
+        .env("LSMPMON_MIRROR", "http://127.0.0.1:9/debian")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let line = one_error_line(&out);
+    assert!(
+        line.contains("kernel series '/tmp/own-kernel.deb'"),
+        "{line}"
+    );
+    assert!(!cache.join("kernels").exists(), "nothing fetched");
 }
 
 /// Issue 27 item 9: the disk fills while a cell runs. The cell's reason

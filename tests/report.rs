@@ -2451,5 +2451,8 @@ fn generated_figures_in_the_docs_are_what_lsmpmon_prints() {
             std::fs::write(&doc, out).unwrap();
         }
     }
-    assert!(blocks >= 2, "the README's result and BENCHMARKS §5 are generated");
+    assert!(
+        blocks >= 2,
+        "the README's result and BENCHMARKS §5 are generated"
+    );
 }

@@ -155,19 +155,22 @@ fn range(r: &std::ops::RangeInclusive<u32>) -> std::ops::RangeInclusive<i64> {
     *r.start() as i64..=*r.end() as i64
 }
 
-/// `--cpus 1,2`: each count once (the plan checks their range).
+/// `--cpus 1,2`: each count once, 1 to MAX_CPUS.
 fn cpu_counts(s: &str) -> Result<Vec<u32>> {
-    split_list(s)
+    let counts = split_list(s)
         .iter()
-        .map(|w| {
-            w.parse::<u32>().map_err(|_| {
-                usage(format!(
-                    "--cpus {s}: '{w}' is not a CPU count from 1 to {}",
-                    vm::MAX_CPUS
-                ))
-            })
+        .map(|w| match w.parse::<u32>() {
+            Ok(n) if (1..=vm::MAX_CPUS).contains(&n) => Ok(n),
+            _ => Err(usage(format!(
+                "--cpus {s}: '{w}' is not a CPU count from 1 to {}",
+                vm::MAX_CPUS
+            ))),
         })
-        .collect()
+        .collect::<Result<Vec<u32>>>()?;
+    if counts.is_empty() {
+        return Err(usage("--cpus is empty"));
+    }
+    Ok(counts)
 }
 
 #[cfg(test)]
@@ -175,11 +178,15 @@ mod tests {
     use super::cpu_counts;
 
     #[test]
-    fn cpu_counts_are_numbers_kept_once_in_order() {
+    fn cpu_counts_are_checked_and_kept_once_in_order() {
         assert_eq!(cpu_counts("2,1,2").unwrap(), [2, 1]);
-        assert!(cpu_counts("").unwrap().is_empty());
-        for bad in ["two", "1,x", "-1"] {
-            assert!(cpu_counts(bad).is_err(), "{bad}");
+        for bad in ["0", "9", "two", "1,x", "-1"] {
+            let e = cpu_counts(bad).unwrap_err().to_string();
+            assert!(e.contains("is not a CPU count from 1 to 8"), "{bad}: {e}");
+        }
+        for empty in ["", ","] {
+            let e = cpu_counts(empty).unwrap_err().to_string();
+            assert_eq!(e, "--cpus is empty");
         }
     }
 }

@@ -24,8 +24,11 @@ pub const DEFAULT_CONFIGS: &str = "none,selinux-mini,apparmor,tomoyo,landlock,im
 /// label-based, path-based and stacked modules, then integrity, then BPF.
 pub const TABLE_ORDER: &str = "none,debian-default,selinux-mini,selinux-refpolicy,apparmor,tomoyo,smack,landlock,ima,ima-sha1,ima-tpm,bpf-lsm,mac-label,mac-path,mac-inode";
 
-/// `lab run`: the request resolved into its plan, and executed.
+/// `lab run`: the request checked, the host checked, the kernels fetched,
+/// the plan executed: nothing is downloaded for a run the host cannot make.
 pub fn run(req: &Request, guests: Option<u32>) -> anyhow::Result<RunOutcome> {
     let fetching = crate::vm::interrupt::exit_now()?;
-    execute(&resolve(req)?, guests, fetching)
+    let checked = plan::check(req)?;
+    host::execute::prepare(checked.configs(), &req.paths.results)?;
+    execute(&checked.fetch()?, guests, fetching)
 }

@@ -112,11 +112,55 @@ impl Plan {
     }
 }
 
-/// Checks the request, loads its configurations, then fetches its kernels:
-/// everything that can be refused is refused before the first download.
-pub fn resolve(req: &Request) -> Result<Plan> {
-    check_lists(req)?;
-    let dirs = spec::search_path(&req.paths.config_dirs);
+/// A request whose names, options and configurations were checked, its
+/// kernels not yet fetched: what can be refused without a download is.
+pub struct Checked {
+    req: Request,
+    configs: Vec<spec::Config>,
+    access: spec::AccessMatrix,
+}
+
+impl Checked {
+    pub fn configs(&self) -> &[spec::Config] {
+        &self.configs
+    }
+
+    /// The plan: each kernel fetched into the cache, once.
+    pub fn fetch(self) -> Result<Plan> {
+        let req = self.req;
+        let cache = std::path::absolute(&req.paths.cache_dir)?;
+        let kernels = req
+            .kernels
+            .iter()
+            .map(|s| kernel::ensure(&cache, s, &req.flavour, req.paths.mirror.as_deref()))
+            .collect::<Result<Vec<_>>>()?;
+        let cells = cells(kernels.len(), self.configs.len(), &req.cpus, req.draws);
+        Ok(Plan {
+            flavour: req.flavour.clone(),
+            kernels,
+            configs: self.configs,
+            access: self.access,
+            options: req.options.clone(),
+            draws: req.draws,
+            paths: Paths {
+                cache_dir: cache,
+                ..req.paths.clone()
+            },
+            cells,
+            recorded: None,
+        })
+    }
+}
+
+/// Checks the request and loads its configurations (nothing is fetched).
+/// In the order `lab run` always checked them: kernels, configuration
+/// directories and names, ops, options, CPU counts and draws.
+pub fn check(req: &Request) -> Result<Checked> {
+    check_kernels(req)?;
+    let dirs = spec::search_path_checked(&req.paths.config_dirs)?;
+    if req.configs.is_empty() {
+        return Err(usage("--configs is empty"));
+    }
     let configs = req
         .configs
         .iter()
@@ -126,28 +170,19 @@ pub fn resolve(req: &Request) -> Result<Plan> {
     req.options
         .check()
         .map_err(|e| usage(format!("options: {e}")))?;
-    let access = spec::load_access_matrix()?;
-    let cache = std::path::absolute(&req.paths.cache_dir)?;
-    let kernels = req
-        .kernels
-        .iter()
-        .map(|s| kernel::ensure(&cache, s, &req.flavour, req.paths.mirror.as_deref()))
-        .collect::<Result<Vec<_>>>()?;
-    let cells = cells(kernels.len(), configs.len(), &req.cpus, req.draws);
-    Ok(Plan {
-        flavour: req.flavour.clone(),
-        kernels,
+    check_counts(req)?;
+    check_size(req)?;
+    Ok(Checked {
+        req: req.clone(),
         configs,
-        access,
-        options: req.options.clone(),
-        draws: req.draws,
-        paths: Paths {
-            cache_dir: cache,
-            ..req.paths.clone()
-        },
-        cells,
-        recorded: None,
+        access: spec::load_access_matrix()?,
     })
+}
+
+/// `check`, then `fetch`: for `lab plan` and `lab submit`, which boot nothing
+/// here (`lab run` checks the host between the two).
+pub fn resolve(req: &Request) -> Result<Plan> {
+    check(req)?.fetch()
 }
 
 /// Kernel, configuration, CPU count, draw: `lab run`'s order.
@@ -170,28 +205,20 @@ pub fn cells(kernels: usize, configs: usize, cpus: &[u32], draws: Draws) -> Vec<
     out
 }
 
-fn check_lists(req: &Request) -> Result<()> {
-    for (what, list) in [("--kernels", &req.kernels), ("--configs", &req.configs)] {
-        if list.is_empty() {
-            return Err(usage(format!("{what} is empty")));
-        }
+fn check_kernels(req: &Request) -> Result<()> {
+    if req.kernels.is_empty() {
+        return Err(usage("--kernels is empty"));
     }
-    if let Some(k) = req
-        .kernels
-        .iter()
-        .find(|k| !kernel::known_series().contains(&k.as_str()))
-    {
+    if let Some(k) = req.kernels.iter().find(|k| !known_series(k)) {
         return Err(usage(format!(
             "unknown kernel '{k}': use one of {}",
             kernel::known_series().join(", ")
         )));
     }
-    if let Some(d) = req.paths.config_dirs.iter().find(|d| !d.is_dir()) {
-        return Err(usage(format!(
-            "--config-dir {}: not a directory",
-            d.display()
-        )));
-    }
+    Ok(())
+}
+
+fn check_counts(req: &Request) -> Result<()> {
     if req.cpus.is_empty() || req.cpus.iter().any(|n| !(1..=vm::MAX_CPUS).contains(n)) {
         return Err(usage(format!(
             "--cpus {:?}: CPU counts from 1 to {}",
@@ -204,10 +231,20 @@ fn check_lists(req: &Request) -> Result<()> {
     if !(1..=MAX_DRAWS).contains(&d.count) || !traced_ok {
         return Err(usage(format!("draws: 1 to {MAX_DRAWS}")));
     }
-    let n = req.kernels.len() * req.configs.len() * req.cpus.len() * d.count as usize;
+    Ok(())
+}
+
+/// A series lsmpmon fetches or builds (never a path: a recorded or planned
+/// kernel names a series, and only `vm run` boots a file of the user's).
+pub fn known_series(series: &str) -> bool {
+    kernel::known_series().contains(&series)
+}
+
+fn check_size(req: &Request) -> Result<()> {
+    let n = req.kernels.len() * req.configs.len() * req.cpus.len() * req.draws.count as usize;
     if n > MAX_CELLS {
         return Err(usage(format!(
-            "{n} cells (kernels × configurations × CPU counts × draws): at most {MAX_CELLS} a plan; split it"
+            "{n} cells (kernels × configurations × CPU counts × draws): at most {MAX_CELLS} a run or plan; split it"
         )));
     }
     Ok(())

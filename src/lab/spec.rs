@@ -127,6 +127,17 @@ pub fn search_path(extra: &[PathBuf]) -> Vec<PathBuf> {
     dirs
 }
 
+/// `search_path`, refusing a `--config-dir` that is not a directory.
+pub fn search_path_checked(extra: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    if let Some(d) = extra.iter().find(|d| !d.is_dir()) {
+        return Err(usage(format!(
+            "--config-dir {}: not a directory",
+            d.display()
+        )));
+    }
+    Ok(search_path(extra))
+}
+
 /// Where the Debian package installs the configurations, relative to the
 /// directory of the binary (`/usr/bin`).
 const PACKAGED_DIR: &str = "../share/lsmpmon/configs";

@@ -74,11 +74,21 @@ impl LabOptions {
             ),
             (
                 !MEMORY_MB.contains(&self.memory_mb),
-                format!("memory {} MiB: 256 to 65 536", self.memory_mb),
+                format!(
+                    "memory {} MiB: {} to {}",
+                    self.memory_mb,
+                    MEMORY_MB.start(),
+                    MEMORY_MB.end()
+                ),
             ),
             (
                 !TIMEOUT_S.contains(&self.timeout_s),
-                format!("timeout {} s: 10 to 86 400", self.timeout_s),
+                format!(
+                    "timeout {} s: {} to {}",
+                    self.timeout_s,
+                    TIMEOUT_S.start(),
+                    TIMEOUT_S.end()
+                ),
             ),
         ];
         match checks.into_iter().find(|(bad, _)| *bad) {

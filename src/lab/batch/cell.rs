@@ -69,7 +69,10 @@ fn plan_of_cell(
     results: &Path,
     cache_dir: &Path,
 ) -> Result<Plan> {
-    let config = spec::load(&cell.config, &spec::search_path(&file.paths.config_dirs))?;
+    let config = spec::load(
+        &cell.config,
+        &spec::search_path_checked(&file.paths.config_dirs)?,
+    )?;
     let planned = file.matrix.configs.iter().find(|c| c.name == cell.config);
     if planned.is_none_or(|c| c.hash != config.hash) {
         return Err(usage(format!(

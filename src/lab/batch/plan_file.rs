@@ -200,6 +200,14 @@ impl Matrix {
             return Err(why);
         }
         self.options.check()?;
+        if let Some(k) = self.kernels.iter().find(|k| !plan::known_series(&k.series)) {
+            return Err(format!(
+                "kernel series '{}' is not one lsmpmon fetches",
+                k.series
+            ));
+        }
+        crate::bench::check_ops(&self.options.ops, self.options.iterations)
+            .map_err(|e| format!("ops: {}", crate::base::error::one_line(&e)))?;
         let twice = |names: Vec<String>| {
             let mut seen = std::collections::BTreeSet::new();
             names.into_iter().find(|n| !seen.insert(n.clone()))
@@ -502,6 +510,11 @@ mod tests {
         refused(&|p| p.cells[2].config = "nonexistent".into(), "nonexistent");
         refused(&|p| drop(p.cells.pop()), "7 cells where its matrix makes 8");
         refused(&|p| p.matrix.options.memory_mb = 1, "memory 1 MiB");
+        refused(
+            &|p| p.matrix.kernels[0].series = "/tmp/own.deb".into(),
+            "kernel series '/tmp/own.deb' is not one lsmpmon fetches",
+        );
+        refused(&|p| p.matrix.options.ops = "bogus".into(), "ops: ");
         refused(&|p| p.matrix.cpus = vec![0], "CPU counts");
         refused(
             &|p| p.matrix.options.bench_dir = "/proc/x".into(),

@@ -3,6 +3,7 @@
 //! results directory and its room.
 use anyhow::Result;
 
+use crate::lab::spec::Config;
 use crate::lab::{
     host::jobs::{self, Extras},
     host::outcome::RunOutcome,
@@ -15,14 +16,21 @@ use crate::lab::{
 };
 use crate::vm::interrupt::ExitNow;
 
+/// The host's tools for `configs`, and the results directory with room for
+/// cells: `lab run` checks them before it fetches a kernel, `execute` again.
+pub fn prepare(configs: &[Config], results: &std::path::Path) -> Result<ResultsDir> {
+    preflight::check(configs)?;
+    let dir = ResultsDir::open(results)?;
+    space::check(&dir.root)?;
+    Ok(dir)
+}
+
 /// `guests`: how many at once (default: the number of CPUs). `fetching`
 /// was taken before the plan was resolved: until the first guest boots, a
 /// signal ends lsmpmon at once; from then on it stops the guests and keeps
 /// the finished cells.
 pub fn execute(plan: &Plan, guests: Option<u32>, fetching: ExitNow) -> Result<RunOutcome> {
-    preflight::check(&plan.configs)?;
-    let dir = ResultsDir::open(&plan.paths.results)?;
-    space::check(&dir.root)?;
+    let dir = prepare(&plan.configs, &plan.paths.results)?;
     let extras = Extras::ensure(&plan.options.ops, &plan.paths.cache_dir)?;
     let cells = jobs::lay_out(plan, &extras, &dir)?;
     let cancel = fetching.into_stop_flag()?;

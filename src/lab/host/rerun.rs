@@ -45,7 +45,10 @@ fn plan_of_cell(old: &CellResult, req: &RerunRequest) -> Result<Plan> {
         Some(r) => r.clone(),
         None => results_root_of(&req.result)?,
     };
-    let config = spec::load(&old.config.name, &spec::search_path(&req.config_dirs))?;
+    let config = spec::load(
+        &old.config.name,
+        &spec::search_path_checked(&req.config_dirs)?,
+    )?;
     if config.hash != old.config.hash && !req.force {
         return Err(usage(format!(
             "configuration {} changed since the cell ran (hash {}… now {}…): use --force to run the current one",
@@ -62,6 +65,12 @@ fn plan_of_cell(old: &CellResult, req: &RerunRequest) -> Result<Plan> {
     };
     let recorded = recorded_machine(&old.options).map_err(invalid)?;
     recorded_options(&old.options).map_err(invalid)?;
+    if !crate::lab::plan::known_series(&old.kernel.series) {
+        return Err(invalid(format!(
+            "kernel series '{}' is not one lsmpmon fetches",
+            old.kernel.series
+        )));
+    }
     crate::bench::check_ops(&old.options.lab.ops, old.options.lab.iterations)
         .map_err(|e| invalid(format!("ops: {}", crate::base::error::one_line(&e))))?;
     let k = kernel::ensure(
