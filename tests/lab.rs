@@ -762,10 +762,7 @@ fn rerun_refuses_invalid_recorded_options_before_the_kernel_fetch() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let line = one_error_line(&out);
-    assert!(
-        line.contains("kernel series '/tmp/own-kernel.deb'"),
-        "{line}"
-    );
+    assert!(line.contains("kernel series '9.9' is not one"), "{line}");
     assert!(!cache.join("kernels").exists(), "nothing fetched");
 }
 
