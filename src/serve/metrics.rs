@@ -1,6 +1,7 @@
 //! A trace snapshot as Prometheus metric families. Every per-hook figure is
 //! a counter that only grows: `serve` refuses `trace ctl reset`.
 use super::exposition::{Family, Kind, Sample, Value};
+use crate::model::hook_stat::{HookStat, Needs, StatUnit, COUNTERS, DROPPED};
 use crate::model::{HookResult, TraceResult};
 
 /// The histogram's `le` bounds: log2 buckets from 128 ns to 2^28 ns
@@ -122,44 +123,21 @@ struct Timing {
 /// The per-hook families under `prefix` (`lsmpmon_hook`, `lsmpmon_lsm_function`).
 fn hook_families(out: &mut Families, prefix: &str, rows: &[Row], timing: Timing) {
     use Kind::{Counter, Histogram};
-    let per = |f: &dyn Fn(&HookResult) -> u64| -> Vec<Sample> {
-        rows.iter().map(|r| count(&r.labels, f(r.stats))).collect()
-    };
     let name = |what: &str| format!("{prefix}_{what}");
-    out.add(
-        &name("calls_total"),
-        "Calls, timed or not.",
-        Counter,
-        per(&|h| h.calls),
-    );
-    if timing.timed {
-        out.add(
-            &name("timed_calls_total"),
-            "Calls without a context switch: the timed ones.",
-            Counter,
-            per(&|h| h.count),
-        );
-        out.add(
-            &name("switched_calls_total"),
-            "Calls during which the task was switched out (kept out of the timing).",
-            Counter,
-            per(&|h| h.cs_count),
-        );
-        out.add(
-            &name("time_seconds_total"),
-            "Time in the timed calls (less the probe floor with --subtract-floor).",
-            Counter,
-            rows.iter()
-                .map(|r| number(&r.labels, r.stats.sum_ns as f64 / NS_PER_S))
-                .collect(),
-        );
+    let shown = |stat: &HookStat| stat.needs == Needs::Counting || timing.timed;
+    for stat in COUNTERS.iter().chain([&DROPPED]).filter(|s| shown(s)) {
+        let samples = rows
+            .iter()
+            .map(|r| {
+                let v = stat.metric_value(r.stats).unwrap_or(0.0);
+                match stat.unit {
+                    StatUnit::Calls => count(&r.labels, v as u64),
+                    StatUnit::Nanoseconds => number(&r.labels, v),
+                }
+            })
+            .collect();
+        out.add(&stat.counter_name(prefix), stat.help, Counter, samples);
     }
-    out.add(
-        &name("dropped_calls_total"),
-        "Calls not measured: hook stack full, probe skipped by the kernel, impossible delta.",
-        Counter,
-        per(&|h| h.dropped),
-    );
     let mut decisions = Vec::new();
     for r in rows {
         let h = r.stats;

@@ -2,6 +2,7 @@
 //! syscall), so that `trace` and `report` print the same.
 use crate::base::papers;
 use crate::base::table::{Cell, Row, Table};
+use crate::model::hook_stat::{self, HookStat};
 use crate::model::{HookResult, TimeMode, TraceResult};
 
 fn unit(t: &TraceResult) -> &'static str {
@@ -16,13 +17,28 @@ fn n(v: u64) -> Cell {
     Cell::value(v as f64)
 }
 
-/// -EACCES/-EPERM returns; "n/a" where the return is not a decision, "-" for void hooks.
-fn deny_cell(h: &HookResult) -> Cell {
-    match (h.deny, h.not_a_decision.is_some()) {
-        (Some(d), _) => Cell::value(d as f64),
-        (None, true) => Cell::missing("n/a"),
-        (None, false) => Cell::missing("-"),
-    }
+fn stat_header(stats: &[HookStat]) -> Vec<String> {
+    std::iter::once("hook")
+        .chain(stats.iter().map(|s| s.column))
+        .map(String::from)
+        .collect()
+}
+
+/// One row a hook, one cell a statistic (what it shows where the hook has none).
+fn stat_rows(stats: &[HookStat], hooks: &[&HookResult]) -> Vec<Row> {
+    hooks
+        .iter()
+        .map(|h| Row {
+            label: h.hook.clone(),
+            cells: stats
+                .iter()
+                .map(|s| match (s.value)(h) {
+                    Some(v) => Cell::value(v),
+                    None => Cell::missing((s.missing)(h)),
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 /// The hooks with calls, in the trace's order.
@@ -52,32 +68,13 @@ pub fn hooks(t: &TraceResult, hooks: &[&HookResult], what: &str) -> Table {
             "{} time; {floor}; probe {}.",
             t.provenance.time, t.probe.method
         )],
-        header: [
-            "hook", "min", "max", "ave", "count", "cs_count", "deny", "dropped",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: hooks
-            .iter()
-            .map(|h| Row {
-                label: h.hook.clone(),
-                cells: vec![
-                    n(h.min_ns),
-                    n(h.max_ns),
-                    Cell::value(h.ave_ns.round()),
-                    n(h.count),
-                    n(h.cs_count),
-                    deny_cell(h),
-                    n(h.dropped),
-                ],
-            })
-            .collect(),
+        header: stat_header(&hook_stat::TABLE),
+        rows: stat_rows(&hook_stat::TABLE, hooks),
     }
 }
 
 /// `--count-only`: calls and their returns per hook, nothing timed.
 fn counts(t: &TraceResult, hooks: &[&HookResult], what: &str) -> Table {
-    let opt = |v: Option<u64>| v.map_or(Cell::missing("-"), n);
     Table {
         form: crate::base::form::Form::Hooks,
         title: format!("per hook, calls only{what} (--count-only: nothing timed)"),
@@ -86,25 +83,8 @@ fn counts(t: &TraceResult, hooks: &[&HookResult], what: &str) -> Table {
             "{} time; probe {}.",
             t.provenance.time, t.probe.method
         )],
-        header: [
-            "hook", "calls", "allow", "deny", "error", "value", "dropped",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: hooks
-            .iter()
-            .map(|h| Row {
-                label: h.hook.clone(),
-                cells: vec![
-                    n(h.calls),
-                    opt(h.allow),
-                    deny_cell(h),
-                    opt(h.error),
-                    opt(h.value),
-                    n(h.dropped),
-                ],
-            })
-            .collect(),
+        header: stat_header(&hook_stat::COUNT_TABLE),
+        rows: stat_rows(&hook_stat::COUNT_TABLE, hooks),
     }
 }
 
