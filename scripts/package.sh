@@ -43,6 +43,6 @@ mkdir -p "$OUT"
 SOURCE_DATE_EPOCH=$epoch_s cargo deb --no-build --locked --target "$TARGET" --output "$OUT/" >&2 || fail "cargo deb failed: see above"
 deb=$(ls "$OUT"/lsmpmon_*.deb)
 
-# Errors fail the build; warnings and informational tags are shown (README, "Install").
+# Errors fail the build; warnings and informational tags are shown (docs/install.md).
 lintian --fail-on error --info "$deb" >&2 || fail "lintian found errors in $deb: see above"
 echo "$deb"

@@ -274,6 +274,11 @@ fn man_pages(root: &Path) {
     ] {
         run_in(root, &format!("man -w lsmpmon-{sub}"));
     }
+    // The README's guides are beside it, as its links name them.
+    let guides = run_in(root, "ls /usr/share/doc/lsmpmon/docs");
+    for guide in ["lab.md", "trace.md", "results.md", "install.md"] {
+        assert!(guides.lines().any(|l| l == guide), "{guide}: {guides}");
+    }
 }
 
 /// bash-completion loads lsmpmon's completion on demand, from where the

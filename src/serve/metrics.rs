@@ -538,7 +538,7 @@ mod tests {
     }
 
     /// Per hook: 5 counters + up to 3 returns + 25 histogram series; the
-    /// README's series count for a whole kernel is this times its hooks.
+    /// series count in docs/serve.md for a whole kernel is this times its hooks.
     #[test]
     fn series_per_hook_are_bounded() {
         let r = fixture();

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use crate::base::{error::usage, secure_fs::read_regular};
 use crate::model::bench::FORK_HELPER_INSTALLED;
 
-/// What every guest has before COMMAND runs (also documented in the README).
+/// What every guest has before COMMAND runs (also documented in docs/vm.md).
 pub const INIT_SCRIPT: &str = r#"#!/bin/busybox sh
 /bin/busybox --install -s
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/root
