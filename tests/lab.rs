@@ -85,6 +85,11 @@ fn lab_configs_lists_each_configuration_once_in_the_tables_order() {
     let out = run(&["--config-dir", "/nonexistent-lsmpmon"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(one_error_line(&out).contains("not a directory"));
+    // A name with a terminal escape is refused before it is echoed.
+    let out = run(&["--config-dir", "/tmp/\x1b[31mred"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains('\x1b'), "{err:?}");
 }
 
 #[test]

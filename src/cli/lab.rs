@@ -140,7 +140,7 @@ pub struct StatusArgs {
 #[derive(Args, Debug)]
 pub struct ConfigsArgs {
     /// More configuration directories (searched first). Repeatable.
-    #[arg(long = "config-dir", value_name = "DIR")]
+    #[arg(long = "config-dir", value_name = "DIR", value_parser = crate::base::parse::path)]
     pub config_dirs: Vec<PathBuf>,
     /// One comma-separated line (what --configs takes) instead of one a line.
     #[arg(long)]

@@ -27,7 +27,7 @@ pub struct RunArgs {
     #[arg(long, default_value = DEFAULT_CONFIGS, value_name = "LIST")]
     pub configs: String,
     /// More configuration directories (searched first). Repeatable.
-    #[arg(long = "config-dir", value_name = "DIR")]
+    #[arg(long = "config-dir", value_name = "DIR", value_parser = crate::base::parse::path)]
     pub config_dirs: Vec<PathBuf>,
     /// Guest CPU counts, comma-separated (1 to 8): one cell per kernel,
     /// configuration and CPU count.
@@ -92,7 +92,7 @@ pub struct RerunArgs {
     pub results: Option<PathBuf>,
     /// More configuration directories, searched first (the cell's configuration must be
     /// found unchanged). Repeatable.
-    #[arg(long = "config-dir", value_name = "DIR")]
+    #[arg(long = "config-dir", value_name = "DIR", value_parser = crate::base::parse::path)]
     pub config_dirs: Vec<PathBuf>,
     /// Run even if the configuration or kernel package changed since (recorded).
     #[arg(long)]
