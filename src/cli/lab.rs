@@ -343,13 +343,7 @@ fn merge(args: &MergeArgs) -> Result<i32> {
 /// The tables' order first (the baseline, label-, path-based and stacked
 /// modules, integrity, BPF), then any other configuration found, by name.
 fn configs(args: &ConfigsArgs) -> Result<i32> {
-    if let Some(d) = args.config_dirs.iter().find(|d| !d.is_dir()) {
-        return Err(usage(format!(
-            "--config-dir {}: not a directory",
-            d.display()
-        )));
-    }
-    let found = lab::spec::available(&lab::spec::search_path(&args.config_dirs));
+    let found = lab::spec::available(&lab::spec::search_path_checked(&args.config_dirs)?);
     if found.is_empty() {
         return Err(usage(
             "no configurations found: give a --config-dir, or set LSMPMON_CONFIGS",

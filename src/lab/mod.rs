@@ -29,6 +29,6 @@ pub const TABLE_ORDER: &str = "none,debian-default,selinux-mini,selinux-refpolic
 pub fn run(req: &Request, guests: Option<u32>) -> anyhow::Result<RunOutcome> {
     let fetching = crate::vm::interrupt::exit_now()?;
     let checked = plan::check(req)?;
-    host::execute::prepare(checked.configs(), &req.paths.results)?;
-    execute(&checked.fetch()?, guests, fetching)
+    let dir = host::execute::prepare(checked.configs(), &req.paths.results)?;
+    host::execute::execute_in(dir, &checked.fetch()?, guests, fetching)
 }

@@ -30,7 +30,7 @@ pub struct Request {
 }
 
 /// Layout draws per cell, and how many of them are traced.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Draws {
     /// The first draw's number (a plan's cell runs its one draw).
     pub first: u32,

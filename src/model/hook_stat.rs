@@ -171,10 +171,7 @@ pub const VALUE_CALLS: HookStat = HookStat {
 
 /// The counters `serve` exports for every hook and module function, in order
 /// (before its returns and histogram families, which have labels of their own).
-pub const COUNTERS: [HookStat; 4] = [CALLS, TIMED_CALLS, SWITCHED_CALLS, TIME];
-
-/// The counter `serve` exports after the ones above (dropped calls).
-pub const DROPPED: HookStat = DROPPED_CALLS;
+pub const COUNTERS: [HookStat; 5] = [CALLS, TIMED_CALLS, SWITCHED_CALLS, TIME, DROPPED_CALLS];
 
 /// The trace's per-hook table (LSMPMON's Fig. 3): min / max / ave / count / cs_count, deny, dropped.
 pub const TABLE: [HookStat; 7] = [

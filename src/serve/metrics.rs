@@ -1,7 +1,7 @@
 //! A trace snapshot as Prometheus metric families. Every per-hook figure is
 //! a counter that only grows: `serve` refuses `trace ctl reset`.
 use super::exposition::{Family, Kind, Sample, Value};
-use crate::model::hook_stat::{HookStat, Needs, StatUnit, COUNTERS, DROPPED};
+use crate::model::hook_stat::{HookStat, Needs, StatUnit, COUNTERS};
 use crate::model::{HookResult, TraceResult};
 
 /// The histogram's `le` bounds: log2 buckets from 128 ns to 2^28 ns
@@ -125,7 +125,7 @@ fn hook_families(out: &mut Families, prefix: &str, rows: &[Row], timing: Timing)
     use Kind::{Counter, Histogram};
     let name = |what: &str| format!("{prefix}_{what}");
     let shown = |stat: &HookStat| stat.needs == Needs::Counting || timing.timed;
-    for stat in COUNTERS.iter().chain([&DROPPED]).filter(|s| shown(s)) {
+    for stat in COUNTERS.iter().filter(|s| shown(s)) {
         let samples = rows
             .iter()
             .map(|r| {

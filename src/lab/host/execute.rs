@@ -31,6 +31,17 @@ pub fn prepare(configs: &[Config], results: &std::path::Path) -> Result<ResultsD
 /// the finished cells.
 pub fn execute(plan: &Plan, guests: Option<u32>, fetching: ExitNow) -> Result<RunOutcome> {
     let dir = prepare(&plan.configs, &plan.paths.results)?;
+    execute_in(dir, plan, guests, fetching)
+}
+
+/// `execute` into a results directory `prepare` already opened (`lab run`
+/// prepares before it fetches the kernels).
+pub fn execute_in(
+    dir: ResultsDir,
+    plan: &Plan,
+    guests: Option<u32>,
+    fetching: ExitNow,
+) -> Result<RunOutcome> {
     let extras = Extras::ensure(&plan.options.ops, &plan.paths.cache_dir)?;
     let cells = jobs::lay_out(plan, &extras, &dir)?;
     let cancel = fetching.into_stop_flag()?;
