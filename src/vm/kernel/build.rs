@@ -16,11 +16,12 @@ use std::{
 use anyhow::{bail, Context, Result};
 
 use super::apt::PrivateApt;
-use super::entry::{ensure_entry, Staging};
+use super::entry::{ensure_entry, Staging, MANIFEST};
 use super::manifest::Kernel;
 use super::mirror::Mirrors;
 use crate::base::{command, error::usage};
 use crate::model::PackageRef;
+use crate::vm::cache::inside;
 use crate::vm::cache::{sha256_file, sha256_hex};
 
 pub struct Recipe {
@@ -111,9 +112,35 @@ pub fn recipe(name: &str) -> Option<&'static Recipe> {
 /// (default: the machine's own apt sources).
 pub fn ensure(cache: &Path, r: &Recipe, mirror: Option<&str>) -> Result<Kernel> {
     let cache = std::path::absolute(cache)?;
-    ensure_entry(&cache, &Path::new("kernels").join(r.name), |dir| {
-        build(r, &cache, mirror, dir)
-    })
+    let rel = Path::new("kernels").join(r.name);
+    forget_if_stale(&cache.join(&rel), r)?;
+    ensure_entry(&cache, &rel, |dir| build(r, &cache, mirror, dir))
+}
+
+/// A build made from an older recipe (its config lacks an option the recipe
+/// now asks for, e.g. 6.1-smack before CONFIG_SLUB) is built again: its
+/// manifest goes, so the next `ensure_entry` builds under the fetch lock.
+fn forget_if_stale(entry: &Path, r: &Recipe) -> Result<()> {
+    let Some(k) = super::entry::manifest(entry)? else {
+        return Ok(());
+    };
+    let Ok(config) = inside(entry, &k.config).and_then(|p| Ok(fs::read_to_string(p)?)) else {
+        return Ok(());
+    };
+    let lost = lost_options(&r.options(), &config);
+    if lost.is_empty() {
+        return Ok(());
+    }
+    crate::say!(
+        "lsmpmon: the cached {} kernel was built without {} that kernels/{}.config now asks for: building it again",
+        r.name,
+        lost.join(", "),
+        r.name
+    );
+    match fs::remove_file(entry.join(MANIFEST)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+        _ => Ok(()),
+    }
 }
 
 fn check_tools(r: &Recipe) -> Result<()> {
@@ -365,12 +392,68 @@ mod tests {
     }
 
     #[test]
+    fn a_build_from_an_older_recipe_is_forgotten_and_a_current_one_kept() {
+        let r = recipe("6.1-smack").unwrap();
+        let dir = std::env::temp_dir().join(format!("lsmpmon-recipe-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let entry = Entry(dir);
+        let boot = entry.path().join("boot");
+        fs::create_dir_all(&boot).unwrap();
+        let manifest = entry.path().join(MANIFEST);
+        let write = |config: &str| {
+            fs::write(boot.join("config-6.1"), config).unwrap();
+            let k = Kernel {
+                series: r.name.into(),
+                flavour: r.flavour.into(),
+                package: r.source_package.into(),
+                package_version: "1".into(),
+                deb_sha256: "x".into(),
+                packages: Vec::new(),
+                release: "6.1".into(),
+                vmlinuz: "boot/vmlinuz-6.1".into(),
+                config: "boot/config-6.1".into(),
+                vmlinuz_sha256: "x".into(),
+                config_sha256: "x".into(),
+                path: None,
+                net_modules: Vec::new(),
+            };
+            fs::write(&manifest, serde_json::to_vec(&k).unwrap()).unwrap();
+        };
+        // Everything the recipe asks for, in the order a config lists it.
+        write(&r.options());
+        forget_if_stale(entry.path(), r).unwrap();
+        assert!(manifest.exists(), "a current build was forgotten");
+        // The SLOB build of before: the recipe's SLUB line is not in it.
+        write(&r.options().replace("CONFIG_SLUB=y", "CONFIG_SLOB=y"));
+        forget_if_stale(entry.path(), r).unwrap();
+        assert!(!manifest.exists(), "a stale build was kept");
+        // No entry yet: nothing to forget, no error.
+        forget_if_stale(entry.path(), r).unwrap();
+    }
+
+    /// A scratch entry, removed however the test ends.
+    struct Entry(PathBuf);
+
+    impl Entry {
+        fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Entry {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
     fn the_smack_recipe_asks_for_smack_and_what_trace_needs() {
         let r = recipe("6.1-smack").unwrap();
         for opt in [
             "CONFIG_SECURITY_SMACK=y",
             "CONFIG_DEBUG_INFO_BTF=y",
             "CONFIG_BPF_LSM=y",
+            "CONFIG_SLUB=y",
         ] {
             assert!(r.fragment.lines().any(|l| l == opt), "{opt}");
         }

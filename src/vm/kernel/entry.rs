@@ -14,7 +14,7 @@ use crate::vm::cache::{
     check_sha256, inside, not_followed, read_no_follow, real_dir, write_atomic,
 };
 
-const MANIFEST: &str = "kernel.json";
+pub const MANIFEST: &str = "kernel.json";
 
 /// The intact entry `rel` (under `cache`, absolute), or `fetch`'s, one fetch
 /// into the cache at a time: whoever waited uses what the first one fetched.
