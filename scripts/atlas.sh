@@ -45,8 +45,14 @@ stop_cluster() {
     [ -n "${own_cluster:-}" ] || return 0
     scancel --full -u root 2>/dev/null || true
     for _ in $(seq 60); do [ -z "$(squeue -h 2>/dev/null)" ] && break; sleep 0.5; done
+    # Each is waited for: slurmctld writes its state on the way out, and
+    # removing the directory under it fails the script after a good run.
+    local pid
     for d in slurmd slurmctld munged; do
-        [ -f "$work/$d.pid" ] && kill "$(cat "$work/$d.pid")" 2>/dev/null || true
+        [ -f "$work/$d.pid" ] || continue
+        pid=$(cat "$work/$d.pid")
+        kill "$pid" 2>/dev/null || continue
+        for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
     done
 }
 trap 'stop_cluster; rm -rf "$work/state" "$work/spool" "$work"/munge.*' EXIT

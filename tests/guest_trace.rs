@@ -583,6 +583,37 @@ fn per_lsm_maps_modules(series: &str) {
             "{lsm} missing or miscounted in {impls:?}"
         );
     }
+    // The inventory (LSMPMON Table 2) is every hook a module implements,
+    // not the two asked for, and not only those a probe can reach:
+    // cred_prepare is called by the kernel directly, never through a
+    // security_* function, so it is never probed.
+    let implemented = |lsm: &str| -> Vec<String> {
+        r["probe"]["implemented"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["lsm"] == lsm)
+            .unwrap_or_else(|| panic!("{lsm} not in the inventory"))["hooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h.as_str().unwrap().to_string())
+            .collect()
+    };
+    let apparmor = implemented("apparmor");
+    assert!(apparmor.len() > 50, "AppArmor implements {apparmor:?}");
+    for h in [
+        "cred_prepare",
+        "file_open",
+        "file_permission",
+        "socket_sendmsg",
+    ] {
+        assert!(
+            apparmor.iter().any(|x| x == h),
+            "AppArmor's {h} in {apparmor:?}"
+        );
+    }
+    assert!(implemented("tomoyo").iter().any(|x| x == "file_open"));
     // Each module function's probe pair ran inside security_file_open: the
     // hook counts them and its time is net of their calibrated cost, so the
     // hook is its modules plus a little dispatch, not plus ~500 ns a module.

@@ -1670,10 +1670,71 @@ fn the_committed_atlas_is_whole_and_its_pages_come_from_its_cells() {
             "Table 5 form",
             "Tables 6",
             "Footprint",
+            "Hook inventory",
         ] {
             assert!(committed.contains(t), "{page} lacks {t}");
         }
     }
+}
+
+/// LSMPMON's Tables 1 and 2 from the atlas (the inventory form): each 6.1
+/// configuration's modules with the hooks they implement and those the
+/// paper ops called. What must hold whatever the counting: the baseline
+/// is capability alone; SELinux, with a hook for nearly every object,
+/// implements more than AppArmor, which implements more than TOMOYO; no
+/// module had more hooks called than it has; and the busiest hooks of a
+/// module are among its called ones (a file module's busiest is a file hook).
+#[test]
+fn the_inventory_lists_each_module_with_its_hooks() {
+    let r = report_json(&["results/atlas", "--form", "inventory"]);
+    let t = r["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["kernel"] == "6.1")
+        .expect("a 6.1 inventory");
+    assert_eq!(t["form"], "inventory");
+    let rows: std::collections::BTreeMap<String, Vec<Value>> = t["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let label = r["label"].as_str().unwrap().to_string();
+            (label, r["cells"].as_array().unwrap().clone())
+        })
+        .collect();
+    let count = |label: &str, col: usize| -> f64 {
+        rows.get(label)
+            .unwrap_or_else(|| panic!("no row {label}: {rows:?}"))[col]["value"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(rows
+        .keys()
+        .filter(|l| l.starts_with("none:"))
+        .eq(["none: capability"]));
+    let (selinux, apparmor, tomoyo) = (
+        count("selinux-mini: selinux", 2),
+        count("apparmor: apparmor", 2),
+        count("tomoyo: tomoyo", 2),
+    );
+    assert!(
+        selinux > apparmor && apparmor > tomoyo,
+        "{selinux} {apparmor} {tomoyo}"
+    );
+    for (label, cells) in &rows {
+        let (implemented, called) = (
+            cells[2]["value"].as_f64().unwrap(),
+            cells[3]["value"].as_f64().unwrap(),
+        );
+        assert!(called <= implemented, "{label}: {called} of {implemented}");
+        assert!(
+            called > 0.0,
+            "{label}: the paper ops called none of its hooks"
+        );
+    }
+    let busiest = rows["selinux-mini: selinux"][4]["text"].as_str().unwrap();
+    assert!(busiest.starts_with("file_permission"), "{busiest}");
 }
 
 /// A page for one bench run shows its spread: a dot per sample of each op,

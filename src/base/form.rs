@@ -33,6 +33,7 @@ forms! {
     Table3 = "table3": "Operations × configurations with the change over `none` (LSMPMON, Table 3).",
     Table4 = "table4": "Hooks × configurations: each module's own time per call (LSMPMON, Table 4).",
     Account = "account": "Explained by hooks: calls per op × time per call against the overhead.",
+    Inventory = "inventory": "Each module's hooks: implemented, called by the ops, how it names objects (LSMPMON, Tables 1 and 2).",
     Table5 = "table5": "One configuration across kernels (LSMPMON, Table 5).",
     Table6_7 = "table6_7": "Syscalls × kernels (LSMPMON, Tables 6 and 7).",
     Footprint = "footprint": "Memory, policy size and module slab caches (embedded SELinux, Tables 8, 9, 11).",

@@ -99,6 +99,18 @@ pub struct ProbeInfo {
     /// (--allow-other-probes), whose cost is in the figures; empty if none.
     #[serde(default)]
     pub other_probes: Vec<String>,
+    /// --per-lsm: every hook each LSM implements in the kernel's hook
+    /// tables, probed or not (some the kernel calls directly, not through a
+    /// security_* function); empty without --per-lsm and in older results.
+    #[serde(default)]
+    pub implemented: Vec<LsmHooks>,
+}
+
+/// The hooks one LSM implements, sorted.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct LsmHooks {
+    pub lsm: String,
+    pub hooks: Vec<String>,
 }
 
 /// A hook (or LSM function) left out, and why.

@@ -9,6 +9,7 @@ pub mod forms;
 mod html;
 mod ima;
 pub mod input;
+mod inventory;
 mod kernels;
 mod observer;
 mod overview;
@@ -138,6 +139,7 @@ pub fn tables(runs: &[Run], order: &[String], syscalls: &[String]) -> Vec<Table>
     let mut out = overview::tables(runs, order);
     out.extend(forms::all(runs, order));
     out.extend(account::tables(runs, order));
+    out.extend(inventory::tables(runs, order));
     out.extend(kernels::tables(runs, order));
     out.extend(observer::table(runs));
     let refs: Vec<&Run> = runs.iter().collect();

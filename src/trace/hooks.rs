@@ -1,7 +1,10 @@
 //! Which LSM hooks exist on this kernel: a traceable `security_X` with a
 //! `bpf_lsm_X` twin in BTF is hook `X`. Nothing here lists hooks by name but
 //! the deny list, each entry with its reason.
-use std::{collections::HashSet, fs};
+use std::{
+    collections::{BTreeMap, BTreeSet, HashSet},
+    fs,
+};
 
 use anyhow::Result;
 use serde::Serialize;
@@ -183,6 +186,28 @@ pub fn lsm_targets(btf: &KernelBtf, hooks: &[Hook]) -> Result<(Vec<Hook>, Vec<Ex
         });
     }
     Ok((targets, unmapped))
+}
+
+/// Every hook each LSM implements in the kernel's hook tables, whether it
+/// can be probed or not: the hooks are the BPF LSM's stubs (one per hook).
+pub fn implemented(btf: &KernelBtf) -> Result<Vec<crate::model::trace::LsmHooks>> {
+    let all: Vec<String> = btf
+        .funcs
+        .keys()
+        .filter_map(|f| f.strip_prefix("bpf_lsm_"))
+        .map(String::from)
+        .collect();
+    let mut by_lsm: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for i in super::lsm_tables::discover(btf, &all)? {
+        by_lsm.entry(i.lsm).or_default().insert(i.hook);
+    }
+    Ok(by_lsm
+        .into_iter()
+        .map(|(lsm, hooks)| crate::model::trace::LsmHooks {
+            lsm,
+            hooks: hooks.into_iter().collect(),
+        })
+        .collect())
 }
 
 fn traceable_functions() -> Option<HashSet<String>> {

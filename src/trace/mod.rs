@@ -368,6 +368,7 @@ fn probe_info(
         kretprobe_maxactive: method.kretprobe_maxactive,
         kretprobe_missed: None,
         other_probes: guard.other_probes.clone(),
+        implemented: plan.implemented.clone(),
     }
 }
 

@@ -25,6 +25,8 @@ pub struct Plan {
     pub not_filterable: Vec<String>,
     /// Hooks whose modules' functions could not be traced (--per-lsm).
     pub unmapped: Vec<Excluded>,
+    /// --per-lsm: every hook each LSM implements.
+    pub implemented: Vec<crate::model::trace::LsmHooks>,
 }
 
 pub fn plan(args: &EngineArgs, discovery: hooks::Discovery, kbtf: &btf::KernelBtf) -> Result<Plan> {
@@ -35,7 +37,9 @@ pub fn plan(args: &EngineArgs, discovery: hooks::Discovery, kbtf: &btf::KernelBt
         .map(|h| h.name.clone())
         .collect();
     let mut unmapped = Vec::new();
+    let mut implemented = Vec::new();
     if args.per_lsm {
+        implemented = hooks::implemented(kbtf)?;
         let (impls, skipped) = hooks::lsm_targets(kbtf, &hooks)?;
         crate::say!(
             "lsmpmon: --per-lsm: {} LSM implementations of {} hooks{}",
@@ -55,6 +59,7 @@ pub fn plan(args: &EngineArgs, discovery: hooks::Discovery, kbtf: &btf::KernelBt
         excluded: discovery.excluded,
         not_filterable,
         unmapped,
+        implemented,
     })
 }
 
