@@ -585,8 +585,8 @@ fn per_lsm_maps_modules(series: &str) {
     }
     // The inventory (LSMPMON Table 2) is every hook a module implements,
     // not the two asked for, and not only those a probe can reach:
-    // cred_prepare is called by the kernel directly, never through a
-    // security_* function, so it is never probed.
+    // cred_prepare runs from security_prepare_creds, a name the probes do
+    // not map, so it is never probed.
     let implemented = |lsm: &str| -> Vec<String> {
         r["probe"]["implemented"]
             .as_array()
@@ -614,6 +614,19 @@ fn per_lsm_maps_modules(series: &str) {
         );
     }
     assert!(implemented("tomoyo").iter().any(|x| x == "file_open"));
+    // Each module's own entries, not the hook list: AppArmor names files by
+    // path, so it has no inode_create, and the BPF LSM has a stub on every hook.
+    assert!(
+        !apparmor.iter().any(|x| x == "inode_create"),
+        "{apparmor:?}"
+    );
+    let bpf = implemented("bpf");
+    assert!(
+        bpf.len() > 2 * apparmor.len(),
+        "bpf {} apparmor {}",
+        bpf.len(),
+        apparmor.len()
+    );
     // Each module function's probe pair ran inside security_file_open: the
     // hook counts them and its time is net of their calibrated cost, so the
     // hook is its modules plus a little dispatch, not plus ~500 ns a module.

@@ -186,11 +186,22 @@ fn counted_time(icount: &str) -> String {
         .join(",")
 }
 
+/// What makes two cells' kernels the same: the package, and for a kernel
+/// lsmpmon built from a source package (6.1-smack) also the image, which
+/// another recipe changes (SLOB, then SLUB) from the same tarball.
+fn kernel_sha256(k: &super::KernelRef) -> String {
+    if k.package.starts_with("linux-source") {
+        format!("{}:{}", k.deb_sha256, k.image_sha256)
+    } else {
+        k.deb_sha256.clone()
+    }
+}
+
 impl Alike {
     pub fn of_cell(c: &CellResult) -> Self {
         let o = &c.options;
         Alike::Cell {
-            kernel_sha256: c.kernel.deb_sha256.clone(),
+            kernel_sha256: kernel_sha256(&c.kernel),
             time: c.time,
             samples: o.lab.samples,
             sample_ms: o.lab.sample_ms,
@@ -231,7 +242,29 @@ impl Alike {
 
 #[cfg(test)]
 mod tests {
-    use super::{counted_time, KernelId};
+    use super::{counted_time, kernel_sha256, KernelId};
+    use crate::model::KernelRef;
+
+    #[test]
+    fn a_kernel_built_from_source_is_its_image_and_a_debian_one_its_package() {
+        let atlas = concat!(env!("CARGO_MANIFEST_DIR"), "/results/atlas/cells");
+        let smack = std::fs::read_dir(atlas)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_string_lossy().contains("6.1-smack-smack__none"))
+            .unwrap();
+        let cell: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(smack).unwrap()).unwrap();
+        let mut built: KernelRef = serde_json::from_value(cell["kernel"].clone()).unwrap();
+        let mut rebuilt = built.clone();
+        // Another recipe, the same source tarball: another kernel.
+        rebuilt.image_sha256 = "0".repeat(64);
+        assert_ne!(kernel_sha256(&built), kernel_sha256(&rebuilt));
+        // A Debian package is its own image: the package decides.
+        built.package = "linux-image-6.1.0-56-cloud-amd64".into();
+        rebuilt.package = built.package.clone();
+        assert_eq!(kernel_sha256(&built), kernel_sha256(&rebuilt));
+    }
 
     #[test]
     fn icount_sleep_does_not_make_cells_unlike_but_shift_and_off_do() {

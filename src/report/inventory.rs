@@ -88,8 +88,14 @@ fn design(module: &str, config: &str) -> (String, String) {
 /// Hooks `module` implements: from the kernel's hook tables where the
 /// trace recorded them, else (older results) those it probed, marked so.
 fn implemented(t: &TraceResult, module: &str) -> Cell {
-    if let Some(m) = t.probe.implemented.iter().find(|m| m.lsm == module) {
-        return Cell::fixed(m.hooks.len() as f64, 0);
+    if !t.probe.implemented.is_empty() {
+        let n = t
+            .probe
+            .implemented
+            .iter()
+            .find(|m| m.lsm == module)
+            .map_or(0, |m| m.hooks.len());
+        return Cell::fixed(n as f64, 0);
     }
     let probed = t.per_lsm.iter().filter(|h| h.lsm == module).count();
     Cell::Value {
@@ -138,27 +144,32 @@ fn row(config: &str, module: &str, t: &TraceResult, release: &str) -> Row {
 }
 
 /// The modules a configuration is about: capability for the baseline,
-/// else those it adds over it.
-fn modules(c: &Run, base: &Run) -> Vec<String> {
+/// else those it adds over the baseline (what it measures, without one).
+fn modules(c: &Run, base: Option<&Run>) -> Vec<String> {
     if c.config == BASELINE {
         return vec!["capability".into()];
     }
-    added_modules(c, base)
+    match base {
+        Some(b) => added_modules(c, b),
+        None => c.measured_lsms.clone(),
+    }
 }
 
 /// One kernel's inventory; None where no configuration was traced.
 pub fn table(kernel: &str, cols: &[&Run], every_draw: &[&Run]) -> Option<Table> {
-    let base = baseline(cols)?;
+    let base = baseline(cols);
     let mut rows = Vec::new();
-    // A lab configuration's modules, traced with every hook: a single
-    // trace may have asked for a few hooks only.
+    // A lab configuration's modules, traced per LSM with every hook: a
+    // single trace may have asked for a few hooks only.
     for c in cols.iter().filter(|c| c.passed() && c.from_lab) {
-        let Some(traced) = draws(every_draw, c).into_iter().find(|r| r.trace.is_some()) else {
+        let traced = draws(every_draw, c)
+            .into_iter()
+            .find(|r| r.trace.as_ref().is_some_and(|t| t.options.per_lsm));
+        let Some(t) = traced.and_then(|r| r.trace.as_ref()) else {
             continue;
         };
-        let t = forms::trace(traced)?;
         let release = t.provenance.kernel_release.as_str();
-        for m in modules(traced, base) {
+        for m in modules(c, base) {
             rows.push(row(&c.config, &m, t, release));
         }
     }
@@ -173,7 +184,7 @@ pub fn table(kernel: &str, cols: &[&Run], every_draw: &[&Run]) -> Option<Table> 
         ),
         kernel: kernel.into(),
         notes: vec![
-            "Identifies by / controls: the module's design, as LSMPMON's Table 1 gives it. Hooks implemented: the module's entries in this kernel's hook tables, as `trace --per-lsm` read them (the BPF LSM has a stub on every hook; its programs attach to some); † only those it probed (results made before lsmpmon recorded the tables: hooks the kernel calls directly, not through a security_* function, such as cred_prepare, are not among them). Called: of those, the ones the configuration's traced ops called (the ops' own workload only), and the busiest of them by calls. Each module ships with the kernel: its version is the kernel's.".into(),
+            "Identifies by / controls: the module's design, as LSMPMON's Table 1 gives it. Hooks implemented: the module's entries in this kernel's hook tables, as `trace --per-lsm` read them (the BPF LSM has a stub on every hook; its programs attach to some); † only those it probed (results made before lsmpmon recorded the tables: hooks whose security_* function has another name, such as cred_prepare, called by security_prepare_creds, are not among them). Called: of those, the ones the configuration's traced ops called (the ops' own workload only), and the busiest of them by calls. Each module ships with the kernel: its version is the kernel's.".into(),
         ],
         header: [
             "configuration: module",

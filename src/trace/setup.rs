@@ -39,7 +39,12 @@ pub fn plan(args: &EngineArgs, discovery: hooks::Discovery, kbtf: &btf::KernelBt
     let mut unmapped = Vec::new();
     let mut implemented = Vec::new();
     if args.per_lsm {
-        implemented = hooks::implemented(kbtf)?;
+        // The inventory only describes: a kernel whose tables cannot be read
+        // whole still gets its trace.
+        implemented = hooks::implemented(kbtf).unwrap_or_else(|e| {
+            crate::say!("lsmpmon: --per-lsm: the hook inventory is not recorded: {e:#}");
+            Vec::new()
+        });
         let (impls, skipped) = hooks::lsm_targets(kbtf, &hooks)?;
         crate::say!(
             "lsmpmon: --per-lsm: {} LSM implementations of {} hooks{}",

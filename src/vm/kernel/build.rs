@@ -16,12 +16,12 @@ use std::{
 use anyhow::{bail, Context, Result};
 
 use super::apt::PrivateApt;
-use super::entry::{ensure_entry, Staging, MANIFEST};
+use super::entry::{ensure_current_entry, Staging};
 use super::manifest::Kernel;
 use super::mirror::Mirrors;
 use crate::base::{command, error::usage};
 use crate::model::PackageRef;
-use crate::vm::cache::inside;
+use crate::vm::cache::{read_no_follow, write_atomic};
 use crate::vm::cache::{sha256_file, sha256_hex};
 
 pub struct Recipe {
@@ -113,34 +113,31 @@ pub fn recipe(name: &str) -> Option<&'static Recipe> {
 pub fn ensure(cache: &Path, r: &Recipe, mirror: Option<&str>) -> Result<Kernel> {
     let cache = std::path::absolute(cache)?;
     let rel = Path::new("kernels").join(r.name);
-    forget_if_stale(&cache.join(&rel), r)?;
-    ensure_entry(&cache, &rel, |dir| build(r, &cache, mirror, dir))
+    ensure_current_entry(
+        &cache,
+        &rel,
+        |k| made_from(k, r),
+        |dir| build(r, &cache, mirror, dir),
+    )
 }
 
-/// A build made from an older recipe (its config lacks an option the recipe
-/// now asks for, e.g. 6.1-smack before CONFIG_SLUB) is built again: its
-/// manifest goes, so the next `ensure_entry` builds under the fetch lock.
-fn forget_if_stale(entry: &Path, r: &Recipe) -> Result<()> {
-    let Some(k) = super::entry::manifest(entry)? else {
-        return Ok(());
-    };
-    let Ok(config) = inside(entry, &k.config).and_then(|p| Ok(fs::read_to_string(p)?)) else {
-        return Ok(());
-    };
+/// Whether a cached build (its files already checked) has every option the
+/// recipe asks for; one made from an older recipe (6.1-smack before
+/// CONFIG_SLUB) is built again.
+fn made_from(k: &Kernel, r: &Recipe) -> bool {
+    let config = read_no_follow(&k.config)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
     let lost = lost_options(&r.options(), &config);
-    if lost.is_empty() {
-        return Ok(());
+    if !lost.is_empty() {
+        crate::say!(
+            "lsmpmon: the cached {} kernel was built without {} that kernels/{}.config now asks for: building it again",
+            r.name,
+            lost.join(", "),
+            r.name
+        );
     }
-    crate::say!(
-        "lsmpmon: the cached {} kernel was built without {} that kernels/{}.config now asks for: building it again",
-        r.name,
-        lost.join(", "),
-        r.name
-    );
-    match fs::remove_file(entry.join(MANIFEST)) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
-        _ => Ok(()),
-    }
+    lost.is_empty()
 }
 
 fn check_tools(r: &Recipe) -> Result<()> {
@@ -249,8 +246,9 @@ fn build(r: &Recipe, cache: &Path, mirror: Option<&str>, dir: &Path) -> Result<K
     fs::create_dir_all(&boot)?;
     let vmlinuz = boot.join(format!("vmlinuz-{release}"));
     let config_path = boot.join(format!("config-{release}"));
-    fs::write(&vmlinuz, &image)?;
-    fs::write(&config_path, &config)?;
+    // Whole or not at all: another lsmpmon may be booting the build this replaces.
+    write_atomic(&vmlinuz, &image)?;
+    write_atomic(&config_path, config.as_bytes())?;
     drop(tree);
     crate::say!(
         "lsmpmon: built {} ({release}) in {:.1} min",
@@ -392,46 +390,47 @@ mod tests {
     }
 
     #[test]
-    fn a_build_from_an_older_recipe_is_forgotten_and_a_current_one_kept() {
+    fn a_build_from_an_older_recipe_is_made_again_and_a_current_one_kept() {
         let r = recipe("6.1-smack").unwrap();
         let dir = std::env::temp_dir().join(format!("lsmpmon-recipe-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         let entry = Entry(dir);
-        let boot = entry.path().join("boot");
-        fs::create_dir_all(&boot).unwrap();
-        let manifest = entry.path().join(MANIFEST);
-        let write = |config: &str| {
-            fs::write(boot.join("config-6.1"), config).unwrap();
-            let k = Kernel {
-                series: r.name.into(),
-                flavour: r.flavour.into(),
-                package: r.source_package.into(),
-                package_version: "1".into(),
-                deb_sha256: "x".into(),
-                packages: Vec::new(),
-                release: "6.1".into(),
-                vmlinuz: "boot/vmlinuz-6.1".into(),
-                config: "boot/config-6.1".into(),
-                vmlinuz_sha256: "x".into(),
-                config_sha256: "x".into(),
-                path: None,
-                net_modules: Vec::new(),
-            };
-            fs::write(&manifest, serde_json::to_vec(&k).unwrap()).unwrap();
+        fs::create_dir_all(entry.path()).unwrap();
+        let config = entry.path().join("config-6.1");
+        let k = Kernel {
+            series: r.name.into(),
+            flavour: r.flavour.into(),
+            package: r.source_package.into(),
+            package_version: "1".into(),
+            deb_sha256: "x".into(),
+            packages: Vec::new(),
+            release: "6.1".into(),
+            vmlinuz: entry.path().join("vmlinuz-6.1"),
+            config: config.clone(),
+            vmlinuz_sha256: "x".into(),
+            config_sha256: "x".into(),
+            path: None,
+            net_modules: Vec::new(),
         };
-        // Everything the recipe asks for, in the order a config lists it.
-        write(&r.options());
-        forget_if_stale(entry.path(), r).unwrap();
-        assert!(manifest.exists(), "a current build was forgotten");
+        // Everything the recipe asks for, as a config lists it.
+        fs::write(&config, r.options()).unwrap();
+        assert!(made_from(&k, r), "a current build is made again");
         // The SLOB build of before: the recipe's SLUB line is not in it.
-        write(&r.options().replace("CONFIG_SLUB=y", "CONFIG_SLOB=y"));
-        forget_if_stale(entry.path(), r).unwrap();
-        assert!(!manifest.exists(), "a stale build was kept");
-        // No entry yet: nothing to forget, no error.
-        forget_if_stale(entry.path(), r).unwrap();
+        fs::write(
+            &config,
+            r.options().replace("CONFIG_SLUB=y", "CONFIG_SLOB=y"),
+        )
+        .unwrap();
+        assert!(!made_from(&k, r), "a stale build is kept");
+        // A config that is a symlink is not followed: made again.
+        fs::remove_file(&config).unwrap();
+        let real = entry.path().join("elsewhere");
+        fs::write(&real, r.options()).unwrap();
+        std::os::unix::fs::symlink(&real, &config).unwrap();
+        assert!(!made_from(&k, r), "read through a symlink");
     }
 
-    /// A scratch entry, removed however the test ends.
+    /// A scratch directory, removed however the test ends.
     struct Entry(PathBuf);
 
     impl Entry {

@@ -14,7 +14,7 @@ use crate::vm::cache::{
     check_sha256, inside, not_followed, read_no_follow, real_dir, write_atomic,
 };
 
-pub const MANIFEST: &str = "kernel.json";
+const MANIFEST: &str = "kernel.json";
 
 /// The intact entry `rel` (under `cache`, absolute), or `fetch`'s, one fetch
 /// into the cache at a time: whoever waited uses what the first one fetched.
@@ -24,7 +24,19 @@ pub fn ensure_entry(
     rel: &Path,
     fetch: impl FnOnce(&Path) -> Result<Kernel>,
 ) -> Result<Kernel> {
-    if let Some(k) = load(&real_dir(cache, rel)?)? {
+    ensure_current_entry(cache, rel, |_| true, fetch)
+}
+
+/// As `ensure_entry`, but an intact entry that `current` (given the checked
+/// manifest, its files verified) rejects is fetched again, under the lock:
+/// a build made from an older recipe.
+pub fn ensure_current_entry(
+    cache: &Path,
+    rel: &Path,
+    current: impl Fn(&Kernel) -> bool,
+    fetch: impl FnOnce(&Path) -> Result<Kernel>,
+) -> Result<Kernel> {
+    if let Some(k) = load(&real_dir(cache, rel)?)?.filter(&current) {
         return Ok(k);
     }
     let kernels = cache.join("kernels");
@@ -36,7 +48,7 @@ pub fn ensure_entry(
     })?;
     // Made again: a fetch that failed meanwhile removed it.
     let dir = real_dir(cache, rel)?;
-    if let Some(k) = load(&dir)? {
+    if let Some(k) = load(&dir)?.filter(&current) {
         return Ok(k);
     }
     let kernel = fetch(&dir).inspect_err(|_| {
@@ -177,6 +189,24 @@ mod tests {
         let k = ensure_entry(&cache, Path::new(ENTRY), |d| fake_fetch(d, &calls)).unwrap();
         assert_eq!(calls.load(Ordering::SeqCst), 2, "the old entry was trusted");
         check_sha256(&k.vmlinuz, &k.vmlinuz_sha256).unwrap();
+        fs::remove_dir_all(&cache).unwrap();
+    }
+
+    #[test]
+    fn an_entry_that_is_not_current_is_fetched_again_and_a_current_one_is_not() {
+        let cache = scratch("current");
+        let rel = Path::new(ENTRY);
+        let calls = AtomicUsize::new(0);
+        let first = ensure_entry(&cache, rel, |d| fake_fetch(d, &calls)).unwrap();
+        let kept = ensure_current_entry(&cache, rel, |_| true, |_| panic!("fetched again"));
+        assert_eq!(kept.unwrap().vmlinuz_sha256, first.vmlinuz_sha256);
+        // Rejected (a build from an older recipe): fetched again, and the
+        // new manifest is the one a later run loads.
+        let again =
+            ensure_current_entry(&cache, rel, |_| false, |d| fake_fetch(d, &calls)).unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        let later = ensure_entry(&cache, rel, |_| panic!("fetched a third time")).unwrap();
+        assert_eq!(later.vmlinuz_sha256, again.vmlinuz_sha256);
         fs::remove_dir_all(&cache).unwrap();
     }
 
