@@ -381,9 +381,11 @@ fn yield_rounds_run_exactly_the_rounds_asked() {
         // Three samples of N ops each (the warm-up is not counted).
         assert_eq!(o["proof_ops"], 3 * rounds, "{op}");
         // A round is two sched_yield calls and at least one context switch:
-        // far above a bare syscall (~100 ns), far below a millisecond.
+        // far above a bare syscall (~100 ns). In host time a busy machine
+        // lets other tasks run inside a round (2.8 ms seen with two guests
+        // beside it), so the upper bound only refuses a sleep-sized round.
         let m = o["median"].as_f64().unwrap();
-        assert!(m > 200.0 && m < 1e6, "{op}: {m} ns per op");
+        assert!(m > 200.0 && m < 1e8, "{op}: {m} ns per op");
     }
     // A round of the paper's program has each task yield once: at least one
     // switch, so never cheaper than half an explicit hand-over.
