@@ -116,28 +116,27 @@ pub fn ensure(cache: &Path, r: &Recipe, mirror: Option<&str>) -> Result<Kernel> 
     ensure_current_entry(
         &cache,
         &rel,
-        |k| made_from(k, r),
+        |k| stale(k, r),
         |dir| build(r, &cache, mirror, dir),
     )
 }
 
-/// Whether a cached build (its files already checked) has every option the
-/// recipe asks for; one made from an older recipe (6.1-smack before
-/// CONFIG_SLUB) is built again.
-fn made_from(k: &Kernel, r: &Recipe) -> bool {
+/// Why a cached build (its files already checked) is out of date: it lacks
+/// an option the recipe asks for (6.1-smack before CONFIG_SLUB); it is then
+/// built again.
+fn stale(k: &Kernel, r: &Recipe) -> Option<String> {
     let config = read_no_follow(&k.config)
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_default();
     let lost = lost_options(&r.options(), &config);
-    if !lost.is_empty() {
-        crate::say!(
-            "lsmpmon: the cached {} kernel was built without {} that kernels/{}.config now asks for: building it again",
+    (!lost.is_empty()).then(|| {
+        format!(
+            "the cached {} kernel was built without {} that kernels/{}.config now asks for: building it again",
             r.name,
             lost.join(", "),
             r.name
-        );
-    }
-    lost.is_empty()
+        )
+    })
 }
 
 fn check_tools(r: &Recipe) -> Result<()> {
@@ -414,20 +413,21 @@ mod tests {
         };
         // Everything the recipe asks for, as a config lists it.
         fs::write(&config, r.options()).unwrap();
-        assert!(made_from(&k, r), "a current build is made again");
+        assert_eq!(stale(&k, r), None, "a current build is made again");
         // The SLOB build of before: the recipe's SLUB line is not in it.
         fs::write(
             &config,
             r.options().replace("CONFIG_SLUB=y", "CONFIG_SLOB=y"),
         )
         .unwrap();
-        assert!(!made_from(&k, r), "a stale build is kept");
+        let why = stale(&k, r).expect("a stale build is kept");
+        assert!(why.contains("CONFIG_SLUB=y"), "{why}");
         // A config that is a symlink is not followed: made again.
         fs::remove_file(&config).unwrap();
         let real = entry.path().join("elsewhere");
         fs::write(&real, r.options()).unwrap();
         std::os::unix::fs::symlink(&real, &config).unwrap();
-        assert!(!made_from(&k, r), "read through a symlink");
+        assert!(stale(&k, r).is_some(), "read through a symlink");
     }
 
     /// A scratch directory, removed however the test ends.

@@ -24,19 +24,20 @@ pub fn ensure_entry(
     rel: &Path,
     fetch: impl FnOnce(&Path) -> Result<Kernel>,
 ) -> Result<Kernel> {
-    ensure_current_entry(cache, rel, |_| true, fetch)
+    ensure_current_entry(cache, rel, |_| None, fetch)
 }
 
-/// As `ensure_entry`, but an intact entry that `current` (given the checked
-/// manifest, its files verified) rejects is fetched again, under the lock:
-/// a build made from an older recipe.
+/// As `ensure_entry`, but an intact entry for which `stale` (given the
+/// checked manifest, its files verified) says why it is out of date is
+/// fetched again, under the lock, and the reason said once: a build made
+/// from an older recipe.
 pub fn ensure_current_entry(
     cache: &Path,
     rel: &Path,
-    current: impl Fn(&Kernel) -> bool,
+    stale: impl Fn(&Kernel) -> Option<String>,
     fetch: impl FnOnce(&Path) -> Result<Kernel>,
 ) -> Result<Kernel> {
-    if let Some(k) = load(&real_dir(cache, rel)?)?.filter(&current) {
+    if let Some(k) = load(&real_dir(cache, rel)?)?.filter(|k| stale(k).is_none()) {
         return Ok(k);
     }
     let kernels = cache.join("kernels");
@@ -48,8 +49,11 @@ pub fn ensure_current_entry(
     })?;
     // Made again: a fetch that failed meanwhile removed it.
     let dir = real_dir(cache, rel)?;
-    if let Some(k) = load(&dir)?.filter(&current) {
-        return Ok(k);
+    if let Some(k) = load(&dir)? {
+        match stale(&k) {
+            None => return Ok(k),
+            Some(why) => crate::say!("lsmpmon: {why}"),
+        }
     }
     let kernel = fetch(&dir).inspect_err(|_| {
         // Only if empty: an entry is never half-listed as cached.
@@ -198,12 +202,17 @@ mod tests {
         let rel = Path::new(ENTRY);
         let calls = AtomicUsize::new(0);
         let first = ensure_entry(&cache, rel, |d| fake_fetch(d, &calls)).unwrap();
-        let kept = ensure_current_entry(&cache, rel, |_| true, |_| panic!("fetched again"));
+        let kept = ensure_current_entry(&cache, rel, |_| None, |_| panic!("fetched again"));
         assert_eq!(kept.unwrap().vmlinuz_sha256, first.vmlinuz_sha256);
         // Rejected (a build from an older recipe): fetched again, and the
         // new manifest is the one a later run loads.
-        let again =
-            ensure_current_entry(&cache, rel, |_| false, |d| fake_fetch(d, &calls)).unwrap();
+        let again = ensure_current_entry(
+            &cache,
+            rel,
+            |_| Some("old".into()),
+            |d| fake_fetch(d, &calls),
+        )
+        .unwrap();
         assert_eq!(calls.load(Ordering::SeqCst), 2);
         let later = ensure_entry(&cache, rel, |_| panic!("fetched a third time")).unwrap();
         assert_eq!(later.vmlinuz_sha256, again.vmlinuz_sha256);
