@@ -127,9 +127,5 @@ pub fn table(kernel: &str, cols: &[&Run], every_draw: &[&Run]) -> Option<Table> 
 
 /// The identity for every kernel that has a run traced op by op.
 pub fn tables(runs: &[Run], order: &[String]) -> Vec<Table> {
-    let every_draw = forms::latest(runs);
-    forms::by_kernel(runs, order)
-        .into_iter()
-        .filter_map(|(k, cols)| table(&k.to_string(), &cols, &every_draw))
-        .collect()
+    forms::per_kernel(runs, order, table)
 }

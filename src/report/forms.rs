@@ -54,6 +54,20 @@ pub fn draws<'a>(runs: &[&'a Run], of: &Run) -> Vec<&'a Run> {
         .collect()
 }
 
+/// A table per kernel that `table` fills (kernel label, its runs in
+/// `order`, every run's latest draw), none where it returns None.
+pub fn per_kernel(
+    runs: &[Run],
+    order: &[String],
+    table: impl Fn(&str, &[&Run], &[&Run]) -> Option<Table>,
+) -> Vec<Table> {
+    let every_draw = latest(runs);
+    by_kernel(runs, order)
+        .into_iter()
+        .filter_map(|(k, cols)| table(&k.to_string(), &cols, &every_draw))
+        .collect()
+}
+
 /// The kernels in first-seen order and, for each, its runs in `order`
 /// (configurations not in `order` follow in first-seen order).
 pub fn by_kernel<'a>(runs: &'a [Run], order: &[String]) -> Vec<(KernelId, Vec<&'a Run>)> {

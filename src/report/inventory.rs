@@ -203,9 +203,5 @@ pub fn table(kernel: &str, cols: &[&Run], every_draw: &[&Run]) -> Option<Table> 
 
 /// The inventory of every kernel with a traced configuration.
 pub fn tables(runs: &[Run], order: &[String]) -> Vec<Table> {
-    let every_draw = forms::latest(runs);
-    forms::by_kernel(runs, order)
-        .into_iter()
-        .filter_map(|(k, cols)| table(&k.to_string(), &cols, &every_draw))
-        .collect()
+    forms::per_kernel(runs, order, table)
 }

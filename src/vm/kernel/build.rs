@@ -21,8 +21,7 @@ use super::manifest::Kernel;
 use super::mirror::Mirrors;
 use crate::base::{command, error::usage};
 use crate::model::PackageRef;
-use crate::vm::cache::{read_no_follow, write_atomic};
-use crate::vm::cache::{sha256_file, sha256_hex};
+use crate::vm::cache::{read_no_follow, sha256_file, sha256_hex, write_atomic};
 
 pub struct Recipe {
     /// The name `--kernel` takes.
