@@ -1206,3 +1206,257 @@ fn a_full_work_directory_names_enospc() {
     assert!(failed.contains("No space left on device"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// close, creat and truncate prove their work, and a sample too big for the
+/// descriptors a process may hold fails the op with what to do, leaving no
+/// file and no descriptor behind.
+#[test]
+fn paper_calls_prove_their_work_and_fit_the_descriptor_limit() {
+    let dir = fresh("paper-calls");
+    let ok = json(&succeeded(&quick(
+        "close,creat,truncate",
+        &["--json", "--dir", dir.to_str().unwrap()],
+    )));
+    for op in ["close", "creat", "truncate"] {
+        let o = result(&ok, op);
+        assert!(o["proof_ops"].as_u64().unwrap() > 0, "{op}");
+        assert_eq!(o["proof_bytes"], 0, "{op}");
+    }
+    assert_eq!(listing(&dir), Vec::<String>::new(), "files left behind");
+    for op in ["close", "creat"] {
+        let out = Command::new("sh")
+            .args(["-c", "ulimit -n 100 && exec \"$0\" \"$@\"", LSMPMON])
+            .args(["bench", "--ops", op, "--samples", "1", "--sample-ms", "20"])
+            .args(["--dir", dir.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{op}: {err}");
+        assert!(
+            err.contains("above this process's limit of 100") && err.contains("ulimit -Hn"),
+            "{op}: {err}"
+        );
+        assert_eq!(
+            listing(&dir),
+            Vec::<String>::new(),
+            "{op}: files left behind"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Whether `pid` still runs after up to `secs` seconds (a zombie its new
+/// parent has not reaped yet does not run).
+fn running_after(pid: i32, secs: u64) -> bool {
+    let running = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while running() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    running()
+}
+
+/// An executable script in a fresh directory.
+fn script(dir: &std::path::Path, name: &str, body: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.join(name);
+    std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+/// `--workload`: the user's program is the op. Each run happens in the op's
+/// own directory, the result names the program by its sha256, and `--ops`
+/// gains the op.
+#[test]
+fn workload_runs_the_program_once_per_op_in_its_directory() {
+    let dir = fresh("workload");
+    let progs = fresh("workload-progs");
+    let log = progs.join("runs");
+    // Each run leaves a file in its working directory and logs where it ran.
+    let w = script(
+        &progs,
+        "w",
+        &format!("echo run > here.$$ && pwd >> {}", log.display()),
+    );
+    let out = bench(&[
+        "--workload",
+        w.to_str().unwrap(),
+        "--ops",
+        "null",
+        "--samples",
+        "2",
+        "--sample-ms",
+        "1",
+        "--json",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
+    let r = json(&succeeded(&out));
+    let o = result(&r, "workload");
+    let ops = o["proof_ops"].as_u64().unwrap();
+    assert!(ops >= 2, "{o}");
+    // Calibration and warm-up run it too: at least the sampled runs.
+    let runs = std::fs::read_to_string(&log).unwrap();
+    let cwds: Vec<&str> = runs.lines().collect();
+    assert!(
+        cwds.len() as u64 >= ops,
+        "{} runs logged for {ops} ops",
+        cwds.len()
+    );
+    assert!(
+        cwds.iter()
+            .all(|d| d.starts_with(dir.to_str().unwrap()) && d.contains("/workload.")),
+        "{cwds:?}"
+    );
+    // The op's directory, and the files the program left in it, are gone.
+    assert_eq!(listing(&dir), Vec::<String>::new());
+    assert_eq!(r["options"]["ops"], "null,workload");
+    let rec = &r["options"]["workload"];
+    assert_eq!(rec["path"], w.to_str().unwrap());
+    let want = format!(
+        "{:x}",
+        <sha2::Sha256 as sha2::Digest>::digest(std::fs::read(&w).unwrap())
+    );
+    assert_eq!(rec["sha256"], want.as_str());
+    let base = progs.join("base.json");
+    std::fs::write(&base, &out.stdout).unwrap();
+    validate("bench.schema.json", &String::from_utf8(out.stdout).unwrap());
+    // Another program under the same name does not compare with it.
+    std::fs::write(&w, "#!/bin/sh\ntrue\n").unwrap();
+    let other = bench(&[
+        "--workload",
+        w.to_str().unwrap(),
+        "--compare",
+        base.to_str().unwrap(),
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&other.stderr);
+    assert_eq!(other.status.code(), Some(2), "{err}");
+    assert!(err.contains("another program"), "{err}");
+}
+
+/// A failing, a hanging and a forking-off program each fail the op with
+/// what happened and the end of their output; nothing they started lives
+/// on, nothing is left in the work directory; wrong options are usage errors.
+#[test]
+fn a_failing_or_hanging_workload_fails_its_op_and_leaves_nothing() {
+    let dir = fresh("workload-bad");
+    let progs = fresh("workload-bad-progs");
+    let args = |w: &std::path::Path, extra: &[&str]| {
+        let mut v = vec![
+            "--workload".to_string(),
+            w.display().to_string(),
+            "--samples".into(),
+            "1".into(),
+            "--sample-ms".into(),
+            "1".into(),
+            "--dir".into(),
+            dir.display().to_string(),
+        ];
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let run = |w: &std::path::Path, extra: &[&str]| {
+        let a = args(w, extra);
+        bench(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let fails = script(
+        &progs,
+        "fails",
+        "echo first line; echo 'it broke' >&2; exit 7",
+    );
+    let out = run(&fails, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("exited with status 7") && err.contains("it broke"),
+        "{err}"
+    );
+    // It hangs, with a child of its own that would outlive it.
+    let pidfile = progs.join("child.pid");
+    let hangs = script(
+        &progs,
+        "hangs",
+        &format!("sleep 1000 & echo $! > {}; sleep 1000", pidfile.display()),
+    );
+    let started = std::time::Instant::now();
+    let out = run(&hangs, &["--workload-timeout", "1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("longer than --workload-timeout 1 s"), "{err}");
+    assert!(started.elapsed().as_secs() < 60);
+    let child: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        !running_after(child, 5),
+        "the workload's child {child} outlived it"
+    );
+    assert_eq!(listing(&dir), Vec::<String>::new(), "files left behind");
+    // SIGTERM while it runs: the bench stops within a second or two.
+    std::fs::remove_file(&pidfile).unwrap();
+    let a = args(&hangs, &[]);
+    let bench_proc = Command::new(LSMPMON)
+        .arg("bench")
+        .args(&a)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    while !pidfile.exists() {
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "the workload never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let signalled = std::time::Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(bench_proc.id() as i32, libc::SIGTERM) };
+    let out = bench_proc.wait_with_output().unwrap();
+    assert!(signalled.elapsed().as_secs() < 10);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
+    let child: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        !running_after(child, 5),
+        "the workload's child {child} outlived the bench"
+    );
+    assert_eq!(listing(&dir), Vec::<String>::new(), "files left behind");
+    // Usage errors: the op without a program, a program that cannot run.
+    let out = quick("workload", &["--dir", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--workload FILE"));
+    let plain = progs.join("plain");
+    std::fs::write(&plain, "echo hi\n").unwrap();
+    for bad in [
+        plain.as_path(),
+        std::path::Path::new("/nonexistent/w"),
+        progs.as_path(),
+    ] {
+        let out = run(bad, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{}: {err}", bad.display());
+        assert!(
+            err.contains("--workload") || err.contains("executable"),
+            "{err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}

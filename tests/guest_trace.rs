@@ -1005,3 +1005,55 @@ fn trace_6_1_refuses_preempt_full() {
     let line = one_error_line(&out);
     assert!(line.contains("preemption model 'full'"), "{line}");
 }
+
+/// The LSMPMON paper's own syscalls: `close` frees the file it closes (one
+/// file_free per close, no open timed with it), `creat` is the creat syscall
+/// (one inode_create each), `truncate` goes by path (one path_truncate
+/// each). The trace counts only the timed runs (`--untimed-name`), which the
+/// bench reports as `ops_run`.
+#[test]
+fn trace_6_1_paper_calls_time_their_own_syscall() {
+    let mut script = String::from("mkdir -p /tmp/pb\n");
+    for op in ["close", "creat", "truncate"] {
+        script.push_str(&format!(
+            "lsmpmon trace --json --syscall-time --hooks 'file_free,file_open,inode_create,path_truncate' \
+             --comm lsmpmon -o /tmp/t.json -- lsmpmon bench --json --ops {op} --samples 2 --sample-ms 2 \
+             --dir /tmp/pb --untimed-name lsmpmon-setup > /tmp/b.json\n\
+             echo \"T{op} $(tr -d '\\n' < /tmp/t.json)\"\necho \"B{op} $(tr -d '\\n' < /tmp/b.json)\"\n"
+        ));
+    }
+    let text = guest_stdout("6.1", &script);
+    // Calls made between exec and taking the untimed name are counted too.
+    const STARTUP: u64 = 20;
+    for (op, syscall, hook) in [
+        ("close", "close", "file_free"),
+        ("creat", "creat", "inode_create"),
+        ("truncate", "truncate", "path_truncate"),
+    ] {
+        let t = tagged(&text, &format!("T{op}"));
+        let b = tagged(&text, &format!("B{op}"));
+        let ran = b["results"][0]["ops_run"].as_u64().unwrap();
+        assert!(ran >= 100, "{op}: {ran} runs");
+        let in_call = syscall_hook_count(&t, syscall, hook);
+        assert!(
+            (ran..=ran + STARTUP).contains(&in_call),
+            "{op}: {in_call} {hook} in {syscall} for {ran} ops: {t}"
+        );
+        // Nothing else is timed with it: no file opened, none created or
+        // freed, outside the op's own syscall.
+        for other in ["file_open", "inode_create", "file_free", "path_truncate"] {
+            let total = t["hooks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|h| h["hook"] == other)
+                .map_or(0, |h| h["calls"].as_u64().unwrap());
+            let own = syscall_hook_count(&t, syscall, other);
+            assert!(
+                total - own <= STARTUP,
+                "{op}: {} {other} outside {syscall}: {t}",
+                total - own
+            );
+        }
+    }
+}

@@ -1088,3 +1088,95 @@ fn draws_are_cells_that_each_rerun_exactly() {
     assert_eq!(first["kind"], "drawn", "{first}");
     assert_eq!(first["draws"], 2, "the newest run of each draw: {first}");
 }
+
+fn user_script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+/// `lab run --workload`: the user's program is an op in each cell, confined
+/// like the built-in ones (TOMOYO lets its domain run it) and traced by the
+/// workload's name (its one file creation per run is one
+/// tomoyo_path_mknod call per run); a failing program is a failed cell
+/// whose reason quotes it, and the other cells are kept.
+#[test]
+fn your_workload_runs_in_each_cell_and_a_failing_one_fails_its_cell() {
+    let progs = tmpdir("workload-progs");
+    let good = user_script(
+        &progs,
+        "good",
+        "echo run > f.$$ && read l < f.$$ && [ \"$l\" = run ]",
+    );
+    let res = tmpdir("workload");
+    let out = run_logged(&lab_run(
+        &res,
+        "6.1",
+        "none,tomoyo",
+        "",
+        &[
+            "--workload",
+            good.to_str().unwrap(),
+            "--samples",
+            "2",
+            "--trace",
+        ],
+    ));
+    succeeded(&out);
+    let all = cells(&res);
+    for name in ["none", "tomoyo"] {
+        let c = cell(&all, name);
+        assert_eq!(c["status"], "passed", "{name}: {}", c["reason"]);
+        assert_eq!(c["options"]["ops"], "workload", "{name}");
+        assert!(median(c, "workload") > 0.0);
+        assert_eq!(
+            c["options"]["workload"]["path"],
+            good.canonicalize().unwrap().to_str().unwrap()
+        );
+    }
+    let t = cell(&all, "tomoyo");
+    let ops = t["guest"]["op_calls"].as_array().unwrap();
+    let w = ops
+        .iter()
+        .find(|o| o["op"] == "workload")
+        .expect("workload calls");
+    let runs = w["ops_run"].as_f64().unwrap();
+    assert!(runs >= 3.0, "{w}");
+    let mknod = w["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["function"] == "tomoyo_path_mknod")
+        .map_or(0.0, |x| x["calls"].as_f64().unwrap());
+    assert_eq!(mknod / runs, 1.0, "{w}");
+
+    let bad = user_script(&progs, "bad", "echo 'the user program broke'; exit 7");
+    let res = tmpdir("workload-bad");
+    let out = run_logged(&lab_run(
+        &res,
+        "6.1",
+        "none",
+        "null",
+        &[
+            "--workload",
+            bad.to_str().unwrap(),
+            "--samples",
+            "1",
+            "--sample-ms",
+            "1",
+        ],
+    ));
+    assert_eq!(out.status.code(), Some(1));
+    let all = cells(&res);
+    let c = cell(&all, "none");
+    assert_eq!(c["status"], "failed");
+    let reason = c["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("exited with status 7") && reason.contains("the user program broke"),
+        "{reason}"
+    );
+    // The op that did not fail is kept.
+    assert!(median(c, "null") > 0.0);
+}

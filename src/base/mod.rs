@@ -1,6 +1,7 @@
 //! The bottom layer: what every other layer uses and that uses nothing of
 //! lsmpmon's above it.
 pub mod command;
+pub mod digest;
 pub mod draws;
 pub mod error;
 pub mod form;

@@ -3,14 +3,26 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::ops::workload::OP as WORKLOAD_OP;
 use super::result::BenchOptions;
+use crate::model::bench::WorkloadProgram;
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Operations and groups: syscall, files, ipc, proc, yield, bw, lmbench (all of those), ima, paper
     /// (LSMPMON, Table 3; embedded SELinux, Tables 1-2), or op names, comma-separated.
-    #[arg(long, default_value = "paper", value_parser = crate::base::parse::list)]
+    #[arg(long, default_value = "paper", value_parser = crate::base::parse::list,
+        default_value_if("workload", clap::builder::ArgPredicate::IsPresent, Some(WORKLOAD_OP)))]
     pub ops: String,
+    /// Your own program as the op `workload` (a script with #! or a static
+    /// binary): one op = one run of it, in the op's private directory. With
+    /// it --ops defaults to `workload`, and gains it when it does not name it.
+    #[arg(long, value_name = "FILE", value_parser = crate::base::parse::path)]
+    pub workload: Option<PathBuf>,
+    /// Seconds one run of --workload may last before it is killed (the op fails).
+    #[arg(long = "workload-timeout", value_name = "S", default_value_t = 600,
+        value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub workload_timeout_s: u64,
     /// Where file operations run: each op gets a fresh private directory
     /// DIR/<op>.XXXXXX, removed after; DIR is left as it was (made 0700 and
     /// removed if missing). Refused if another user could change it. Keep it
@@ -81,6 +93,11 @@ impl BenchArgs {
             ctx_size_kib: self.ctx_size,
             landlock: self.landlock,
             dir_path: None,
+            workload: self.workload.as_ref().map(|p| WorkloadProgram {
+                path: p.display().to_string(),
+                sha256: crate::base::digest::sha256_file(p).unwrap_or_default(),
+                timeout_s: self.workload_timeout_s,
+            }),
         }
     }
 }

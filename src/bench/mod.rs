@@ -26,6 +26,8 @@ mod workdir;
 pub use args::BenchArgs;
 pub use host::cpu_model;
 pub(crate) use ops::ima::HASH_SIZES as IMA_HASH_SIZES;
-pub use ops::{build, check_ops, needs_build_kit, needs_web_server, op_names, web};
+pub use ops::{
+    build, check_ops, needs_build_kit, needs_web_server, op_names, web, with_workload, workload,
+};
 pub use result::{BenchOptions, BenchProvenance, BenchResult, SCHEMA};
 pub use session::main;

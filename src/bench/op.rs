@@ -22,6 +22,9 @@ pub struct Ctx {
     pub select_fds: usize,
     pub ctx_procs: usize,
     pub ctx_size_kib: usize,
+    /// The user's program the `workload` op runs (`--workload`).
+    pub workload: Option<PathBuf>,
+    pub workload_timeout_s: u64,
 }
 
 /// One benchmark: `prepare` and `finish` are not timed, `run` is.

@@ -48,7 +48,12 @@ impl Outcome<'_> {
     }
 }
 
-pub fn main(args: BenchArgs) -> Result<i32> {
+pub fn main(mut args: BenchArgs) -> Result<i32> {
+    args.ops = ops::with_workload(&args.ops, args.workload.is_some())?;
+    if let Some(p) = &args.workload {
+        let program = ops::workload::check_program(p).map_err(crate::base::error::usage)?;
+        args.workload = Some(program);
+    }
     let selected = ops::select(&args.ops)?;
     if let Some(name) = &args.untimed_name {
         super::sys::timed_name::set(name);
@@ -162,6 +167,8 @@ impl<'a> Run<'a, '_> {
                 select_fds: args.select_fds,
                 ctx_procs: args.ctx_procs,
                 ctx_size_kib: args.ctx_size,
+                workload: args.workload.clone(),
+                workload_timeout_s: args.workload_timeout_s,
             };
             crate::say!(
                 "bench: calibrating [{}/{}] {}",

@@ -11,6 +11,7 @@ use crate::lab::{
     plan::{Draws, Paths, Request},
     DEFAULT_CONFIGS,
 };
+use crate::model::bench::WorkloadProgram;
 use crate::model::options::{self, LabOptions, DEFAULT_BENCH_DIR};
 use crate::vm;
 
@@ -36,8 +37,21 @@ pub struct RunArgs {
     /// Benchmark operations and groups, as `bench --ops` (`web`: nginx in the
     /// guest, loaded by 8/16/24/32 clients).
 
-    #[arg(long, default_value = "paper")]
+    #[arg(
+        long,
+        default_value = "paper",
+        default_value_if("workload", clap::builder::ArgPredicate::IsPresent, Some("workload"))
+    )]
     pub ops: String,
+    /// Your own program as the op `workload` in every cell (a script with #!
+    /// or a static binary, copied into each guest): one op = one run of it.
+    /// With it --ops defaults to `workload`, and gains it when it does not name it.
+    #[arg(long, value_name = "FILE", value_parser = crate::base::parse::path)]
+    pub workload: Option<PathBuf>,
+    /// Guest seconds one run of --workload may last before it is killed (the cell fails).
+    #[arg(long = "workload-timeout", value_name = "S", default_value_t = 600,
+        value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub workload_timeout_s: u64,
     /// Samples per op for the untraced run (the median is reported; bench's default).
     #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(u32).range(range(&options::SAMPLES)))]
     pub samples: u32,
@@ -113,7 +127,8 @@ impl RunArgs {
             configs: split_list(&self.configs),
             cpus: cpu_counts(&self.cpus)?,
             options: LabOptions {
-                ops: self.ops.clone(),
+                ops: crate::bench::with_workload(&self.ops, self.workload.is_some())?,
+                workload: self.workload_program()?,
                 samples: self.samples as usize,
                 sample_ms: self.sample_ms as f64,
                 iterations: self.iterations,
@@ -134,6 +149,21 @@ impl RunArgs {
                 results: self.results.clone(),
             },
         })
+    }
+}
+
+impl RunArgs {
+    /// The --workload program as the cells record it.
+    fn workload_program(&self) -> Result<Option<WorkloadProgram>> {
+        let Some(p) = &self.workload else {
+            return Ok(None);
+        };
+        let path = crate::bench::workload::check_program(p).map_err(usage)?;
+        Ok(Some(WorkloadProgram {
+            sha256: crate::base::digest::sha256_file(&path)?,
+            path: path.display().to_string(),
+            timeout_s: self.workload_timeout_s,
+        }))
     }
 }
 

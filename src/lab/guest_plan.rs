@@ -8,6 +8,11 @@ use crate::lab::spec::{AccessMatrix, Spec};
 pub const PLAN_PATH: &str = "/lab/cell.json";
 pub const CONFIG_DIR: &str = "/lab/config";
 pub const WORKLOAD: &str = "/usr/libexec/lsmpmon-workload";
+/// Where `lab run --workload` puts the user's program: executed, it takes
+/// the workload's command name (the first 15 bytes of this name), so that
+/// the trace by name and the policies that know the workload by its name
+/// see it as the workload.
+pub const USER_WORKLOAD: &str = "/usr/libexec/lsmpmon-workload.user";
 pub const PUBLIC: &str = "/etc/lsmpmon-lab/public";
 pub const SECRET: &str = "/srv/lsmpmon-lab/secret";
 pub const WORK_DIR: &str = "/tmp/lsmpmon-bench";

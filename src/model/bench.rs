@@ -66,6 +66,19 @@ pub struct BenchOptions {
     /// `dir` as given). Path-based modules' costs depend on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dir_path: Option<PathShape>,
+    /// The user's program the `workload` op ran (`--workload`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<WorkloadProgram>,
+}
+
+/// A user's program as the `workload` op: where it was, what it was (its
+/// sha256: two runs compare only if they ran the same program) and how long
+/// one run could last.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WorkloadProgram {
+    pub path: String,
+    pub sha256: String,
+    pub timeout_s: u64,
 }
 
 impl BenchOptions {

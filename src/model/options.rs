@@ -34,6 +34,10 @@ pub struct LabOptions {
     /// Where the benchmark's files lived (cells from before it was an option: the default).
     #[serde(default = "default_bench_dir")]
     pub bench_dir: String,
+    /// The user's program run as the `workload` op (`lab run --workload`),
+    /// by its path on the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<crate::model::bench::WorkloadProgram>,
 }
 
 fn default_bench_dir() -> String {
@@ -142,6 +146,7 @@ mod tests {
     pub fn options() -> LabOptions {
         LabOptions {
             ops: "null,stat".into(),
+            workload: None,
             samples: 3,
             sample_ms: 10.0,
             iterations: None,

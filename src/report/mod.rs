@@ -74,7 +74,7 @@ pub struct ReportArgs {
     /// Write here instead of standard output (never through a symlink).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Syscalls of the Tables 6/7 form, comma-separated (default: the three with most hook time).
+    /// Syscalls of the Tables 6/7 form, comma-separated (default: the paper's close and creat where traced, then the three with most hook time).
     #[arg(long, value_name = "LIST", value_parser = crate::base::parse::printable)]
     pub syscalls: Option<String>,
     /// Configurations in this order first (lab names; others follow as found).

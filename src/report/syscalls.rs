@@ -8,6 +8,9 @@ use crate::base::table::{Cell, Row, Table};
 use crate::model::trace::{SyscallResult, TraceResult};
 
 const DEFAULT_SYSCALLS: usize = 3;
+/// The syscalls of the paper's own Tables 6 (close) and 7 (creat), shown
+/// first wherever the traces saw them.
+const PAPER_SYSCALLS: &[&str] = &["close", "creat"];
 
 /// Columns compared side by side: a lab configuration across kernels, or
 /// the single trace results together.
@@ -60,6 +63,26 @@ fn figures(t: &TraceResult, sys: &str, hook: &str) -> Option<(f64, f64, f64)> {
     let sum = (h.sum_ns as f64 - fl * count).max(0.0);
     let ave = (h.ave_ns - fl).max(0.0);
     Some((sum / 1e3, count, ave / 1e3))
+}
+
+/// The paper's syscalls the traces saw, then the busiest others.
+fn default_syscalls(cols: &[&Run]) -> Vec<String> {
+    let seen = |name: &str| {
+        cols.iter()
+            .filter_map(|c| trace(c))
+            .any(|t| syscall(t, name).is_some_and(|s| s.hook_count > 0))
+    };
+    let mut out: Vec<String> = PAPER_SYSCALLS
+        .iter()
+        .filter(|s| seen(s))
+        .map(|s| s.to_string())
+        .collect();
+    for s in busiest(cols) {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
 }
 
 fn hooks_of(cols: &[&Run], sys: &str) -> Vec<String> {
@@ -175,7 +198,7 @@ pub fn tables(runs: &[&Run], syscalls: &[String]) -> Vec<Table> {
     let mut out = Vec::new();
     for (group, cols) in groups(runs) {
         let chosen = if syscalls.is_empty() {
-            busiest(&cols)
+            default_syscalls(&cols)
         } else {
             syscalls.to_vec()
         };

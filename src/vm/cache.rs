@@ -10,7 +10,6 @@ use std::{
 };
 
 use anyhow::{Context, Result};
-use sha2::{Digest, Sha256};
 
 use crate::base::error::usage;
 
@@ -117,29 +116,7 @@ pub fn read_no_follow(path: &Path) -> std::io::Result<Vec<u8>> {
 
 pub use crate::base::secure_fs::write_atomic;
 
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    format!("{:x}", Sha256::digest(bytes))
-}
-
-/// The sha256 of a regular file, read in pieces (a kernel package is
-/// hundreds of MiB; a device or FIFO is refused, never read without end).
-pub fn sha256_file(path: &Path) -> Result<String> {
-    let cannot = |e: std::io::Error| usage(format!("cannot read {}: {e}", path.display()));
-    let mut file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(cannot)?;
-    if !file.metadata().map_err(cannot)?.is_file() {
-        return Err(usage(format!(
-            "cannot read {}: not a regular file (a directory, device or FIFO)",
-            path.display()
-        )));
-    }
-    let mut hasher = Sha256::new();
-    std::io::copy(&mut file, &mut hasher).map_err(cannot)?;
-    Ok(format!("{:x}", hasher.finalize()))
-}
+pub use crate::base::digest::{sha256_file, sha256_hex};
 
 /// `path`'s bytes, if their sha256 is `sha256` (recorded when it was fetched).
 pub fn check_sha256(path: &Path, sha256: &str) -> Result<Vec<u8>> {

@@ -203,6 +203,8 @@ mod tests {
             select_fds: 0,
             ctx_procs: 2,
             ctx_size_kib: 0,
+            workload: None,
+            workload_timeout_s: 1,
         };
         let mut op = AvcOpen::new(&ctx, 16).unwrap();
         assert!(root.join("avc-types/avc-100015").is_file());

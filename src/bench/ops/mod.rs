@@ -8,9 +8,11 @@ pub mod build;
 mod files;
 pub mod ima;
 mod ipc;
+mod paper_calls;
 mod process;
 mod syscall;
 pub mod web;
+pub mod workload;
 mod yielding;
 
 use anyhow::Result;
@@ -22,6 +24,7 @@ pub fn all() -> Vec<OpDef> {
     let mut v = Vec::new();
     v.extend(syscall::ops());
     v.extend(files::ops());
+    v.extend(paper_calls::ops());
     v.extend(ipc::ops());
     v.extend(process::ops());
     v.extend(yielding::ops());
@@ -30,10 +33,13 @@ pub fn all() -> Vec<OpDef> {
     v.extend(web::ops());
     v.extend(build::ops());
     v.extend(avc::ops());
+    v.extend(workload::ops());
     v
 }
 
-/// the LSMPMON paper's Table 3 and the embedded-SELinux paper's Tables 1 and 2.
+/// The LSMPMON paper's Table 3 and the embedded-SELinux paper's Tables 1
+/// and 2, then the syscalls LSMPMON's Tables 6 and 7 break down (close,
+/// creat) and the one its Table 4's path_truncate needs.
 pub const PAPER: &[&str] = &[
     "null",
     "read",
@@ -54,14 +60,17 @@ pub const PAPER: &[&str] = &[
     "unix",
     "tcp",
     "udp",
+    "close",
+    "creat",
+    "truncate",
 ];
 
 /// Every op's group, as `--ops` names them.
 pub const GROUPS: &[&str] = &[
-    "syscall", "files", "ipc", "proc", "yield", "bw", "ima", "web", "build", "avc",
+    "syscall", "files", "ipc", "proc", "yield", "bw", "ima", "web", "build", "avc", "workload",
 ];
 /// Groups of the other papers' studies: not in `lmbench` (all the others).
-const STUDY_GROUPS: &[&str] = &["ima", "web", "build", "avc"];
+const STUDY_GROUPS: &[&str] = &["ima", "web", "build", "avc", "workload"];
 
 /// Resolves "paper", "lmbench", group names and op names, in order, no repeats.
 pub fn select(spec: &str) -> Result<Vec<OpDef>> {
@@ -127,6 +136,20 @@ pub fn check_iterations(selected: &[OpDef], iterations: Option<u64>) -> Result<(
     }
 }
 
+/// The `--ops` list a run with (or without) `--workload` runs: the
+/// workload op is added when a program is given and the list lacks it, and
+/// refused when none is given.
+pub fn with_workload(spec: &str, program_given: bool) -> Result<String> {
+    let has = select(spec)?.iter().any(|o| o.name == workload::OP);
+    match (has, program_given) {
+        (true, false) => Err(usage(
+            "the workload op runs your program: give it with --workload FILE",
+        )),
+        (false, true) => Ok(format!("{spec},{}", workload::OP)),
+        _ => Ok(spec.to_string()),
+    }
+}
+
 /// Whether an `--ops` list holds a `web` op (the guest then needs nginx).
 pub fn needs_web_server(spec: &str) -> Result<bool> {
     Ok(select(spec)?.iter().any(|o| o.group == "web"))
@@ -140,6 +163,21 @@ pub fn needs_build_kit(spec: &str) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_workload_program_adds_its_op_and_the_op_needs_one() {
+        assert_eq!(with_workload("null", true).unwrap(), "null,workload");
+        assert_eq!(with_workload("workload", true).unwrap(), "workload");
+        assert_eq!(
+            with_workload("null,workload", true).unwrap(),
+            "null,workload"
+        );
+        assert_eq!(with_workload("paper", false).unwrap(), "paper");
+        let e = with_workload("null,workload", false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--workload FILE"), "{e}");
+    }
 
     #[test]
     fn groups_and_names_resolve_in_order_without_repeats() {
@@ -168,6 +206,12 @@ mod tests {
             .iter()
             .any(|n| n.starts_with("web_") || n.starts_with("build_")));
         assert_eq!(names("web"), ["web_c8", "web_c16", "web_c24", "web_c32"]);
+        assert!(!names("lmbench").contains(&"workload"));
+        assert!(!names("paper").contains(&"workload"));
+        for op in ["close", "creat", "truncate"] {
+            assert!(names("paper").contains(&op), "{op}");
+            assert!(names("files").contains(&op), "{op}");
+        }
         for op in all() {
             assert!(GROUPS.contains(&op.group), "{}", op.name);
         }

@@ -359,6 +359,7 @@ mod tests {
             trace_draws: None,
             options: LabOptions {
                 ops: "null,stat".into(),
+                workload: None,
                 samples: 3,
                 sample_ms: 10.0,
                 iterations: None,

@@ -48,7 +48,7 @@ pub fn submit(
         Some(p) => (PlanFile::read(p)?, std::path::absolute(p)?),
         None => new_plan(req)?,
     };
-    Extras::ensure(&plan.matrix.options.ops, &plan.paths.cache_dir)?;
+    Extras::ensure(&plan.matrix.options, &plan.paths.cache_dir)?;
     let mut record = Submissions::read(&plan_path, &plan.id)?
         .unwrap_or_else(|| Submissions::new(&plan.id, engine_name));
     if record.engine != engine_name {

@@ -296,19 +296,37 @@ fn bench(plan: &GuestPlan, trace_out: Option<&str>) -> Result<BenchResult> {
             c
         }
     };
-    let status = cmd
-        .stdout(fs::File::create(out_file)?)
-        .status()
-        .context("starting the benchmark")?;
+    let (status, failures) = status_and_failures(cmd.stdout(fs::File::create(out_file)?))?;
     let written = fs::read(out_file).ok();
     if !status.success() {
-        let why = format!("the confined benchmark failed ({status})");
+        let mut why = format!("the confined benchmark failed ({status})");
+        if !failures.is_empty() {
+            why = format!("{why}: {}", failures.join("; "));
+        }
         return match written.and_then(|b| serde_json::from_slice(&b).ok()) {
             Some(partial) => Err(Partial(partial, why).into()),
             None => bail!("{why}"),
         };
     }
     serde_json::from_slice(&written.unwrap_or_default()).context("reading the benchmark's JSON")
+}
+
+/// Runs the benchmark, its stderr passed on line by line as it comes (the
+/// progress the host shows) and its failed ops' lines kept for the reason.
+fn status_and_failures(cmd: &mut Command) -> Result<(std::process::ExitStatus, Vec<String>)> {
+    let mut child = cmd
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("starting the benchmark")?;
+    let stderr = child.stderr.take().context("the benchmark's stderr")?;
+    let mut failures = Vec::new();
+    for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+        eprintln!("{line}");
+        if line.contains(" FAILED: ") {
+            failures.push(line.trim_start_matches("bench: ").to_string());
+        }
+    }
+    Ok((child.wait()?, failures))
 }
 
 /// A benchmark that failed after writing the figures of the ops that did not.

@@ -132,7 +132,13 @@ fn one_op(plan: &GuestPlan, op: &str) -> Result<BenchResult> {
     wait_gone(&traced_comm());
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
-        bail!("{} ({})", stderr.lines().last().unwrap_or(""), out.status);
+        // The op's own failure says more than the bench's summary after it.
+        let why = stderr
+            .lines()
+            .find_map(|l| l.split_once(" FAILED: ").map(|x| x.1))
+            .or(stderr.lines().last())
+            .unwrap_or("");
+        bail!("{why} ({})", out.status);
     }
     serde_json::from_slice(&out.stdout).context("reading the benchmark's JSON")
 }

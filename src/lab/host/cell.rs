@@ -28,8 +28,9 @@ pub struct CellJob {
     pub machine: Machine,
     /// The unpacked nginx binary on the host, for the `web` ops.
     pub nginx: Option<PathBuf>,
-    /// The `build` op's compiler, headers and sources: (host, guest) paths.
-    pub build_files: Vec<(PathBuf, String)>,
+    /// The workload's own files: the `build` op's compiler, headers and
+    /// sources, the user's --workload program. (host, guest) paths.
+    pub workload_files: Vec<(PathBuf, String)>,
 }
 
 /// Runs the cell; never fails: a failure is a cell result with its reason.
@@ -290,7 +291,7 @@ fn guest_files(job: &CellJob, work: &Path) -> Result<(Vec<Entry>, u64)> {
     if let Some(nginx) = &job.nginx {
         add_program(&mut entries, nginx, guest_plan::NGINX)?;
     }
-    for (host, guest) in &job.build_files {
+    for (host, guest) in &job.workload_files {
         if !entries
             .iter()
             .any(|e| Path::new("/").join(&e.guest) == Path::new(guest))

@@ -42,7 +42,7 @@ pub fn execute_in(
     guests: Option<u32>,
     fetching: ExitNow,
 ) -> Result<RunOutcome> {
-    let extras = Extras::ensure(&plan.options.ops, &plan.paths.cache_dir)?;
+    let extras = Extras::ensure(&plan.options, &plan.paths.cache_dir)?;
     let cells = jobs::lay_out(plan, &extras, &dir)?;
     let cancel = fetching.into_stop_flag()?;
     let progress = Progress::new(cells.jobs.len() + cells.decided.len(), cells.decided.len());

@@ -1,12 +1,14 @@
 //! The cells of a matrix, decided before any boots: a job for each cell a
 //! guest runs, and at once a result for each a kernel cannot run.
 use std::{
-    path::Path,
+    path::{Path, PathBuf},
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
 use anyhow::Result;
 
+use crate::base::error::usage;
+use crate::lab::guest_plan::USER_WORKLOAD;
 use crate::lab::{
     guest_plan::GuestPlan,
     host::buildkit::{self, BuildKit},
@@ -17,6 +19,7 @@ use crate::lab::{
     results::{CellResult, CellStatus, ResultsDir, RunOptions, CELL_SCHEMA},
     spec,
 };
+use crate::model::bench::WorkloadProgram;
 use crate::model::options::LabOptions;
 use crate::vm::{kernel, Machine};
 
@@ -26,10 +29,18 @@ pub struct Extras {
     web: bool,
     nginx: Option<Nginx>,
     kit: Option<BuildKit>,
+    /// The user's --workload program on the host, checked against its sha256.
+    workload: Option<PathBuf>,
 }
 
 impl Extras {
-    pub fn ensure(ops: &str, cache: &Path) -> Result<Self> {
+    pub fn ensure(options: &LabOptions, cache: &Path) -> Result<Self> {
+        let ops = options.ops.as_str();
+        let workload = options
+            .workload
+            .as_ref()
+            .map(checked_workload)
+            .transpose()?;
         let web = crate::bench::needs_web_server(ops)?;
         let nginx = if web {
             Some(nginx::ensure(cache)?)
@@ -41,8 +52,40 @@ impl Extras {
         } else {
             None
         };
-        Ok(Self { web, nginx, kit })
+        Ok(Self {
+            web,
+            nginx,
+            kit,
+            workload,
+        })
     }
+
+    /// The workload's own files for the guest: (host, guest) paths.
+    fn files(&self) -> Vec<(PathBuf, String)> {
+        let mut files = self
+            .kit
+            .as_ref()
+            .map(|k| k.files.clone())
+            .unwrap_or_default();
+        if let Some(w) = &self.workload {
+            files.push((w.clone(), USER_WORKLOAD.into()));
+        }
+        files
+    }
+}
+
+/// The --workload program, if it is still what the run recorded (a plan
+/// file or a rerun may come long after).
+fn checked_workload(w: &WorkloadProgram) -> Result<PathBuf> {
+    let path = PathBuf::from(&w.path);
+    let now = crate::base::digest::sha256_file(&path)?;
+    if now != w.sha256 {
+        return Err(usage(format!(
+            "--workload {} changed since the run recorded it (sha256 {} now, {} then): restore it or start a new run",
+            w.path, now, w.sha256
+        )));
+    }
+    Ok(path)
 }
 
 /// The jobs to boot, with the result each starts from, and the cells
@@ -122,11 +165,7 @@ fn job(
         config: c.clone(),
         machine,
         nginx: extras.nginx.as_ref().map(|n| n.binary.clone()),
-        build_files: extras
-            .kit
-            .as_ref()
-            .map(|k| k.files.clone())
-            .unwrap_or_default(),
+        workload_files: extras.files(),
     }
 }
 
@@ -143,6 +182,14 @@ fn bench_args(args: &LabOptions) -> Vec<String> {
     ];
     if let Some(n) = args.iterations {
         v.extend(["--iterations".into(), n.to_string()]);
+    }
+    if let Some(w) = &args.workload {
+        v.extend([
+            "--workload".into(),
+            USER_WORKLOAD.into(),
+            "--workload-timeout".into(),
+            w.timeout_s.to_string(),
+        ]);
     }
     v
 }
