@@ -1225,7 +1225,12 @@ fn paper_calls_prove_their_work_and_fit_the_descriptor_limit() {
     assert_eq!(listing(&dir), Vec::<String>::new(), "files left behind");
     for op in ["close", "creat"] {
         let out = Command::new("sh")
-            .args(["-c", "ulimit -n 100 && exec \"$0\" \"$@\"", LSMPMON])
+            // As root the op raises its hard limit: not without CAP_SYS_RESOURCE.
+            .args([
+                "-c",
+                "ulimit -n 100 && exec setpriv --bounding-set=-sys_resource --inh-caps=-sys_resource \"$0\" \"$@\"",
+                LSMPMON,
+            ])
             .args(["bench", "--ops", op, "--samples", "1", "--sample-ms", "20"])
             .args(["--dir", dir.to_str().unwrap()])
             .output()
@@ -1405,6 +1410,18 @@ fn a_failing_or_hanging_workload_fails_its_op_and_leaves_nothing() {
         "the workload's child {child} outlived it"
     );
     assert_eq!(listing(&dir), Vec::<String>::new(), "files left behind");
+    // A child that leaves the group (a new session) and outlives the run:
+    // killed after the sample; the op itself passes.
+    let escaped = progs.join("escaped.pid");
+    let leaves = script(
+        &progs,
+        "leaves",
+        &format!("setsid sleep 1000 & echo $! > {}", escaped.display()),
+    );
+    let out = run(&leaves, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let child: i32 = std::fs::read_to_string(&escaped).unwrap().trim().parse().unwrap();
+    assert!(!running_after(child, 5), "{child} left the group and outlived the sample");
     // SIGTERM while it runs: the bench stops within a second or two.
     std::fs::remove_file(&pidfile).unwrap();
     let a = args(&hangs, &[]);

@@ -23,6 +23,9 @@ pub struct BenchArgs {
     #[arg(long = "workload-timeout", value_name = "S", default_value_t = 600,
         value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub workload_timeout_s: u64,
+    /// The program's sha256, taken before anything runs.
+    #[arg(skip)]
+    pub workload_sha256: Option<String>,
     /// Where file operations run: each op gets a fresh private directory
     /// DIR/<op>.XXXXXX, removed after; DIR is left as it was (made 0700 and
     /// removed if missing). Refused if another user could change it. Keep it
@@ -95,7 +98,7 @@ impl BenchArgs {
             dir_path: None,
             workload: self.workload.as_ref().map(|p| WorkloadProgram {
                 path: p.display().to_string(),
-                sha256: crate::base::digest::sha256_file(p).unwrap_or_default(),
+                sha256: self.workload_sha256.clone().unwrap_or_default(),
                 timeout_s: self.workload_timeout_s,
             }),
         }

@@ -43,7 +43,10 @@ fn other_workload(base: &BenchResult, args: &BenchArgs) -> Result<Option<String>
     let (Some(b), Some(p)) = (&base.options.workload, &args.workload) else {
         return Ok(None);
     };
-    let now = crate::base::digest::sha256_file(p)?;
+    let now = match &args.workload_sha256 {
+        Some(h) => h.clone(),
+        None => crate::base::digest::sha256_file(p)?,
+    };
     let short = |h: &str| h.chars().take(12).collect::<String>();
     Ok((now != b.sha256).then(|| {
         format!(

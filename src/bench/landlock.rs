@@ -27,13 +27,18 @@ const SYSTEM_DIRS: &[&str] = &[
 /// Confines this process (and what it forks) to `work_dir` plus read and
 /// execute access to the system, then proves a write elsewhere is denied.
 pub fn enter(work_dir: &Path) -> Result<LandlockInfo> {
-    enter_with(work_dir, false)
+    enter_with(work_dir, false, None)
 }
 
 /// As `enter`; `made_by_bench`: bench made `work_dir` and removes it at
-/// the end, which needs the right to remove a directory in its parent.
-pub fn enter_with(work_dir: &Path, made_by_bench: bool) -> Result<LandlockInfo> {
-    let status = ruleset(work_dir, made_by_bench)?
+/// the end, which needs the right to remove a directory in its parent;
+/// `program`: the --workload program, wherever it lies, may run.
+pub fn enter_with(
+    work_dir: &Path,
+    made_by_bench: bool,
+    program: Option<&Path>,
+) -> Result<LandlockInfo> {
+    let status = ruleset(work_dir, made_by_bench, program)?
         .restrict_self()
         .context("landlock_restrict_self")?;
     let (abi, effective) = kernel_abi(&status)?;
@@ -49,7 +54,7 @@ pub fn enter_with(work_dir: &Path, made_by_bench: bool) -> Result<LandlockInfo> 
 /// The ruleset: all of `work_dir`, the system to read and execute,
 /// lsmpmon itself and the fork ops' helper (wherever they lie) and the
 /// devices the ops use.
-fn ruleset(work_dir: &Path, made_by_bench: bool) -> Result<RulesetCreated> {
+fn ruleset(work_dir: &Path, made_by_bench: bool, program: Option<&Path>) -> Result<RulesetCreated> {
     let all = AccessFs::from_all(HANDLED_UP_TO);
     let mut ruleset = Ruleset::default()
         .handle_access(all)
@@ -67,7 +72,8 @@ fn ruleset(work_dir: &Path, made_by_bench: bool) -> Result<RulesetCreated> {
         ruleset = allow(ruleset, Path::new(dir), READ_EXEC)?;
     }
     let programs = std::env::current_exe().ok().into_iter();
-    for program in programs.chain(super::forker::helper_path()) {
+    let user = program.map(Path::to_path_buf);
+    for program in programs.chain(super::forker::helper_path()).chain(user) {
         ruleset = allow(ruleset, &program, AccessFs::Execute | AccessFs::ReadFile)?;
     }
     let devices = make_bitflags!(AccessFs::{ReadFile | WriteFile | ReadDir | IoctlDev});

@@ -52,6 +52,7 @@ pub fn main(mut args: BenchArgs) -> Result<i32> {
     args.ops = ops::with_workload(&args.ops, args.workload.is_some())?;
     if let Some(p) = &args.workload {
         let program = ops::workload::check_program(p).map_err(crate::base::error::usage)?;
+        args.workload_sha256 = Some(crate::base::digest::sha256_file(&program)?);
         args.workload = Some(program);
     }
     let selected = ops::select(&args.ops)?;
@@ -67,7 +68,7 @@ pub fn main(mut args: BenchArgs) -> Result<i32> {
         host::pin(cpu)?;
     }
     let landlock = if args.landlock {
-        let info = landlock::enter_with(work.root(), work.made_root())?;
+        let info = landlock::enter_with(work.root(), work.made_root(), args.workload.as_deref())?;
         crate::say!("bench: Landlock ABI {} enforcing: {}", info.abi, info.proof);
         Some(info)
     } else {

@@ -121,22 +121,25 @@ pub struct RerunArgs {
 impl RunArgs {
     /// The request: lists split (each name once, in order), options typed.
     pub fn request(&self) -> Result<Request> {
+        let options = LabOptions {
+            ops: crate::bench::with_workload(&self.ops, self.workload.is_some())?,
+            workload: self.workload_program()?,
+            samples: self.samples as usize,
+            sample_ms: self.sample_ms as f64,
+            iterations: self.iterations,
+            trace: self.trace,
+            memory_mb: self.memory_mb,
+            timeout_s: self.timeout_s,
+            bench_dir: self.bench_dir.clone(),
+        };
+        // What a plan file or a rerun is held to, checked before anything boots.
+        options.check().map_err(usage)?;
         Ok(Request {
             kernels: split_list(&self.kernels),
             flavour: self.flavour.clone(),
             configs: split_list(&self.configs),
             cpus: cpu_counts(&self.cpus)?,
-            options: LabOptions {
-                ops: crate::bench::with_workload(&self.ops, self.workload.is_some())?,
-                workload: self.workload_program()?,
-                samples: self.samples as usize,
-                sample_ms: self.sample_ms as f64,
-                iterations: self.iterations,
-                trace: self.trace,
-                memory_mb: self.memory_mb,
-                timeout_s: self.timeout_s,
-                bench_dir: self.bench_dir.clone(),
-            },
+            options,
             draws: Draws {
                 first: 0,
                 count: self.draws,

@@ -162,6 +162,8 @@ pub enum Alike {
         kaslr: bool,
         bench_dir: String,
         cpus: u32,
+        /// The --workload program's sha256: another program is another op.
+        workload: Option<String>,
     },
     /// A single bench or trace result: the same kernel release, machine,
     /// time mode, samples and rounds (a trace has neither).
@@ -172,6 +174,7 @@ pub enum Alike {
         time: TimeMode,
         samples: Option<usize>,
         iterations: Option<u64>,
+        workload: Option<String>,
     },
 }
 
@@ -213,6 +216,7 @@ impl Alike {
             kaslr: o.kaslr,
             bench_dir: o.lab.bench_dir.clone(),
             cpus: o.cpus,
+            workload: o.lab.workload.as_ref().map(|w| w.sha256.clone()),
         }
     }
 
@@ -221,14 +225,20 @@ impl Alike {
             &Origin::of_bench(&b.provenance),
             Some(b.options.samples),
             b.options.iterations,
+            b.options.workload.as_ref().map(|w| w.sha256.clone()),
         )
     }
 
     pub fn of_trace(t: &TraceResult) -> Self {
-        Self::single(&Origin::of_trace(&t.provenance), None, None)
+        Self::single(&Origin::of_trace(&t.provenance), None, None, None)
     }
 
-    fn single(o: &Origin, samples: Option<usize>, iterations: Option<u64>) -> Self {
+    fn single(
+        o: &Origin,
+        samples: Option<usize>,
+        iterations: Option<u64>,
+        workload: Option<String>,
+    ) -> Self {
         Alike::Single {
             kernel_release: o.kernel_release.clone(),
             hostname: o.hostname.clone(),
@@ -236,6 +246,7 @@ impl Alike {
             time: o.time,
             samples,
             iterations,
+            workload,
         }
     }
 }

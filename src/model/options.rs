@@ -97,12 +97,35 @@ impl LabOptions {
         ];
         match checks.into_iter().find(|(bad, _)| *bad) {
             Some((_, why)) => Err(why),
-            None => bench_dir(&self.bench_dir)
-                .map(drop)
-                .map_err(|e| format!("bench directory: {e}")),
+            None => {
+                bench_dir(&self.bench_dir).map_err(|e| format!("bench directory: {e}"))?;
+                self.check_workload()
+            }
+        }
+    }
+
+    /// A program exactly when the ops name its op, and a timeout that fails
+    /// the op before the guest's own timeout kills the whole cell.
+    fn check_workload(&self) -> Result<(), String> {
+        let named = self.ops.split(',').any(|o| o.trim() == WORKLOAD_OP);
+        match (&self.workload, named) {
+            (None, true) => Err(format!("ops name `{WORKLOAD_OP}` but no --workload program is given")),
+            (Some(_), false) => Err(format!("a --workload program is given but the ops do not name `{WORKLOAD_OP}`")),
+            (Some(w), true) if !WORKLOAD_TIMEOUT_S.contains(&w.timeout_s) || w.timeout_s >= self.timeout_s => Err(format!(
+                "--workload-timeout {} s: 1 to {}, and below the guest's --timeout {} s (a hung program must fail its op, not the whole cell)",
+                w.timeout_s,
+                WORKLOAD_TIMEOUT_S.end(),
+                self.timeout_s
+            )),
+            _ => Ok(()),
         }
     }
 }
+
+/// The op `--workload` adds (bench's `workload::OP`; the model cannot see the bench).
+const WORKLOAD_OP: &str = "workload";
+/// Seconds one run of a --workload program may last.
+pub const WORKLOAD_TIMEOUT_S: std::ops::RangeInclusive<u64> = 1..=86_400;
 
 fn in_range(n: u64, r: &std::ops::RangeInclusive<u32>) -> bool {
     (*r.start() as u64..=*r.end() as u64).contains(&n)
@@ -175,6 +198,24 @@ mod tests {
         refused(&|o| o.iterations = Some(0), "iterations Some(0)");
         refused(&|o| o.memory_mb = 255, "memory 255 MiB");
         refused(&|o| o.timeout_s = 9, "timeout 9 s");
+        refused(&|o| o.ops = "null,workload".into(), "no --workload program");
+        let program = |timeout_s| crate::model::bench::WorkloadProgram {
+            path: "/w".into(),
+            sha256: "0".repeat(64),
+            timeout_s,
+        };
+        refused(&|o| o.workload = Some(program(60)), "the ops do not name `workload`");
+        refused(
+            &|o| {
+                o.ops = "workload".into();
+                o.workload = Some(program(1800));
+            },
+            "below the guest's --timeout 1800 s",
+        );
+        let mut fine = options();
+        fine.ops = "null,workload".into();
+        fine.workload = Some(program(600));
+        assert_eq!(fine.check(), Ok(()));
         refused(&|o| o.bench_dir = "/proc/x".into(), "guest mounts");
         refused(&|o| o.bench_dir = "/a/../etc".into(), "absolute directory");
     }

@@ -22,40 +22,75 @@ pub fn ops() -> Vec<OpDef> {
     )
 }
 
-/// Descriptors a process may hold at once, raised to its hard limit: the
-/// ops hold one per iteration of a sample.
-fn open_files_limit() -> Result<u64> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: a valid rlimit to fill.
-    check(
-        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }.into(),
-        "getrlimit",
-    )?;
-    if lim.rlim_cur < lim.rlim_max {
-        lim.rlim_cur = lim.rlim_max;
-        // SAFETY: raising the soft limit to the hard one is always allowed.
+/// The descriptor limit during a `close` or `creat` sample: raised (the
+/// soft limit to the hard one, and as root the hard one to the kernel's
+/// `nr_open`: a guest's is 4096), and put back as it was after, so that
+/// other ops and their children run with the limits they were given.
+struct FdLimit {
+    was: libc::rlimit,
+    now: u64,
+}
+
+impl FdLimit {
+    fn raise() -> Result<Self> {
+        let mut was = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: a valid rlimit to fill.
         check(
-            unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) }.into(),
-            "setrlimit",
+            unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut was) }.into(),
+            "getrlimit",
         )?;
+        let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        let mut want = libc::rlimit {
+            rlim_cur: was.rlim_max.max(nr_open),
+            rlim_max: was.rlim_max.max(nr_open),
+        };
+        // SAFETY: a valid rlimit; raising the hard limit needs root.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) } != 0 {
+            want.rlim_cur = was.rlim_max;
+            want.rlim_max = was.rlim_max;
+            // SAFETY: raising the soft limit to the hard one is always allowed.
+            check(
+                unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) }.into(),
+                "setrlimit",
+            )?;
+        }
+        Ok(Self {
+            was,
+            now: want.rlim_cur,
+        })
     }
-    Ok(lim.rlim_cur)
+
+    /// Keeps the raised limit in `keep` for a sample of `iters` new
+    /// descriptors, or refuses one that would not fit beside those the
+    /// process holds (the limit then put back at once).
+    fn check_room(self, op: &str, iters: u64, keep: &mut Option<FdLimit>) -> Result<()> {
+        let held = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64);
+        if held + iters + SPARE_FDS > self.now {
+            bail!(
+                "{op}: a sample of {iters} calls needs as many open descriptors, beside the {held} held, above this process's limit of {}: raise `ulimit -Hn` or lower --sample-ms",
+                self.now
+            );
+        }
+        *keep = Some(self);
+        Ok(())
+    }
 }
 
-/// Descriptors left for whatever else the process holds.
-const SPARE_FDS: u64 = 64;
-
-fn check_room(op: &str, iters: u64, limit: u64) -> Result<()> {
-    if iters + SPARE_FDS > limit {
-        bail!(
-            "{op}: a sample of {iters} calls needs as many open descriptors, above this process's limit of {limit}: raise `ulimit -Hn` or lower --sample-ms"
-        );
+impl Drop for FdLimit {
+    fn drop(&mut self) {
+        // SAFETY: the limits as they were (root may raise them again).
+        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &self.was) };
     }
-    Ok(())
 }
+
+/// Descriptors left for what else the process opens meanwhile.
+const SPARE_FDS: u64 = 16;
 
 fn c_path(p: &std::path::Path) -> Result<CString> {
     Ok(CString::new(p.as_os_str().as_encoded_bytes())?)
@@ -80,7 +115,7 @@ struct Close {
     path: CString,
     file: PathBuf,
     fds: Vec<RawFd>,
-    limit: u64,
+    limit: Option<FdLimit>,
 }
 
 impl Close {
@@ -91,14 +126,15 @@ impl Close {
             path: c_path(&file)?,
             file,
             fds: Vec::new(),
-            limit: open_files_limit()?,
+            limit: None,
         })
     }
 }
 
 impl Bench for Close {
     fn prepare(&mut self, iters: u64) -> Result<()> {
-        check_room("close", iters, self.limit)?;
+        FdLimit::raise()?.check_room("close", iters, &mut self.limit)?;
+        self.fds.reserve(iters as usize);
         for _ in 0..iters {
             // SAFETY: valid path; the descriptor is kept in self.fds.
             let fd = unsafe { libc::open(self.path.as_ptr(), libc::O_RDONLY | libc::O_NOFOLLOW) };
@@ -114,7 +150,9 @@ impl Bench for Close {
     }
 
     fn finish(&mut self) -> Result<()> {
-        close_all(&mut self.fds)
+        let closed = close_all(&mut self.fds);
+        self.limit = None;
+        closed
     }
 }
 
@@ -131,7 +169,7 @@ struct Creat {
     dir: PathBuf,
     names: Vec<CString>,
     fds: Vec<RawFd>,
-    limit: u64,
+    limit: Option<FdLimit>,
 }
 
 impl Creat {
@@ -140,7 +178,7 @@ impl Creat {
             dir: c.dir.clone(),
             names: Vec::new(),
             fds: Vec::new(),
-            limit: open_files_limit()?,
+            limit: None,
         })
     }
 
@@ -157,7 +195,8 @@ impl Creat {
 
 impl Bench for Creat {
     fn prepare(&mut self, iters: u64) -> Result<()> {
-        check_room("creat", iters, self.limit)?;
+        FdLimit::raise()?.check_room("creat", iters, &mut self.limit)?;
+        self.fds.reserve(iters as usize);
         self.names = (0..iters)
             .map(|i| c_path(&self.dir.join(format!("c{i}"))))
             .collect::<Result<_>>()?;
@@ -180,7 +219,9 @@ impl Bench for Creat {
         // Only files this op made are removed: a name it could not create
         // (the error above) is not in fds, and unlink would report it.
         self.names.truncate(self.fds.len());
-        self.remove_all()?;
+        let removed = self.remove_all();
+        self.limit = None;
+        removed?;
         if std::fs::read_dir(&self.dir)?.next().is_some() {
             bail!("files left behind in {}", self.dir.display());
         }

@@ -1,12 +1,16 @@
 //! `--workload FILE`: the user's own program as an op. One op = one run of
 //! the program (fork, exec, wait), in the op's private directory, stdin
-//! from /dev/null, its output to a file there. A run that exits non-zero,
-//! dies of a signal or outlives --workload-timeout fails the op with the
-//! tail of its output; whatever it started (its process group) is killed
-//! after every run, so nothing it leaves behind runs into the next sample.
+//! from /dev/null, its output appended to one file there (opened once,
+//! untimed). A run that exits non-zero, dies of a signal or outlives
+//! --workload-timeout fails the op with the end of its output. Its process
+//! group is killed after every run; what left the group (a new session) is
+//! adopted by the bench (a subreaper during the op's samples) and killed
+//! after each sample; and the program dies with the bench (parent-death
+//! signal).
 use std::{
     fs,
     os::fd::{AsRawFd, FromRawFd, OwnedFd},
+    os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt},
     os::unix::process::{CommandExt, ExitStatusExt},
     path::{Path, PathBuf},
     process::{Child, Command, ExitStatus, Stdio},
@@ -15,12 +19,19 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 
+use crate::base::secure_fs::{euid, trusted_path};
 use crate::bench::interrupt::requested_now;
 use crate::bench::op::{group, Bench, Ctx, OpDef, Unit, Work};
 
 pub const OP: &str = "workload";
 /// Bytes of the program's output a failure quotes.
-const TAIL_BYTES: usize = 2048;
+const TAIL_BYTES: u64 = 2048;
+/// Output the runs of one sample may write before the op fails (the file
+/// is on the benchmark's file system, often a tmpfs).
+const MAX_OUTPUT_BYTES: u64 = 64 << 20;
+/// How often a wait looks at Ctrl-C / SIGTERM (a signal that came just
+/// before the wait began interrupts nothing).
+const STOP_CHECK: Duration = Duration::from_secs(1);
 
 pub fn ops() -> Vec<OpDef> {
     group(
@@ -33,8 +44,20 @@ pub fn ops() -> Vec<OpDef> {
 struct Workload {
     program: PathBuf,
     dir: PathBuf,
-    output: PathBuf,
+    /// The runs' output, appended (opened once, never reopened: what the
+    /// program does to its name changes nothing here).
+    output: fs::File,
     timeout: Duration,
+    /// The bench's children before the sample (other ops' helpers): not
+    /// the workload's to kill.
+    children_before: Vec<libc::pid_t>,
+}
+
+/// How a run's wait ended.
+enum Wait {
+    Exited,
+    TimedOut,
+    Interrupted,
 }
 
 impl Workload {
@@ -42,69 +65,100 @@ impl Workload {
         let Some(program) = &c.workload else {
             bail!("the workload op runs the program --workload names: give --workload FILE");
         };
+        let path = c.dir.join(".workload-output");
+        let output = fs::OpenOptions::new()
+            .append(true)
+            .read(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+            .with_context(|| format!("creating {}", path.display()))?;
         Ok(Self {
             program: program.clone(),
             dir: c.dir.clone(),
-            output: c.dir.join(".workload-output"),
+            output,
             timeout: Duration::from_secs(c.workload_timeout_s),
+            children_before: Vec::new(),
         })
     }
 
     fn start(&self) -> Result<Child> {
-        let out = fs::File::create(&self.output)
-            .with_context(|| format!("creating {}", self.output.display()))?;
-        Command::new(&self.program)
-            .current_dir(&self.dir)
+        let mut cmd = Command::new(&self.program);
+        cmd.current_dir(&self.dir)
             .stdin(Stdio::null())
-            .stdout(out.try_clone()?)
-            .stderr(out)
-            .process_group(0)
-            .spawn()
+            .stdout(self.output.try_clone()?)
+            .stderr(self.output.try_clone()?)
+            .process_group(0);
+        // SAFETY: prctl only, async-signal-safe, between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            })
+        };
+        cmd.spawn()
             .with_context(|| format!("starting the workload {}", self.program.display()))
     }
 
-    /// One run, to its end or its timeout; its process group killed after.
+    /// One run, to its end or its timeout. Its group is killed while the
+    /// leader is still unreaped (its pid, the group's id, cannot be reused).
     fn run_once(&self) -> Result<()> {
+        // lseek: no LSM hook, nothing added to what the run is charged.
+        let from = (&self.output).seek_end()?;
         let mut child = self.start()?;
         let pgid = child.id() as libc::pid_t;
         let waited = wait_until(&mut child, self.timeout);
-        // SAFETY: signalling the process group the child leads; ESRCH
-        // (nothing left) is the usual answer.
+        // SAFETY: signalling the group the unreaped child leads.
         unsafe { libc::kill(-pgid, libc::SIGKILL) };
-        let status = match waited? {
-            Wait::Exited(s) => s,
-            Wait::TimedOut => {
-                let _ = child.wait();
-                bail!(
-                    "the workload ran longer than --workload-timeout {} s and was killed{}",
-                    self.timeout.as_secs(),
-                    self.tail()
-                );
-            }
-            Wait::Interrupted => {
-                let _ = child.wait();
-                bail!("interrupted");
-            }
-        };
+        if !matches!(waited, Ok(Wait::Exited)) {
+            // It may have left its group: the leader itself, too.
+            let _ = child.kill();
+        }
+        let status = child.wait()?;
+        match waited? {
+            Wait::Exited => {}
+            Wait::TimedOut => bail!(
+                "the workload ran longer than --workload-timeout {} s and was killed{}",
+                self.timeout.as_secs(),
+                self.tail(from)
+            ),
+            Wait::Interrupted => bail!("interrupted"),
+        }
         if !status.success() {
-            bail!("the workload {}{}", describe(status), self.tail());
+            bail!("the workload {}{}", describe(status), self.tail(from));
         }
         Ok(())
     }
 
-    /// The end of the program's output, as a failure quotes it.
-    fn tail(&self) -> String {
-        let Ok(bytes) = fs::read(&self.output) else {
+    /// The end of what the run wrote from offset `from`, as a failure quotes it.
+    fn tail(&self, from: u64) -> String {
+        let Ok(end) = self.output.metadata().map(|m| m.len()) else {
             return String::new();
         };
-        let start = bytes.len().saturating_sub(TAIL_BYTES);
-        let text = String::from_utf8_lossy(&bytes[start..]);
-        let text = text.trim();
-        if text.is_empty() {
+        let start = from.max(end.saturating_sub(TAIL_BYTES));
+        let mut buf = vec![0u8; (end.saturating_sub(start)) as usize];
+        let n = self.output.read_at(&mut buf, start).unwrap_or(0);
+        let text = String::from_utf8_lossy(&buf[..n]);
+        let lines: Vec<&str> = text.trim().lines().collect();
+        if lines.is_empty() {
             return ": it printed nothing".into();
         }
-        let lines: Vec<&str> = text.lines().collect();
         format!(": its output ended: {}", lines.join(" | "))
+    }
+}
+
+trait SeekEnd {
+    fn seek_end(self) -> Result<u64>;
+}
+
+impl SeekEnd for &fs::File {
+    fn seek_end(self) -> Result<u64> {
+        use std::io::Seek;
+        let mut f = self;
+        Ok(f.seek(std::io::SeekFrom::End(0))?)
     }
 }
 
@@ -116,29 +170,17 @@ fn describe(status: ExitStatus) -> String {
     }
 }
 
-/// How often a wait looks at Ctrl-C / SIGTERM (a signal that came just
-/// before the wait began interrupts nothing).
-const STOP_CHECK: Duration = Duration::from_secs(1);
-
-/// Why a run ended early.
-enum Wait {
-    Exited(ExitStatus),
-    TimedOut,
-    Interrupted,
-}
-
-/// Waits for the child's exit up to `timeout`, on a pidfd: no helper
-/// thread inside the timed run, one wakeup a second.
+/// Waits for the child's exit (left unreaped) up to `timeout`, on a pidfd:
+/// no helper thread inside the timed run, one wakeup a second.
 fn wait_until(child: &mut Child, timeout: Duration) -> Result<Wait> {
-    // SAFETY: pidfd_open on our own child; the result is checked.
+    let deadline = Instant::now() + timeout;
+    // SAFETY: pidfd_open on our own, unreaped child; the result is checked.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id(), 0) };
     if fd < 0 {
-        // Before Linux 5.3: no pidfd. Wait without a timeout.
-        return Ok(Wait::Exited(child.wait()?));
+        return wait_polling(child, deadline);
     }
     // SAFETY: a descriptor pidfd_open just returned, owned here.
     let pidfd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-    let deadline = Instant::now() + timeout;
     loop {
         if requested_now() {
             return Ok(Wait::Interrupted);
@@ -155,12 +197,106 @@ fn wait_until(child: &mut Child, timeout: Duration) -> Result<Wait> {
         let ms = left.min(STOP_CHECK).as_millis().max(1) as i32;
         // SAFETY: one valid pollfd.
         if unsafe { libc::poll(&mut pfd, 1, ms) } > 0 {
-            return Ok(Wait::Exited(child.wait()?));
+            return Ok(Wait::Exited);
         }
     }
 }
 
+/// Without pidfds (before Linux 5.3, or refused by a seccomp filter): looks
+/// every millisecond, without reaping (waitid WNOWAIT).
+fn wait_polling(child: &Child, deadline: Instant) -> Result<Wait> {
+    loop {
+        // SAFETY: a zeroed siginfo for waitid to fill.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waiting, without reaping, on our own child.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                child.id(),
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        // SAFETY: si_pid is set by waitid when a child changed state.
+        if r == 0 && unsafe { info.si_pid() } != 0 {
+            return Ok(Wait::Exited);
+        }
+        if r < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            bail!(
+                "waiting for the workload: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        if requested_now() {
+            return Ok(Wait::Interrupted);
+        }
+        if Instant::now() >= deadline {
+            return Ok(Wait::TimedOut);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Whether orphans of what the bench starts become the bench's children
+/// (so that the op can find and kill what left the workload's group).
+fn subreaper(on: bool) -> Result<()> {
+    // SAFETY: prctl with integer arguments.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, on as libc::c_ulong) } != 0 {
+        bail!(
+            "prctl(PR_SET_CHILD_SUBREAPER): {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+/// Kills and reaps what the workload left behind outside its group: the
+/// bench's children that were not there before the sample (the op's own
+/// child is reaped by then; only one op samples at a time).
+fn kill_adopted(before: &[libc::pid_t]) {
+    let me = std::process::id().to_string();
+    for _ in 0..10 {
+        let mut adopted = children_of(&me);
+        adopted.retain(|p| !before.contains(p));
+        if adopted.is_empty() {
+            return;
+        }
+        for pid in &adopted {
+            // SAFETY: our own child, unreaped (its pid cannot be reused).
+            unsafe { libc::kill(*pid, libc::SIGKILL) };
+        }
+        for pid in adopted {
+            // SAFETY: reaping our own child.
+            unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+        }
+    }
+}
+
+/// The pids whose parent is `ppid`, from /proc.
+fn children_of(ppid: &str) -> Vec<libc::pid_t> {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<libc::pid_t>().ok())
+        .filter(|pid| {
+            fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                // The fields after the command name: state, ppid, …
+                s.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1).map(|p| p == ppid))
+                    .unwrap_or(false)
+            })
+        })
+        .collect()
+}
+
 impl Bench for Workload {
+    fn prepare(&mut self, _iters: u64) -> Result<()> {
+        self.children_before = children_of(&std::process::id().to_string());
+        subreaper(true)
+    }
+
     fn run(&mut self, iters: u64) -> Result<Work> {
         for _ in 0..iters {
             self.run_once()?;
@@ -170,19 +306,53 @@ impl Bench for Workload {
             bytes: 0,
         })
     }
+
+    fn finish(&mut self) -> Result<()> {
+        kill_adopted(&self.children_before);
+        subreaper(false)?;
+        let written = self.output.metadata()?.len();
+        if written > MAX_OUTPUT_BYTES {
+            bail!(
+                "the workload wrote {} MiB of output in one sample (at most {} MiB)",
+                written >> 20,
+                MAX_OUTPUT_BYTES >> 20
+            );
+        }
+        self.output.set_len(0)?;
+        Ok(())
+    }
 }
 
-/// The program `--workload` names, if a regular executable file, by its
-/// absolute path (the op runs it from its own directory).
+impl Drop for Workload {
+    fn drop(&mut self) {
+        kill_adopted(&self.children_before);
+        let _ = subreaper(false);
+    }
+}
+
+/// The program `--workload` names, if a regular executable file that only
+/// its owner (root or the caller) can change, in a directory no other user
+/// can change: by its absolute path (the op runs it from its own directory).
 pub fn check_program(path: &Path) -> Result<PathBuf, String> {
     let cannot = |e: std::io::Error| format!("--workload {}: {e}", path.display());
-    let meta = fs::metadata(path).map_err(cannot)?;
-    use std::os::unix::fs::PermissionsExt;
-    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+    let real = fs::canonicalize(path).map_err(cannot)?;
+    let meta = fs::metadata(&real).map_err(cannot)?;
+    if !meta.is_file() || meta.mode() & 0o111 == 0 {
         return Err(format!(
-            "{} is not an executable file: give a script with #! or a static binary (chmod +x)",
+            "--workload {} is not an executable file: give a script with #! or a static binary (chmod +x)",
             path.display()
         ));
     }
-    fs::canonicalize(path).map_err(cannot)
+    let owner_ok = meta.uid() == 0 || meta.uid() == euid();
+    if !owner_ok || meta.mode() & 0o022 != 0 {
+        return Err(format!(
+            "--workload {} (uid {}, mode {:o}) could be changed by another user: make it yours or root's, writable by its owner only",
+            path.display(),
+            meta.uid(),
+            meta.mode() & 0o7777
+        ));
+    }
+    let dir = real.parent().unwrap_or(Path::new("/"));
+    trusted_path(dir).map_err(|e| format!("--workload {}: {e}", path.display()))?;
+    Ok(real)
 }

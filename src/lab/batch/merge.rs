@@ -203,6 +203,8 @@ struct Identity {
     bench_dir: String,
     icount: String,
     memory_mb: u32,
+    /// The --workload program's sha256.
+    workload: Option<String>,
     /// Each layout draw is a cell of its own.
     draw: u32,
 }
@@ -223,6 +225,7 @@ fn identity(c: &TaggedCell) -> Identity {
         bench_dir: o.lab.bench_dir.clone(),
         icount: o.icount.clone(),
         memory_mb: o.lab.memory_mb,
+        workload: o.lab.workload.as_ref().map(|w| w.sha256.clone()),
         draw: o.draw(),
     }
 }

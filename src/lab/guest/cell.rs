@@ -320,7 +320,10 @@ fn status_and_failures(cmd: &mut Command) -> Result<(std::process::ExitStatus, V
         .context("starting the benchmark")?;
     let stderr = child.stderr.take().context("the benchmark's stderr")?;
     let mut failures = Vec::new();
-    for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+    // Bytes, not UTF-8 lines: a stray byte must not stop the relay (the
+    // bench would then die writing to a closed pipe).
+    for line in BufReader::new(stderr).split(b'\n').map_while(Result::ok) {
+        let line = String::from_utf8_lossy(&line);
         eprintln!("{line}");
         if line.contains(" FAILED: ") {
             failures.push(line.trim_start_matches("bench: ").to_string());

@@ -120,12 +120,7 @@ fn ops_of(plan: &GuestPlan) -> String {
 /// One op, confined, measured under the workload's name; returns once its
 /// helpers are gone too (their last calls are the op's).
 fn one_op(plan: &GuestPlan, op: &str) -> Result<BenchResult> {
-    let mut args: Vec<&str> = bench_args(plan, true);
-    match args.iter().position(|a| *a == "--ops") {
-        Some(i) if i + 1 < args.len() => args[i + 1] = op,
-        _ => args.extend(["--ops", op]),
-    }
-    args.extend(["--untimed-name", UNTIMED_NAME]);
+    let args = op_args(bench_args(plan, true), op);
     let out = workload(plan, true, &args)
         .output()
         .context("starting the benchmark")?;
@@ -141,6 +136,29 @@ fn one_op(plan: &GuestPlan, op: &str) -> Result<BenchResult> {
         bail!("{why} ({})", out.status);
     }
     serde_json::from_slice(&out.stdout).context("reading the benchmark's JSON")
+}
+
+/// The bench's command line for `op` alone, under the untimed name.
+fn op_args<'a>(mut args: Vec<&'a str>, op: &'a str) -> Vec<&'a str> {
+    if op != crate::bench::workload::OP {
+        // Another op's run must not gain the workload (bench adds its op
+        // whenever it is given a program).
+        drop_option(&mut args, "--workload");
+        drop_option(&mut args, "--workload-timeout");
+    }
+    match args.iter().position(|a| *a == "--ops") {
+        Some(i) if i + 1 < args.len() => args[i + 1] = op,
+        _ => args.extend(["--ops", op]),
+    }
+    args.extend(["--untimed-name", UNTIMED_NAME]);
+    args
+}
+
+/// Removes `option` and its value from a command line.
+fn drop_option(args: &mut Vec<&str>, option: &str) {
+    if let Some(i) = args.iter().position(|a| *a == option) {
+        args.drain(i..(i + 2).min(args.len()));
+    }
 }
 
 /// Waits (at most `HELPERS_GONE`) until no process is named `comm`.
@@ -168,4 +186,50 @@ fn dump(tracer: u32) -> Result<TraceResult> {
             json.lines().next().unwrap_or("")
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_op_runs_alone_and_only_the_workload_op_gets_the_program() {
+        let all = [
+            "bench",
+            "--ops",
+            "null,workload",
+            "--workload",
+            "/w",
+            "--workload-timeout",
+            "9",
+            "--samples",
+            "1",
+        ];
+        let null = op_args(all.to_vec(), "null");
+        assert_eq!(
+            null,
+            [
+                "bench",
+                "--ops",
+                "null",
+                "--samples",
+                "1",
+                "--untimed-name",
+                UNTIMED_NAME
+            ]
+        );
+        let w = op_args(all.to_vec(), "workload");
+        assert_eq!(
+            &w[..7],
+            [
+                "bench",
+                "--ops",
+                "workload",
+                "--workload",
+                "/w",
+                "--workload-timeout",
+                "9"
+            ]
+        );
+    }
 }

@@ -28,9 +28,10 @@ pub struct CellJob {
     pub machine: Machine,
     /// The unpacked nginx binary on the host, for the `web` ops.
     pub nginx: Option<PathBuf>,
-    /// The workload's own files: the `build` op's compiler, headers and
-    /// sources, the user's --workload program. (host, guest) paths.
-    pub workload_files: Vec<(PathBuf, String)>,
+    /// The `build` op's compiler, headers and sources: (host, guest) paths.
+    pub build_files: Vec<(PathBuf, String)>,
+    /// The user's --workload program, as checked (`guest_plan::USER_WORKLOAD`).
+    pub user_workload: Option<std::sync::Arc<[u8]>>,
 }
 
 /// Runs the cell; never fails: a failure is a cell result with its reason.
@@ -291,13 +292,20 @@ fn guest_files(job: &CellJob, work: &Path) -> Result<(Vec<Entry>, u64)> {
     if let Some(nginx) = &job.nginx {
         add_program(&mut entries, nginx, guest_plan::NGINX)?;
     }
-    for (host, guest) in &job.workload_files {
+    for (host, guest) in &job.build_files {
         if !entries
             .iter()
             .any(|e| Path::new("/").join(&e.guest) == Path::new(guest))
         {
             entries.push(Entry::host(host.clone(), guest, 0o755));
         }
+    }
+    if let Some(program) = &job.user_workload {
+        entries.push(Entry::bytes(
+            guest_plan::USER_WORKLOAD,
+            0o755,
+            program.to_vec(),
+        ));
     }
     entries.push(Entry::bytes(
         guest_plan::PLAN_PATH,

@@ -1,7 +1,8 @@
 //! The cells of a matrix, decided before any boots: a job for each cell a
 //! guest runs, and at once a result for each a kernel cannot run.
 use std::{
-    path::{Path, PathBuf},
+    path::Path,
+    sync::Arc,
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
@@ -29,8 +30,9 @@ pub struct Extras {
     web: bool,
     nginx: Option<Nginx>,
     kit: Option<BuildKit>,
-    /// The user's --workload program on the host, checked against its sha256.
-    workload: Option<PathBuf>,
+    /// The user's --workload program: its bytes, read once and checked
+    /// against the sha256 the run recorded (what every guest gets).
+    workload: Option<Arc<[u8]>>,
 }
 
 impl Extras {
@@ -59,33 +61,20 @@ impl Extras {
             workload,
         })
     }
-
-    /// The workload's own files for the guest: (host, guest) paths.
-    fn files(&self) -> Vec<(PathBuf, String)> {
-        let mut files = self
-            .kit
-            .as_ref()
-            .map(|k| k.files.clone())
-            .unwrap_or_default();
-        if let Some(w) = &self.workload {
-            files.push((w.clone(), USER_WORKLOAD.into()));
-        }
-        files
-    }
 }
 
 /// The --workload program, if it is still what the run recorded (a plan
 /// file or a rerun may come long after).
-fn checked_workload(w: &WorkloadProgram) -> Result<PathBuf> {
-    let path = PathBuf::from(&w.path);
-    let now = crate::base::digest::sha256_file(&path)?;
+fn checked_workload(w: &WorkloadProgram) -> Result<Arc<[u8]>> {
+    let bytes = std::fs::read(&w.path).map_err(|e| usage(format!("--workload {}: {e}", w.path)))?;
+    let now = crate::base::digest::sha256_hex(&bytes);
     if now != w.sha256 {
         return Err(usage(format!(
             "--workload {} changed since the run recorded it (sha256 {} now, {} then): restore it or start a new run",
             w.path, now, w.sha256
         )));
     }
-    Ok(path)
+    Ok(bytes.into())
 }
 
 /// The jobs to boot, with the result each starts from, and the cells
@@ -165,7 +154,12 @@ fn job(
         config: c.clone(),
         machine,
         nginx: extras.nginx.as_ref().map(|n| n.binary.clone()),
-        workload_files: extras.files(),
+        build_files: extras
+            .kit
+            .as_ref()
+            .map(|k| k.files.clone())
+            .unwrap_or_default(),
+        user_workload: extras.workload.clone(),
     }
 }
 
