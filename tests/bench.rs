@@ -1419,9 +1419,20 @@ fn a_failing_or_hanging_workload_fails_its_op_and_leaves_nothing() {
         &format!("setsid sleep 1000 & echo $! > {}", escaped.display()),
     );
     let out = run(&leaves, &[]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let child: i32 = std::fs::read_to_string(&escaped).unwrap().trim().parse().unwrap();
-    assert!(!running_after(child, 5), "{child} left the group and outlived the sample");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let child: i32 = std::fs::read_to_string(&escaped)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        !running_after(child, 5),
+        "{child} left the group and outlived the sample"
+    );
     // SIGTERM while it runs: the bench stops within a second or two.
     std::fs::remove_file(&pidfile).unwrap();
     let a = args(&hangs, &[]);

@@ -1007,7 +1007,7 @@ fn trace_6_1_refuses_preempt_full() {
 }
 
 /// The LSMPMON paper's own syscalls: `close` frees the file it closes (one
-/// file_free per close, no open timed with it), `creat` is the creat syscall
+/// file_free_security per close, no open timed with it), `creat` is the creat syscall
 /// (one inode_create each), `truncate` goes by path (one path_truncate
 /// each). The trace counts only the timed runs (`--untimed-name`), which the
 /// bench reports as `ops_run`.
@@ -1016,7 +1016,7 @@ fn trace_6_1_paper_calls_time_their_own_syscall() {
     let mut script = String::from("mkdir -p /tmp/pb\n");
     for op in ["close", "creat", "truncate"] {
         script.push_str(&format!(
-            "lsmpmon trace --json --syscall-time --hooks 'file_free,file_open,inode_create,path_truncate' \
+            "lsmpmon trace --json --syscall-time --hooks 'file_free_security,file_open,inode_create,path_truncate' \
              --comm lsmpmon -o /tmp/t.json -- lsmpmon bench --json --ops {op} --samples 2 --sample-ms 2 \
              --dir /tmp/pb --untimed-name lsmpmon-setup > /tmp/b.json\n\
              echo \"T{op} $(tr -d '\\n' < /tmp/t.json)\"\necho \"B{op} $(tr -d '\\n' < /tmp/b.json)\"\n"
@@ -1026,7 +1026,7 @@ fn trace_6_1_paper_calls_time_their_own_syscall() {
     // Calls made between exec and taking the untimed name are counted too.
     const STARTUP: u64 = 20;
     for (op, syscall, hook) in [
-        ("close", "close", "file_free"),
+        ("close", "close", "file_free_security"),
         ("creat", "creat", "inode_create"),
         ("truncate", "truncate", "path_truncate"),
     ] {
@@ -1041,7 +1041,12 @@ fn trace_6_1_paper_calls_time_their_own_syscall() {
         );
         // Nothing else is timed with it: no file opened, none created or
         // freed, outside the op's own syscall.
-        for other in ["file_open", "inode_create", "file_free", "path_truncate"] {
+        for other in [
+            "file_open",
+            "inode_create",
+            "file_free_security",
+            "path_truncate",
+        ] {
             let total = t["hooks"]
                 .as_array()
                 .unwrap()

@@ -204,7 +204,10 @@ mod tests {
             sha256: "0".repeat(64),
             timeout_s,
         };
-        refused(&|o| o.workload = Some(program(60)), "the ops do not name `workload`");
+        refused(
+            &|o| o.workload = Some(program(60)),
+            "the ops do not name `workload`",
+        );
         refused(
             &|o| {
                 o.ops = "workload".into();

@@ -27,6 +27,19 @@ fn groups<'a>(runs: &[&'a Run]) -> Vec<(String, Vec<&'a Run>)> {
             None => out.push((key, vec![r])),
         }
     }
+    // One column a kernel: its traced draw (a configuration's other draws,
+    // or its not-applicable cells, would repeat the kernel).
+    for (_, runs) in out.iter_mut().filter(|(k, _)| !k.is_empty()) {
+        let mut kept: Vec<&Run> = Vec::new();
+        for r in runs.iter() {
+            match kept.iter_mut().find(|k| k.kernel == r.kernel) {
+                Some(k) if trace(k).is_none() && trace(r).is_some() => *k = r,
+                Some(_) => {}
+                None => kept.push(r),
+            }
+        }
+        *runs = kept;
+    }
     // A lab configuration on one kernel only has nothing to set side by side.
     out.retain(|(k, v)| k.is_empty() || v.len() > 1);
     out
