@@ -24,6 +24,7 @@ done <<'CFG'
 host-date|--rtc clock=vm
 fixed-date|--rtc clock=vm,base=2000-01-01
 two-cpus|--cpus 2
+four-cpus|--cpus 4
 CFG
 python3 - "$tmp" "$BOOTS" "$(git rev-parse --short HEAD)" "${configs[@]}" > "$out" <<'PY'
 import datetime, json, sys
