@@ -164,6 +164,7 @@ fn bench_dir(plan: &GuestPlan) -> &str {
 
 fn prepare(plan: &GuestPlan) -> Result<()> {
     settle()?;
+    raise_open_files_hard_limit();
     // bench makes its --dir (0700) but not the parents a deep one needs.
     if let Some(parent) = Path::new(bench_dir(plan)).parent() {
         fs::create_dir_all(parent)
@@ -177,6 +178,30 @@ fn prepare(plan: &GuestPlan) -> Result<()> {
     fs::create_dir_all("/usr/libexec")?;
     fs::copy(LSMPMON, WORKLOAD).context("copying the workload")?;
     Ok(())
+}
+
+/// `close` and `creat` hold a descriptor per op of a sample, more than a
+/// guest's 4096; a confined workload may not raise its hard limit (no
+/// CAP_SYS_RESOURCE), so the lab raises it here, unconfined, for what it
+/// starts. The soft limit stays: those ops raise it for their own samples.
+fn raise_open_files_hard_limit() {
+    let Some(nr_open) = fs::read_to_string("/proc/sys/fs/nr_open")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+    else {
+        return;
+    };
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: valid rlimit pointers; a refusal leaves the limit as it was.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_max < nr_open {
+            lim.rlim_max = nr_open;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
 }
 
 /// Runs the configuration's setup script; the spans it marks on its stdout
