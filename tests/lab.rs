@@ -307,7 +307,7 @@ fn paper_ops_rerun_within_half_a_percent() {
         );
         assert_eq!(
             c["guest"]["bench"]["results"].as_array().unwrap().len(),
-            19, // the paper set: read and write apart at three sizes
+            22, // the paper set: read and write apart at three sizes, close, creat, truncate
             "{name}: every paper op"
         );
         reruns_within_half_a_percent(&res, &all, name);
@@ -321,7 +321,10 @@ fn atlas_draws(op: &str) -> std::collections::BTreeMap<String, Vec<f64>> {
     let mut out: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
     for e in std::fs::read_dir(dir).unwrap().flatten() {
         let c = json(&std::fs::read_to_string(e.path()).unwrap());
-        if c["kernel"]["series"] == "6.1" && c["status"] == "passed" {
+        let measured = c["guest"]["bench"]["results"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|o| o["op"] == op));
+        if c["kernel"]["series"] == "6.1" && c["status"] == "passed" && measured {
             let name = c["config"]["name"].as_str().unwrap().to_string();
             out.entry(name).or_default().push(median(&c, op));
         }
@@ -346,7 +349,10 @@ fn within_the_atlas(c: &Value, name: &str) {
     for r in c["guest"]["bench"]["results"].as_array().unwrap() {
         let op = r["op"].as_str().unwrap();
         let all = atlas_draws(op);
-        let mine = &all[name];
+        // An op newer than the atlas (close, creat, truncate) has nothing to judge it.
+        let Some(mine) = all.get(name) else {
+            continue;
+        };
         assert!(mine.len() >= 5, "the atlas has 5 draws of 6.1 {name}");
         let mut sorted = mine.clone();
         sorted.sort_by(f64::total_cmp);
