@@ -415,8 +415,9 @@ fn paper_ops_in_a_6_1_guest() {
     validate("bench.schema.json", &text);
     let r = json(&text);
     assert_eq!(r["provenance"]["time"], "virtual");
-    // paper (19: Unixbench's read and write apart at three sizes) + 3 fork ops.
-    assert_eq!(r["results"].as_array().unwrap().len(), 22);
+    // paper (22: Unixbench's read and write apart at three sizes; close,
+    // creat, truncate) + 3 fork ops.
+    assert_eq!(r["results"].as_array().unwrap().len(), 25);
     // Virtual time: a syscall loop repeats closely even in short samples.
     let null = r["results"]
         .as_array()
@@ -1231,7 +1232,8 @@ fn paper_calls_prove_their_work_and_fit_the_descriptor_limit() {
                 "ulimit -n 100 && exec setpriv --bounding-set=-sys_resource --inh-caps=-sys_resource \"$0\" \"$@\"",
                 LSMPMON,
             ])
-            .args(["bench", "--ops", op, "--samples", "1", "--sample-ms", "20"])
+            // Long samples: even a slow creat (0.75 ms on a busy host) needs more than 100.
+            .args(["bench", "--ops", op, "--samples", "1", "--sample-ms", "500"])
             .args(["--dir", dir.to_str().unwrap()])
             .output()
             .unwrap();

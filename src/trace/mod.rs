@@ -103,20 +103,26 @@ fn list_hooks(d: &hooks::Discovery) -> String {
     out
 }
 
+/// Raises the descriptor limits to what attaching needs, never lowering
+/// either (a lab guest raised the hard one to `nr_open` for the benchmark
+/// that runs under this trace).
 fn raise_nofile(needed: u64) {
-    let want = needed.max(65536);
-    let lim = libc::rlimit {
-        rlim_cur: want,
-        rlim_max: want,
+    let mut cur = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
     };
-    // SAFETY: valid pointer; failure leaves the old limit (attach then reports EMFILE).
+    // SAFETY: valid pointers; a refusal leaves the old limit (attach then
+    // reports EMFILE).
     unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut cur) != 0 {
+            return;
+        }
+        let want = needed.max(65536);
+        let lim = libc::rlimit {
+            rlim_cur: want.max(cur.rlim_cur),
+            rlim_max: want.max(cur.rlim_max),
+        };
         if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
-            let mut cur = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
-            libc::getrlimit(libc::RLIMIT_NOFILE, &mut cur);
             cur.rlim_cur = cur.rlim_max;
             libc::setrlimit(libc::RLIMIT_NOFILE, &cur);
         }

@@ -22,6 +22,7 @@ use anyhow::{bail, Context, Result};
 use crate::base::secure_fs::{euid, trusted_path};
 use crate::bench::interrupt::requested_now;
 use crate::bench::op::{group, Bench, Ctx, OpDef, Unit, Work};
+use crate::bench::sys::child::tie_to;
 
 pub const OP: &str = "workload";
 /// Bytes of the program's output a failure quotes.
@@ -48,9 +49,14 @@ struct Workload {
     /// program does to its name changes nothing here).
     output: fs::File,
     timeout: Duration,
+    /// /dev/null, the program's stdin, opened once (untimed).
+    null: fs::File,
     /// The bench's children before the sample (other ops' helpers): not
     /// the workload's to kill.
     children_before: Vec<libc::pid_t>,
+    /// Within a sample (prepare .. finish): the subreaper is on and
+    /// `children_before` is this sample's.
+    armed: bool,
 }
 
 /// How a run's wait ended.
@@ -74,27 +80,44 @@ impl Workload {
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&path)
             .with_context(|| format!("creating {}", path.display()))?;
+        let null = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open("/dev/null")
+            .context("opening /dev/null")?;
         Ok(Self {
             program: program.clone(),
             dir: c.dir.clone(),
             output,
             timeout: Duration::from_secs(c.workload_timeout_s),
+            null,
             children_before: Vec::new(),
+            armed: false,
         })
     }
 
+    /// The child's stdio are the held descriptors, dup2'd between fork and
+    /// exec: no open or fcntl in the bench (and no hook call) per run.
     fn start(&self) -> Result<Child> {
+        let (null, out) = (self.null.as_raw_fd(), self.output.as_raw_fd());
+        let parent = std::process::id() as libc::pid_t;
         let mut cmd = Command::new(&self.program);
         cmd.current_dir(&self.dir)
-            .stdin(Stdio::null())
-            .stdout(self.output.try_clone()?)
-            .stderr(self.output.try_clone()?)
+            .stdin(Stdio::inherit())
+            .stdout(Stdio::inherit())
+            .stderr(Stdio::inherit())
             .process_group(0);
-        // SAFETY: prctl only, async-signal-safe, between fork and exec.
+        // SAFETY: dup2, prctl and getppid only, async-signal-safe, between
+        // fork and exec.
         unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
+            cmd.pre_exec(move || {
+                for (from, to) in [(null, 0), (out, 1), (out, 2)] {
+                    if libc::dup2(from, to) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                if !tie_to(parent) {
+                    return Err(std::io::Error::other("the bench ended"));
                 }
                 Ok(())
             })
@@ -250,16 +273,29 @@ fn subreaper(on: bool) -> Result<()> {
     Ok(())
 }
 
+/// How long killing what the workload left behind may take.
+const KILL_ADOPTED: Duration = Duration::from_secs(10);
+
 /// Kills and reaps what the workload left behind outside its group: the
 /// bench's children that were not there before the sample (the op's own
-/// child is reaped by then; only one op samples at a time).
-fn kill_adopted(before: &[libc::pid_t]) {
+/// child is reaped by then; only one op samples at a time). Fails if some
+/// still live at the deadline (one that forks faster than it is killed).
+fn kill_adopted(before: &[libc::pid_t]) -> Result<()> {
     let me = std::process::id().to_string();
-    for _ in 0..10 {
-        let mut adopted = children_of(&me);
+    let deadline = Instant::now() + KILL_ADOPTED;
+    loop {
+        let mut adopted = children_of(&me)?;
         adopted.retain(|p| !before.contains(p));
         if adopted.is_empty() {
-            return;
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            bail!(
+                "the workload left {} processes that could not be killed in {} s (pids {:?})",
+                adopted.len(),
+                KILL_ADOPTED.as_secs(),
+                adopted
+            );
         }
         for pid in &adopted {
             // SAFETY: our own child, unreaped (its pid cannot be reused).
@@ -273,11 +309,9 @@ fn kill_adopted(before: &[libc::pid_t]) {
 }
 
 /// The pids whose parent is `ppid`, from /proc.
-fn children_of(ppid: &str) -> Vec<libc::pid_t> {
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
+fn children_of(ppid: &str) -> Result<Vec<libc::pid_t>> {
+    let entries = fs::read_dir("/proc").context("listing /proc for the workload's processes")?;
+    Ok(entries
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<libc::pid_t>().ok())
         .filter(|pid| {
@@ -288,13 +322,15 @@ fn children_of(ppid: &str) -> Vec<libc::pid_t> {
                     .unwrap_or(false)
             })
         })
-        .collect()
+        .collect())
 }
 
 impl Bench for Workload {
     fn prepare(&mut self, _iters: u64) -> Result<()> {
-        self.children_before = children_of(&std::process::id().to_string());
-        subreaper(true)
+        self.children_before = children_of(&std::process::id().to_string())?;
+        subreaper(true)?;
+        self.armed = true;
+        Ok(())
     }
 
     fn run(&mut self, iters: u64) -> Result<Work> {
@@ -308,8 +344,10 @@ impl Bench for Workload {
     }
 
     fn finish(&mut self) -> Result<()> {
-        kill_adopted(&self.children_before);
+        let killed = kill_adopted(&self.children_before);
         subreaper(false)?;
+        self.armed = false;
+        killed?;
         let written = self.output.metadata()?.len();
         if written > MAX_OUTPUT_BYTES {
             bail!(
@@ -325,8 +363,12 @@ impl Bench for Workload {
 
 impl Drop for Workload {
     fn drop(&mut self) {
-        kill_adopted(&self.children_before);
-        let _ = subreaper(false);
+        // Only within a sample is `children_before` current: outside one,
+        // other ops' helpers made since must not be taken for the workload's.
+        if self.armed {
+            let _ = kill_adopted(&self.children_before);
+            let _ = subreaper(false);
+        }
     }
 }
 
