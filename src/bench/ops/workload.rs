@@ -112,7 +112,14 @@ impl Workload {
         unsafe {
             cmd.pre_exec(move || {
                 for (from, to) in [(null, 0), (out, 1), (out, 2)] {
-                    if libc::dup2(from, to) < 0 {
+                    // A bench started with that descriptor closed holds its
+                    // own file there: dup2 is then a no-op that leaves
+                    // close-on-exec set.
+                    let r = match from == to {
+                        true => libc::fcntl(to, libc::F_SETFD, 0),
+                        false => libc::dup2(from, to),
+                    };
+                    if r < 0 {
                         return Err(std::io::Error::last_os_error());
                     }
                 }
