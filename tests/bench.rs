@@ -432,7 +432,9 @@ fn paper_ops_in_a_6_1_guest() {
     assert!(median(&r, "read_4k") > median(&r, "read_256"));
     assert!(median(&r, "write_4k") > median(&r, "write_256"));
     assert!(median(&r, "fork_exec") >= median(&r, "fork_exit"));
-    assert!(median(&r, "fork_sh") >= median(&r, "fork_exec"));
+    // Not fork_sh >= fork_exec: in the busybox guest `sh -c true` runs the
+    // builtin, so both are one fork and one exec of busybox, and two-ops
+    // samples of about 1 ms leave 15 % between them either way.
     assert!(median(&r, "open_close") >= median(&r, "stat"));
     assert!(median(&r, "stat") >= median(&r, "null"));
     assert!(median(&r, "tcp") >= median(&r, "pipe"));
