@@ -1330,7 +1330,10 @@ fn workload_runs_the_program_once_per_op_in_its_directory() {
     assert_eq!(listing(&dir), Vec::<String>::new());
     assert_eq!(r["options"]["ops"], "null,workload");
     let rec = &r["options"]["workload"];
-    assert_eq!(rec["path"], w.to_str().unwrap());
+    // Relative to where bench ran (here the checkout) when below it.
+    let recorded = std::path::Path::new(rec["path"].as_str().unwrap());
+    assert!(recorded.is_relative(), "{recorded:?}");
+    assert_eq!(recorded.canonicalize().unwrap(), w.canonicalize().unwrap());
     let want = format!(
         "{:x}",
         <sha2::Sha256 as sha2::Digest>::digest(std::fs::read(&w).unwrap())

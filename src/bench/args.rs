@@ -97,7 +97,7 @@ impl BenchArgs {
             landlock: self.landlock,
             dir_path: None,
             workload: self.workload.as_ref().map(|p| WorkloadProgram {
-                path: p.display().to_string(),
+                path: super::ops::workload::recorded_path(p),
                 sha256: self.workload_sha256.clone().unwrap_or_default(),
                 timeout_s: self.workload_timeout_s,
             }),

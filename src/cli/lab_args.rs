@@ -164,7 +164,7 @@ impl RunArgs {
         let path = crate::bench::workload::check_program(p).map_err(usage)?;
         Ok(Some(WorkloadProgram {
             sha256: crate::base::digest::sha256_file(&path)?,
-            path: path.display().to_string(),
+            path: crate::bench::workload::recorded_path(&path),
             timeout_s: self.workload_timeout_s,
         }))
     }

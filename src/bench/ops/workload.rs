@@ -379,6 +379,20 @@ impl Drop for Workload {
     }
 }
 
+/// How results record the program: relative to the current directory when
+/// it lies below it (as the configurations' directories), so that results
+/// made in a checkout name no machine path.
+pub fn recorded_path(real: &Path) -> String {
+    let cwd = std::env::current_dir().and_then(fs::canonicalize);
+    match cwd
+        .ok()
+        .and_then(|c| real.strip_prefix(c).ok().map(Path::to_path_buf))
+    {
+        Some(rel) => rel.display().to_string(),
+        None => real.display().to_string(),
+    }
+}
+
 /// The program `--workload` names, if a regular executable file that only
 /// its owner (root or the caller) can change, in a directory no other user
 /// can change: by its absolute path (the op runs it from its own directory).
