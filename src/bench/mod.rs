@@ -31,3 +31,4 @@ pub use ops::{
 };
 pub use result::{BenchOptions, BenchProvenance, BenchResult, SCHEMA};
 pub use session::main;
+pub use sys::fd::nr_open;

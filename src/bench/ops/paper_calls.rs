@@ -8,7 +8,10 @@ use std::{ffi::CString, os::fd::RawFd, path::PathBuf};
 use anyhow::{bail, Result};
 
 use crate::bench::op::{group, Bench, Ctx, OpDef, Unit, Work};
-use crate::bench::sys::{fd::check, file::write_new};
+use crate::bench::sys::{
+    fd::{check, nr_open},
+    file::write_new,
+};
 
 pub fn ops() -> Vec<OpDef> {
     group(
@@ -42,10 +45,7 @@ impl FdLimit {
             unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut was) }.into(),
             "getrlimit",
         )?;
-        let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
-            .ok()
-            .and_then(|s| s.trim().parse::<u64>().ok())
-            .unwrap_or(0);
+        let nr_open = nr_open().unwrap_or(0);
         let mut want = libc::rlimit {
             rlim_cur: was.rlim_max.max(nr_open),
             rlim_max: was.rlim_max.max(nr_open),
@@ -66,10 +66,10 @@ impl FdLimit {
         })
     }
 
-    /// Keeps the raised limit in `keep` for a sample of `iters` new
-    /// descriptors, or refuses one that would not fit beside those the
-    /// process holds (the limit then put back at once).
-    fn check_room(self, op: &str, iters: u64, keep: &mut Option<FdLimit>) -> Result<()> {
+    /// The raised limit for a sample of `iters` new descriptors, or a
+    /// refusal of one that would not fit beside those the process holds
+    /// (the limit then put back at once).
+    fn fit(self, op: &str, iters: u64) -> Result<Self> {
         let held = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64);
         if held + iters + SPARE_FDS > self.now {
             bail!(
@@ -77,8 +77,7 @@ impl FdLimit {
                 self.now
             );
         }
-        *keep = Some(self);
-        Ok(())
+        Ok(self)
     }
 }
 
@@ -133,7 +132,7 @@ impl Close {
 
 impl Bench for Close {
     fn prepare(&mut self, iters: u64) -> Result<()> {
-        FdLimit::raise()?.check_room("close", iters, &mut self.limit)?;
+        self.limit = Some(FdLimit::raise()?.fit("close", iters)?);
         self.fds.reserve(iters as usize);
         for _ in 0..iters {
             // SAFETY: valid path; the descriptor is kept in self.fds.
@@ -195,7 +194,7 @@ impl Creat {
 
 impl Bench for Creat {
     fn prepare(&mut self, iters: u64) -> Result<()> {
-        FdLimit::raise()?.check_room("creat", iters, &mut self.limit)?;
+        self.limit = Some(FdLimit::raise()?.fit("creat", iters)?);
         self.fds.reserve(iters as usize);
         self.names = (0..iters)
             .map(|i| c_path(&self.dir.join(format!("c{i}"))))

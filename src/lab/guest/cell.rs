@@ -185,10 +185,7 @@ fn prepare(plan: &GuestPlan) -> Result<()> {
 /// CAP_SYS_RESOURCE), so the lab raises it here, unconfined, for what it
 /// starts. The soft limit stays: those ops raise it for their own samples.
 fn raise_open_files_hard_limit() {
-    let Some(nr_open) = fs::read_to_string("/proc/sys/fs/nr_open")
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-    else {
+    let Some(nr_open) = crate::bench::nr_open() else {
         return;
     };
     let mut lim = libc::rlimit {
