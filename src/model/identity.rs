@@ -201,6 +201,17 @@ fn kernel_sha256(k: &super::KernelRef) -> String {
 }
 
 impl Alike {
+    /// The same identity with the kernel left out: runs on two kernels
+    /// measured otherwise alike (the framework form sets kernels side by side).
+    pub fn but_kernel(&self) -> Alike {
+        let mut a = self.clone();
+        match &mut a {
+            Alike::Cell { kernel_sha256, .. } => kernel_sha256.clear(),
+            Alike::Single { kernel_release, .. } => kernel_release.clear(),
+        }
+        a
+    }
+
     pub fn of_cell(c: &CellResult) -> Self {
         let o = &c.options;
         Alike::Cell {

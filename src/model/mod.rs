@@ -19,7 +19,9 @@ pub mod report;
 pub mod schema;
 pub mod trace;
 
-pub use provenance::{Environment, KernelRef, PackageRef, Provenance, TimeMode};
+pub use provenance::{
+    Environment, ImageSizes, KernelRef, PackageRef, Provenance, SectionSizes, TimeMode,
+};
 pub use trace::{
     Bucket, Excluded, HookResult, LsmHookResult, NotUsed, ProbeInfo, SyscallHook, SyscallResult,
     TraceOptions, TraceResult, TRACE_SCHEMA,

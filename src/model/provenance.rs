@@ -102,6 +102,35 @@ pub struct KernelRef {
     /// The file given with `--kernel PATH`, absolute.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// The sizes of a kernel lsmpmon built (absent for Debian's and older builds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<ImageSizes>,
+}
+
+/// What a built kernel weighs: its compressed image, the whole `vmlinux`, and
+/// the parts of it the security options bring (`security` for the objects in
+/// `security/` itself: the framework, capabilities, securityfs; `security/<module>`
+/// for each module's directory; `kernel/bpf/bpf_lsm.o`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ImageSizes {
+    pub bzimage_bytes: u64,
+    pub vmlinux: SectionSizes,
+    #[serde(default)]
+    pub parts: std::collections::BTreeMap<String, SectionSizes>,
+}
+
+/// `size`'s Berkeley figures: text (code and read-only data), data, bss.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
+pub struct SectionSizes {
+    pub text_bytes: u64,
+    pub data_bytes: u64,
+    pub bss_bytes: u64,
+}
+
+impl SectionSizes {
+    pub fn total_bytes(&self) -> u64 {
+        self.text_bytes + self.data_bytes + self.bss_bytes
+    }
 }
 
 /// One package file: name, version and sha256 of the .deb.

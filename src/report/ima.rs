@@ -406,6 +406,7 @@ mod tests {
             footprint: None,
             policy_load_ms: None,
             bytes_added: None,
+            kernel_ref: None,
             origin,
         }
     }

@@ -54,6 +54,9 @@ pub struct Run {
     pub policy_load_ms: Option<f64>,
     pub bytes_added: Option<u64>,
     pub origin: Origin,
+    /// A lab cell's kernel: its packages and, for a kernel lsmpmon built,
+    /// its image sizes.
+    pub kernel_ref: Option<crate::model::KernelRef>,
 }
 
 /// What a `measure` proof showed about IMA.
@@ -350,6 +353,7 @@ fn from_cell(p: &Path, c: &CellResult) -> Run {
             .map(|s| s.guest_ms),
         footprint: guest.footprint,
         bytes_added: Some(c.bytes_added),
+        kernel_ref: Some(c.kernel.clone()),
     }
 }
 
@@ -412,6 +416,7 @@ fn standalone(
         footprint: None,
         policy_load_ms: None,
         bytes_added: None,
+        kernel_ref: None,
     }
 }
 

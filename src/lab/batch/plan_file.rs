@@ -340,6 +340,7 @@ mod tests {
             packages: Vec::new(),
             image_sha256: String::new(),
             path: None,
+            image: None,
         }
     }
 

@@ -204,6 +204,19 @@ fn baseline(r: &ProofReport) -> Result<String, String> {
             r.expected_lsms.join(",")
         ));
     }
+    if r.expected_lsms.is_empty() {
+        // The framework's own file: securityfs lists the modules only when
+        // the kernel has CONFIG_SECURITY.
+        if std::path::Path::new("/sys/kernel/security/lsm").exists() {
+            return Err(
+                "the kernel is built without CONFIG_SECURITY but /sys/kernel/security/lsm exists"
+                    .into(),
+            );
+        }
+        return Ok(
+            "no LSM framework: built without CONFIG_SECURITY, no /sys/kernel/security/lsm".into(),
+        );
+    }
     Ok(format!("active LSMs exactly {}", r.active_lsms.join(",")))
 }
 

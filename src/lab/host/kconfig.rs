@@ -68,8 +68,12 @@ impl KernelConfig {
     /// What `/sys/kernel/security/lsm` must list when booted with `lsm`
     /// (None: the kernel's CONFIG_LSM): `lockdown` first when it is an early
     /// LSM, `capability` always, the requested modules the kernel has (one
-    /// of the exclusive ones), and from 6.9 on `ima`, `evm` last.
+    /// of the exclusive ones), and from 6.9 on `ima`, `evm` last. Nothing on
+    /// a kernel without the framework (CONFIG_SECURITY off: no list at all).
     pub fn expected_lsms(&self, lsm: Option<&str>) -> Vec<String> {
+        if !self.enabled("CONFIG_SECURITY") {
+            return Vec::new();
+        }
         let default = self.options.get("CONFIG_LSM").cloned().unwrap_or_default();
         let requested = lsm.unwrap_or(&default);
         let early = self.enabled("CONFIG_SECURITY_LOCKDOWN_LSM_EARLY");
@@ -130,7 +134,7 @@ const EXCLUSIVE: &[&str] = &["selinux", "smack", "apparmor"];
 mod tests {
     use super::*;
 
-    const DEBIAN_6_1: &str = "CONFIG_SECURITY_LOCKDOWN_LSM=y\nCONFIG_SECURITY_LOCKDOWN_LSM_EARLY=y\n\
+    const DEBIAN_6_1: &str = "CONFIG_SECURITY=y\nCONFIG_SECURITY_LOCKDOWN_LSM=y\nCONFIG_SECURITY_LOCKDOWN_LSM_EARLY=y\n\
         CONFIG_SECURITY_LANDLOCK=y\nCONFIG_SECURITY_YAMA=y\nCONFIG_SECURITY_SELINUX=y\n\
         CONFIG_SECURITY_APPARMOR=y\nCONFIG_SECURITY_TOMOYO=y\nCONFIG_BPF_LSM=y\nCONFIG_INTEGRITY=y\n\
         CONFIG_IMA=y\nCONFIG_EVM=y\n\
@@ -156,7 +160,7 @@ mod tests {
     }
 
     /// Debian 7.3's security options, as its config has them.
-    const DEBIAN_7_3: &str = "CONFIG_BPF_LSM=y\nCONFIG_SECURITY_SELINUX=y\n\
+    const DEBIAN_7_3: &str = "CONFIG_SECURITY=y\nCONFIG_BPF_LSM=y\nCONFIG_SECURITY_SELINUX=y\n\
         # CONFIG_SECURITY_SMACK is not set\nCONFIG_SECURITY_TOMOYO=y\nCONFIG_SECURITY_APPARMOR=y\n\
         # CONFIG_SECURITY_LOADPIN is not set\nCONFIG_SECURITY_YAMA=y\n\
         # CONFIG_SECURITY_SAFESETID is not set\nCONFIG_SECURITY_LOCKDOWN_LSM=y\n\
@@ -178,6 +182,14 @@ mod tests {
             k.expected_lsms(Some("capability")).join(","),
             "lockdown,capability,ima,evm"
         );
+    }
+
+    #[test]
+    fn a_kernel_without_the_framework_lists_no_module_whatever_lsm_asks() {
+        let nolsm = DEBIAN_7_3.replace("CONFIG_SECURITY=y", "# CONFIG_SECURITY is not set");
+        let k = KernelConfig::parse(&nolsm, "7.3.4");
+        assert!(k.expected_lsms(Some("capability")).is_empty());
+        assert!(k.expected_lsms(None).is_empty());
     }
 
     #[test]

@@ -35,11 +35,33 @@ pub struct Recipe {
     /// into the cache (the system's apt sources are never touched).
     pub suite: Option<&'static str>,
     pub fragment: &'static str,
-    /// Options set to another value than the fragment's (`NAME=value`).
+    /// Options set to another value than the fragment's (`NAME=value`;
+    /// `NAME=n`: not set). Those the fragment lacks are ignored.
     pub overrides: &'static [&'static str],
 }
 
+const SMACK_61: &str = include_str!("../../../kernels/6.1-smack.config");
 const SELINUX_73: &str = include_str!("../../../kernels/7.3-selinux.config");
+
+/// What the no-LSM kernels turn off in the fragment they share with the
+/// module's build: the framework (CONFIG_SECURITY) and everything under it.
+/// One source and every other option alike, so the two builds differ by the
+/// framework and the module alone (the LSM framework paper's comparison; the
+/// embedded-SELinux paper's A - B). Fanotify's permission events need the
+/// framework (its hook), so they go too; CONFIG_LSM stays as the fragment
+/// has it: nothing reads it without the framework.
+const NO_LSM: &[&str] = &[
+    "CONFIG_FANOTIFY_ACCESS_PERMISSIONS=n",
+    "CONFIG_SECURITY=n",
+    "CONFIG_SECURITY_NETWORK=n",
+    "CONFIG_SECURITY_PATH=n",
+    "CONFIG_SECURITY_SMACK=n",
+    "CONFIG_SECURITY_SELINUX=n",
+    "CONFIG_SECURITY_SELINUX_DEVELOP=n",
+    "CONFIG_SECURITY_SELINUX_DEBUG=n",
+    "CONFIG_SECURITY_SELINUX_AVC_HASH_BITS=n",
+    "CONFIG_BPF_LSM=n",
+];
 
 pub const RECIPES: &[Recipe] = &[
     Recipe {
@@ -48,8 +70,17 @@ pub const RECIPES: &[Recipe] = &[
         source_package: "linux-source-6.1",
         tarball: "/usr/src/linux-source-6.1.tar.xz",
         suite: None,
-        fragment: include_str!("../../../kernels/6.1-smack.config"),
+        fragment: SMACK_61,
         overrides: &[],
+    },
+    Recipe {
+        name: "6.1-nolsm",
+        flavour: "nolsm",
+        source_package: "linux-source-6.1",
+        tarball: "/usr/src/linux-source-6.1.tar.xz",
+        suite: None,
+        fragment: SMACK_61,
+        overrides: NO_LSM,
     },
     Recipe {
         name: "7.3-selinux",
@@ -69,6 +100,15 @@ pub const RECIPES: &[Recipe] = &[
         fragment: SELINUX_73,
         overrides: &["CONFIG_SECURITY_SELINUX_AVC_HASH_BITS=14"],
     },
+    Recipe {
+        name: "7.3-nolsm",
+        flavour: "nolsm",
+        source_package: "linux-source-7.3",
+        tarball: "/usr/src/linux-source-7.3.tar.xz",
+        suite: Some("trixie-backports"),
+        fragment: SELINUX_73,
+        overrides: NO_LSM,
+    },
 ];
 
 impl Recipe {
@@ -79,11 +119,15 @@ impl Recipe {
             .lines()
             .map(|line| {
                 let name = line.split('=').next().unwrap_or("");
-                self.overrides
+                match self
+                    .overrides
                     .iter()
                     .find(|o| line.starts_with("CONFIG_") && o.split('=').next() == Some(name))
-                    .copied()
-                    .unwrap_or(line)
+                {
+                    Some(o) if o.ends_with("=n") => format!("# {name} is not set"),
+                    Some(o) => o.to_string(),
+                    None => line.to_string(),
+                }
             })
             .collect::<Vec<_>>()
             .join("\n")
@@ -100,6 +144,7 @@ const TOOLS: &[(&str, &str)] = &[
     ("bc", "bc"),
     ("pahole", "dwarves"),
     ("xz", "xz-utils"),
+    ("size", "binutils"),
 ];
 
 pub fn recipe(name: &str) -> Option<&'static Recipe> {
@@ -127,6 +172,12 @@ fn stale(k: &Kernel, r: &Recipe) -> Option<String> {
     let config = read_no_follow(&k.config)
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_default();
+    if k.image.is_none() {
+        return Some(format!(
+            "the cached {} kernel was built before lsmpmon recorded its sizes: building it again (ccache makes this quicker)",
+            r.name
+        ));
+    }
     let lost = lost_options(&r.options(), &config);
     (!lost.is_empty()).then(|| {
         format!(
@@ -209,15 +260,29 @@ fn source(r: &Recipe, cache: &Path, mirror: Option<&str>, tree: &Path) -> Result
 }
 
 /// The options the fragment asks for that the final config does not have
-/// (a dependency the fragment forgot turns them off silently).
+/// (a dependency the fragment forgot turns them off silently), and those it
+/// turns off that the config still sets (another option selects them).
 fn lost_options(fragment: &str, config: &str) -> Vec<String> {
     fragment
         .lines()
         .map(str::trim)
-        .filter(|l| l.starts_with("CONFIG_"))
-        .filter(|want| !config.lines().any(|l| l.trim() == *want))
+        .filter(|want| match not_set(want) {
+            Some(name) => config.lines().any(|l| {
+                l.trim()
+                    .strip_prefix(name)
+                    .is_some_and(|v| v.starts_with('='))
+            }),
+            None => want.starts_with("CONFIG_") && !config.lines().any(|l| l.trim() == *want),
+        })
         .map(String::from)
         .collect()
+}
+
+/// `NAME` of a `# NAME is not set` line.
+fn not_set(line: &str) -> Option<&str> {
+    line.strip_prefix("# ")?
+        .strip_suffix(" is not set")
+        .filter(|n| n.starts_with("CONFIG_"))
 }
 
 fn build(r: &Recipe, cache: &Path, mirror: Option<&str>, dir: &Path) -> Result<Kernel> {
@@ -236,6 +301,7 @@ fn build(r: &Recipe, cache: &Path, mirror: Option<&str>, dir: &Path) -> Result<K
     let src = unpack_source(&source.tarball, tree.path())?;
     let config = configure(r, &src, tree.path())?;
     make_bzimage(&src, &cache.join(crate::vm::cache::CCACHE))?;
+    let sizes = super::image_size::measure(&src)?;
     let image = fs::read(src.join("arch/x86/boot/bzImage")).context("reading the bzImage")?;
     let release = fs::read_to_string(src.join("include/config/kernel.release"))?
         .trim()
@@ -267,6 +333,7 @@ fn build(r: &Recipe, cache: &Path, mirror: Option<&str>, dir: &Path) -> Result<K
         config: config_path,
         path: None,
         net_modules: Vec::new(),
+        image: Some(sizes),
     })
 }
 
@@ -409,6 +476,11 @@ mod tests {
             config_sha256: "x".into(),
             path: None,
             net_modules: Vec::new(),
+            image: Some(crate::model::ImageSizes {
+                bzimage_bytes: 1,
+                vmlinux: Default::default(),
+                parts: Default::default(),
+            }),
         };
         // Everything the recipe asks for, as a config lists it.
         fs::write(&config, r.options()).unwrap();
@@ -427,6 +499,45 @@ mod tests {
         fs::write(&real, r.options()).unwrap();
         std::os::unix::fs::symlink(&real, &config).unwrap();
         assert!(stale(&k, r).is_some(), "read through a symlink");
+        // A build from before lsmpmon recorded sizes is made again.
+        fs::remove_file(&config).unwrap();
+        fs::write(&config, r.options()).unwrap();
+        let old = Kernel { image: None, ..k };
+        assert!(stale(&old, r).unwrap().contains("sizes"));
+    }
+
+    #[test]
+    fn a_no_lsm_kernel_turns_off_the_framework_and_keeps_every_other_option() {
+        for (nolsm, with) in [("6.1-nolsm", "6.1-smack"), ("7.3-nolsm", "7.3-selinux")] {
+            let (n, w) = (recipe(nolsm).unwrap(), recipe(with).unwrap());
+            assert_eq!(n.source_package, w.source_package);
+            let (no, wo) = (n.options(), w.options());
+            assert!(
+                no.lines().any(|l| l == "# CONFIG_SECURITY is not set"),
+                "{nolsm}"
+            );
+            assert!(!no.contains("CONFIG_BPF_LSM=y"));
+            // Line for line the same but for what the framework holds.
+            assert_eq!(no.lines().count(), wo.lines().count());
+            for (a, b) in no.lines().zip(wo.lines()).filter(|(a, b)| a != b) {
+                let name = not_set(a).unwrap_or_else(|| panic!("{nolsm}: {a} changed"));
+                assert!(b.starts_with(name), "{a} / {b}");
+                assert!(
+                    name.contains("SECURITY")
+                        || name.contains("LSM")
+                        || name.contains("FANOTIFY_ACCESS"),
+                    "{name}"
+                );
+            }
+        }
+        // A config that still sets an option the recipe turns off is refused,
+        // one that lacks it is not.
+        let frag = "# CONFIG_SECURITY is not set\nCONFIG_A=y\n";
+        assert_eq!(
+            lost_options(frag, "CONFIG_A=y\nCONFIG_SECURITY=y\n"),
+            vec!["# CONFIG_SECURITY is not set"]
+        );
+        assert!(lost_options(frag, "CONFIG_A=y\nCONFIG_SECURITYFS=y\n").is_empty());
     }
 
     /// A scratch directory, removed however the test ends.

@@ -65,6 +65,7 @@ pub fn unpack(debs: &[PathBuf], root: &Path, net: bool) -> Result<Kernel> {
         config,
         path: None,
         net_modules,
+        image: None,
     })
 }
 

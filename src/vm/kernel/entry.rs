@@ -154,6 +154,7 @@ mod tests {
             packages: Vec::new(),
             path: None,
             net_modules: Vec::new(),
+            image: None,
         })
     }
 

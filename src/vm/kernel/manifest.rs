@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{KernelRef, PackageRef};
+use crate::model::{ImageSizes, KernelRef, PackageRef};
 
 /// What was fetched, kept next to it: the provenance of every guest result.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -37,6 +37,9 @@ pub struct Kernel {
     /// order (entries fetched for `vm run --forward` only).
     #[serde(default)]
     pub net_modules: Vec<String>,
+    /// What a kernel lsmpmon built weighs (none for Debian's).
+    #[serde(default)]
+    pub image: Option<ImageSizes>,
 }
 
 impl Kernel {
@@ -68,6 +71,7 @@ impl Kernel {
             packages,
             image_sha256: self.vmlinuz_sha256.clone(),
             path: self.path.as_ref().map(|p| p.display().to_string()),
+            image: self.image.clone(),
         }
     }
 

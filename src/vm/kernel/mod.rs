@@ -6,6 +6,7 @@ mod build;
 mod deb;
 mod debian;
 pub mod entry;
+mod image_size;
 mod lock;
 mod manifest;
 pub mod mirror;
