@@ -448,6 +448,128 @@ fn smack_proves_its_denial_on_its_own_kernel() {
     assert!(stdout.contains("kernel 6.1-smack"), "{stdout}");
 }
 
+/// Issue 36 item 1: lsmpmon's 6.1 built without CONFIG_SECURITY runs the
+/// baseline with no framework at all and refuses every module; beside the
+/// 6.1-smack build of the same source, the framework form sets the two side
+/// by side and the image-growth form gives A - B from the sizes each build
+/// recorded.
+#[test]
+fn the_framework_alone_is_a_build_without_it_beside_the_same_source() {
+    let res = tmpdir("framework");
+    let out = run_logged(&lab_run(
+        &res,
+        "6.1-nolsm,6.1-smack",
+        "none,smack",
+        "null,stat,open_close",
+        &["--samples", "3"],
+    ));
+    succeeded(&out);
+    let all = cells(&res);
+    let of = |series: &str, config: &str| -> &Value {
+        all.iter()
+            .find(|c| c["kernel"]["series"] == series && c["config"]["name"] == config)
+            .unwrap_or_else(|| panic!("no {series} {config} cell"))
+    };
+    let bare = of("6.1-nolsm", "none");
+    assert_eq!(bare["status"], "passed", "{}", bare["reason"]);
+    let proof = &bare["guest"]["proof"];
+    assert_eq!(proof["passed"], true, "{proof}");
+    assert!(
+        proof["summary"]
+            .as_str()
+            .unwrap()
+            .contains("no LSM framework"),
+        "{proof}"
+    );
+    assert_eq!(bare["guest"]["active_lsms"], json("[]"));
+    let refused = of("6.1-nolsm", "smack");
+    assert_eq!(refused["status"], "not_applicable");
+    assert!(
+        refused["reason"]
+            .as_str()
+            .unwrap()
+            .contains("CONFIG_SECURITY_SMACK"),
+        "{}",
+        refused["reason"]
+    );
+    let framed = of("6.1-smack", "none");
+    assert_eq!(framed["status"], "passed", "{}", framed["reason"]);
+    assert_eq!(framed["guest"]["active_lsms"], json("[\"capability\"]"));
+    // One source: the same package file, two images.
+    assert_eq!(bare["kernel"]["deb_sha256"], framed["kernel"]["deb_sha256"]);
+    assert_ne!(
+        bare["kernel"]["image_sha256"],
+        framed["kernel"]["image_sha256"]
+    );
+    let (b, a) = (&bare["kernel"]["image"], &framed["kernel"]["image"]);
+    let total = |s: &Value| {
+        ["text_bytes", "data_bytes", "bss_bytes"]
+            .iter()
+            .map(|k| s[k].as_u64().unwrap())
+            .sum::<u64>()
+    };
+    assert!(b["parts"]["security/smack"].is_null(), "{b}");
+    assert!(total(&a["parts"]["security/smack"]) > 20_000, "{a}");
+    // The framework's own file is not linked without it.
+    assert!(
+        total(&a["parts"]["security"]) > total(&b["parts"]["security"]),
+        "{a} {b}"
+    );
+    assert!(a["vmlinux"]["text_bytes"].as_u64() > b["vmlinux"]["text_bytes"].as_u64());
+
+    let doc = json(&succeeded(&run_logged(&[
+        "report",
+        res.to_str().unwrap(),
+        "--format",
+        "json",
+        "--form",
+        "framework,image-growth",
+    ])));
+    let tables = doc["tables"].as_array().unwrap();
+    let growth = tables
+        .iter()
+        .find(|t| t["form"] == "image-growth")
+        .expect("image-growth");
+    let row = |label: &str| -> &Value {
+        growth["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["label"].as_str().unwrap().starts_with(label))
+            .unwrap_or_else(|| panic!("no row {label}: {growth}"))
+    };
+    let kib = |c: &Value| c["value"].as_f64().unwrap();
+    let smack = &row("security/smack")["cells"];
+    assert_eq!(kib(&smack[0]), 0.0);
+    let want = total(&a["parts"]["security/smack"]) as f64 / 1024.0;
+    assert!((kib(&smack[2]) - want).abs() < 0.06, "{smack} vs {want}");
+    let bz = &row("bzImage")["cells"];
+    let bz_want =
+        (a["bzimage_bytes"].as_f64().unwrap() - b["bzimage_bytes"].as_f64().unwrap()) / 1024.0;
+    assert!((kib(&bz[2]) - bz_want).abs() < 0.06, "{bz} vs {bz_want}");
+    let fw = tables
+        .iter()
+        .find(|t| t["form"] == "framework")
+        .expect("framework");
+    assert_eq!(fw["header"].as_array().unwrap().len(), 3, "{fw}");
+    assert!(
+        fw["header"][1].as_str().unwrap().contains("6.1-nolsm"),
+        "{fw}"
+    );
+    let stat = fw["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["label"].as_str().unwrap().starts_with("stat"))
+        .expect("a stat row");
+    // One draw a side: the change is the plain one of the two medians.
+    let pct = stat["cells"][1]["pct"]
+        .as_f64()
+        .expect("a change over no framework");
+    let want = (median(framed, "stat") / median(bare, "stat") - 1.0) * 100.0;
+    assert!((pct - want).abs() < 1e-6, "{pct} vs {want}");
+}
+
 /// The avtab figures lsmpmon computes from the loaded policy equal the
 /// kernel's own evaluation (`avtab_hash_eval`), which only lsmpmon's
 /// 7.3-selinux kernel (CONFIG_SECURITY_SELINUX_DEBUG, built on first use)

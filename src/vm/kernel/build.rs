@@ -44,23 +44,29 @@ const SMACK_61: &str = include_str!("../../../kernels/6.1-smack.config");
 const SELINUX_73: &str = include_str!("../../../kernels/7.3-selinux.config");
 
 /// What the no-LSM kernels turn off in the fragment they share with the
-/// module's build: the framework (CONFIG_SECURITY) and everything under it.
+/// module's build: the framework (CONFIG_SECURITY) and what depends on it.
 /// One source and every other option alike, so the two builds differ by the
 /// framework and the module alone (the LSM framework paper's comparison; the
-/// embedded-SELinux paper's A - B). Fanotify's permission events need the
-/// framework (its hook), so they go too; CONFIG_LSM stays as the fragment
-/// has it: nothing reads it without the framework.
-const NO_LSM: &[&str] = &[
-    "CONFIG_FANOTIFY_ACCESS_PERMISSIONS=n",
+/// embedded-SELinux paper's A - B). On 6.1 fanotify's permission events
+/// need the framework (they were called from its hooks until 6.8) and
+/// CONFIG_LSM exists without it (nothing reads it then); on 7.3 the reverse.
+const NO_LSM_61: &[&str] = &[
     "CONFIG_SECURITY=n",
     "CONFIG_SECURITY_NETWORK=n",
     "CONFIG_SECURITY_PATH=n",
     "CONFIG_SECURITY_SMACK=n",
+    "CONFIG_BPF_LSM=n",
+    "CONFIG_FANOTIFY_ACCESS_PERMISSIONS=n",
+];
+const NO_LSM_73: &[&str] = &[
+    "CONFIG_SECURITY=n",
+    "CONFIG_SECURITY_NETWORK=n",
     "CONFIG_SECURITY_SELINUX=n",
     "CONFIG_SECURITY_SELINUX_DEVELOP=n",
     "CONFIG_SECURITY_SELINUX_DEBUG=n",
     "CONFIG_SECURITY_SELINUX_AVC_HASH_BITS=n",
     "CONFIG_BPF_LSM=n",
+    "CONFIG_LSM=n",
 ];
 
 pub const RECIPES: &[Recipe] = &[
@@ -80,7 +86,7 @@ pub const RECIPES: &[Recipe] = &[
         tarball: "/usr/src/linux-source-6.1.tar.xz",
         suite: None,
         fragment: SMACK_61,
-        overrides: NO_LSM,
+        overrides: NO_LSM_61,
     },
     Recipe {
         name: "7.3-selinux",
@@ -107,7 +113,7 @@ pub const RECIPES: &[Recipe] = &[
         tarball: "/usr/src/linux-source-7.3.tar.xz",
         suite: Some("trixie-backports"),
         fragment: SELINUX_73,
-        overrides: NO_LSM,
+        overrides: NO_LSM_73,
     },
 ];
 
