@@ -461,7 +461,7 @@ fn the_framework_alone_is_a_build_without_it_beside_the_same_source() {
         "6.1-nolsm,6.1-smack",
         "none,smack",
         "null,stat,open_close",
-        &["--samples", "3"],
+        &["--samples", "3", "--trace"],
     ));
     succeeded(&out);
     let all = cells(&res);
@@ -482,6 +482,9 @@ fn the_framework_alone_is_a_build_without_it_beside_the_same_source() {
         "{proof}"
     );
     assert_eq!(bare["guest"]["active_lsms"], json("[]"));
+    // Nothing to trace without the framework: the cell is benchmarked only.
+    assert_eq!(bare["options"]["trace"], false, "{}", bare["options"]);
+    assert!(bare["guest"]["trace"].is_null());
     let refused = of("6.1-nolsm", "smack");
     assert_eq!(refused["status"], "not_applicable");
     assert!(
@@ -495,6 +498,10 @@ fn the_framework_alone_is_a_build_without_it_beside_the_same_source() {
     let framed = of("6.1-smack", "none");
     assert_eq!(framed["status"], "passed", "{}", framed["reason"]);
     assert_eq!(framed["guest"]["active_lsms"], json("[\"capability\"]"));
+    assert!(
+        framed["guest"]["trace"].is_object(),
+        "the framework's kernel is traced"
+    );
     // One source: the same package file, two images.
     assert_eq!(bare["kernel"]["deb_sha256"], framed["kernel"]["deb_sha256"]);
     assert_ne!(

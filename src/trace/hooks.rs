@@ -101,6 +101,12 @@ pub fn discover(btf: &KernelBtf) -> Result<Discovery> {
         });
     }
     if hooks.is_empty() {
+        // Without the framework the security_* hooks are empty inline functions.
+        if !btf.funcs.contains_key("security_file_open") {
+            return Err(usage(
+                "this kernel has no LSM framework (built without CONFIG_SECURITY): there is no hook to trace; bench measures it",
+            ));
+        }
         return Err(usage(
             "no LSM hooks found in kernel BTF (no bpf_lsm_* functions: CONFIG_BPF_LSM off?)",
         ));

@@ -100,7 +100,9 @@ pub fn lay_out(plan: &Plan, extras: &Extras, dir: &ResultsDir) -> Result<Cells> 
         let c = &plan.configs[cell.config];
         let machine = machine_of(plan, cell, c);
         let seq = cells.jobs.len() + cells.decided.len();
-        let options = run_options(&plan.options, &machine, plan.traced(cell.draw));
+        // A kernel without the framework has no hook to trace: bench only.
+        let traced = plan.traced(cell.draw) && kconf.enabled("CONFIG_SECURITY");
+        let options = run_options(&plan.options, &machine, traced);
         let mut base = base_result(k, c, &options, seq);
         base.web_server = extras.nginx.as_ref().map(|n| n.package.clone());
         base.compiler = extras.kit.as_ref().map(|k| k.compiler.clone());
@@ -117,7 +119,7 @@ pub fn lay_out(plan: &Plan, extras: &Extras, dir: &ResultsDir) -> Result<Cells> 
                     spec: c.spec.clone(),
                     matrix: plan.access.clone(),
                     bench_args: bench_args(&plan.options),
-                    trace: plan.traced(cell.draw),
+                    trace: traced,
                     expected_lsms: kconf.expected_lsms(c.spec.lsm.as_deref()),
                     web_server: extras.web,
                 };
