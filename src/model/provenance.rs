@@ -113,6 +113,10 @@ pub struct KernelRef {
 /// for each module's directory; `kernel/bpf/bpf_lsm.o`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct ImageSizes {
+    /// sha256 of the recipe's fragment before its overrides: two builds
+    /// of one source with equal fragments differ by their overrides alone.
+    #[serde(default)]
+    pub fragment_sha256: String,
     pub bzimage_bytes: u64,
     pub vmlinux: SectionSizes,
     #[serde(default)]

@@ -351,64 +351,14 @@ fn incremental_row(cols: &[&Run]) -> Row {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::bench::BenchResult;
-    use crate::model::cell::CellStatus;
-    use crate::model::identity::{Alike, KernelId, Origin};
-    use crate::model::provenance::{Environment, TimeMode};
     use crate::report::input::Measured;
 
     /// A lab cell of kernel 6.1 with these ops' medians (ns).
     fn run(config: &str, measured: Option<Measured>, medians: &[(&str, f64)]) -> Run {
-        let mut bench: BenchResult = serde_json::from_str(include_str!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/report/bench-host.json"
-        )))
-        .unwrap();
-        let template = bench.results[0].clone();
-        bench.results = medians
-            .iter()
-            .map(|(op, ns)| {
-                let mut r = template.clone();
-                r.op = op.to_string();
-                (r.summary.median, r.summary.min, r.summary.max) = (*ns, ns * 0.5, ns * 2.0);
-                r
-            })
-            .collect();
-        let origin = Origin {
-            kernel_release: "6.1".into(),
-            environment: Environment::Guest,
-            time: TimeMode::Virtual,
-            hostname: "h".into(),
-            cpu_model: "c".into(),
-        };
-        Run {
-            source: config.into(),
-            kernel: KernelId::Lab {
-                series: "6.1".into(),
-                flavour: "cloud".into(),
-                cpus: 1,
-            },
-            config: config.into(),
-            status: CellStatus::Passed,
-            from_lab: true,
-            reason: None,
-            time: TimeMode::Virtual,
-            started_unix_s: 1,
-            draw: 0,
-            alike: Alike::of_bench(&bench),
-            measured_lsms: Vec::new(),
-            active_lsms: Vec::new(),
-            measured,
-            bench: Some(bench),
-            trace: None,
-            traced_bench: None,
-            op_calls: Vec::new(),
-            footprint: None,
-            policy_load_ms: None,
-            bytes_added: None,
-            kernel_ref: None,
-            origin,
-        }
+        let mut r = crate::report::test_runs::run("6.1", "cloud", 1, config, medians);
+        r.source = config.into();
+        r.measured = measured;
+        r
     }
 
     fn ops(cached: f64, rehash: f64, extend: f64, hash_1m: f64) -> Vec<(&'static str, f64)> {

@@ -4,7 +4,7 @@
 //! module (A) against the build without it (B), from one source with every
 //! other option alike. lsmpmon's own kernels record their sizes when built
 //! (`vm/kernel/image_size.rs`); their cells carry them.
-use super::framework::NO_LSM;
+use super::framework::{one_recipe_source, NO_LSM};
 use super::input::Run;
 use crate::base::form::Form;
 use crate::base::papers;
@@ -40,16 +40,11 @@ pub fn tables(runs: &[Run]) -> Vec<Table> {
         .filter_map(|base| {
             let with: Vec<&Build> = builds
                 .iter()
-                .filter(|b| b.kernel.flavour != NO_LSM && same_source(b.kernel, base.kernel))
+                .filter(|b| b.kernel.flavour != NO_LSM && one_recipe_source(b.kernel, base.kernel))
                 .collect();
             (!with.is_empty()).then(|| table(base, &with))
         })
         .collect()
-}
-
-/// Built from the same source package file.
-fn same_source(a: &KernelRef, b: &KernelRef) -> bool {
-    a.package == b.package && a.deb_sha256 == b.deb_sha256
 }
 
 fn kib(bytes: u64) -> Cell {
@@ -95,7 +90,7 @@ fn rows(base: &Build, with: &[&Build]) -> Vec<(String, Vec<u64>)> {
     }
     for p in parts {
         let label = if p == "security" {
-            "security/*.o (framework, capability, securityfs)".to_string()
+            "security/*.o".to_string()
         } else {
             p.clone()
         };
@@ -140,9 +135,76 @@ fn table(base: &Build, with: &[&Build]) -> Table {
         ),
         kernel: base.label.clone(),
         notes: vec![
-            "A - B as the paper defines it: the build with the framework and the module against the build without them, from one source package and lsmpmon's options alike (tinyconfig, -Os, xz-compressed); B turns off CONFIG_SECURITY and what depends on it. Sizes as binutils' `size` counts them when lsmpmon built the kernel: text is code and read-only data; a part is the objects of its directory in the link (security/*.o: the framework's own files, with commoncap, which every kernel links). A's module builds also carry the BPF LSM's hooks (kernel/bpf/bpf_lsm.o) that trace's BPF LSM method needs.".into(),
+            "A - B as the paper defines it: the build with the module against the build without it, from one source package and one lsmpmon fragment (tinyconfig, -Os, xz-compressed); B turns off CONFIG_SECURITY and what depends on it. So A - B is the framework with its call sites (SECURITY_NETWORK, SECURITY_PATH where A has them), the module, the BPF LSM's hooks that trace's BPF LSM method needs (kernel/bpf/bpf_lsm.o, security/bpf), the integrity core CONFIG_SECURITY brings (security/integrity) and, on 6.1, fanotify's permission events.".into(),
+            "Sizes as binutils' `size` counts them when lsmpmon built the kernel: vmlinux text is every allocated read-only section (code, read-only data, the kernel's BTF and symbol tables, init sections); a part is the object files of its directory as compiled, before the link (security/*.o: security.o, commoncap.o, which every kernel has, securityfs's inode.o, min_addr.o, device_cgroup.o, lsm_audit.o, as configured).".into(),
         ],
         header,
         rows,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::framework::tests::kernel_ref;
+    use crate::report::test_runs::run;
+
+    fn built(series: &str, flavour: &str, fragment: &str, smack_bytes: u64, bz: u64) -> Run {
+        let mut k = kernel_ref(series, "src", fragment);
+        k.flavour = flavour.into();
+        let image = k.image.as_mut().unwrap();
+        image.bzimage_bytes = bz;
+        image.vmlinux.text_bytes = bz * 3;
+        let part = |text_bytes| SectionSizes {
+            text_bytes,
+            data_bytes: 100,
+            bss_bytes: 24,
+        };
+        image.parts.insert(
+            "security".into(),
+            part(if smack_bytes > 0 { 50_000 } else { 20_000 }),
+        );
+        if smack_bytes > 0 {
+            image
+                .parts
+                .insert("security/smack".into(), part(smack_bytes));
+        }
+        let mut r = run(series, flavour, 1, "none", &[("stat", 1.0)]);
+        r.kernel_ref = Some(k);
+        r
+    }
+
+    #[test]
+    fn a_minus_b_pairs_one_recipe_and_counts_a_missing_part_as_nothing() {
+        let runs = vec![
+            built("6.1-nolsm", NO_LSM, "frag", 0, 3_000_000),
+            built("6.1-smack", "smack", "frag", 49_000, 3_100_000),
+            // Another fragment: not the paper's A - B against this B.
+            built("6.1-other", "other", "other-frag", 10_000, 9_000_000),
+        ];
+        let t = tables(&runs);
+        assert_eq!(t.len(), 1);
+        let t = &t[0];
+        assert_eq!(t.form, Form::ImageGrowth);
+        assert_eq!(t.header.len(), 4, "{:?}", t.header);
+        assert!(t.header[1].starts_with("6.1-nolsm") && t.header[2].starts_with("6.1-smack"));
+        let row = |p: &str| {
+            &t.rows
+                .iter()
+                .find(|r| r.label.starts_with(p))
+                .unwrap()
+                .cells
+        };
+        let kib = |c: &Cell| match c {
+            Cell::Fixed { value, .. } => *value,
+            other => panic!("{other:?}"),
+        };
+        let bz = row("bzImage");
+        assert_eq!(kib(&bz[2]), 100_000.0 / 1024.0);
+        let smack = row("security/smack");
+        assert_eq!((kib(&smack[0]), kib(&smack[2])), (0.0, 49_124.0 / 1024.0));
+        assert_eq!(kib(&row("security/*.o")[2]), 30_000.0 / 1024.0);
+        // No B: no table.
+        assert!(tables(&runs[1..]).is_empty());
     }
 }

@@ -18,6 +18,8 @@ mod overview;
 mod selinux;
 mod studies;
 mod syscalls;
+#[cfg(test)]
+mod test_runs;
 
 mod webstone;
 

@@ -205,19 +205,40 @@ fn baseline(r: &ProofReport) -> Result<String, String> {
         ));
     }
     if r.expected_lsms.is_empty() {
-        // The framework's own file: securityfs lists the modules only when
-        // the kernel has CONFIG_SECURITY.
-        if std::path::Path::new("/sys/kernel/security/lsm").exists() {
-            return Err(
-                "the kernel is built without CONFIG_SECURITY but /sys/kernel/security/lsm exists"
-                    .into(),
-            );
-        }
-        return Ok(
-            "no LSM framework: built without CONFIG_SECURITY, no /sys/kernel/security/lsm".into(),
-        );
+        return no_framework();
     }
     Ok(format!("active LSMs exactly {}", r.active_lsms.join(",")))
+}
+
+/// A kernel built without CONFIG_SECURITY: the framework's functions are
+/// not in the kernel (its symbol table), and securityfs, mounted, lists no
+/// module. Either alone could pass by accident: a securityfs /init failed to
+/// mount, a symbol table that hides names.
+fn no_framework() -> Result<String, String> {
+    let mounts = fs::read_to_string("/proc/mounts").unwrap_or_default();
+    if !mounts
+        .lines()
+        .any(|l| l.split_whitespace().nth(2) == Some("securityfs"))
+    {
+        return Err(
+            "securityfs is not mounted: the absence of /sys/kernel/security/lsm proves nothing"
+                .into(),
+        );
+    }
+    if std::path::Path::new("/sys/kernel/security/lsm").exists() {
+        return Err(
+            "the kernel is built without CONFIG_SECURITY but /sys/kernel/security/lsm exists"
+                .into(),
+        );
+    }
+    let syms = fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+    if !syms.lines().any(|l| l.ends_with(" cap_capable")) {
+        return Err("/proc/kallsyms lists no cap_capable: the symbol table cannot show the framework's absence".into());
+    }
+    if syms.lines().any(|l| l.ends_with(" security_file_open")) {
+        return Err("the kernel has security_file_open: it is built with the LSM framework".into());
+    }
+    Ok("no LSM framework: no security_file_open in the kernel, no /sys/kernel/security/lsm on securityfs".into())
 }
 
 fn clip(s: &str, n: usize) -> String {

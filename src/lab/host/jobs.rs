@@ -95,6 +95,7 @@ pub fn lay_out(plan: &Plan, extras: &Extras, dir: &ResultsDir) -> Result<Cells> 
         jobs: Vec::new(),
         decided: Vec::new(),
     };
+    let mut untraced: Vec<usize> = Vec::new();
     for cell in &plan.cells {
         let (k, kconf) = (&plan.kernels[cell.kernel], &kconfs[cell.kernel]);
         let c = &plan.configs[cell.config];
@@ -102,6 +103,13 @@ pub fn lay_out(plan: &Plan, extras: &Extras, dir: &ResultsDir) -> Result<Cells> 
         let seq = cells.jobs.len() + cells.decided.len();
         // A kernel without the framework has no hook to trace: bench only.
         let traced = plan.traced(cell.draw) && kconf.enabled("CONFIG_SECURITY");
+        if plan.traced(cell.draw) && !traced && !untraced.contains(&cell.kernel) {
+            untraced.push(cell.kernel);
+            crate::say!(
+                "lsmpmon: {} has no LSM framework (built without CONFIG_SECURITY): its cells run untraced",
+                k.series
+            );
+        }
         let options = run_options(&plan.options, &machine, traced);
         let mut base = base_result(k, c, &options, seq);
         base.web_server = extras.nginx.as_ref().map(|n| n.package.clone());

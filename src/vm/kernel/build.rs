@@ -178,7 +178,10 @@ fn stale(k: &Kernel, r: &Recipe) -> Option<String> {
     let config = read_no_follow(&k.config)
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_default();
-    if k.image.is_none() {
+    if k.image
+        .as_ref()
+        .is_none_or(|i| i.fragment_sha256.is_empty())
+    {
         return Some(format!(
             "the cached {} kernel was built before lsmpmon recorded its sizes: building it again (ccache makes this quicker)",
             r.name
@@ -307,7 +310,7 @@ fn build(r: &Recipe, cache: &Path, mirror: Option<&str>, dir: &Path) -> Result<K
     let src = unpack_source(&source.tarball, tree.path())?;
     let config = configure(r, &src, tree.path())?;
     make_bzimage(&src, &cache.join(crate::vm::cache::CCACHE))?;
-    let sizes = super::image_size::measure(&src)?;
+    let sizes = super::image_size::measure(&src, sha256_hex(r.fragment.as_bytes()))?;
     let image = fs::read(src.join("arch/x86/boot/bzImage")).context("reading the bzImage")?;
     let release = fs::read_to_string(src.join("include/config/kernel.release"))?
         .trim()
@@ -397,6 +400,12 @@ fn make_bzimage(src: &Path, ccache_dir: &Path) -> Result<()> {
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut cmd = Command::new("make");
     command::dies_with_parent(&mut cmd);
+    // What the kernel stamps into its image (uname -v, the banner): fixed,
+    // so a build of the same recipe and toolchain is the same image.
+    cmd.env("KBUILD_BUILD_TIMESTAMP", "2000-01-01 00:00:00 UTC")
+        .env("KBUILD_BUILD_USER", "lsmpmon")
+        .env("KBUILD_BUILD_HOST", "lsmpmon")
+        .env("KBUILD_BUILD_VERSION", "1");
     if command::which("ccache").is_some() {
         cmd.arg("CC=ccache gcc")
             .env("CCACHE_DIR", ccache_dir)
@@ -483,6 +492,7 @@ mod tests {
             path: None,
             net_modules: Vec::new(),
             image: Some(crate::model::ImageSizes {
+                fragment_sha256: "f".into(),
                 bzimage_bytes: 1,
                 vmlinux: Default::default(),
                 parts: Default::default(),

@@ -9,8 +9,8 @@ use anyhow::{bail, Context, Result};
 use crate::base::command;
 use crate::model::{ImageSizes, SectionSizes};
 
-/// The sizes of the built tree at `src`.
-pub fn measure(src: &Path) -> Result<ImageSizes> {
+/// The sizes of the built tree at `src`, built from a fragment of this sha256.
+pub fn measure(src: &Path, fragment_sha256: String) -> Result<ImageSizes> {
     let bzimage_bytes = fs::metadata(src.join("arch/x86/boot/bzImage"))
         .context("the bzImage")?
         .len();
@@ -20,6 +20,7 @@ pub fn measure(src: &Path) -> Result<ImageSizes> {
         parts.insert(name, size_total(src, &files)?);
     }
     Ok(ImageSizes {
+        fragment_sha256,
         bzimage_bytes,
         vmlinux,
         parts,
