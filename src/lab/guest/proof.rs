@@ -211,25 +211,23 @@ fn baseline(r: &ProofReport) -> Result<String, String> {
 }
 
 /// A kernel built without CONFIG_SECURITY: the framework's functions are
-/// not in the kernel (its symbol table), and securityfs, mounted, lists no
-/// module. Either alone could pass by accident: a securityfs /init failed to
-/// mount, a symbol table that hides names.
+/// not in the kernel (its symbol table has the capability checks but no
+/// security_file_open), and where securityfs exists without the framework
+/// (6.1; from 7.x the framework registers it) it is mounted and lists no
+/// module. Either alone could pass by accident: a securityfs /init failed
+/// to mount, a symbol table that hides names.
 fn no_framework() -> Result<String, String> {
+    let filesystems = fs::read_to_string("/proc/filesystems").unwrap_or_default();
+    let has_securityfs = filesystems.lines().any(|l| l.trim_end().ends_with("\tsecurityfs"));
     let mounts = fs::read_to_string("/proc/mounts").unwrap_or_default();
-    if !mounts
+    let mounted = mounts
         .lines()
-        .any(|l| l.split_whitespace().nth(2) == Some("securityfs"))
-    {
-        return Err(
-            "securityfs is not mounted: the absence of /sys/kernel/security/lsm proves nothing"
-                .into(),
-        );
+        .any(|l| l.split_whitespace().nth(2) == Some("securityfs"));
+    if has_securityfs && !mounted {
+        return Err("securityfs is not mounted: the absence of /sys/kernel/security/lsm proves nothing".into());
     }
     if std::path::Path::new("/sys/kernel/security/lsm").exists() {
-        return Err(
-            "the kernel is built without CONFIG_SECURITY but /sys/kernel/security/lsm exists"
-                .into(),
-        );
+        return Err("the kernel is built without CONFIG_SECURITY but /sys/kernel/security/lsm exists".into());
     }
     let syms = fs::read_to_string("/proc/kallsyms").unwrap_or_default();
     if !syms.lines().any(|l| l.ends_with(" cap_capable")) {
@@ -238,7 +236,12 @@ fn no_framework() -> Result<String, String> {
     if syms.lines().any(|l| l.ends_with(" security_file_open")) {
         return Err("the kernel has security_file_open: it is built with the LSM framework".into());
     }
-    Ok("no LSM framework: no security_file_open in the kernel, no /sys/kernel/security/lsm on securityfs".into())
+    let fs_part = if has_securityfs {
+        "no /sys/kernel/security/lsm on securityfs"
+    } else {
+        "no securityfs"
+    };
+    Ok(format!("no LSM framework: no security_file_open in the kernel, {fs_part}"))
 }
 
 fn clip(s: &str, n: usize) -> String {
