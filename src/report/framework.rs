@@ -237,6 +237,7 @@ fn notes(f: &Family, cols: &[&Run]) -> Vec<String> {
             f.base.kernel, f.release
         ),
         "The own build beside it is the same source package and fragment with the framework on: the difference is the framework's dispatch (each hook's walk over the modules' lists up to 6.8, static calls from 6.9), its blob allocations and what the capability module does through it. Debian's build adds its other options (-O2 where lsmpmon's tinyconfig builds use -Os, lockdown as an early LSM, from 6.9 IMA and EVM as LSMs).".into(),
+        "Two builds also differ in their code's layout, which the draws of one build do not sample: a change between builds is a cost of the framework only where it exceeds what a rebuild alone moves. Where two builds with the framework are shown, they differ only in options of a module `none` leaves inactive (7.3-selinux-avc14: the AVC's hash size), so the gap between them is that rebuild floor; a change the other way (faster with the framework) is layout too.".into(),
         format!(
             "{} time; medians over layout draws. A change is over the no-framework kernel, with its interval; it is established only where the interval excludes 0 and the change exceeds both kernels' layout floors (each the widest spread of a configuration's draws on that kernel). Positive = slower.",
             forms::time_mode(cols)

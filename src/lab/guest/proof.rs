@@ -218,16 +218,24 @@ fn baseline(r: &ProofReport) -> Result<String, String> {
 /// to mount, a symbol table that hides names.
 fn no_framework() -> Result<String, String> {
     let filesystems = fs::read_to_string("/proc/filesystems").unwrap_or_default();
-    let has_securityfs = filesystems.lines().any(|l| l.trim_end().ends_with("\tsecurityfs"));
+    let has_securityfs = filesystems
+        .lines()
+        .any(|l| l.trim_end().ends_with("\tsecurityfs"));
     let mounts = fs::read_to_string("/proc/mounts").unwrap_or_default();
     let mounted = mounts
         .lines()
         .any(|l| l.split_whitespace().nth(2) == Some("securityfs"));
     if has_securityfs && !mounted {
-        return Err("securityfs is not mounted: the absence of /sys/kernel/security/lsm proves nothing".into());
+        return Err(
+            "securityfs is not mounted: the absence of /sys/kernel/security/lsm proves nothing"
+                .into(),
+        );
     }
     if std::path::Path::new("/sys/kernel/security/lsm").exists() {
-        return Err("the kernel is built without CONFIG_SECURITY but /sys/kernel/security/lsm exists".into());
+        return Err(
+            "the kernel is built without CONFIG_SECURITY but /sys/kernel/security/lsm exists"
+                .into(),
+        );
     }
     let syms = fs::read_to_string("/proc/kallsyms").unwrap_or_default();
     if !syms.lines().any(|l| l.ends_with(" cap_capable")) {
@@ -241,7 +249,9 @@ fn no_framework() -> Result<String, String> {
     } else {
         "no securityfs"
     };
-    Ok(format!("no LSM framework: no security_file_open in the kernel, {fs_part}"))
+    Ok(format!(
+        "no LSM framework: no security_file_open in the kernel, {fs_part}"
+    ))
 }
 
 fn clip(s: &str, n: usize) -> String {
