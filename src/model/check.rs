@@ -282,10 +282,38 @@ fn cell_record(c: &CellResult) -> Result<(), String> {
     Ok(())
 }
 
+/// A kernel's recorded sizes: each part's sum must be a size (a build of
+/// more than 1 TiB is no kernel lsmpmon made).
+fn image_sizes(i: &crate::model::ImageSizes) -> Result<(), String> {
+    const MAX_BYTES: u64 = 1 << 40;
+    let parts = std::iter::once(("vmlinux", &i.vmlinux))
+        .chain(i.parts.iter().map(|(n, p)| (n.as_str(), p)));
+    for (name, p) in parts {
+        let sum = [p.text_bytes, p.data_bytes, p.bss_bytes]
+            .iter()
+            .try_fold(0u64, |a, b| a.checked_add(*b));
+        if sum.is_none_or(|s| s > MAX_BYTES) {
+            return Err(format!(
+                "kernel.image: {name}'s sizes are not those of a kernel ({p:?})"
+            ));
+        }
+    }
+    if i.bzimage_bytes > MAX_BYTES {
+        return Err(format!(
+            "kernel.image: a bzImage of {} bytes",
+            i.bzimage_bytes
+        ));
+    }
+    Ok(())
+}
+
 /// A cell that did not pass shows no figures: only a passed one's are checked.
 impl Check for CellResult {
     fn check(&self) -> Result<(), String> {
         cell_record(self)?;
+        if let Some(i) = &self.kernel.image {
+            image_sizes(i)?;
+        }
         if self.status != CellStatus::Passed {
             return Ok(());
         }
@@ -318,5 +346,32 @@ impl Check for ReportResult {
 impl Check for CompareResult {
     fn check(&self) -> Result<(), String> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::image_sizes;
+    use crate::model::{ImageSizes, SectionSizes};
+
+    #[test]
+    fn image_sizes_that_overflow_or_are_no_kernel_are_refused() {
+        let part = |t: u64| SectionSizes {
+            text_bytes: t,
+            data_bytes: 10,
+            bss_bytes: 0,
+        };
+        let mut i = ImageSizes {
+            fragment_sha256: "f".into(),
+            bzimage_bytes: 3_600_000,
+            vmlinux: part(10_000_000),
+            parts: [("security".to_string(), part(50_000))].into(),
+        };
+        assert_eq!(image_sizes(&i), Ok(()));
+        i.parts.insert("security".into(), part(u64::MAX));
+        assert!(image_sizes(&i).unwrap_err().contains("security"));
+        i.parts.clear();
+        i.vmlinux = part(1 << 41);
+        assert!(image_sizes(&i).is_err());
     }
 }

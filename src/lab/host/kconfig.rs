@@ -55,9 +55,14 @@ impl KernelConfig {
             .filter(|o| !self.enabled(o))
             .map(String::as_str)
             .collect();
+        let framework = if !missing.is_empty() && !self.enabled("CONFIG_SECURITY") {
+            " (it has no LSM framework: CONFIG_SECURITY is off)"
+        } else {
+            ""
+        };
         (!missing.is_empty()).then(|| {
             format!(
-                "kernel {}.{} is built without {}",
+                "kernel {}.{} is built without {}{framework}",
                 self.version.0,
                 self.version.1,
                 missing.join(", ")
@@ -190,6 +195,16 @@ mod tests {
         let k = KernelConfig::parse(&nolsm, "7.3.4");
         assert!(k.expected_lsms(Some("capability")).is_empty());
         assert!(k.expected_lsms(None).is_empty());
+        let landlock =
+            crate::lab::spec::load("landlock", &crate::lab::spec::search_path(&[])).unwrap();
+        let bare = KernelConfig::parse("# CONFIG_SECURITY is not set\n", "7.3.4");
+        let why = bare
+            .not_applicable(&landlock)
+            .expect("landlock needs the framework");
+        assert!(
+            why.contains("CONFIG_SECURITY_LANDLOCK") && why.contains("no LSM framework"),
+            "{why}"
+        );
     }
 
     #[test]

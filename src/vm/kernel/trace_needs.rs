@@ -35,7 +35,8 @@ pub fn runs_trace(argv: &[String]) -> bool {
 /// Refuses, before booting, a kernel that cannot run `lsmpmon trace`.
 pub fn check_trace(k: &Kernel) -> Result<()> {
     let config = check_sha256(&k.config, &k.config_sha256)?;
-    let missing = trace_missing(&String::from_utf8_lossy(&config));
+    let config = String::from_utf8_lossy(&config);
+    let missing = trace_missing(&config);
     if missing.is_empty() {
         return Ok(());
     }
@@ -44,6 +45,11 @@ pub fn check_trace(k: &Kernel) -> Result<()> {
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| format!("{} {}", k.series, k.release));
+    if !config.lines().any(|l| l.trim() == "CONFIG_SECURITY=y") {
+        return Err(usage(format!(
+            "kernel {what} has no LSM framework (built without CONFIG_SECURITY): there is no hook to trace; bench measures it"
+        )));
+    }
     Err(usage(format!(
         "kernel {what} cannot run lsmpmon trace: its config ({}) lacks {}; build it with them",
         k.config.display(),
