@@ -24,12 +24,19 @@ pub fn trace_missing(config: &str) -> Vec<String> {
         .collect()
 }
 
-/// Whether a guest command runs `lsmpmon trace` (also inside `sh -c '…'`).
+/// Whether a guest command runs `lsmpmon trace`: as the command itself, or
+/// as a command of a shell script argument (`sh -c 'x; lsmpmon trace …'`),
+/// not words that merely mention it (`echo "lsmpmon trace"`).
 pub fn runs_trace(argv: &[String]) -> bool {
-    let words: Vec<&str> = argv.iter().flat_map(|a| a.split_whitespace()).collect();
-    words
-        .windows(2)
-        .any(|w| w[0].rsplit('/').next() == Some("lsmpmon") && w[1] == "trace")
+    let starts_trace = |words: &mut dyn Iterator<Item = &str>| {
+        words.next().and_then(|w| w.rsplit('/').next()) == Some("lsmpmon")
+            && words.next() == Some("trace")
+    };
+    starts_trace(&mut argv.iter().map(String::as_str))
+        || argv.iter().skip(1).any(|a| {
+            a.split([';', '&', '|', '\n', '(', ')', '{', '}'])
+                .any(|command| starts_trace(&mut command.split_whitespace()))
+        })
 }
 
 /// Refuses, before booting, a kernel that cannot run `lsmpmon trace`.
@@ -86,5 +93,11 @@ mod tests {
         ])));
         assert!(!runs_trace(&argv(&["lsmpmon", "bench"])));
         assert!(!runs_trace(&argv(&["echo", "trace"])));
+        assert!(!runs_trace(&argv(&[
+            "sh",
+            "-c",
+            "echo \"do not run lsmpmon trace here\""
+        ])));
+        assert!(runs_trace(&argv(&["sh", "-c", "cd / && lsmpmon trace"])));
     }
 }
