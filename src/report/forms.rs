@@ -151,6 +151,32 @@ pub fn op<'a>(c: &'a Run, op: &str) -> Option<&'a OpResult> {
     ops(c).iter().find(|o| o.op == op)
 }
 
+/// Every op the runs measured, in first-seen order, with its unit.
+pub fn op_names(runs: &[&Run]) -> Vec<(String, Unit)> {
+    let mut names: Vec<(String, Unit)> = Vec::new();
+    for o in runs.iter().flat_map(|r| ops(r)) {
+        if !names.iter().any(|(n, _)| *n == o.op) {
+            names.push((o.op.clone(), o.unit));
+        }
+    }
+    names
+}
+
+/// How a row names an op's unit: ns per op are shown as µs.
+pub fn unit_label(unit: Unit) -> &'static str {
+    if unit == Unit::NsPerOp {
+        "µs"
+    } else {
+        unit.name()
+    }
+}
+
+/// (major, minor) of a release string ("6.12.57+deb13-cloud-amd64", "7.3").
+pub fn version(release: &str) -> Option<(u32, u32)> {
+    let mut nums = release.split(['.', '-', '+']).map(str::parse::<u32>);
+    Some((nums.next()?.ok()?, nums.next()?.ok()?))
+}
+
 /// The median of `op`, if the run measured it.
 pub fn median(c: &Run, name: &str) -> Option<f64> {
     op(c, name).map(|o| o.summary.median)
@@ -289,14 +315,7 @@ pub fn table3(kernel: &str, cols: &[&Run], every_draw: &[&Run]) -> Table {
         .map(|(name, unit)| {
             let base_v = base.and_then(|b| Some((b, median(b, name)?)));
             Row {
-                label: format!(
-                    "{name} ({})",
-                    if *unit == Unit::NsPerOp {
-                        "µs"
-                    } else {
-                        unit.name()
-                    }
-                ),
+                label: format!("{name} ({})", unit_label(*unit)),
                 cells: cols
                     .iter()
                     .map(|c| {

@@ -4,7 +4,9 @@
 //! without CONFIG_SECURITY (`<series>-nolsm`) against its builds of the same
 //! source and options with the framework (booted as `none`: capability
 //! only), and against Debian's build of the release.
-use super::forms::{self, draws, kernel_floor_pct, median, ops, BASELINE};
+use super::forms::{
+    self, draws, kernel_floor_pct, median, op_names, unit_label, version, BASELINE,
+};
 use super::input::Run;
 use crate::base::draws::change_over_floor;
 use crate::base::form::Form;
@@ -169,18 +171,6 @@ fn plain(v: &[f64], unit: Unit) -> Cell {
     }
 }
 
-fn op_names(runs: &[&Run]) -> Vec<(String, Unit)> {
-    let mut names: Vec<(String, Unit)> = Vec::new();
-    for r in runs {
-        for o in ops(r) {
-            if !names.iter().any(|(n, _)| *n == o.op) {
-                names.push((o.op.clone(), o.unit));
-            }
-        }
-    }
-    names
-}
-
 fn column_name(f: &Family, r: &Run) -> String {
     let what = if r.kernel.series() == f.release {
         "Debian's build"
@@ -226,7 +216,7 @@ fn table(f: &Family, every: &[&Run]) -> Table {
 }
 
 fn notes(f: &Family, cols: &[&Run]) -> Vec<String> {
-    let fanotify = if version(&f.release) < (6, 8) {
+    let fanotify = if version(&f.release).is_some_and(|v| v < (6, 8)) {
         " Before 6.8 the framework's open and permission hooks also called fanotify's permission events, so on this release the no-framework build has none and its open, read and write skip that call too."
     } else {
         ""
@@ -243,20 +233,6 @@ fn notes(f: &Family, cols: &[&Run]) -> Vec<String> {
             forms::time_mode(cols)
         ),
     ]
-}
-
-/// (major, minor) of "6.1".
-fn version(release: &str) -> (u32, u32) {
-    let mut n = release.split('.').map(|p| p.parse().unwrap_or(0));
-    (n.next().unwrap_or(0), n.next().unwrap_or(0))
-}
-
-fn unit_label(unit: Unit) -> &'static str {
-    if unit == Unit::NsPerOp {
-        "µs"
-    } else {
-        unit.name()
-    }
 }
 
 /// Per family: the median over ops of each column's change, and how many

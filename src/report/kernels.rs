@@ -74,11 +74,11 @@ fn table(config: &str, per_kernel: &[(KernelId, Vec<&Run>)], every_draw: &[&Run]
     if cols.len() < 2 || !cols.iter().any(|c| c.run.passed()) {
         return None;
     }
-    let names = op_names(&cols);
+    let names = forms::op_names(&cols.iter().map(|c| c.run).collect::<Vec<_>>());
     let rows: Vec<Row> = names
         .iter()
         .map(|(name, unit)| Row {
-            label: format!("{name} ({})", unit_label(*unit)),
+            label: format!("{name} ({})", forms::unit_label(*unit)),
             cells: cols.iter().map(|c| cell(c, name, every_draw)).collect(),
         })
         .collect();
@@ -109,26 +109,6 @@ fn table(config: &str, per_kernel: &[(KernelId, Vec<&Run>)], every_draw: &[&Run]
             .collect(),
         rows,
     })
-}
-
-fn op_names(cols: &[Column]) -> Vec<(String, Unit)> {
-    let mut names: Vec<(String, Unit)> = Vec::new();
-    for c in cols {
-        for o in forms::ops(c.run) {
-            if !names.iter().any(|(n, _)| *n == o.op) {
-                names.push((o.op.clone(), o.unit));
-            }
-        }
-    }
-    names
-}
-
-fn unit_label(unit: Unit) -> &'static str {
-    if unit == Unit::NsPerOp {
-        "µs"
-    } else {
-        unit.name()
-    }
 }
 
 /// Over the column's draws where it has several (as the Table 3 form).
@@ -221,7 +201,7 @@ fn bare_hook_costs(cols: &[Column]) -> Option<String> {
 fn changes_between(config: &str, cols: &[Column]) -> Vec<String> {
     let versions: Vec<(u32, u32)> = cols
         .iter()
-        .filter_map(|c| version(&c.run.origin.kernel_release))
+        .filter_map(|c| forms::version(&c.run.origin.kernel_release))
         .collect();
     let (Some(lo), Some(hi)) = (versions.iter().min(), versions.iter().max()) else {
         return Vec::new();
@@ -233,15 +213,9 @@ fn changes_between(config: &str, cols: &[Column]) -> Vec<String> {
         .collect()
 }
 
-/// (major, minor) of a release string ("6.12.57+deb13-cloud-amd64").
-fn version(release: &str) -> Option<(u32, u32)> {
-    let mut nums = release.split(['.', '-', '+']).map(str::parse::<u32>);
-    Some((nums.next()?.ok()?, nums.next()?.ok()?))
-}
-
 #[cfg(test)]
 mod tests {
-    use super::version;
+    use crate::report::forms::version;
 
     #[test]
     fn versions_of_debian_releases() {
