@@ -41,6 +41,7 @@ forms! {
     Table6_7 = "table6_7": "Syscalls × kernels (LSMPMON, Tables 6 and 7).",
     Footprint = "footprint": "Memory, policy size and module slab caches (embedded SELinux, Tables 8, 9, 11).",
     SelinuxPolicies = "selinux-policies": "Standard against embedded SELinux policy.",
+    AvtabSlots = "avtab-slots": "The avtab's hash slots against the policy search at one rule count (embedded SELinux, Table 11).",
     AvcSweep = "avc-sweep": "The AVC sweep: distinct types against the AVC's slots.",
     AvcSweepCurve = "avc-sweep-curve": "The AVC sweep as a curve.",
     ImaHash = "ima_hash": "IMA's hash algorithms (the integrity-measurement paper).",

@@ -246,6 +246,16 @@ pub fn size_text(bytes: u64) -> String {
 /// source's permission bits (no set-id bits), so nothing becomes readable
 /// to more users than it was.
 pub fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
+    fill_tree(from, to, true)
+}
+
+/// [`copy_tree`] into `to` as it is (made if missing): a file of `from`
+/// replaces the one of the same name there.
+pub fn copy_tree_over(from: &Path, to: &Path) -> anyhow::Result<()> {
+    fill_tree(from, to, !to.is_dir())
+}
+
+fn fill_tree(from: &Path, to: &Path, make: bool) -> anyhow::Result<()> {
     let m = fs::symlink_metadata(from)
         .map_err(|e| anyhow::anyhow!("reading {}: {e}", from.display()))?;
     if !m.is_dir() {
@@ -254,14 +264,18 @@ pub fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
             from.display()
         )));
     }
-    if let Some(parent) = to.parent() {
-        fs::create_dir_all(parent)
-            .map_err(|e| anyhow::anyhow!("creating {}: {e}", parent.display()))?;
+    if make {
+        if let Some(parent) = to.parent() {
+            fs::create_dir_all(parent)
+                .map_err(|e| anyhow::anyhow!("creating {}: {e}", parent.display()))?;
+        }
+        fs::DirBuilder::new()
+            .mode(0o700)
+            .create(to)
+            .map_err(|e| anyhow::anyhow!("creating {}: {e}", to.display()))?;
+    } else {
+        fs::set_permissions(to, fs::Permissions::from_mode(0o700))?;
     }
-    fs::DirBuilder::new()
-        .mode(0o700)
-        .create(to)
-        .map_err(|e| anyhow::anyhow!("creating {}: {e}", to.display()))?;
     let entries =
         fs::read_dir(from).map_err(|e| anyhow::anyhow!("reading {}: {e}", from.display()))?;
     for e in entries {
@@ -269,9 +283,11 @@ pub fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
         let ty = e.file_type()?;
         let dest = to.join(e.file_name());
         if ty.is_dir() {
-            copy_tree(&e.path(), &dest)?;
+            fill_tree(&e.path(), &dest, !dest.is_dir())?;
         } else if ty.is_file() {
             let mode = e.metadata()?.mode() & 0o777;
+            // A file copied before (a lower layer's) is replaced, never followed.
+            let _ = fs::remove_file(&dest);
             fs::copy(e.path(), &dest)?;
             fs::set_permissions(&dest, fs::Permissions::from_mode(mode))?;
         }

@@ -16,6 +16,13 @@ pub use crate::model::cell::{AccessOp, Expect, ProofKind};
 #[serde(deny_unknown_fields)]
 pub struct Spec {
     pub description: String,
+    /// Another configuration whose files this one takes first (its own
+    /// files replace theirs by name): a variant without copies.
+    pub files_from: Option<String>,
+    /// SELinux: what the kernel's rules table must hold once the policy is
+    /// loaded, read from the kernel's own avtab line (a kernel built with
+    /// CONFIG_SECURITY_SELINUX_DEBUG); the cell fails otherwise.
+    pub avtab: Option<AvtabExpect>,
     /// The kernel's `lsm=` parameter; None: the kernel's own list.
     pub lsm: Option<String>,
     #[serde(default)]
@@ -42,6 +49,19 @@ pub struct Spec {
     pub confine: Confine,
     pub proof: Proof,
 }
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AvtabExpect {
+    pub rules: u64,
+    /// Hash slots: a slot count other than the kernel's own rule is asked
+    /// for with `lsmpmon_avtab_slots=` in `append` (lsmpmon's
+    /// 7.3-selinux-avtab kernel honours it).
+    pub slots: u64,
+}
+
+/// The boot parameter lsmpmon's patched kernel reads (kernels/7.3-avtab-slots.patch).
+pub const AVTAB_SLOTS_PARAM: &str = "lsmpmon_avtab_slots=";
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -96,6 +116,9 @@ fn one() -> usize {
 pub struct Config {
     pub name: String,
     pub dir: PathBuf,
+    /// The directories of its `files_from` chain, farthest first: their
+    /// files go into the guest before its own.
+    pub base_dirs: Vec<PathBuf>,
     pub spec: Spec,
     /// sha256 over the directory's files (names and contents), sorted.
     pub hash: String,
@@ -213,6 +236,44 @@ fn unknown(name: &str, dirs: &[PathBuf]) -> anyhow::Error {
 }
 
 pub fn load(name: &str, dirs: &[PathBuf]) -> Result<Config> {
+    let (dir, spec) = load_one(name, dirs)?;
+    let base_dirs = files_from_chain(name, &spec, dirs)?;
+    let layers: Vec<PathBuf> = base_dirs.iter().chain([&dir]).cloned().collect();
+    Ok(Config {
+        name: name.to_string(),
+        hash: hash_layers(&layers)?,
+        dir,
+        base_dirs,
+        spec,
+    })
+}
+
+/// At most this many configurations below one.
+const MAX_FILES_FROM: usize = 4;
+
+/// The directories `name`'s `files_from` names, farthest first; refused
+/// when one is unknown, or the chain loops or runs too deep.
+fn files_from_chain(name: &str, spec: &Spec, dirs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut chain = Vec::new();
+    let mut seen = vec![name.to_string()];
+    let mut next = spec.files_from.clone();
+    while let Some(base) = next {
+        if seen.contains(&base) || seen.len() > MAX_FILES_FROM {
+            return Err(usage(format!(
+                "configuration '{name}': files_from loops or runs deeper than {MAX_FILES_FROM} ({} -> {base})",
+                seen.join(" -> ")
+            )));
+        }
+        let config = load_one(&base, dirs)?;
+        next = config.1.files_from;
+        chain.insert(0, config.0);
+        seen.push(base);
+    }
+    Ok(chain)
+}
+
+/// One configuration's directory and spec, without its files_from.
+fn load_one(name: &str, dirs: &[PathBuf]) -> Result<(PathBuf, Spec)> {
     if name.is_empty() || name.contains('/') || name.starts_with('.') {
         return Err(usage(format!("bad configuration name '{name}'")));
     }
@@ -224,12 +285,7 @@ pub fn load(name: &str, dirs: &[PathBuf]) -> Result<Config> {
         return Err(unknown(name, dirs));
     };
     let spec = parse_spec(&dir.join(SPEC_FILE))?;
-    Ok(Config {
-        name: name.to_string(),
-        hash: hash_dir(&dir)?,
-        dir,
-        spec,
-    })
+    Ok((dir, spec))
 }
 
 /// A spec or the access matrix is a few KiB: anything far larger is not one.
@@ -305,6 +361,14 @@ fn check_spec(spec: &Spec) -> std::result::Result<(), String> {
             ));
         }
     }
+    if let Some(a) = spec.avtab {
+        if a.slots < 2 || a.slots > 1 << 16 || !a.slots.is_power_of_two() || a.rules == 0 {
+            return Err(format!(
+                "field avtab: slots {} is not a power of two from 2 to 65536, or rules is 0",
+                a.slots
+            ));
+        }
+    }
     for o in &spec.requires {
         if !o.starts_with("CONFIG_") {
             return Err(format!("field requires: '{o}' is not a CONFIG_ option"));
@@ -335,12 +399,23 @@ pub fn load_access_matrix() -> Result<AccessMatrix> {
 
 /// Names and contents of every file under `dir`, in sorted order.
 pub fn hash_dir(dir: &Path) -> Result<String> {
-    let mut files = Vec::new();
-    collect_files(dir, dir, &mut files)?;
-    files.sort();
+    hash_layers(&[dir.to_path_buf()])
+}
+
+/// sha256 over the files the guest gets from `layers` (a later layer's
+/// file replaces an earlier one's of the same name), names and contents.
+pub fn hash_layers(layers: &[PathBuf]) -> Result<String> {
+    let mut files = std::collections::BTreeMap::new();
+    for dir in layers {
+        let mut rels = Vec::new();
+        collect_files(dir, dir, &mut rels)?;
+        for rel in rels {
+            files.insert(rel.clone(), dir.join(rel));
+        }
+    }
     let mut h = Sha256::new();
-    for rel in files {
-        let bytes = secure_fs::read_regular("", &dir.join(&rel), MAX_CONFIG_FILE_BYTES)?;
+    for (rel, path) in files {
+        let bytes = secure_fs::read_regular("", &path, MAX_CONFIG_FILE_BYTES)?;
         h.update(rel.as_bytes());
         h.update([0]);
         h.update((bytes.len() as u64).to_le_bytes());
@@ -449,6 +524,52 @@ mod tests {
         fs::rename(d.join("sub/a"), d.join("sub/b")).unwrap();
         let h3 = hash_dir(&d).unwrap();
         assert!(h1 != h2 && h2 != h3 && h1 != h3);
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// A variant takes its base's files first; its own replace them by name.
+    /// The chain's hash moves with a base's file; a loop, an unknown base or
+    /// a chain too deep is refused with exit 2; slot counts that are no
+    /// power of two are refused where the spec is read.
+    #[test]
+    fn files_from_layers_a_variant_over_its_base() {
+        let d = std::env::temp_dir().join(format!("lsmpmon-layers-{}", std::process::id()));
+        let spec =
+            |from: &str| format!("description = \"x\"\n{from}[proof]\nkind = \"baseline\"\n");
+        write(&d.join("base"), &spec(""));
+        fs::write(d.join("base/policy"), "base").unwrap();
+        fs::write(d.join("base/setup.sh"), "base").unwrap();
+        write(&d.join("variant"), &spec("files_from = \"base\"\n"));
+        fs::write(d.join("variant/setup.sh"), "variant").unwrap();
+        let dirs = [d.clone()];
+        let c = load("variant", &dirs).unwrap();
+        assert_eq!(c.base_dirs, vec![d.join("base")]);
+        let out = d.join("guest");
+        for layer in c.base_dirs.iter().chain([&c.dir]) {
+            crate::base::secure_fs::copy_tree_over(layer, &out).unwrap();
+        }
+        assert_eq!(fs::read_to_string(out.join("policy")).unwrap(), "base");
+        assert_eq!(fs::read_to_string(out.join("setup.sh")).unwrap(), "variant");
+        fs::write(d.join("base/policy"), "changed").unwrap();
+        assert_ne!(load("variant", &dirs).unwrap().hash, c.hash);
+
+        write(&d.join("base"), &spec("files_from = \"variant\"\n"));
+        let err = load("variant", &dirs).unwrap_err();
+        assert_eq!(crate::base::error::exit_code(&err), 2);
+        assert!(err.to_string().contains("loops"), "{err}");
+        write(&d.join("base"), &spec("files_from = \"nowhere\"\n"));
+        let err = load("variant", &dirs).unwrap_err();
+        assert!(
+            err.to_string().contains("unknown configuration 'nowhere'"),
+            "{err}"
+        );
+
+        write(
+            &d.join("slots"),
+            &spec("avtab = { rules = 8188, slots = 1000 }\n"),
+        );
+        let err = load("slots", &dirs).unwrap_err().to_string();
+        assert!(err.contains("slots 1000 is not a power of two"), "{err}");
         fs::remove_dir_all(&d).unwrap();
     }
 }

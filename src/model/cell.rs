@@ -276,6 +276,11 @@ pub struct Footprint {
     /// by name. Absent in cells made before.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub slab_kib: BTreeMap<String, u64>,
+    /// The module caches SLUB merged with others (/sys/kernel/slab's links
+    /// to one cache): the other names whose objects their line also counts
+    /// (7.3: avtab_node with hashtab_node and fsnotify_mark_connector).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub slab_shared_with: BTreeMap<String, Vec<String>>,
     /// How many reads of /proc/meminfo it took, after dropping the caches,
     /// for two in a row to agree within 64 KiB (0: cells made before).
     #[serde(default)]
@@ -351,6 +356,10 @@ pub struct AvtabFigures {
     /// "rules" line read from the kernel log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_rules: Option<AvtabEval>,
+    /// The slot count the kernel command line asked for
+    /// (`lsmpmon_avtab_slots=`, honoured by lsmpmon's patched kernel).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slots_asked: Option<u64>,
 }
 
 /// Plain words for what users read (tables, notes, errors); the JSON keeps

@@ -363,6 +363,7 @@ mod tests {
         };
         let mut i = ImageSizes {
             fragment_sha256: "f".into(),
+            source_patch_sha256: None,
             bzimage_bytes: 3_600_000,
             vmlinux: part(10_000_000),
             parts: [("security".to_string(), part(50_000))].into(),

@@ -117,6 +117,9 @@ pub struct ImageSizes {
     /// of one source with equal fragments differ by their overrides alone.
     #[serde(default)]
     pub fragment_sha256: String,
+    /// sha256 of the patch applied to the source (absent: none was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_patch_sha256: Option<String>,
     pub bzimage_bytes: u64,
     pub vmlinux: SectionSizes,
     #[serde(default)]

@@ -111,10 +111,13 @@ pub fn one_recipe_source(x: &crate::model::KernelRef, y: &crate::model::KernelRe
             .map(|i| i.fragment_sha256.clone())
             .filter(|h| !h.is_empty())
     };
+    let patch =
+        |k: &crate::model::KernelRef| k.image.as_ref().map(|i| i.source_patch_sha256.clone());
     x.package == y.package
         && x.deb_sha256 == y.deb_sha256
         && fragment(x).is_some()
         && fragment(x) == fragment(y)
+        && patch(x) == patch(y)
 }
 
 /// One op's change of `c` over the no-LSM base, with the interval its
@@ -319,6 +322,7 @@ pub mod tests {
             path: None,
             image: (!fragment.is_empty()).then(|| ImageSizes {
                 fragment_sha256: fragment.into(),
+                source_patch_sha256: None,
                 bzimage_bytes: 0,
                 vmlinux: Default::default(),
                 parts: Default::default(),

@@ -3,6 +3,7 @@
 //! and whether two runs differ.
 mod account;
 mod avc;
+mod avtab_slots;
 pub mod charts;
 pub mod compare;
 pub mod forms;
@@ -155,6 +156,7 @@ pub fn tables(runs: &[Run], order: &[String], syscalls: &[String]) -> Vec<Table>
     out.extend(ima::tables(runs, order));
     out.extend(webstone::tables(&refs, order));
     out.extend(avc::tables(runs));
+    out.extend(avtab_slots::tables(runs));
     for r in runs.iter().filter(|r| !r.from_lab) {
         if let Some(t) = &r.trace {
             let what = format!(", {} ({})", r.config, r.kernel);

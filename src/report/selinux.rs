@@ -59,6 +59,7 @@ fn table(kernel: &str, cols: &[&Run]) -> Table {
             "Footprint as in the footprint table. Policy load: guest ms of `load_policy -i` (the span the setup script marks, including the program's start).".into(),
             "avtab: computed from the loaded policy (/sys/fs/selinux/policy) with the kernel's slot rule and hash, as its avtab_hash_eval reports them; \"kernel's own\" compares with the kernel's line where it was built with CONFIG_SECURITY_SELINUX_DEBUG (lsmpmon's 7.3-selinux kernels). The kernel evaluates the conditional table before reading it (7.3: cond_init_bool_indexes runs in policydb_index), so its own conditional line always says 0 entries.".into(),
             "AVC: /sys/fs/selinux/avc/hash_stats and cache_stats (summed over CPUs) after setup and proof, before the benchmark.".into(),
+            "Table 9 (the paper's memory of the avtab's hash tables, and of SELinux's program and policy, which is A − B): the hash tables are a pointer a slot for both tables, the entries a 24-byte avtab_node each; the kernel's slab cache of those nodes (/proc/slabinfo: active objects × size, KiB) counts its slabs' objects on the per-CPU lists as active, and every cache SLUB merged with it (7.3: hashtab_node, the policy's symbol tables, and fsnotify_mark_connector, named where the cell recorded /sys/kernel/slab's links), so it holds more than the computed entries.".into(),
         ],
         header,
         rows,
@@ -202,7 +203,62 @@ fn avtab_rows(cols: &[&Run]) -> Vec<Row> {
     };
     own.cells.push(Cell::missing("–"));
     rows.push(own);
+    rows.extend(avtab_memory_rows(cols));
     rows
+}
+
+/// The bytes of one avtab hash slot (a pointer) and of one entry (struct
+/// avtab_node: a key of four u16, a datum of a u32 or a pointer, the next
+/// pointer), the same on every kernel lsmpmon boots (x86_64).
+const SLOT_BYTES: u64 = 8;
+const NODE_BYTES: u64 = 24;
+
+/// The embedded-SELinux paper's Table 9: the avtab's memory, computed from
+/// the tables' slots and entries, beside what the kernel's avtab_node slab
+/// cache holds (it counts whole slabs' objects, and any cache merged with it).
+fn avtab_memory_rows(cols: &[&Run]) -> Vec<Row> {
+    let av = |c: &Run| c.footprint.as_ref().and_then(|f| f.avtab.clone());
+    let kib = |b: u64| b as f64 / 1024.0;
+    let row = |label: &str, f: &dyn Fn(&Run) -> Option<f64>| with_ratio(figure_row(label, cols, f));
+    vec![
+        row(
+            "Table 9: avtab hash tables, both (KiB, slots × 8 B)",
+            &|c| av(c).map(|a| kib((a.rules.slots + a.conditional_rules.slots) * SLOT_BYTES)),
+        ),
+        row(
+            "Table 9: avtab entries, both (KiB, entries × 24 B)",
+            &|c| av(c).map(|a| kib((a.rules.entries + a.conditional_rules.entries) * NODE_BYTES)),
+        ),
+        row("Table 9: the kernel's avtab_node slab (KiB)", &|c| {
+            av(c)?;
+            c.footprint
+                .as_ref()?
+                .slab_kib
+                .get("avtab_node")
+                .map(|k| *k as f64)
+        }),
+        shared_row(cols),
+    ]
+}
+
+/// What SLUB merged into the avtab_node cache, per cell where recorded.
+fn shared_row(cols: &[&Run]) -> Row {
+    let mut cells: Vec<Cell> = cols
+        .iter()
+        .map(|c| match c.footprint.as_ref() {
+            Some(f) if !f.slab_kib.contains_key("avtab_node") => Cell::missing("–"),
+            Some(f) => match f.slab_shared_with.get("avtab_node") {
+                Some(others) => Cell::text(others.join(", ")),
+                None => Cell::missing("not recorded or alone"),
+            },
+            None => Cell::missing("–"),
+        })
+        .collect();
+    cells.push(Cell::missing("–"));
+    Row {
+        label: "Table 9: caches sharing that slab".into(),
+        cells,
+    }
 }
 
 /// `name: value` lines of hash_stats ("buckets used: 245/512" gives 245).

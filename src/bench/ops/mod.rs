@@ -3,6 +3,7 @@
 //! op proves it did its work: a syscall that fails, a short read or a
 //! missing file fails the operation.
 mod avc;
+mod avtab;
 mod bandwidth;
 pub mod build;
 mod files;
@@ -33,6 +34,7 @@ pub fn all() -> Vec<OpDef> {
     v.extend(web::ops());
     v.extend(build::ops());
     v.extend(avc::ops());
+    v.extend(avtab::ops());
     v.extend(workload::ops());
     v
 }
@@ -67,10 +69,11 @@ pub const PAPER: &[&str] = &[
 
 /// Every op's group, as `--ops` names them.
 pub const GROUPS: &[&str] = &[
-    "syscall", "files", "ipc", "proc", "yield", "bw", "ima", "web", "build", "avc", "workload",
+    "syscall", "files", "ipc", "proc", "yield", "bw", "ima", "web", "build", "avc", "avtab",
+    "workload",
 ];
 /// Groups of the other papers' studies: not in `lmbench` (all the others).
-const STUDY_GROUPS: &[&str] = &["ima", "web", "build", "avc", "workload"];
+const STUDY_GROUPS: &[&str] = &["ima", "web", "build", "avc", "avtab", "workload"];
 
 /// Resolves "paper", "lmbench", group names and op names, in order, no repeats.
 pub fn select(spec: &str) -> Result<Vec<OpDef>> {

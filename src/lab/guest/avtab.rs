@@ -68,16 +68,50 @@ pub fn evaluate(keys: &[AvtabKey], slots: u64) -> AvtabEval {
     }
 }
 
-/// Both tables of a loaded policy, as the kernel holds them.
-pub fn figures(keys: &PolicyKeys) -> AvtabFigures {
-    let rules = keys.rules.len() as u64;
+/// Both tables of a loaded policy, as the kernel holds them: with the
+/// slots `asked` on the command line (lsmpmon's patched kernel), else the
+/// kernel's own rule.
+pub fn figures(keys: &PolicyKeys, asked: Option<u64>) -> AvtabFigures {
+    let slots = asked.unwrap_or_else(|| slots_for(keys.rules.len() as u64));
     AvtabFigures {
         source: "computed".into(),
         policy_version: keys.version,
-        rules: evaluate(&keys.rules, slots_for(rules)),
-        conditional_rules: evaluate(&keys.conditional_rules, slots_for(rules)),
+        rules: evaluate(&keys.rules, slots),
+        conditional_rules: evaluate(&keys.conditional_rules, slots),
         kernel_rules: None,
+        slots_asked: asked,
     }
+}
+
+/// The slot count `lsmpmon_avtab_slots=` asks for on this command line.
+pub fn slots_asked(cmdline: &str) -> Option<u64> {
+    cmdline
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix(crate::lab::spec::AVTAB_SLOTS_PARAM))
+        .and_then(|v| v.parse().ok())
+}
+
+/// Whether the kernel's own line shows the rules table `expect` asks for.
+pub fn check(
+    expect: &crate::lab::spec::AvtabExpect,
+    f: Option<&AvtabFigures>,
+) -> Result<(), String> {
+    let Some(own) = f.and_then(|f| f.kernel_rules) else {
+        return Err("the kernel printed no avtab line (it needs CONFIG_SECURITY_SELINUX_DEBUG, as lsmpmon's 7.3-selinux-avtab kernel has): the configuration's avtab cannot be proved".into());
+    };
+    if own.entries != expect.rules {
+        return Err(format!(
+            "the kernel's rules table holds {} entries, not the configuration's {}: its policy is not the one its spec describes",
+            own.entries, expect.rules
+        ));
+    }
+    if own.slots != expect.slots {
+        return Err(format!(
+            "the kernel gave the rules table {} hash slots, not the configuration's {}: boot lsmpmon's 7.3-selinux-avtab kernel, which honours {}N",
+            own.slots, expect.slots, crate::lab::spec::AVTAB_SLOTS_PARAM
+        ));
+    }
+    Ok(())
 }
 
 /// The kernel's own "rules" line in its log, the last one if the policy was
@@ -175,5 +209,40 @@ mod tests {
         );
         assert_eq!(e.chain_length_squared_sum, 25000);
         assert_eq!(kernel_line("SELinux: rules: garbled 12"), None);
+    }
+
+    #[test]
+    fn the_slots_asked_are_read_and_checked_against_the_kernels_line() {
+        assert_eq!(
+            slots_asked("console=ttyS0 lsmpmon_avtab_slots=1024 quiet"),
+            Some(1024)
+        );
+        assert_eq!(slots_asked("console=ttyS0 xlsmpmon_avtab_slots=1024"), None);
+        assert_eq!(slots_asked("lsmpmon_avtab_slots=many"), None);
+        let expect = crate::lab::spec::AvtabExpect {
+            rules: 8188,
+            slots: 1024,
+        };
+        let own = |entries, slots| AvtabEval {
+            entries,
+            slots,
+            ..Default::default()
+        };
+        let figures = |kernel: Option<AvtabEval>| AvtabFigures {
+            kernel_rules: kernel,
+            ..Default::default()
+        };
+        assert!(check(&expect, Some(&figures(Some(own(8188, 1024))))).is_ok());
+        let why = check(&expect, Some(&figures(Some(own(8188, 2048))))).unwrap_err();
+        assert!(
+            why.contains("2048 hash slots, not the configuration's 1024")
+                && why.contains("7.3-selinux-avtab"),
+            "{why}"
+        );
+        let why = check(&expect, Some(&figures(Some(own(75, 1024))))).unwrap_err();
+        assert!(why.contains("75 entries"), "{why}");
+        let why = check(&expect, Some(&figures(None))).unwrap_err();
+        assert!(why.contains("CONFIG_SECURITY_SELINUX_DEBUG"), "{why}");
+        assert!(check(&expect, None).is_err());
     }
 }

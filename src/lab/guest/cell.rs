@@ -74,6 +74,10 @@ fn run(plan: &GuestPlan, report: &mut Report) -> Result<()> {
         return Ok(());
     }
     report.footprint = Some(footprint::collect(&plan.spec, mem_before)?);
+    if let Some(expect) = &plan.spec.avtab {
+        let figures = report.footprint.as_ref().and_then(|f| f.avtab.as_ref());
+        super::avtab::check(expect, figures).map_err(|why| anyhow::anyhow!("avtab: {why}"))?;
+    }
     if plan.web_server {
         stage(report, "web-server", || {
             super::webserver::main(Path::new(crate::lab::guest_plan::NGINX)).map(|_| ())

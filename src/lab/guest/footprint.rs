@@ -78,6 +78,51 @@ fn slab_kib() -> BTreeMap<String, u64> {
         .unwrap_or_default()
 }
 
+const SLAB_SYSFS: &str = "/sys/kernel/slab";
+
+/// For each module cache of `slab_kib` that SLUB merged with others, the
+/// other names linked to the same cache in /sys/kernel/slab.
+fn slab_shared_with(slab_kib: &BTreeMap<String, u64>) -> BTreeMap<String, Vec<String>> {
+    let Ok(entries) = fs::read_dir(SLAB_SYSFS) else {
+        return BTreeMap::new();
+    };
+    let links: Vec<(String, std::path::PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| {
+            Some((
+                e.file_name().into_string().ok()?,
+                fs::read_link(e.path()).ok()?,
+            ))
+        })
+        .collect();
+    shared_names(slab_kib, &links)
+}
+
+/// `links`: (name, target) of the links among the caches.
+fn shared_names(
+    slab_kib: &BTreeMap<String, u64>,
+    links: &[(String, std::path::PathBuf)],
+) -> BTreeMap<String, Vec<String>> {
+    let lsm = |n: &str| {
+        crate::model::cell::LSM_SLAB_PREFIXES
+            .iter()
+            .any(|p| n.starts_with(p))
+    };
+    slab_kib
+        .keys()
+        .filter(|n| lsm(n))
+        .filter_map(|name| {
+            let (_, target) = links.iter().find(|(n, _)| n == name)?;
+            let others: Vec<String> = links
+                .iter()
+                .filter(|(n, t)| t == target && n != name)
+                .map(|(n, _)| n.clone())
+                .collect();
+            (!others.is_empty()).then(|| (name.clone(), others))
+        })
+        .collect()
+}
+
 fn parse_slabinfo(text: &str) -> BTreeMap<String, u64> {
     text.lines()
         .filter(|l| !l.starts_with("slabinfo") && !l.starts_with('#'))
@@ -116,6 +161,7 @@ pub fn collect(spec: &Spec, before_setup: Memory) -> Result<Footprint> {
         slab_kib: slab_kib(),
         ..Default::default()
     };
+    f.slab_shared_with = slab_shared_with(&f.slab_kib);
     for p in &spec.policy_files {
         let n = fs::metadata(p)
             .with_context(|| format!("policy file {p} (spec field policy_files)"))?
@@ -152,7 +198,8 @@ fn selinux_avtab() -> Result<Option<AvtabFigures>> {
     };
     let keys = policydb::read_keys(&policy)
         .with_context(|| format!("reading the loaded policy's avtab from {LOADED_POLICY}"))?;
-    let mut figures = avtab::figures(&keys);
+    let cmdline = fs::read_to_string("/proc/cmdline").unwrap_or_default();
+    let mut figures = avtab::figures(&keys, avtab::slots_asked(&cmdline));
     let log = super::proof::read_record("kmsg").unwrap_or_default();
     figures.kernel_rules = avtab::kernel_line(&log.join("\n"));
     Ok(Some(figures))
@@ -184,6 +231,41 @@ mod tests {
               high:  16627\n    cpu: 1\n              count: 12\n";
         assert_eq!(per_cpu_free_kib(zoneinfo), (6640 + 12) * 4);
         assert_eq!(per_cpu_free_kib("no pagesets"), 0);
+    }
+
+    /// /sys/kernel/slab on 7.3 with SELinux: three caches of 24-byte
+    /// objects are one.
+    #[test]
+    fn merged_module_caches_name_what_shares_them() {
+        let kib: BTreeMap<String, u64> = [
+            ("avtab_node", 3204),
+            ("avtab_extended_perms", 7),
+            ("kmalloc-64", 9),
+        ]
+        .map(|(n, k)| (n.to_string(), k))
+        .into();
+        let links: Vec<(String, std::path::PathBuf)> = [
+            ("avtab_node", ":0000024"),
+            ("hashtab_node", ":0000024"),
+            ("fsnotify_mark_connector", ":0000024"),
+            ("avtab_extended_perms", ":0000040"),
+            ("kmalloc-64", ":0000064"),
+            ("dentry_x", ":0000064"),
+        ]
+        .map(|(n, t)| (n.to_string(), t.into()))
+        .to_vec();
+        let shared = shared_names(&kib, &links);
+        assert_eq!(
+            shared.get("avtab_node").map(Vec::as_slice),
+            Some(
+                &[
+                    "hashtab_node".to_string(),
+                    "fsnotify_mark_connector".to_string()
+                ][..]
+            )
+        );
+        // Alone in its cache, or not a module's: not listed.
+        assert_eq!(shared.len(), 1);
     }
 
     #[test]

@@ -303,7 +303,7 @@ fn read_cond_list(r: &mut Reader) -> Result<Vec<AvtabKey>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::{fs, path::PathBuf, process::Command};
+    use std::{fs, path::Path, path::PathBuf, process::Command};
 
     const MINI: &str = include_str!("../../../configs/selinux-mini/policy.conf");
     const ANCHOR: &str = "type kernel_t, domain;";
@@ -351,6 +351,42 @@ mod tests {
             more.conditional_rules.len(),
             base.conditional_rules.len() + 2
         );
+    }
+
+    /// The avtab study's generator (configs/selinux-avtab) run as its
+    /// host_build runs it: the kernel's rules table holds exactly the paper's
+    /// 8 188 entries, and the pairs it says it allowed are there.
+    #[test]
+    fn the_avtab_study_policy_holds_the_papers_rule_count() {
+        let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/selinux-avtab");
+        let spec = crate::lab::spec::parse_spec(&config.join("spec.toml")).unwrap();
+        let dir = std::env::temp_dir().join(format!("lsmpmon-avtab-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        for from in ["configs/selinux-mini", "configs/selinux-avtab"] {
+            let from = Path::new(env!("CARGO_MANIFEST_DIR")).join(from);
+            for e in fs::read_dir(from).unwrap().flatten() {
+                fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+            }
+        }
+        let out = Command::new("sh")
+            .args(["-c", spec.host_build.as_deref().unwrap()])
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let keys = read_keys(&fs::read(dir.join("policy.33")).unwrap()).unwrap();
+        let pairs = fs::read_to_string(dir.join("avtab-policy")).unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(keys.rules.len(), 8188, "avtab-policy: {pairs}");
+        let (types, allowed): (u64, u64) = match pairs.split_whitespace().collect::<Vec<_>>()[..] {
+            [t, p] => (t.parse().unwrap(), p.parse().unwrap()),
+            _ => panic!("avtab-policy: {pairs}"),
+        };
+        assert!(allowed > 4096 && allowed < types * types, "{pairs}");
     }
 
     #[test]

@@ -255,7 +255,9 @@ fn guest_files(job: &CellJob, work: &Path) -> Result<(Vec<Entry>, u64)> {
     check_packages(&job.config)?;
     let copy = work.join("config");
     let _ = fs::remove_dir_all(&copy);
-    crate::base::secure_fs::copy_tree(&job.config.dir, &copy)?;
+    for layer in job.config.base_dirs.iter().chain([&job.config.dir]) {
+        crate::base::secure_fs::copy_tree_over(layer, &copy)?;
+    }
     if let Some(build) = &spec.host_build {
         crate::base::command::run(Command::new("sh").args(["-c", build]).current_dir(&copy))
             .with_context(|| format!("{}: host_build", job.config.name))?;

@@ -38,10 +38,16 @@ pub struct Recipe {
     /// Options set to another value than the fragment's (`NAME=value`;
     /// `NAME=n`: not set). Those the fragment lacks are ignored.
     pub overrides: &'static [&'static str],
+    /// A unified diff applied to the source with `patch -p1` before it is
+    /// configured (`kernels/*.patch`: a description, then the diff).
+    pub patch: Option<&'static str>,
 }
 
 const SMACK_61: &str = include_str!("../../../kernels/6.1-smack.config");
 const SELINUX_73: &str = include_str!("../../../kernels/7.3-selinux.config");
+/// `lsmpmon_avtab_slots=N` on the kernel command line fixes every avtab's
+/// hash slots (the embedded-SELinux paper's Table 11).
+const AVTAB_SLOTS_73: &str = include_str!("../../../kernels/7.3-avtab-slots.patch");
 
 /// What the no-LSM kernels turn off in the fragment they share with the
 /// module's build: the framework (CONFIG_SECURITY) and what depends on it.
@@ -78,6 +84,7 @@ pub const RECIPES: &[Recipe] = &[
         suite: None,
         fragment: SMACK_61,
         overrides: &[],
+        patch: None,
     },
     Recipe {
         name: "6.1-nolsm",
@@ -87,6 +94,7 @@ pub const RECIPES: &[Recipe] = &[
         suite: None,
         fragment: SMACK_61,
         overrides: NO_LSM_61,
+        patch: None,
     },
     Recipe {
         name: "7.3-selinux",
@@ -96,6 +104,7 @@ pub const RECIPES: &[Recipe] = &[
         suite: Some("trixie-backports"),
         fragment: SELINUX_73,
         overrides: &[],
+        patch: None,
     },
     Recipe {
         name: "7.3-selinux-avc14",
@@ -105,6 +114,7 @@ pub const RECIPES: &[Recipe] = &[
         suite: Some("trixie-backports"),
         fragment: SELINUX_73,
         overrides: &["CONFIG_SECURITY_SELINUX_AVC_HASH_BITS=14"],
+        patch: None,
     },
     Recipe {
         name: "7.3-nolsm",
@@ -114,6 +124,17 @@ pub const RECIPES: &[Recipe] = &[
         suite: Some("trixie-backports"),
         fragment: SELINUX_73,
         overrides: NO_LSM_73,
+        patch: None,
+    },
+    Recipe {
+        name: "7.3-selinux-avtab",
+        flavour: "selinux-avtab",
+        source_package: "linux-source-7.3",
+        tarball: "/usr/src/linux-source-7.3.tar.xz",
+        suite: Some("trixie-backports"),
+        fragment: SELINUX_73,
+        overrides: &[],
+        patch: Some(AVTAB_SLOTS_73),
     },
 ];
 
@@ -151,6 +172,7 @@ const TOOLS: &[(&str, &str)] = &[
     ("pahole", "dwarves"),
     ("xz", "xz-utils"),
     ("size", "binutils"),
+    ("patch", "patch"),
 ];
 
 pub fn recipe(name: &str) -> Option<&'static Recipe> {
@@ -184,6 +206,16 @@ fn stale(k: &Kernel, r: &Recipe) -> Option<String> {
     {
         return Some(format!(
             "the cached {} kernel was built before lsmpmon recorded its sizes: building it again (ccache makes this quicker)",
+            r.name
+        ));
+    }
+    let patch = r.patch.map(|p| sha256_hex(p.as_bytes()));
+    if k.image
+        .as_ref()
+        .is_some_and(|i| i.source_patch_sha256 != patch)
+    {
+        return Some(format!(
+            "the cached {} kernel was built from another patch than kernels/ holds now: building it again",
             r.name
         ));
     }
@@ -308,9 +340,13 @@ fn build(r: &Recipe, cache: &Path, mirror: Option<&str>, dir: &Path) -> Result<K
         tree.path().display()
     );
     let src = unpack_source(&source.tarball, tree.path())?;
+    if let Some(patch) = r.patch {
+        apply_patch(r, patch, &src)?;
+    }
     let config = configure(r, &src, tree.path())?;
     make_bzimage(&src, &cache.join(crate::vm::cache::CCACHE))?;
-    let sizes = super::image_size::measure(&src, sha256_hex(r.fragment.as_bytes()))?;
+    let mut sizes = super::image_size::measure(&src, sha256_hex(r.fragment.as_bytes()))?;
+    sizes.source_patch_sha256 = r.patch.map(|p| sha256_hex(p.as_bytes()));
     let image = fs::read(src.join("arch/x86/boot/bzImage")).context("reading the bzImage")?;
     let release = fs::read_to_string(src.join("include/config/kernel.release"))?
         .trim()
@@ -361,6 +397,31 @@ fn unpack_source(tarball: &Path, tree: &Path) -> Result<PathBuf> {
         .map(|e| e.path())
         .find(|p| p.is_dir() && p.file_name().is_some_and(|n| n != "package"))
         .context("the source tarball holds no directory")
+}
+
+/// The recipe's patch applied to the unpacked source, refused whole if any
+/// part of it does not apply (another release of the source moved the code).
+fn apply_patch(r: &Recipe, patch: &str, src: &Path) -> Result<()> {
+    let mut child = Command::new("patch")
+        .args(["-p1", "--forward", "--batch", "--no-backup-if-mismatch"])
+        .current_dir(src)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("running patch")?;
+    let mut stdin = child.stdin.take().context("patch's standard input")?;
+    std::io::Write::write_all(&mut stdin, patch.as_bytes())?;
+    drop(stdin);
+    let out = child.wait_with_output()?;
+    if !out.status.success() {
+        bail!(
+            "the {} kernel's patch does not apply to this source: {}",
+            r.name,
+            String::from_utf8_lossy(&out.stdout).trim()
+        );
+    }
+    Ok(())
 }
 
 /// `make tinyconfig` with the recipe's options merged in; the final config,
@@ -493,6 +554,7 @@ mod tests {
             net_modules: Vec::new(),
             image: Some(crate::model::ImageSizes {
                 fragment_sha256: "f".into(),
+                source_patch_sha256: None,
                 bzimage_bytes: 1,
                 vmlinux: Default::default(),
                 parts: Default::default(),

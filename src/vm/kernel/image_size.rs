@@ -21,6 +21,7 @@ pub fn measure(src: &Path, fragment_sha256: String) -> Result<ImageSizes> {
     }
     Ok(ImageSizes {
         fragment_sha256,
+        source_patch_sha256: None,
         bzimage_bytes,
         vmlinux,
         parts,

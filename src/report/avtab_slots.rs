@@ -1,0 +1,200 @@
+//! The avtab's hash slots against the policy search (the embedded-SELinux
+//! paper's Table 11): at one rule count, each slot count the cells' kernels
+//! gave the rules table (its own avtab line), how the rules filled it, and
+//! the time of one access decision computed from the policy (`compute_av`,
+//! no AVC), over the draws, against the cell with the most slots.
+use super::forms::{drawn_cell, draws, latest, median, time_mode};
+use super::input::Run;
+use crate::base::form::Form;
+use crate::base::papers;
+use crate::base::table::{Cell, Row, Table};
+use crate::model::cell::{AvtabEval, AvtabFigures};
+
+/// The op that times a decision.
+pub const OP: &str = "compute_av";
+/// The paper's Table 11 at 8 188 rules: (slots, longest chain, seconds for
+/// 10 000 calls of security_compute_av).
+const PAPER: &[(u64, u64, f64)] = &[
+    (8192, 13, 9.67),
+    (4096, 21, 9.65),
+    (2048, 35, 9.68),
+    (1024, 64, 9.78),
+];
+
+/// A cell that timed decisions with the kernel's own avtab line.
+fn point(r: &Run) -> Option<(AvtabEval, &AvtabFigures)> {
+    let avtab = r.footprint.as_ref()?.avtab.as_ref()?;
+    median(r, OP)?;
+    Some((avtab.kernel_rules?, avtab))
+}
+
+/// One table per kernel whose cells timed `compute_av` at two or more slot
+/// counts of one rule count.
+pub fn tables(runs: &[Run]) -> Vec<Table> {
+    let every = latest(runs);
+    let mut kernels: Vec<String> = Vec::new();
+    for r in every.iter().filter(|r| point(r).is_some()) {
+        if !kernels.contains(&r.kernel.to_string()) {
+            kernels.push(r.kernel.to_string());
+        }
+    }
+    kernels
+        .iter()
+        .filter_map(|k| {
+            let mut cols: Vec<&Run> = Vec::new();
+            for r in every.iter().filter(|r| r.kernel.to_string() == *k) {
+                if point(r).is_some() && !cols.iter().any(|c| c.config == r.config) {
+                    cols.push(r);
+                }
+            }
+            cols.sort_by_key(|r| std::cmp::Reverse(point(r).map(|p| p.0.slots)));
+            let rules = point(cols.first()?)?.0.entries;
+            cols.retain(|r| point(r).is_some_and(|p| p.0.entries == rules));
+            (cols.len() >= 2).then(|| table(k, &cols, &every, rules))
+        })
+        .collect()
+}
+
+fn table(kernel: &str, cols: &[&Run], every: &[&Run], rules: u64) -> Table {
+    let base = cols[0];
+    let rows = cols
+        .iter()
+        .map(|c| {
+            let (own, _) = point(c).expect("filtered to points");
+            let mean_chain = own.chain_length_squared_sum as f64 / own.entries.max(1) as f64;
+            let paper = PAPER.iter().find(|p| p.0 == own.slots);
+            Row {
+                label: c.config.clone(),
+                cells: vec![
+                    Cell::value(own.slots as f64),
+                    Cell::value(own.slots_used as f64),
+                    Cell::value(own.longest_chain as f64),
+                    Cell::fixed(mean_chain, 2),
+                    decision(every, c, base),
+                    paper.map_or(Cell::missing("–"), |p| Cell::value(p.1 as f64)),
+                    paper.map_or(Cell::missing("–"), |p| Cell::fixed(p.2, 2)),
+                ],
+            }
+        })
+        .collect();
+    Table {
+        form: Form::AvtabSlots,
+        title: format!(
+            "The avtab's hash slots against the policy search at {rules} rules ({}), kernel {kernel}",
+            papers::cite(&papers::EMBEDDED_SELINUX, "Table 11")
+        ),
+        kernel: kernel.into(),
+        notes: vec![
+            "Slots, slots used, longest chain: the kernel's own avtab line for the rules table (CONFIG_SECURITY_SELINUX_DEBUG); mean chain: Σ chain length² ÷ entries, the length of the chain an entry sits in, on average.".into(),
+            format!("compute_av: {} time, µs per access decision asked through /sys/fs/selinux/access (open, write, read, close; security_compute_av_user → context_struct_compute_av, no AVC), each a lookup per pair of the two types' 9 attributes and own type: 81 keys; median over the draws [interval], change over {} (the most slots), established only beyond the kernel's layout floor.", time_mode(cols), base.config),
+            "Paper: the same rule count on Linux 2.6.24 (an embedded board), seconds for 10 000 calls of security_compute_av from SELinux's start; its slot counts were 8 192, 4 096, 2 048 and 1 024.".into(),
+        ],
+        header: [
+            "configuration",
+            "slots",
+            "slots used",
+            "longest chain",
+            "mean chain",
+            "compute_av (µs)",
+            "paper: longest chain",
+            "paper: s per 10 000 calls",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    }
+}
+
+/// The decision's time over `c`'s draws, its change over `base`'s.
+fn decision(every: &[&Run], c: &Run, base: &Run) -> Cell {
+    let b = (!std::ptr::eq(c, base)).then_some(base);
+    drawn_cell(every, c, OP, b).unwrap_or_else(|| {
+        let one = |r: &Run| draws(every, r).iter().find_map(|d| median(d, OP));
+        match (one(c), b.and_then(one)) {
+            (None, _) => Cell::missing("not run"),
+            (Some(ns), base_ns) => Cell::Value {
+                value: ns / 1e3,
+                pct: base_ns.map(|bn| crate::base::stats::overhead_pct(false, bn, ns)),
+                mark: None,
+            },
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::table::Cell;
+    use crate::model::cell::Footprint;
+    use crate::report::test_runs::run;
+
+    /// A cell of `config` whose kernel gave `rules` entries `slots` slots,
+    /// drawn `draw`, deciding in `ns`.
+    fn cell(config: &str, rules: u64, slots: u64, draw: u32, ns: f64) -> Run {
+        let mut r = run(
+            "7.3-selinux",
+            "avtab",
+            1,
+            config,
+            &[(OP, ns), ("stat", 900.0)],
+        );
+        r.draw = draw;
+        let own = AvtabEval {
+            entries: rules,
+            slots,
+            slots_used: slots.min(rules),
+            longest_chain: 3,
+            chain_length_squared_sum: rules * 2,
+        };
+        r.footprint = Some(Footprint {
+            avtab: Some(AvtabFigures {
+                kernel_rules: Some(own),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        r
+    }
+
+    #[test]
+    fn slot_counts_of_one_rule_count_are_rows_most_slots_first() {
+        let mut runs = Vec::new();
+        for draw in 0..3 {
+            let d = f64::from(draw);
+            runs.push(cell("avtab-1024", 8188, 1024, draw, 60_000.0 + d));
+            runs.push(cell("avtab-8192", 8188, 8192, draw, 40_000.0 + d));
+            runs.push(cell("avtab-512", 8188, 512, draw, 70_000.0 + d));
+        }
+        // Another rule count, and a cell without the kernel's own line: left out.
+        runs.push(cell("other-policy", 75, 32, 0, 1_000.0));
+        let mut unproved = cell("unproved", 8188, 4096, 0, 1.0);
+        unproved.footprint = None;
+        runs.push(unproved);
+        let t = tables(&runs);
+        assert_eq!(t.len(), 1);
+        let labels: Vec<&str> = t[0].rows.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(labels, ["avtab-8192", "avtab-1024", "avtab-512"]);
+        assert!(t[0].title.contains("8188 rules"), "{}", t[0].title);
+        // The paper's row for the same slot count, none for others.
+        assert!(matches!(t[0].rows[0].cells[6], Cell::Fixed { value, .. } if value == 9.67));
+        assert!(matches!(t[0].rows[2].cells[6], Cell::Missing { .. }));
+        match &t[0].rows[1].cells[4] {
+            Cell::Drawn {
+                value,
+                draws,
+                change,
+                ..
+            } => {
+                assert_eq!((*value, *draws), (60.001, 3));
+                let c = change.as_ref().expect("a change over the 8192-slot cell");
+                assert!((c.pct - 50.0).abs() < 0.01 && c.established, "{c:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn one_slot_count_alone_is_no_table() {
+        assert!(tables(&[cell("avtab", 8188, 2048, 0, 1.0)]).is_empty());
+    }
+}
