@@ -12,8 +12,8 @@ PACKAGES=(clang llvm libbpf-dev libelf-dev zlib1g-dev libzstd-dev linux-libc-dev
           apparmor tomoyo-tools swtpm swtpm-tools
           # report's HTML page is checked in a real browser
           chromium
-          # the 6.1-smack kernel is built from Debian's source; the smack config labels files
-          linux-source-6.1 dwarves ccache flex bison bc attr
+          # lsmpmon's own kernels are built from Debian's source (7.3-selinux-avtab patched); the smack config labels files
+          linux-source-6.1 dwarves ccache flex bison bc attr patch
           # the build op's C library headers and start files (its tcc comes by apt-get download)
           libc6-dev
           # tests/slurm.rs: a one-node Slurm cluster for `lab submit --slurm`

@@ -86,7 +86,7 @@ fn table(kernel: &str, cols: &[&Run], every: &[&Run], rules: u64) -> Table {
         kernel: kernel.into(),
         notes: vec![
             "Slots, slots used, longest chain: the kernel's own avtab line for the rules table (CONFIG_SECURITY_SELINUX_DEBUG); mean chain: Σ chain length² ÷ entries, the length of the chain an entry sits in, on average.".into(),
-            format!("compute_av: {} time, µs per access decision asked through /sys/fs/selinux/access (open, write, read, close; security_compute_av_user → context_struct_compute_av, no AVC), each a lookup per pair of the two types' 9 attributes and own type: 81 keys; median over the draws [interval], change over {} (the most slots), established only beyond the kernel's layout floor.", time_mode(cols), base.config),
+            format!("compute_av: {} time, µs per access decision asked through /sys/fs/selinux/access (open, write, read, close; security_compute_av_user → context_struct_compute_av, no AVC), each a lookup for every pair of the two types' own type and up to 8 attributes (up to 81 keys); median over the draws [interval], change over {} (the most slots), established only beyond the kernel's layout floor.", time_mode(cols), base.config),
             "Paper: the same rule count on Linux 2.6.24 (an embedded board), seconds for 10 000 calls of security_compute_av from SELinux's start; its slot counts were 8 192, 4 096, 2 048 and 1 024.".into(),
         ],
         header: [
