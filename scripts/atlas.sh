@@ -20,8 +20,8 @@ cd "$(dirname "$0")/.."
 out=${1:-results/atlas}
 kernels=${ATLAS_KERNELS:-5.10,6.1,6.12,7.3,6.1-smack}
 # Every configuration shipped, in the tables' order (the binary's: `lab configs`)
-# but the AVC sweep's (selinux-avc*), which serve that one study
-# (--ops avc_open_N, results/avc-sweep), not the matrix.
+# but the AVC sweep's (selinux-avc*) and the avtab study's (selinux-avtab*), which serve
+# those studies (results/avc-sweep, results/avtab-slots), not the matrix.
 configs=${ATLAS_CONFIGS:-}
 samples=${ATLAS_SAMPLES:-3}
 draws=${ATLAS_DRAWS:-5}
@@ -39,7 +39,7 @@ bin=$(find "$bin" -path '*/release/lsmpmon' -type f -printf '%T@ %p\n' | sort -n
 work=$(mktemp -d /tmp/lsmpmon-atlas.XXXXXX)
 # The tasks run this copy: rebuilding the tree during the run changes nothing.
 install -m 0755 "$bin" "$work/lsmpmon"
-[ -n "$configs" ] || configs=$("$work/lsmpmon" lab configs | grep -v '^selinux-avc' | paste -sd,)
+[ -n "$configs" ] || configs=$("$work/lsmpmon" lab configs | grep -v '^selinux-av[ct]' | paste -sd,)
 
 stop_cluster() {
     [ -n "${own_cluster:-}" ] || return 0
