@@ -287,8 +287,16 @@ fn fill_tree(from: &Path, to: &Path, make: bool) -> anyhow::Result<()> {
         } else if ty.is_file() {
             let mode = e.metadata()?.mode() & 0o777;
             // A file copied before (a lower layer's) is replaced, never followed.
+            if dest.is_dir() {
+                return Err(usage(format!(
+                    "{} is a file where another layer has a directory {}: not copied",
+                    e.path().display(),
+                    dest.display()
+                )));
+            }
             let _ = fs::remove_file(&dest);
-            fs::copy(e.path(), &dest)?;
+            fs::copy(e.path(), &dest)
+                .map_err(|err| anyhow::anyhow!("copying {}: {err}", e.path().display()))?;
             fs::set_permissions(&dest, fs::Permissions::from_mode(mode))?;
         }
     }

@@ -264,7 +264,9 @@ fn files_from_chain(name: &str, spec: &Spec, dirs: &[PathBuf]) -> Result<Vec<Pat
                 seen.join(" -> ")
             )));
         }
-        let config = load_one(&base, dirs)?;
+        let of = seen.last().cloned().unwrap_or_default();
+        let config =
+            load_one(&base, dirs).with_context(|| format!("files_from of configuration '{of}'"))?;
         next = config.1.files_from;
         chain.insert(0, config.0);
         seen.push(base);
@@ -366,6 +368,18 @@ fn check_spec(spec: &Spec) -> std::result::Result<(), String> {
             return Err(format!(
                 "field avtab: slots {} is not a power of two from 2 to 65536, or rules is 0",
                 a.slots
+            ));
+        }
+    }
+    let asked = spec
+        .append
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix(AVTAB_SLOTS_PARAM))
+        .next_back();
+    if let Some(asked) = asked {
+        if spec.avtab.map(|a| a.slots.to_string()).as_deref() != Some(asked) {
+            return Err(format!(
+                "field append asks for {AVTAB_SLOTS_PARAM}{asked}: field avtab must say slots = {asked} (what the cell proves)"
             ));
         }
     }
@@ -559,10 +573,12 @@ mod tests {
         assert!(err.to_string().contains("loops"), "{err}");
         write(&d.join("base"), &spec("files_from = \"nowhere\"\n"));
         let err = load("variant", &dirs).unwrap_err();
+        let text = format!("{err:#}");
         assert!(
-            err.to_string().contains("unknown configuration 'nowhere'"),
-            "{err}"
+            text.contains("files_from of configuration 'base': unknown configuration 'nowhere'"),
+            "{text}"
         );
+        assert_eq!(crate::base::error::exit_code(&err), 2);
 
         write(
             &d.join("slots"),

@@ -12,6 +12,8 @@ use crate::model::cell::{AvtabEval, AvtabFigures};
 
 /// The op that times a decision.
 pub const OP: &str = "compute_av";
+/// The rule count of the paper's Table 11.
+const PAPER_RULES: u64 = 8188;
 /// The paper's Table 11 at 8 188 rules: (slots, longest chain, seconds for
 /// 10 000 calls of security_compute_av).
 const PAPER: &[(u64, u64, f64)] = &[
@@ -28,29 +30,26 @@ fn point(r: &Run) -> Option<(AvtabEval, &AvtabFigures)> {
     Some((avtab.kernel_rules?, avtab))
 }
 
-/// One table per kernel whose cells timed `compute_av` at two or more slot
-/// counts of one rule count.
+/// One table per kernel and rule count whose cells timed `compute_av` at
+/// two or more slot counts.
 pub fn tables(runs: &[Run]) -> Vec<Table> {
     let every = latest(runs);
-    let mut kernels: Vec<String> = Vec::new();
-    for r in every.iter().filter(|r| point(r).is_some()) {
-        if !kernels.contains(&r.kernel.to_string()) {
-            kernels.push(r.kernel.to_string());
+    let mut groups: Vec<(String, u64, Vec<&Run>)> = Vec::new();
+    for r in every.iter().copied() {
+        let Some((own, _)) = point(r) else { continue };
+        let key = (r.kernel.to_string(), own.entries);
+        match groups.iter_mut().find(|g| (g.0.clone(), g.1) == key) {
+            Some(g) if !g.2.iter().any(|c| c.config == r.config) => g.2.push(r),
+            Some(_) => {}
+            None => groups.push((key.0, key.1, vec![r])),
         }
     }
-    kernels
-        .iter()
-        .filter_map(|k| {
-            let mut cols: Vec<&Run> = Vec::new();
-            for r in every.iter().filter(|r| r.kernel.to_string() == *k) {
-                if point(r).is_some() && !cols.iter().any(|c| c.config == r.config) {
-                    cols.push(r);
-                }
-            }
+    groups
+        .into_iter()
+        .filter(|g| g.2.len() >= 2)
+        .map(|(kernel, rules, mut cols)| {
             cols.sort_by_key(|r| std::cmp::Reverse(point(r).map(|p| p.0.slots)));
-            let rules = point(cols.first()?)?.0.entries;
-            cols.retain(|r| point(r).is_some_and(|p| p.0.entries == rules));
-            (cols.len() >= 2).then(|| table(k, &cols, &every, rules))
+            table(&kernel, &cols, &every, rules)
         })
         .collect()
 }
@@ -62,7 +61,9 @@ fn table(kernel: &str, cols: &[&Run], every: &[&Run], rules: u64) -> Table {
         .map(|c| {
             let (own, _) = point(c).expect("filtered to points");
             let mean_chain = own.chain_length_squared_sum as f64 / own.entries.max(1) as f64;
-            let paper = PAPER.iter().find(|p| p.0 == own.slots);
+            let paper = PAPER
+                .iter()
+                .find(|p| rules == PAPER_RULES && p.0 == own.slots);
             Row {
                 label: c.config.clone(),
                 cells: vec![
@@ -107,7 +108,7 @@ fn table(kernel: &str, cols: &[&Run], every: &[&Run], rules: u64) -> Table {
 
 /// The decision's time over `c`'s draws, its change over `base`'s.
 fn decision(every: &[&Run], c: &Run, base: &Run) -> Cell {
-    let b = (!std::ptr::eq(c, base)).then_some(base);
+    let b = (!std::ptr::eq(c, base) && c.alike == base.alike).then_some(base);
     drawn_cell(every, c, OP, b).unwrap_or_else(|| {
         let one = |r: &Run| draws(every, r).iter().find_map(|d| median(d, OP));
         match (one(c), b.and_then(one)) {
@@ -165,13 +166,19 @@ mod tests {
             runs.push(cell("avtab-8192", 8188, 8192, draw, 40_000.0 + d));
             runs.push(cell("avtab-512", 8188, 512, draw, 70_000.0 + d));
         }
-        // Another rule count, and a cell without the kernel's own line: left out.
-        runs.push(cell("other-policy", 75, 32, 0, 1_000.0));
+        // Another rule count: its own table, without the paper's figures;
+        // a cell without the kernel's own line: left out.
+        runs.push(cell("small-32", 75, 32, 0, 1_000.0));
+        runs.push(cell("small-1024", 75, 1024, 0, 900.0));
         let mut unproved = cell("unproved", 8188, 4096, 0, 1.0);
         unproved.footprint = None;
         runs.push(unproved);
         let t = tables(&runs);
-        assert_eq!(t.len(), 1);
+        assert_eq!(t.len(), 2);
+        let small = t.iter().find(|t| t.title.contains("at 75 rules")).unwrap();
+        assert_eq!(small.rows[0].label, "small-1024");
+        assert!(matches!(small.rows[0].cells[6], Cell::Missing { .. }));
+        let t: Vec<&Table> = t.iter().filter(|t| t.title.contains("8188")).collect();
         let labels: Vec<&str> = t[0].rows.iter().map(|r| r.label.as_str()).collect();
         assert_eq!(labels, ["avtab-8192", "avtab-1024", "avtab-512"]);
         assert!(t[0].title.contains("8188 rules"), "{}", t[0].title);

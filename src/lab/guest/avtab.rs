@@ -83,12 +83,20 @@ pub fn figures(keys: &PolicyKeys, asked: Option<u64>) -> AvtabFigures {
     }
 }
 
-/// The slot count `lsmpmon_avtab_slots=` asks for on this command line.
-pub fn slots_asked(cmdline: &str) -> Option<u64> {
-    cmdline
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix(crate::lab::spec::AVTAB_SLOTS_PARAM))
-        .and_then(|v| v.parse().ok())
+/// The slot count the kernel took from `lsmpmon_avtab_slots=`, as its log
+/// says (the patched kernel's line; the last if several): what it ignored
+/// or never read (another kernel) is not there.
+pub fn slots_asked(kernel_log: &str) -> Option<u64> {
+    const TOOK: &str = "SELinux: lsmpmon_avtab_slots=";
+    kernel_log.lines().rev().find_map(|line| {
+        let rest = &line[line.find(TOOK)? + TOOK.len()..];
+        let (n, tail) = rest.split_once(':')?;
+        let n: u64 = n.parse().ok()?;
+        (tail.starts_with(" every avtab gets")
+            && n.is_power_of_two()
+            && (2..=MAX_SLOTS).contains(&n))
+        .then_some(n)
+    })
 }
 
 /// Whether the kernel's own line shows the rules table `expect` asks for.
@@ -96,7 +104,12 @@ pub fn check(
     expect: &crate::lab::spec::AvtabExpect,
     f: Option<&AvtabFigures>,
 ) -> Result<(), String> {
-    let Some(own) = f.and_then(|f| f.kernel_rules) else {
+    let Some(f) = f else {
+        return Err(
+            "no avtab figures: the loaded policy (/sys/fs/selinux/policy) could not be read".into(),
+        );
+    };
+    let Some(own) = f.kernel_rules else {
         return Err("the kernel printed no avtab line (it needs CONFIG_SECURITY_SELINUX_DEBUG, as lsmpmon's 7.3-selinux-avtab kernel has): the configuration's avtab cannot be proved".into());
     };
     if own.entries != expect.rules {
@@ -213,12 +226,23 @@ mod tests {
 
     #[test]
     fn the_slots_asked_are_read_and_checked_against_the_kernels_line() {
+        let took = |n: &str| {
+            format!("[    0.0] SELinux: lsmpmon_avtab_slots={n}: every avtab gets {n} hash slots")
+        };
+        assert_eq!(slots_asked(&took("1024")), Some(1024));
+        // The last the kernel took; what it ignored, or a command line, is not taken.
         assert_eq!(
-            slots_asked("console=ttyS0 lsmpmon_avtab_slots=1024 quiet"),
-            Some(1024)
+            slots_asked(&format!("{}\n{}", took("8192"), took("256"))),
+            Some(256)
         );
-        assert_eq!(slots_asked("console=ttyS0 xlsmpmon_avtab_slots=1024"), None);
-        assert_eq!(slots_asked("lsmpmon_avtab_slots=many"), None);
+        assert_eq!(
+            slots_asked("SELinux: lsmpmon_avtab_slots=3 ignored: not a power of two"),
+            None
+        );
+        assert_eq!(slots_asked(&took("4611686018427387904")), None);
+        assert_eq!(slots_asked(&took("1000")), None);
+        assert_eq!(slots_asked("console=ttyS0 lsmpmon_avtab_slots=1024"), None);
+        assert_eq!(slots_asked(&took("many")), None);
         let expect = crate::lab::spec::AvtabExpect {
             rules: 8188,
             slots: 1024,
@@ -243,6 +267,8 @@ mod tests {
         assert!(why.contains("75 entries"), "{why}");
         let why = check(&expect, Some(&figures(None))).unwrap_err();
         assert!(why.contains("CONFIG_SECURITY_SELINUX_DEBUG"), "{why}");
-        assert!(check(&expect, None).is_err());
+        assert!(check(&expect, None)
+            .unwrap_err()
+            .contains("could not be read"));
     }
 }

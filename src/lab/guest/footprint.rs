@@ -198,10 +198,11 @@ fn selinux_avtab() -> Result<Option<AvtabFigures>> {
     };
     let keys = policydb::read_keys(&policy)
         .with_context(|| format!("reading the loaded policy's avtab from {LOADED_POLICY}"))?;
-    let cmdline = fs::read_to_string("/proc/cmdline").unwrap_or_default();
-    let mut figures = avtab::figures(&keys, avtab::slots_asked(&cmdline));
-    let log = super::proof::read_record("kmsg").unwrap_or_default();
-    figures.kernel_rules = avtab::kernel_line(&log.join("\n"));
+    let log = super::proof::read_record("kmsg")
+        .unwrap_or_default()
+        .join("\n");
+    let mut figures = avtab::figures(&keys, avtab::slots_asked(&log));
+    figures.kernel_rules = avtab::kernel_line(&log);
     Ok(Some(figures))
 }
 

@@ -172,7 +172,6 @@ const TOOLS: &[(&str, &str)] = &[
     ("pahole", "dwarves"),
     ("xz", "xz-utils"),
     ("size", "binutils"),
-    ("patch", "patch"),
 ];
 
 pub fn recipe(name: &str) -> Option<&'static Recipe> {
@@ -231,8 +230,10 @@ fn stale(k: &Kernel, r: &Recipe) -> Option<String> {
 }
 
 fn check_tools(r: &Recipe) -> Result<()> {
+    let patch = r.patch.map(|_| ("patch", "patch"));
     let mut missing: Vec<&str> = TOOLS
         .iter()
+        .chain(patch.iter())
         .filter(|(prog, _)| command::which(prog).is_none())
         .map(|(_, pkg)| *pkg)
         .collect();
@@ -403,7 +404,13 @@ fn unpack_source(tarball: &Path, tree: &Path) -> Result<PathBuf> {
 /// part of it does not apply (another release of the source moved the code).
 fn apply_patch(r: &Recipe, patch: &str, src: &Path) -> Result<()> {
     let mut child = Command::new("patch")
-        .args(["-p1", "--forward", "--batch", "--no-backup-if-mismatch"])
+        .args([
+            "-p1",
+            "--forward",
+            "--batch",
+            "--fuzz=0",
+            "--no-backup-if-mismatch",
+        ])
         .current_dir(src)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
