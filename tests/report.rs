@@ -1894,6 +1894,10 @@ fn the_committed_selinux_policies_page_comes_from_its_cells() {
             assert_eq!(own["cells"][1]["text"], "not built in", "{own}");
         }
         assert!(value(&row("policy load (guest ms)"), 2).unwrap() > 0.0);
+        // lsmpmon's tinyconfig build has no /proc/slabinfo (no SLUB_DEBUG).
+        if !t["kernel"].as_str().unwrap().starts_with("7.3-selinux") {
+            the_kernels_slab_holds_the_computed_avtab(t, &row);
+        }
     }
     let md = Command::new(LSMPMON)
         .current_dir(root)
@@ -1906,6 +1910,70 @@ fn the_committed_selinux_policies_page_comes_from_its_cells() {
         stdout_ok(&md) == committed,
         "results/selinux-policies/README.md is not what `lsmpmon report` prints of its cells"
     );
+}
+
+/// results/avtab-slots (the embedded-SELinux paper's Table 11): one table
+/// at the paper's 8 188 rules, a row per slot count, most slots first, each
+/// with its kernel's own longest chain and a drawn decision time; the page
+/// is what `lsmpmon report` prints of its cells.
+#[test]
+fn the_committed_avtab_slots_page_comes_from_its_cells() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let report = |format: &str| {
+        let out = Command::new(LSMPMON)
+            .current_dir(root)
+            .args(["report", "results/avtab-slots", "--format", format])
+            .output()
+            .unwrap();
+        stdout_ok(&out)
+    };
+    let v: Value = serde_json::from_str(&report("json")).unwrap();
+    let t: Vec<&Value> = v["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["form"] == "avtab-slots")
+        .collect();
+    assert_eq!(t.len(), 1);
+    assert!(t[0]["title"].as_str().unwrap().contains("8188 rules"));
+    let slots: Vec<f64> = t[0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            assert_eq!(r["cells"][4]["draws"], 3, "{r}");
+            r["cells"][0]["value"].as_f64().unwrap()
+        })
+        .collect();
+    assert_eq!(slots, [8192.0, 4096.0, 2048.0, 1024.0, 256.0]);
+    let committed = std::fs::read_to_string(root.join("results/avtab-slots/README.md")).unwrap();
+    assert!(
+        report("markdown") == committed,
+        "results/avtab-slots/README.md is not what `lsmpmon report` prints of its cells"
+    );
+}
+
+/// Table 9: where the kernel shows its slab caches (Debian's kernels), the
+/// avtab_node cache holds at least the entries lsmpmon computed from the
+/// loaded policy, and no more than they plus what SLUB merged into it
+/// (hashtab_node, named), a few hundred KiB for the reference policy.
+fn the_kernels_slab_holds_the_computed_avtab(t: &Value, row: &dyn Fn(&str) -> Value) {
+    let slab = row("Table 9: the kernel's avtab_node slab (KiB)");
+    let entries = row("Table 9: avtab entries, both (KiB, entries × 24 B)");
+    let shared = row("Table 9: caches sharing that slab");
+    for col in [1, 2] {
+        let Some(kernel) = slab["cells"][col]["value"].as_f64() else {
+            continue;
+        };
+        let computed = entries["cells"][col]["value"].as_f64().unwrap();
+        assert!(
+            kernel >= computed && kernel <= computed + 400.0,
+            "{}: slab {kernel} KiB against {computed} KiB computed",
+            t["kernel"]
+        );
+        let names = shared["cells"][col]["text"].as_str().unwrap_or("");
+        assert!(names.contains("hashtab_node"), "{}: {shared}", t["kernel"]);
+    }
 }
 
 /// A link planted in cells/ to a private file is not read, not quoted in
