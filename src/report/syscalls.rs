@@ -14,7 +14,11 @@ const PAPER_SYSCALLS: &[&str] = &["close", "creat"];
 
 /// Columns compared side by side: a lab configuration across kernels, or
 /// the single trace results together.
-fn groups<'a>(runs: &[&'a Run]) -> Vec<(String, Vec<&'a Run>)> {
+/// Each group's columns, and every run of it (the traced draws a column
+/// leaves out are named in the table's notes).
+type Group<'a> = (String, Vec<&'a Run>, Vec<&'a Run>);
+
+fn groups<'a>(runs: &[&'a Run]) -> Vec<Group<'a>> {
     let mut out: Vec<(String, Vec<&'a Run>)> = Vec::new();
     for r in runs.iter().filter(|r| trace(r).is_some() || !r.passed()) {
         let key = if r.from_lab {
@@ -27,9 +31,10 @@ fn groups<'a>(runs: &[&'a Run]) -> Vec<(String, Vec<&'a Run>)> {
             None => out.push((key, vec![r])),
         }
     }
+    let mut out: Vec<Group> = out.into_iter().map(|(k, v)| (k, v.clone(), v)).collect();
     // One column a kernel: its traced draw (a configuration's other draws,
     // or its not-applicable cells, would repeat the kernel).
-    for (_, runs) in out.iter_mut().filter(|(k, _)| !k.is_empty()) {
+    for (_, runs, _) in out.iter_mut().filter(|(k, _, _)| !k.is_empty()) {
         let mut kept: Vec<&Run> = Vec::new();
         for r in runs.iter() {
             match kept.iter_mut().find(|k| k.kernel == r.kernel) {
@@ -41,8 +46,43 @@ fn groups<'a>(runs: &[&'a Run]) -> Vec<(String, Vec<&'a Run>)> {
         *runs = kept;
     }
     // A lab configuration on one kernel only has nothing to set side by side.
-    out.retain(|(k, v)| k.is_empty() || v.len() > 1);
+    out.retain(|(k, v, _)| k.is_empty() || v.len() > 1);
     out
+}
+
+/// For each column whose kernel has other traced draws in `all`: which
+/// draw is shown, and the sum of averages over every traced draw.
+fn draw_notes(cols: &[&Run], all: &[&Run], sys: &str, hooks: &[String]) -> Vec<String> {
+    let total = |r: &Run| -> Option<f64> {
+        let t = trace(r)?;
+        Some(
+            hooks
+                .iter()
+                .filter_map(|h| figures(t, sys, h).map(|f| f.2))
+                .sum(),
+        )
+    };
+    cols.iter()
+        .filter_map(|c| {
+            let traced: Vec<&&Run> = all
+                .iter()
+                .filter(|r| r.kernel == c.kernel && r.passed() && trace(r).is_some())
+                .collect();
+            if traced.len() < 2 {
+                return None;
+            }
+            let sums: Vec<f64> = traced.iter().filter_map(|r| total(r)).collect();
+            let (lo, hi) = sums
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(*v), b.max(*v)));
+            Some(format!(
+                "{}: draw {} of {} traced draws shown; their sums of averages for {sys}: {lo:.3} … {hi:.3} µs.",
+                c.kernel,
+                c.draw,
+                traced.len()
+            ))
+        })
+        .collect()
 }
 
 fn syscall<'a>(t: &'a TraceResult, name: &str) -> Option<&'a SyscallResult> {
@@ -157,7 +197,7 @@ fn sum_of_averages(c: &Run, sys: &str, hooks: &[String]) -> Vec<Cell> {
     vec![dash(), dash(), flag_fallback(c, Cell::value(total))]
 }
 
-fn table(group: &str, cols: &[&Run], sys: &str) -> Table {
+fn table(group: &str, cols: &[&Run], all: &[&Run], sys: &str) -> Table {
     let hooks = hooks_of(cols, sys);
     let mut rows: Vec<Row> = hooks
         .iter()
@@ -197,10 +237,12 @@ fn table(group: &str, cols: &[&Run], sys: &str) -> Table {
             .map(|c| c.kernel.to_string())
             .collect::<Vec<_>>()
             .join(", "),
-        notes: vec![format!(
+        notes: std::iter::once(format!(
             "{} time. Hook calls attributed to the syscall the task was in; sum and ave with the probe floor taken out (k: kprobe/kretprobe fallback before 5.17, its own floor taken out too, but a kprobe pair disturbs a call more than fentry/fexit: compare it within its kernel only); nested hooks are counted in both. Sum of averages: the hooks' per-call averages added up, as the paper's “average sum” (a hook may run several times in one {sys}, or not in every one: divide a hook's sum by the syscall's calls for its cost per {sys}).",
             time_mode(cols)
-        )],
+        ))
+        .chain(draw_notes(cols, all, sys, &hooks))
+        .collect(),
         header,
         rows,
     }
@@ -209,14 +251,14 @@ fn table(group: &str, cols: &[&Run], sys: &str) -> Table {
 /// Tables 6/7 for the given syscalls, or each group's busiest ones.
 pub fn tables(runs: &[&Run], syscalls: &[String]) -> Vec<Table> {
     let mut out = Vec::new();
-    for (group, cols) in groups(runs) {
+    for (group, cols, all) in groups(runs) {
         let chosen = if syscalls.is_empty() {
             default_syscalls(&cols)
         } else {
             syscalls.to_vec()
         };
         for sys in chosen {
-            let t = table(&group, &cols, &sys);
+            let t = table(&group, &cols, &all, &sys);
             if t.rows.len() > 1 {
                 out.push(t);
             } else if !syscalls.is_empty() {
@@ -225,4 +267,67 @@ pub fn tables(runs: &[&Run], syscalls: &[String]) -> Vec<Table> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::test_runs::run;
+
+    fn traced(draw: u32, scale: f64) -> Run {
+        let mut t: TraceResult = serde_json::from_str(include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/report/trace-6.1.json"
+        )))
+        .unwrap();
+        for s in &mut t.syscalls {
+            for h in &mut s.hooks {
+                h.ave_ns *= scale;
+                h.sum_ns = (h.sum_ns as f64 * scale) as u64;
+            }
+        }
+        let mut r = run("6.1", "cloud", 1, "selinux-mini", &[("stat", 1000.0)]);
+        (r.trace, r.draw) = (Some(t), draw);
+        r
+    }
+
+    /// A configuration traced in three draws on one kernel: one column, and
+    /// a note naming the draw shown and the other draws' range, so no
+    /// traced draw is dropped unsaid.
+    #[test]
+    fn traced_draws_left_out_of_a_column_are_named_with_their_range() {
+        let mut other = traced(0, 1.0);
+        other.kernel = crate::model::identity::KernelId::Lab {
+            series: "7.3".into(),
+            flavour: "cloud".into(),
+            cpus: 1,
+        };
+        let runs = [traced(0, 1.0), traced(1, 1.5), traced(2, 2.0), other];
+        let refs: Vec<&Run> = runs.iter().collect();
+        let t = tables(&refs, &["read".to_string()]);
+        assert_eq!(t.len(), 1);
+        // Two kernels, three columns each.
+        assert_eq!(t[0].header.len(), 1 + 2 * 3);
+        let notes: Vec<&String> = t[0]
+            .notes
+            .iter()
+            .filter(|n| n.contains("traced draws"))
+            .collect();
+        assert_eq!(notes.len(), 1, "{:?}", t[0].notes);
+        assert!(
+            notes[0].contains("draw 0 of 3 traced draws shown"),
+            "{}",
+            notes[0]
+        );
+        let sum_of = |scale: f64| {
+            let r = traced(0, scale);
+            let hooks = hooks_of(&[&r], "read");
+            hooks
+                .iter()
+                .filter_map(|h| figures(r.trace.as_ref().unwrap(), "read", h).map(|f| f.2))
+                .sum::<f64>()
+        };
+        let want = format!("{:.3} … {:.3} µs", sum_of(1.0), sum_of(2.0));
+        assert!(notes[0].contains(&want), "{} vs {want}", notes[0]);
+    }
 }
