@@ -75,12 +75,20 @@ fn lab_configs_lists_each_configuration_once_in_the_tables_order() {
     sorted.sort();
     assert_eq!(sorted, shipped(), "every shipped one, once");
     // The ones outside the tables' order come last, by name.
-    let tail = &listed[listed.len() - 2..];
-    assert_eq!(tail, ["selinux-avc", "selinux-avc-raised"]);
+    let studies = [
+        "selinux-avc",
+        "selinux-avc-raised",
+        "selinux-avtab",
+        "selinux-avtab-1024",
+        "selinux-avtab-256",
+        "selinux-avtab-4096",
+        "selinux-avtab-8192",
+    ];
+    assert_eq!(listed[listed.len() - studies.len()..], studies);
     let out = run(&["--config-dir", FIXTURES, "--comma"]);
     let line = String::from_utf8(out.stdout).unwrap();
-    let others = ",mac-inode,crash,hang,permissive,selinux-avc,selinux-avc-raised\n";
-    assert!(line.ends_with(others), "{line}");
+    let others = format!(",mac-inode,crash,hang,permissive,{}\n", studies.join(","));
+    assert!(line.ends_with(&others), "{line}");
     assert_eq!(line.lines().count(), 1);
     let out = run(&["--config-dir", "/nonexistent-lsmpmon"]);
     assert_eq!(out.status.code(), Some(2));
