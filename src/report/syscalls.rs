@@ -64,9 +64,13 @@ fn draw_notes(cols: &[&Run], all: &[&Run], sys: &str, hooks: &[String]) -> Vec<S
     };
     cols.iter()
         .filter_map(|c| {
-            let traced: Vec<&&Run> = all
-                .iter()
-                .filter(|r| r.kernel == c.kernel && r.passed() && trace(r).is_some())
+            // Draws of this very cell: its kernel, configuration, identity and ops.
+            let ops = |r: &Run| -> Vec<String> {
+                super::forms::ops(r).iter().map(|o| o.op.clone()).collect()
+            };
+            let traced: Vec<&Run> = super::forms::draws(all, c)
+                .into_iter()
+                .filter(|r| trace(r).is_some() && ops(r) == ops(c))
                 .collect();
             if traced.len() < 2 {
                 return None;
@@ -302,7 +306,19 @@ mod tests {
             flavour: "cloud".into(),
             cpus: 1,
         };
-        let runs = [traced(0, 1.0), traced(1, 1.5), traced(2, 2.0), other];
+        // The same kernel and configuration measuring other ops (the AVC
+        // sweep's one run per N) is another cell, not a draw.
+        let mut other_ops = traced(0, 3.0);
+        if let Some(b) = other_ops.bench.as_mut() {
+            b.results[0].op = "avc_open_16".into();
+        }
+        let runs = [
+            traced(0, 1.0),
+            traced(1, 1.5),
+            traced(2, 2.0),
+            other_ops,
+            other,
+        ];
         let refs: Vec<&Run> = runs.iter().collect();
         let t = tables(&refs, &["read".to_string()]);
         assert_eq!(t.len(), 1);
