@@ -532,6 +532,13 @@ fn the_framework_alone_is_a_build_without_it_beside_the_same_source() {
     the_forms_read_what_the_cells_hold(&res, b, a, median(framed, "stat") / median(bare, "stat"));
 }
 
+/// `lsmpmon report RES --format json [--form FORMS]`, parsed.
+fn report_json(res: &Path, forms: Option<&str>) -> Value {
+    let mut args = vec!["report", res.to_str().unwrap(), "--format", "json"];
+    args.extend(forms.map(|f| ["--form", f]).into_iter().flatten());
+    json(&succeeded(&run_logged(&args)))
+}
+
 /// Sizes' text + data + bss, as a cell records a part.
 fn image_total(s: &Value) -> u64 {
     ["text_bytes", "data_bytes", "bss_bytes"]
@@ -556,14 +563,7 @@ fn each_build_recorded_its_parts(b: &Value, a: &Value) {
 /// sizes the cells recorded, the change over the no-framework kernel from
 /// the medians (`ratio`: stat's framework over no framework).
 fn the_forms_read_what_the_cells_hold(res: &Path, b: &Value, a: &Value, ratio: f64) {
-    let doc = json(&succeeded(&run_logged(&[
-        "report",
-        res.to_str().unwrap(),
-        "--format",
-        "json",
-        "--form",
-        "framework,image-growth",
-    ])));
+    let doc = report_json(res, Some("framework,image-growth"));
     let tables = doc["tables"].as_array().unwrap();
     let growth = tables
         .iter()
@@ -730,14 +730,7 @@ fn avtab_slots_follow_the_command_line_on_the_patched_kernel() {
             "{config}: {why}"
         );
     }
-    let doc = json(&succeeded(&run_logged(&[
-        "report",
-        res.to_str().unwrap(),
-        "--format",
-        "json",
-        "--form",
-        "avtab-slots",
-    ])));
+    let doc = report_json(&res, Some("avtab-slots"));
     let t = &doc["tables"][0];
     assert_eq!(t["form"], "avtab-slots", "{doc}");
     let rows = t["rows"].as_array().unwrap();
@@ -1317,12 +1310,7 @@ fn draws_are_cells_that_each_rerun_exactly() {
         most_moved > 0.0 && most_moved > 2.0 * most_rerun,
         "the draws' layouts should differ: the draws moved at most {most_moved}, a rerun {most_rerun}"
     );
-    let doc = json(&succeeded(&run_logged(&[
-        "report",
-        res.to_str().unwrap(),
-        "--format",
-        "json",
-    ])));
+    let doc = report_json(&res, None);
     let t3 = doc["tables"]
         .as_array()
         .unwrap()

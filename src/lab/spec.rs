@@ -411,11 +411,6 @@ pub fn load_access_matrix() -> Result<AccessMatrix> {
     Ok(m)
 }
 
-/// Names and contents of every file under `dir`, in sorted order.
-pub fn hash_dir(dir: &Path) -> Result<String> {
-    hash_layers(&[dir.to_path_buf()])
-}
-
 /// sha256 over the files the guest gets from `layers` (a later layer's
 /// file replaces an earlier one's of the same name), names and contents.
 pub fn hash_layers(layers: &[PathBuf]) -> Result<String> {
@@ -532,11 +527,11 @@ mod tests {
         let d = std::env::temp_dir().join(format!("lsmpmon-hash-{}", std::process::id()));
         fs::create_dir_all(d.join("sub")).unwrap();
         fs::write(d.join("sub/a"), "1").unwrap();
-        let h1 = hash_dir(&d).unwrap();
+        let h1 = hash_layers(std::slice::from_ref(&d)).unwrap();
         fs::write(d.join("sub/a"), "2").unwrap();
-        let h2 = hash_dir(&d).unwrap();
+        let h2 = hash_layers(std::slice::from_ref(&d)).unwrap();
         fs::rename(d.join("sub/a"), d.join("sub/b")).unwrap();
-        let h3 = hash_dir(&d).unwrap();
+        let h3 = hash_layers(std::slice::from_ref(&d)).unwrap();
         assert!(h1 != h2 && h2 != h3 && h1 != h3);
         fs::remove_dir_all(&d).unwrap();
     }

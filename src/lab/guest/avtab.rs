@@ -68,9 +68,9 @@ pub fn evaluate(keys: &[AvtabKey], slots: u64) -> AvtabEval {
     }
 }
 
-/// Both tables of a loaded policy, as the kernel holds them: with the
-/// slots `asked` on the command line (lsmpmon's patched kernel), else the
-/// kernel's own rule.
+/// Both tables of a loaded policy, as the kernel holds them: in the slots
+/// the kernel says it took from `lsmpmon_avtab_slots=` (`asked`, lsmpmon's
+/// patched kernel), else in those of the kernel's own rule.
 pub fn figures(keys: &PolicyKeys, asked: Option<u64>) -> AvtabFigures {
     let slots = asked.unwrap_or_else(|| slots_for(keys.rules.len() as u64));
     AvtabFigures {

@@ -358,15 +358,13 @@ mod tests {
     /// 8 188 entries, and the pairs it says it allowed are there.
     #[test]
     fn the_avtab_study_policy_holds_the_papers_rule_count() {
-        let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/selinux-avtab");
-        let spec = crate::lab::spec::parse_spec(&config.join("spec.toml")).unwrap();
+        let shipped = [Path::new(env!("CARGO_MANIFEST_DIR")).join("configs")];
+        let config = crate::lab::spec::load("selinux-avtab", &shipped).unwrap();
+        let spec = &config.spec;
         let dir = std::env::temp_dir().join(format!("lsmpmon-avtab-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
-        for from in ["configs/selinux-mini", "configs/selinux-avtab"] {
-            let from = Path::new(env!("CARGO_MANIFEST_DIR")).join(from);
-            for e in fs::read_dir(from).unwrap().flatten() {
-                fs::copy(e.path(), dir.join(e.file_name())).unwrap();
-            }
+        let _ = fs::remove_dir_all(&dir);
+        for layer in config.base_dirs.iter().chain([&config.dir]) {
+            crate::base::secure_fs::copy_tree_over(layer, &dir).unwrap();
         }
         let out = Command::new("sh")
             .args(["-c", spec.host_build.as_deref().unwrap()])

@@ -1,8 +1,10 @@
 //! Kernels lsmpmon builds itself because Debian ships none: `6.1-smack`
 //! (Smack is off in every Debian kernel), `7.3-selinux` and
 //! `7.3-selinux-avc14` (SELinux with its debugging code, which evaluates the
-//! avtab itself; AVC hash bits 9 as Debian's, and 14). Built from Debian's
-//! `linux-source-<series>` with `make tinyconfig` and the options in
+//! avtab itself; AVC hash bits 9 as Debian's, and 14), `7.3-selinux-avtab`
+//! (`7.3-selinux` with `kernels/7.3-avtab-slots.patch`, whose boot parameter
+//! fixes the avtab's slots), and the framework-less `6.1-nolsm`, `7.3-nolsm`.
+//! Built from Debian's `linux-source-<series>` with `make tinyconfig` and the options in
 //! `kernels/<name>.config` (kept in the repository, carried in the binary),
 //! once, into the cache, only when asked for.
 use std::{
