@@ -47,6 +47,7 @@ forms! {
     ImaHash = "ima_hash": "IMA's hash algorithms (the integrity-measurement paper).",
     ImaRead = "ima_read": "IMA measure-call latency on read.",
     ImaMmap = "ima_mmap": "IMA measure-call latency on mmap.",
+    ImaModule = "ima_module": "IMA's kernel-module measurement: a module load by file and by buffer (the integrity-measurement paper).",
     Webstone = "webstone": "Web server connection rate (the LSM paper's Webstone).",
     WebstoneLatency = "webstone-latency": "Web server latency.",
     Yield = "yield": "Context switches in one address space (the pseudo multi-process paper).",

@@ -151,6 +151,10 @@ pub struct PackageRef {
 /// Kernel parameter `vm run` adds so the guest knows how its clock runs.
 pub const VM_PARAM: &str = "lsmpmon.vm";
 
+/// Where every guest finds its kernel's test module (a small module of the
+/// kernel's own package, when it has one): the one `.ko` file there.
+pub const TEST_MODULE_DIR: &str = "/lib/lsmpmon/modules";
+
 pub fn collect() -> Provenance {
     // SAFETY: uname fills a zeroed struct.
     let uts = unsafe {

@@ -10,6 +10,7 @@ pub mod forms;
 mod framework;
 mod html;
 mod ima;
+mod ima_module;
 mod image_growth;
 pub mod input;
 mod inventory;
@@ -154,6 +155,7 @@ pub fn tables(runs: &[Run], order: &[String], syscalls: &[String]) -> Vec<Table>
     out.extend(selinux::tables(runs, order));
     out.extend(studies::yield_table(&refs));
     out.extend(ima::tables(runs, order));
+    out.extend(ima_module::tables(runs, order));
     out.extend(webstone::tables(&refs, order));
     out.extend(avc::tables(runs));
     out.extend(avtab_slots::tables(runs));

@@ -232,12 +232,14 @@ impl Cpio {
 }
 
 /// A file to put in the guest: its path there (no leading '/'), mode and bytes.
+#[derive(Clone)]
 pub struct Entry {
     pub guest: String,
     pub mode: u32,
     pub source: Source,
 }
 
+#[derive(Clone)]
 pub enum Source {
     Host(std::path::PathBuf),
     Bytes(Vec<u8>),

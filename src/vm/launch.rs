@@ -42,11 +42,17 @@ pub fn launch(l: &Launch) -> Result<i32> {
     // Both in memory: QEMU reads what was built and checked, and nothing is
     // left on disk however lsmpmon ends.
     let initramfs = cache::memfd("lsmpmon-initramfs")?;
+    let mut extra = l.extra.clone();
+    if let Some(module) = l.kernel.test_module_path() {
+        let name = module.file_name().unwrap_or_default().to_string_lossy();
+        let guest = format!("{}/{name}", crate::model::provenance::TEST_MODULE_DIR);
+        extra.push(initramfs::Entry::host(module.clone(), &guest, 0o644));
+    }
     initramfs::build(
         &mut &initramfs,
         busybox,
         &l.lsmpmon_bin,
-        &l.extra,
+        &extra,
         &serde_json::to_vec(&spec)?,
     )?;
     let vmlinuz = cache::verified_copy(&l.kernel.vmlinuz, &l.kernel.vmlinuz_sha256)?;

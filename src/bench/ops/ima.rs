@@ -337,13 +337,13 @@ impl Drop for Ima {
 }
 
 /// IMA's entry count and PCR 10, where they exist.
-struct ListState {
-    entries: Option<u64>,
+pub(super) struct ListState {
+    pub(super) entries: Option<u64>,
     pcr10: Option<String>,
 }
 
 impl ListState {
-    fn read() -> Self {
+    pub(super) fn read() -> Self {
         Self {
             entries: std::fs::read_to_string(LIST_COUNT)
                 .ok()
@@ -355,13 +355,13 @@ impl ListState {
     }
 }
 
-fn cpath(p: &Path) -> Result<CString> {
+pub(super) fn cpath(p: &Path) -> Result<CString> {
     Ok(CString::new(p.as_os_str().as_bytes())?)
 }
 
 /// Closes `fd` now, checked: closing the last writer is when IMA forgets
 /// a measurement, so a failed close would leave the case unproved.
-fn close(fd: OwnedFd) -> Result<()> {
+pub(super) fn close(fd: OwnedFd) -> Result<()> {
     // SAFETY: the descriptor is ours and not used after.
     check(unsafe { libc::close(fd.into_raw_fd()) } as i64, "close")?;
     Ok(())

@@ -9,6 +9,7 @@ pub mod build;
 mod files;
 pub mod ima;
 mod ipc;
+mod module;
 mod paper_calls;
 mod process;
 mod syscall;
@@ -31,6 +32,7 @@ pub fn all() -> Vec<OpDef> {
     v.extend(yielding::ops());
     v.extend(bandwidth::ops());
     v.extend(ima::ops());
+    v.extend(module::ops());
     v.extend(web::ops());
     v.extend(build::ops());
     v.extend(avc::ops());
@@ -203,7 +205,8 @@ mod tests {
         assert!(names("lmbench").len() >= 30);
         assert!(select("nosuch").is_err());
         assert!(names("lmbench").iter().all(|n| !n.starts_with("ima_")));
-        assert_eq!(names("ima").len(), 11);
+        assert_eq!(names("ima").len(), 16);
+        assert!(names("ima").contains(&"ima_module_buffer_extend"));
         // The web ops need a server: never in the lmbench set.
         assert!(!names("lmbench")
             .iter()

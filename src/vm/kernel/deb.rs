@@ -15,9 +15,10 @@ use crate::model::PackageRef;
 use crate::vm::cache::{real_dir, refuse_links_under, sha256_file};
 
 /// Unpacks `debs` into `root`, keeping only what a guest needs (the image and
-/// its config, as `boot/vmlinuz-<release>` and `boot/config-<release>`; with
-/// `net`, the network card driver in `net/`), and describes them (series and
-/// flavour left empty).
+/// its config, as `boot/vmlinuz-<release>` and `boot/config-<release>`; the
+/// module the module-measurement ops load, in `test-module/`; with `net`, the
+/// network card driver in `net/`), and describes them (series and flavour
+/// left empty).
 pub fn unpack(debs: &[PathBuf], root: &Path, net: bool) -> Result<Kernel> {
     let mut packages = Vec::new();
     for deb in debs {
@@ -30,6 +31,7 @@ pub fn unpack(debs: &[PathBuf], root: &Path, net: bool) -> Result<Kernel> {
     } else {
         Vec::new()
     };
+    let test_module = super::test_module::gather(root)?;
     for sub in ["lib", "usr"] {
         let _ = fs::remove_dir_all(root.join(sub));
     }
@@ -66,6 +68,7 @@ pub fn unpack(debs: &[PathBuf], root: &Path, net: bool) -> Result<Kernel> {
         path: None,
         net_modules,
         image: None,
+        test_module,
     })
 }
 

@@ -37,7 +37,7 @@ pub fn fetch(
     let staging = Staging::new(dir, ".fetch")?;
     let debs = match s.layout {
         Layout::Image => download_newest(&apt, flavour, staging.path()).map(|deb| vec![deb]),
-        Layout::Split => download_split(&apt, s, flavour, staging.path(), net),
+        Layout::Split => download_split(&apt, s, flavour, staging.path()),
     }
     .with_context(|| format!("fetching the {} kernel", s.name))?;
     let mut kernel = deb::unpack(&debs, &staging.path().join("root"), net)?;
@@ -70,15 +70,10 @@ fn download_newest(apt: &PrivateApt, flavour: &str, dir: &Path) -> Result<PathBu
 }
 
 /// 7.x: the newest `<series>.*` release in the suite's index with an
-/// unsigned image package; its image and base (config) packages, image first
-/// (with `net`, its modules package last).
-fn download_split(
-    apt: &PrivateApt,
-    s: &Series,
-    flavour: &str,
-    dir: &Path,
-    net: bool,
-) -> Result<Vec<PathBuf>> {
+/// unsigned image package; its image, base (config) and modules packages,
+/// image first (the modules hold the module-measurement ops' module and,
+/// for `vm run --forward`, the network card driver).
+fn download_split(apt: &PrivateApt, s: &Series, flavour: &str, dir: &Path) -> Result<Vec<PathBuf>> {
     const IMAGE: &str = "linux-binary-unsigned-";
     let releases = newest_releases(
         &apt.pkgnames(&format!("{IMAGE}{}.", s.name))?,
@@ -92,10 +87,11 @@ fn download_split(
         s.suite
     );
     for release in releases {
-        let mut packages = vec![format!("{IMAGE}{release}"), format!("linux-base-{release}")];
-        if net {
-            packages.push(format!("linux-modules-{release}"));
-        }
+        let packages = [
+            format!("{IMAGE}{release}"),
+            format!("linux-base-{release}"),
+            format!("linux-modules-{release}"),
+        ];
         let got: Result<Vec<PathBuf>> = packages.iter().map(|p| apt.download(p, dir)).collect();
         match got {
             Ok(debs) => return Ok(debs),

@@ -40,6 +40,22 @@ pub struct Kernel {
     /// What a kernel lsmpmon built weighs (none for Debian's).
     #[serde(default)]
     pub image: Option<ImageSizes>,
+    /// The module the IMA module-measurement ops load, in `test-module/`
+    /// (Debian's kernels; entries written before lsmpmon kept one say
+    /// `not_looked` and are fetched again).
+    #[serde(default)]
+    pub test_module: TestModule,
+}
+
+/// Whether a kernel's packages gave a module to load, and which file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestModule {
+    #[default]
+    NotLooked,
+    /// Looked for and not there (or a kernel lsmpmon built, or the user's file).
+    Absent,
+    File(String),
 }
 
 impl Kernel {
@@ -47,6 +63,16 @@ impl Kernel {
     pub fn net_dir(&self) -> PathBuf {
         let boot = self.vmlinuz.parent().unwrap_or(Path::new("."));
         boot.parent().unwrap_or(Path::new(".")).join("net")
+    }
+
+    /// The kept test module's file, if there is one.
+    pub fn test_module_path(&self) -> Option<PathBuf> {
+        let TestModule::File(name) = &self.test_module else {
+            return None;
+        };
+        let boot = self.vmlinuz.parent().unwrap_or(Path::new("."));
+        let entry = boot.parent().unwrap_or(Path::new("."));
+        Some(entry.join(super::test_module::DIR).join(name))
     }
 
     /// What a result records about this kernel.

@@ -42,7 +42,7 @@ pub fn module_name(path: &str) -> &str {
 /// The unpacked `lib/modules/<release>` (or `usr/lib/…` from 7.x on), with a
 /// `modules.dep`: packages ship none (depmod makes it when one is installed),
 /// so depmod (kmod) makes it here, inside the unpacked tree.
-fn modules_dir(root: &Path) -> Result<PathBuf> {
+pub(super) fn modules_dir(root: &Path) -> Result<PathBuf> {
     for base in [root.to_path_buf(), root.join("usr")] {
         let Ok(entries) = fs::read_dir(base.join("lib/modules")) else {
             continue;
@@ -61,7 +61,7 @@ fn modules_dir(root: &Path) -> Result<PathBuf> {
             return Ok(dir);
         }
     }
-    bail!("the kernel packages hold no modules (no loadable network driver)")
+    bail!("the kernel packages hold no modules")
 }
 
 /// Copies the driver's modules into `root/net/` (decompressed), returning
@@ -78,23 +78,26 @@ pub fn gather(root: &Path) -> Result<Vec<String>> {
         }
     }
     let net = real_dir(root, Path::new("net"))?;
-    let mut names = Vec::new();
-    for rel in order {
-        let from = dir.join(&rel);
-        let name = format!("{}.ko", module_name(&rel));
-        if rel.ends_with(".ko") {
-            fs::copy(&from, net.join(&name))
-                .with_context(|| format!("copying {}", from.display()))?;
-        } else if rel.ends_with(".ko.xz") {
-            let packed = net.join(format!("{name}.xz"));
-            fs::copy(&from, &packed).with_context(|| format!("copying {}", from.display()))?;
-            command::run(Command::new("xz").arg("-d").arg(&packed))?;
-        } else {
-            bail!("{rel}: a module compression lsmpmon does not unpack");
-        }
-        names.push(name);
+    order
+        .iter()
+        .map(|rel| copy_module(&dir, rel, &net))
+        .collect()
+}
+
+/// Copies `rel` (under `dir`) into `to`, decompressed; returns its file name.
+pub(super) fn copy_module(dir: &Path, rel: &str, to: &Path) -> Result<String> {
+    let from = dir.join(rel);
+    let name = format!("{}.ko", module_name(rel));
+    if rel.ends_with(".ko") {
+        fs::copy(&from, to.join(&name)).with_context(|| format!("copying {}", from.display()))?;
+    } else if rel.ends_with(".ko.xz") {
+        let packed = to.join(format!("{name}.xz"));
+        fs::copy(&from, &packed).with_context(|| format!("copying {}", from.display()))?;
+        command::run(Command::new("xz").arg("-d").arg(&packed))?;
+    } else {
+        bail!("{rel}: a module compression lsmpmon does not unpack");
     }
-    Ok(names)
+    Ok(name)
 }
 
 #[cfg(test)]
