@@ -381,7 +381,7 @@ fn build(r: &Recipe, cache: &Path, mirror: Option<&str>, dir: &Path) -> Result<K
         config: config_path,
         path: None,
         net_modules: Vec::new(),
-        test_module: crate::vm::kernel::manifest::TestModule::Absent,
+        test_module: crate::vm::kernel::test_module::TestModule::Absent,
         image: Some(sizes),
     })
 }
@@ -562,7 +562,7 @@ mod tests {
             config_sha256: "x".into(),
             path: None,
             net_modules: Vec::new(),
-            test_module: crate::vm::kernel::manifest::TestModule::Absent,
+            test_module: crate::vm::kernel::test_module::TestModule::Absent,
             image: Some(crate::model::ImageSizes {
                 fragment_sha256: "f".into(),
                 source_patch_sha256: None,

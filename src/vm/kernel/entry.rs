@@ -154,7 +154,7 @@ mod tests {
             packages: Vec::new(),
             path: None,
             net_modules: Vec::new(),
-            test_module: crate::vm::kernel::manifest::TestModule::Absent,
+            test_module: crate::vm::kernel::test_module::TestModule::Absent,
             image: None,
         })
     }

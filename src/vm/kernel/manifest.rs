@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::test_module::{self, TestModule};
 use crate::model::{ImageSizes, KernelRef, PackageRef};
 
 /// What was fetched, kept next to it: the provenance of every guest result.
@@ -47,17 +48,6 @@ pub struct Kernel {
     pub test_module: TestModule,
 }
 
-/// Whether a kernel's packages gave a module to load, and which file.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TestModule {
-    #[default]
-    NotLooked,
-    /// Looked for and not there (or a kernel lsmpmon built, or the user's file).
-    Absent,
-    File(String),
-}
-
 impl Kernel {
     /// The directory of `net_modules`.
     pub fn net_dir(&self) -> PathBuf {
@@ -72,7 +62,7 @@ impl Kernel {
         };
         let boot = self.vmlinuz.parent().unwrap_or(Path::new("."));
         let entry = boot.parent().unwrap_or(Path::new("."));
-        Some(entry.join(super::test_module::DIR).join(name))
+        Some(entry.join(test_module::DIR).join(name))
     }
 
     /// What a result records about this kernel.

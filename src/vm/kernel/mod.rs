@@ -78,7 +78,7 @@ pub fn ensure_net(
 /// A Debian entry fetched before lsmpmon kept a module for the
 /// module-measurement ops is fetched again.
 fn before_test_module(k: &Kernel) -> Option<String> {
-    (k.test_module == manifest::TestModule::NotLooked).then(|| {
+    (k.test_module == test_module::TestModule::NotLooked).then(|| {
         format!(
             "the cached {} {} kernel was fetched before lsmpmon kept a module to load: fetching it again",
             k.series, k.flavour

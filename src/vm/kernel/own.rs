@@ -106,7 +106,7 @@ fn from_bzimage(path: &Path) -> Result<Kernel> {
         vmlinuz_sha256: sha,
         path: Some(path.to_path_buf()),
         net_modules: Vec::new(),
-        test_module: crate::vm::kernel::manifest::TestModule::Absent,
+        test_module: crate::vm::kernel::test_module::TestModule::Absent,
         image: None,
     })
 }

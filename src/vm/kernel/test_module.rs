@@ -5,10 +5,21 @@
 use std::path::Path;
 
 use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
-use super::manifest::TestModule;
 use super::netmods::{copy_module, modules_dir};
 use crate::vm::cache::real_dir;
+
+/// Whether a kernel's packages gave a module to load, and which file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestModule {
+    #[default]
+    NotLooked,
+    /// Looked for and not there (or a kernel lsmpmon built, or the user's file).
+    Absent,
+    File(String),
+}
 
 /// Tried in order; the first the package builds as a module is kept.
 const CANDIDATES: &[&str] = &["crc7", "crc_itu_t", "cordic"];
