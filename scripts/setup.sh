@@ -19,7 +19,8 @@ PACKAGES=(clang llvm libbpf-dev libelf-dev zlib1g-dev libzstd-dev linux-libc-dev
           # tests/slurm.rs: a one-node Slurm cluster for `lab submit --slurm`
           slurm-wlm munge
           # tests/serve.rs and serve's unit tests: a real Prometheus server and promtool,
-          # curl for its HTTP API; kmod's depmod for the guest's network driver (vm run --forward)
+          # curl for its HTTP API; kmod's depmod for the modules lsmpmon keeps from a kernel package
+          # (the IMA module ops' module; the network driver of vm run --forward)
           prometheus curl kmod
           # scripts/package.sh checks the package with lintian; tests/package.rs
           # installs it into a Debian 12 root made by mmdebstrap

@@ -253,7 +253,7 @@ fn module_loads_behave_as_imas_module_check(all: &[serde_json::Value]) {
     );
 }
 
-/// From 7.x init_module's buffer is measured at every load: no clean hit,
+/// On 7.3 init_module's buffer is measured at every load: no clean hit,
 /// as in the paper; a kernel without a module to load fails the op in one
 /// line naming what is missing.
 #[test]

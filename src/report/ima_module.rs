@@ -45,19 +45,20 @@ fn median_us(r: &Run, name: &str) -> Option<f64> {
 }
 
 fn has_module_ops(r: &Run) -> bool {
-    !r.passed() || median_us(r, CASES[0].0).is_some()
+    CASES.iter().any(|(name, ..)| op(r, name).is_some())
 }
 
 pub fn tables(runs: &[Run], order: &[String]) -> Vec<Table> {
     let every = latest(runs);
     let mut out = Vec::new();
     for (kernel, cols) in by_kernel(runs, order) {
+        // Failed cells are columns too, where another cell loaded modules.
         let measured: Vec<&Run> = cols
             .iter()
             .copied()
-            .filter(|c| c.measured.is_some() && has_module_ops(c))
+            .filter(|c| c.measured.is_some() && (has_module_ops(c) || !c.passed()))
             .collect();
-        if measured.is_empty() {
+        if !measured.iter().any(|c| has_module_ops(c)) {
             continue;
         }
         let base = cols
@@ -118,8 +119,10 @@ fn table(kernel: &str, every: &[&Run], cols: &[&Run], base: Option<&Run>) -> Tab
 /// The bytes one load gave the kernel, from the ops' own proof of work.
 fn module_size(cols: &[&Run], base: Option<&Run>) -> String {
     let per_load = cols.iter().copied().chain(base).find_map(|c| {
-        let o = op(c, CASES[0].0)?;
-        (o.proof_ops > 0).then(|| o.proof_bytes / o.proof_ops)
+        CASES.iter().find_map(|(name, ..)| {
+            let o = op(c, name)?;
+            (o.proof_ops > 0).then(|| o.proof_bytes / o.proof_ops)
+        })
     });
     match per_load {
         Some(b) => format!("a {b}-byte module"),
@@ -179,8 +182,8 @@ fn notes(cols: &[&Run]) -> Vec<String> {
          appended; only the tag differs between an extend op's loads. finit_module is measured by \
          a `measure func=MODULE_CHECK` rule, and IMA keeps that it measured the file, as for mmap; \
          init_module's buffer is measured by `measure func=CRITICAL_DATA label=modules` on the \
-         kernels that have that hook (7.x here; 6.1 measures no buffer: its rows equal `none`), \
-         hashed at every load."
+         kernels that have that hook (mainline since 2024: 6.12 and 7.3 here; 5.10 and 6.1 \
+         measure no buffer, and their buffer rows equal `none`), hashed at every load."
             .into(),
         "The paper measured modules in load_module, in memory before relocation: \"we do not have \
          clean hits but only the cases SHA1 or SHA1+extend\", at about the latency of the mmap \

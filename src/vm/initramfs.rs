@@ -84,6 +84,12 @@ fn own_files() -> [&'static str; 9] {
 /// replace, or turn into a directory, what the initramfs writes itself.
 pub fn reserved(guest: &str) -> Option<String> {
     let path = Path::new(guest);
+    let modules = crate::model::provenance::TEST_MODULE_DIR.trim_start_matches('/');
+    if path.starts_with(modules) {
+        return Some(format!(
+            "/{modules} holds the kernel's module for the IMA module ops"
+        ));
+    }
     if path.starts_with(OWN_DIR) {
         return Some(format!(
             "/{OWN_DIR} is lsmpmon's own directory in the guest (its run file and scripts)"
@@ -232,14 +238,12 @@ impl Cpio {
 }
 
 /// A file to put in the guest: its path there (no leading '/'), mode and bytes.
-#[derive(Clone)]
 pub struct Entry {
     pub guest: String,
     pub mode: u32,
     pub source: Source,
 }
 
-#[derive(Clone)]
 pub enum Source {
     Host(std::path::PathBuf),
     Bytes(Vec<u8>),
@@ -266,11 +270,11 @@ impl Entry {
 /// Writes the guest's initramfs: busybox, `lsmpmon_bin` as /bin/lsmpmon, the
 /// fork ops' helper, /init, the run description and the `extra` files (parent
 /// directories made as needed).
-pub fn build(
+pub fn build<'a>(
     out: &mut dyn Write,
     busybox: &Path,
     lsmpmon_bin: &Path,
-    extra: &[Entry],
+    extra: impl IntoIterator<Item = &'a Entry>,
     run_json: &[u8],
 ) -> Result<()> {
     let mut cpio = Cpio::new();

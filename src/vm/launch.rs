@@ -42,17 +42,12 @@ pub fn launch(l: &Launch) -> Result<i32> {
     // Both in memory: QEMU reads what was built and checked, and nothing is
     // left on disk however lsmpmon ends.
     let initramfs = cache::memfd("lsmpmon-initramfs")?;
-    let mut extra = l.extra.clone();
-    if let Some(module) = l.kernel.test_module_path() {
-        let name = module.file_name().unwrap_or_default().to_string_lossy();
-        let guest = format!("{}/{name}", crate::model::provenance::TEST_MODULE_DIR);
-        extra.push(initramfs::Entry::host(module.clone(), &guest, 0o644));
-    }
+    let module = test_module(l.kernel);
     initramfs::build(
         &mut &initramfs,
         busybox,
         &l.lsmpmon_bin,
-        &extra,
+        l.extra.iter().chain(&module),
         &serde_json::to_vec(&spec)?,
     )?;
     let vmlinuz = cache::verified_copy(&l.kernel.vmlinuz, &l.kernel.vmlinuz_sha256)?;
@@ -66,6 +61,15 @@ pub fn launch(l: &Launch) -> Result<i32> {
         output: &l.output,
         tty: l.tty.is_some(),
     })
+}
+
+/// The kernel's test module for the guest, where its entry kept one (an
+/// entry whose file went missing gives none: only the module ops fail).
+fn test_module(kernel: &kernel::Kernel) -> Option<initramfs::Entry> {
+    let module = kernel.test_module_path().filter(|p| p.is_file())?;
+    let name = module.file_name()?.to_string_lossy().into_owned();
+    let guest = format!("{}/{name}", crate::model::provenance::TEST_MODULE_DIR);
+    Some(initramfs::Entry::host(module, &guest, 0o644))
 }
 
 fn cmdline(l: &Launch) -> String {

@@ -292,14 +292,19 @@ impl Ima {
                 self.case
             );
         }
-        if before.pcr10.is_some() && after.pcr10.is_none() {
-            bail!("PCR 10 can no longer be read: the TPM stopped answering");
-        }
-        if added > 0 && before.pcr10.is_some() && before.pcr10 == after.pcr10 {
-            bail!("IMA listed {added} new measurement(s) but PCR 10 did not change");
-        }
-        Ok(())
+        check_pcr10(before, &after, added)
     }
+}
+
+/// With a TPM: it still answers, and `added` new entries changed PCR 10.
+pub(super) fn check_pcr10(before: &ListState, after: &ListState, added: u64) -> Result<()> {
+    if before.pcr10.is_some() && after.pcr10.is_none() {
+        bail!("PCR 10 can no longer be read: the TPM stopped answering");
+    }
+    if added > 0 && before.pcr10.is_some() && before.pcr10 == after.pcr10 {
+        bail!("IMA listed {added} new measurement(s) but PCR 10 did not change");
+    }
+    Ok(())
 }
 
 impl Bench for Ima {
@@ -339,7 +344,7 @@ impl Drop for Ima {
 /// IMA's entry count and PCR 10, where they exist.
 pub(super) struct ListState {
     pub(super) entries: Option<u64>,
-    pcr10: Option<String>,
+    pub(super) pcr10: Option<String>,
 }
 
 impl ListState {

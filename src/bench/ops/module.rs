@@ -13,8 +13,9 @@
 //! Every load takes the module without its signature and with an 8-byte
 //! tag appended (the op's sequence number, from the boot's nanoseconds when
 //! the op was made, so that no two ops load the same bytes): only the tag
-//! differs between the extend ops' loads. The kernel loads a module without a signature when
-//! it does not enforce them (Debian's, booted without Secure Boot).
+//! differs between the extend ops' loads. The kernel loads a module without
+//! a signature when it does not enforce them (Debian's, booted without
+//! Secure Boot).
 //!
 //! The module files are owned by `MODULE_FILE_OWNER`: opening one to read
 //! it would otherwise be measured by a `FILE_CHECK mask=MAY_READ` rule
@@ -30,7 +31,7 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 
-use super::ima::{close, cpath, ListState};
+use super::ima::{check_pcr10, close, cpath, ListState};
 use crate::bench::clock::clock_overhead_ns;
 use crate::bench::op::{group, Bench, Ctx, OpDef, Unit, Work};
 use crate::bench::sys::fd::{check, owned};
@@ -82,9 +83,13 @@ struct Module {
     /// The unsigned module, then the 8-byte tag.
     bytes: Vec<u8>,
     name: CString,
-    /// The file finit_module loads (File) and the op's sequence number.
+    /// The file finit_module loads (File).
     path: PathBuf,
+    /// The op's sequence number, the tag of its next load.
     seq: u64,
+    /// A load succeeded and its unload has not: `Drop` unloads it, so that
+    /// an op that failed midway leaves the next op a kernel without it.
+    loaded: bool,
     /// Whether the first load added a measurement: IMA measures this way in.
     measured: bool,
     clock_ns: f64,
@@ -104,6 +109,7 @@ fn make(c: &Ctx, way: Way, case: Case) -> Result<Box<dyn Bench>> {
         name: module_name(&file)?,
         path: c.dir.join(file_name(seq)),
         seq,
+        loaded: false,
         measured: false,
         clock_ns: clock_overhead_ns(),
         timed_ns: 0.0,
@@ -111,6 +117,7 @@ fn make(c: &Ctx, way: Way, case: Case) -> Result<Box<dyn Bench>> {
     m.tag();
     if way == Way::File {
         m.write_file(true)?;
+        m.refuse_measure_at_open()?;
     }
     // The first load is measured where a policy says so; every later one
     // is then the case's.
@@ -125,8 +132,10 @@ fn make(c: &Ctx, way: Way, case: Case) -> Result<Box<dyn Bench>> {
 fn test_module() -> Result<(PathBuf, Vec<u8>)> {
     let entries = std::fs::read_dir(TEST_MODULE_DIR).map_err(|e| {
         anyhow::anyhow!(
-            "{TEST_MODULE_DIR}: {e}: this kernel has no module to load (lsmpmon takes one from the \
-             packages of Debian's kernels; kernels lsmpmon builds, and kernels given by path, have none)"
+            "{TEST_MODULE_DIR}: {e}: this kernel has no module to load (lsmpmon keeps one from \
+             a Debian kernel's modules when it fetches the kernel: kernels lsmpmon builds, bzImages \
+             given by path and cache entries fetched before lsmpmon kept one have none; \
+             `lsmpmon vm cache --clean --all` fetches those again)"
         )
     })?;
     let mut found = entries
@@ -169,7 +178,7 @@ fn file_name(seq: u64) -> String {
     format!("module{seq:020}.ko")
 }
 
-/// CLOCK_BOOTTIME in ns: no op made later in the boot starts from the same.
+/// CLOCK_BOOTTIME in ns.
 fn first_seq() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -236,7 +245,7 @@ impl Module {
         owned(fd, "open the module")
     }
 
-    fn unload(&self) -> Result<()> {
+    fn unload(&mut self) -> Result<()> {
         // SAFETY: a NUL-terminated name.
         let r = unsafe {
             libc::syscall(
@@ -246,6 +255,7 @@ impl Module {
             )
         };
         check(r, "delete_module").with_context(|| format!("unloading module {:?}", self.name))?;
+        self.loaded = false;
         Ok(())
     }
 
@@ -270,29 +280,48 @@ impl Module {
 
     /// One timed load: the file opened (untimed: its own hooks are not the
     /// load's) and closed again after.
-    fn timed_load(&self) -> Result<f64> {
-        let (ns, r) = match self.way {
+    fn timed_load(&mut self) -> Result<f64> {
+        let (ns, r, fd) = match self.way {
             Way::File => {
                 let fd = self.open_read()?;
                 let t = Instant::now();
                 let r = finit_module(&fd);
-                let ns = t.elapsed().as_nanos() as f64;
-                close(fd)?;
-                (ns, r)
+                (t.elapsed().as_nanos() as f64, r, Some(fd))
             }
             Way::Buffer => {
                 let t = Instant::now();
                 let r = init_module(&self.bytes);
-                (t.elapsed().as_nanos() as f64, r)
+                (t.elapsed().as_nanos() as f64, r, None)
             }
         };
         r.with_context(|| format!("loading module {:?}", self.name))?;
+        self.loaded = true;
+        if let Some(fd) = fd {
+            close(fd)?;
+        }
         Ok(ns)
     }
 
-    /// Proof of work: the entries `iters` loads added are the case's.
+    /// Opening a module file to read it must not measure it: with a policy
+    /// that does, finit_module would find every file measured already.
+    fn refuse_measure_at_open(&self) -> Result<()> {
+        let before = ListState::read().entries;
+        close(self.open_read()?)?;
+        if ListState::read().entries > before {
+            bail!(
+                "IMA measured the module file when it was opened for reading: its policy needs \
+                 `dont_measure func=FILE_CHECK fowner={MODULE_FILE_OWNER}` before its FILE_CHECK \
+                 rules (as lsmpmon's ima configurations have)"
+            );
+        }
+        Ok(())
+    }
+
+    /// Proof of work: the entries `iters` loads added are the case's, and a
+    /// TPM saw them.
     fn check_list(&self, iters: u64, before: &ListState) -> Result<()> {
-        let (Some(a), Some(b)) = (ListState::read().entries, before.entries) else {
+        let after = ListState::read();
+        let (Some(a), Some(b)) = (after.entries, before.entries) else {
             return Ok(()); // no IMA in this kernel
         };
         let added = a.saturating_sub(b);
@@ -302,13 +331,13 @@ impl Module {
         };
         if added != want {
             bail!(
-                "IMA listed {added} new measurement(s) over {iters} {:?} {:?} load(s), not {want}: \
-                 a violation entry, or a policy that measures module files at open",
+                "IMA listed {added} new measurement(s) over {iters} {:?} {:?} load(s), not {want} \
+                 (a violation entry?)",
                 self.way,
                 self.case
             );
         }
-        Ok(())
+        check_pcr10(before, &after, added)
     }
 }
 
@@ -339,7 +368,9 @@ fn loaded(r: libc::c_long, call: &str) -> Result<()> {
     }
     let e = std::io::Error::last_os_error();
     match e.raw_os_error() {
-        Some(libc::EEXIST) => bail!("{call}: the module is loaded already (by whom?): {e}"),
+        Some(libc::EEXIST) => {
+            bail!("{call}: {e}: the module is loaded already (by the guest's own programs?)")
+        }
         Some(libc::EPERM) => {
             bail!("{call}: {e}: loading modules needs root and a kernel that allows it")
         }
@@ -375,6 +406,9 @@ impl Bench for Module {
 
 impl Drop for Module {
     fn drop(&mut self) {
+        if self.loaded {
+            let _ = self.unload();
+        }
         let _ = std::fs::remove_file(&self.path);
     }
 }

@@ -43,7 +43,8 @@ pub struct Kernel {
     pub image: Option<ImageSizes>,
     /// The module the IMA module-measurement ops load, in `test-module/`
     /// (Debian's kernels; entries written before lsmpmon kept one say
-    /// `not_looked` and are fetched again).
+    /// `not_looked`, and their guests have no module: not fetched again, so
+    /// that a cached kernel is never replaced by a newer package).
     #[serde(default)]
     pub test_module: TestModule,
 }
@@ -55,14 +56,20 @@ impl Kernel {
         boot.parent().unwrap_or(Path::new(".")).join("net")
     }
 
-    /// The kept test module's file, if there is one.
+    /// The kept test module's file, if there is one: a plain name in the
+    /// entry's `test-module/` (a manifest naming another path has none).
     pub fn test_module_path(&self) -> Option<PathBuf> {
         let TestModule::File(name) = &self.test_module else {
             return None;
         };
-        let boot = self.vmlinuz.parent().unwrap_or(Path::new("."));
-        let entry = boot.parent().unwrap_or(Path::new("."));
-        Some(entry.join(test_module::DIR).join(name))
+        let plain = Path::new(name).components().count() == 1
+            && matches!(
+                Path::new(name).components().next(),
+                Some(std::path::Component::Normal(_))
+            );
+        let boot = self.vmlinuz.parent()?;
+        let root = boot.parent()?;
+        plain.then(|| root.join(test_module::DIR).join(name))
     }
 
     /// What a result records about this kernel.

@@ -47,7 +47,7 @@ pub fn ensure(cache: &Path, kernel: &str, flavour: &str, mirror: Option<&str>) -
     let known = find_series(kernel, flavour)?;
     let cache = std::path::absolute(cache)?;
     let entry = Path::new("kernels").join(format!("{kernel}-{flavour}"));
-    entry::ensure_current_entry(&cache, &entry, before_test_module, |dir| {
+    entry::ensure_entry(&cache, &entry, |dir| {
         debian::fetch(&cache, known, flavour, dir, mirror, false)
     })
 }
@@ -70,19 +70,8 @@ pub fn ensure_net(
     let known = find_series(kernel, flavour)?;
     let cache = std::path::absolute(cache)?;
     let entry = Path::new("kernels").join(format!("{kernel}-{flavour}-net"));
-    entry::ensure_current_entry(&cache, &entry, before_test_module, |dir| {
+    entry::ensure_entry(&cache, &entry, |dir| {
         debian::fetch(&cache, known, flavour, dir, mirror, true)
-    })
-}
-
-/// A Debian entry fetched before lsmpmon kept a module for the
-/// module-measurement ops is fetched again.
-fn before_test_module(k: &Kernel) -> Option<String> {
-    (k.test_module == test_module::TestModule::NotLooked).then(|| {
-        format!(
-            "the cached {} {} kernel was fetched before lsmpmon kept a module to load: fetching it again",
-            k.series, k.flavour
-        )
     })
 }
 

@@ -9,8 +9,9 @@ pub enum Layout {
     Image,
     /// From 7.x: `linux-image-<ver>-…` only depends on
     /// `linux-binary-unsigned-<ver>-…` (`usr/lib/modules/<ver>/vmlinuz.unsigned`),
-    /// `linux-base-<ver>-…` (`usr/lib/modules/<ver>/config`) and the modules,
-    /// which a guest does not need.
+    /// `linux-base-<ver>-…` (`usr/lib/modules/<ver>/config`) and the modules
+    /// (of which lsmpmon keeps the IMA module ops' module and, for
+    /// `--forward`, the network driver).
     Split,
 }
 
