@@ -1953,6 +1953,57 @@ fn the_committed_avtab_slots_page_comes_from_its_cells() {
     );
 }
 
+/// The committed module-measurement page: per kernel, each case over three
+/// draws; a file IMA measured once costs nothing more, a changed one is
+/// hashed again; 6.1 measures no init_module buffer and 7.3 every one.
+#[test]
+fn the_committed_ima_module_page_comes_from_its_cells() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let report = |format: &str| {
+        let out = Command::new(LSMPMON)
+            .current_dir(root)
+            .args(["report", "results/ima-module", "--format", format])
+            .output()
+            .unwrap();
+        stdout_ok(&out)
+    };
+    let v: Value = serde_json::from_str(&report("json")).unwrap();
+    let tables: Vec<&Value> = v["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["form"] == "ima_module")
+        .collect();
+    assert_eq!(tables.len(), 2, "6.1 and 7.3");
+    for t in tables {
+        let row = |label: &str| {
+            t["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["label"].as_str().unwrap().starts_with(label))
+                .unwrap_or_else(|| panic!("no row {label}"))
+                .clone()
+        };
+        // Column 1 is `ima − none` (µs) of the first configuration, ima.
+        let share = |label: &str| row(label)["cells"][1]["value"].as_f64().unwrap();
+        assert_eq!(row("finit_module, cached")["cells"][0]["draws"], 3);
+        assert!(share("finit_module, cached").abs() < 10.0, "{t}");
+        assert!(share("finit_module, rehash") > 200.0, "{t}");
+        let buffer = share("init_module buffer, same");
+        if t["kernel"].as_str().unwrap().starts_with("6.1") {
+            assert!(buffer.abs() < 1.0, "6.1 measures no buffer: {buffer}");
+        } else {
+            assert!(buffer > 200.0, "7.3 hashes every buffer: {buffer}");
+        }
+    }
+    let committed = std::fs::read_to_string(root.join("results/ima-module/README.md")).unwrap();
+    assert!(
+        report("markdown") == committed,
+        "results/ima-module/README.md is not what `lsmpmon report` prints of its cells"
+    );
+}
+
 /// Table 9: where the kernel shows its slab caches (Debian's kernels), the
 /// avtab_node cache holds at least the entries lsmpmon computed from the
 /// loaded policy, and no more than they plus what SLUB merged into it
