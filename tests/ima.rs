@@ -107,10 +107,13 @@ fn ima_ops_measure_the_three_cases_and_the_report_prints_the_papers_tables() {
     let (none, ima, with_tpm) = (cell(&all, "none"), cell(&all, "ima"), cell(&all, "ima-tpm"));
     for access in ["mmap", "read"] {
         let op = |case: &str| format!("ima_{access}_{case}");
-        // Without a policy the three cases are one op (within 15 %).
-        let reference = median(none, &op("cached"));
+        // Without a policy the three cases are one op (within 15 %), by
+        // their fastest sample: in these 2 ms samples the guest's deferred
+        // work (freeing the files extend unlinks) can land in two of three
+        // (CI saw extend's 14.5, 16.3 and 16.4 µs against cached's 14.1).
+        let reference = least(none, &op("cached"));
         for case in ["rehash", "extend"] {
-            let m = median(none, &op(case));
+            let m = least(none, &op(case));
             assert!(
                 (m / reference - 1.0).abs() < 0.15,
                 "none {case}: {m} vs {reference}"
@@ -210,14 +213,17 @@ fn ima_ops_measure_the_three_cases_and_the_report_prints_the_papers_tables() {
 fn module_loads_behave_as_imas_module_check(all: &[serde_json::Value]) {
     let (none, ima, sha1) = (cell(all, "none"), cell(all, "ima"), cell(all, "ima-sha1"));
     let reference = median(none, "ima_module_cached");
-    // Without a policy every way in and case is one load (within 15 %).
+    // Without a policy every way in and case is one load (within 15 %, by
+    // the fastest samples, as for mmap).
+    let fastest = least(none, "ima_module_cached");
     for op in [
         "ima_module_rehash",
         "ima_module_extend",
         "ima_module_buffer_rehash",
         "ima_module_buffer_extend",
     ] {
-        let m = median(none, op);
+        let m =
+            least(none, op) * median(none, "ima_module_cached") / least(none, "ima_module_cached");
         assert!(
             (m / reference - 1.0).abs() < 0.15,
             "none {op}: {m} vs {reference}"
@@ -307,6 +313,18 @@ fn on_7_3_every_module_buffer_is_hashed_and_a_kernel_without_modules_says_so() {
         reason.contains("this kernel has no module to load"),
         "{reason}"
     );
+}
+
+/// A cell's fastest sample of `op` (ns per op).
+fn least(c: &serde_json::Value, op: &str) -> f64 {
+    c["guest"]["bench"]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["op"] == op)
+        .unwrap_or_else(|| panic!("{op} missing in {}", c["config"]["name"]))["min"]
+        .as_f64()
+        .unwrap()
 }
 
 /// A socket path longer than a Unix socket's 108 bytes: real swtpm cannot
