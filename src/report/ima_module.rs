@@ -183,7 +183,9 @@ fn notes(cols: &[&Run]) -> Vec<String> {
          a `measure func=MODULE_CHECK` rule, and IMA keeps that it measured the file, as for mmap; \
          init_module's buffer is measured by `measure func=CRITICAL_DATA label=modules` on the \
          kernels that have that hook (mainline since 2024: 6.12 and 7.3 here; 5.10 and 6.1 \
-         measure no buffer, and their buffer rows equal `none`), hashed at every load."
+         measure no buffer, and their buffer rows equal `none`), hashed at every load in the \
+         committed cells (one reduced run on 7.3 saw the same bytes hashed in its first sample \
+         only: not explained yet)."
             .into(),
         "The paper measured modules in load_module, in memory before relocation: \"we do not have \
          clean hits but only the cases SHA1 or SHA1+extend\", at about the latency of the mmap \
