@@ -19,7 +19,7 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 
-use crate::bench::clock::clock_overhead_ns;
+use crate::bench::clock::{clock_overhead_ns, with_one_clock_pair};
 use crate::bench::op::{group, Bench, Ctx, OpDef, Unit, Work};
 use crate::bench::sys::fd::{check, owned};
 
@@ -319,8 +319,7 @@ impl Bench for Ima {
             self.after_op()?;
         }
         self.check_list(iters, &before)?;
-        // The runner subtracts one clock pair; each op's timing held one.
-        self.timed_ns = timed_ns - (iters.saturating_sub(1)) as f64 * self.clock_ns;
+        self.timed_ns = with_one_clock_pair(timed_ns, iters, self.clock_ns);
         Ok(Work {
             ops: iters,
             bytes: iters * self.data.len() as u64,

@@ -32,7 +32,7 @@ use std::{
 use anyhow::{bail, Context, Result};
 
 use super::ima::{check_pcr10, close, cpath, ListState};
-use crate::bench::clock::clock_overhead_ns;
+use crate::bench::clock::{clock_overhead_ns, with_one_clock_pair};
 use crate::bench::op::{group, Bench, Ctx, OpDef, Unit, Work};
 use crate::bench::sys::fd::{check, owned};
 use crate::model::provenance::TEST_MODULE_DIR;
@@ -391,8 +391,7 @@ impl Bench for Module {
             self.unload()?;
         }
         self.check_list(iters, &before)?;
-        // The runner subtracts one clock pair; each op's timing held one.
-        self.timed_ns = timed_ns - (iters.saturating_sub(1)) as f64 * self.clock_ns;
+        self.timed_ns = with_one_clock_pair(timed_ns, iters, self.clock_ns);
         Ok(Work {
             ops: iters,
             bytes: iters * self.bytes.len() as u64,
