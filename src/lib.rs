@@ -1,27 +1,29 @@
 //! lsmpmon: what Linux Security Modules cost, hook by hook.
 //!
-//! The layers, bottom to top; each imports only the ones below it
-//! (`scripts/layers.py` checks, `docs/layers.txt` shows the graph):
+//! The layers are the workspace's crates, bottom to top; each depends only on
+//! the ones below it, so an upward import does not compile (`tests/layers.rs`
+//! keeps each crate's dependencies to the layers below it):
 //!
 //! - [`base`], [`model`]: errors, checked files, parsing, provenance, the
 //!   table model; the typed result model every reader and writer shares;
 //! - engines: [`vm`] (Debian kernels in QEMU), [`trace`] (every LSM hook timed
-//!   with eBPF), [`bench`] (the microbenchmarks), [`mac`] (the reference MACs);
+//!   with eBPF), [`bench`] (the microbenchmarks), [`mac`] (the reference MACs),
+//!   [`serve`] and [`top`] (the tracer's exporter and live view);
 //! - [`lab`]: secure OSes × kernels in guests, cell by cell;
 //! - [`report`]: the papers' tables, charts and `compare`, from results;
 //! - [`cli`]: every subcommand's entry point; `main.rs` only calls it.
-pub mod base;
-pub mod model;
+pub use ::base;
+pub use ::model;
 
-pub mod bench;
-pub mod mac;
-pub mod serve;
-pub mod top;
-pub mod trace;
-pub mod vm;
+pub use ::bench;
+pub use ::mac;
+pub use ::serve;
+pub use ::top;
+pub use ::trace;
+pub use ::vm;
 
-pub mod lab;
+pub use ::lab;
 
-pub mod report;
+pub use ::report;
 
 pub mod cli;

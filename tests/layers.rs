@@ -1,61 +1,140 @@
-//! The layers only point down (issue 21): `scripts/layers.py` reads every
-//! import of src/ and finds no cycle and no upward import, and the graph
-//! committed in docs/layers.txt is today's.
-use std::{path::Path, process::Command};
+//! The layers are crates (issue 35): each depends only on layers below it,
+//! so an upward import is a compile error, and docs/layers.txt, the graph a
+//! newcomer reads, is today's. `LSMPMON_WRITE_LAYERS=1` rewrites it.
+use std::{collections::BTreeMap, path::Path, process::Command};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-fn layers(src: &Path) -> std::process::Output {
-    Command::new("python3")
-        .arg(Path::new(ROOT).join("scripts/layers.py"))
-        .env("LAYERS_SRC", src)
+/// Every crate of the workspace, bottom to top, with its layer's name.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("base", &["lsmpmon-base"]),
+    ("model", &["lsmpmon-model"]),
+    (
+        "engines",
+        &[
+            "lsmpmon-vm",
+            "lsmpmon-trace",
+            "lsmpmon-bench",
+            "lsmpmon-mac",
+        ],
+    ),
+    ("the tracer's front ends", &["lsmpmon-serve", "lsmpmon-top"]),
+    ("lab", &["lsmpmon-lab"]),
+    ("report", &["lsmpmon-report"]),
+    ("cli", &["lsmpmon"]),
+];
+
+/// Build scripts' helper: no layer, and only build scripts may use it.
+const BUILD_HELPER: &str = "lsmpmon-build";
+
+fn rank(name: &str) -> Option<usize> {
+    LAYERS.iter().position(|(_, crates)| crates.contains(&name))
+}
+
+/// Each workspace crate -> the workspace crates it depends on, by kind
+/// ("normal", "dev", "build").
+fn graph() -> BTreeMap<String, Vec<(String, String)>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args([
+            "metadata",
+            "--no-deps",
+            "--offline",
+            "--format-version",
+            "1",
+        ])
+        .current_dir(ROOT)
         .output()
-        .expect("python3 runs scripts/layers.py")
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut graph = BTreeMap::new();
+    for pkg in meta["packages"].as_array().unwrap() {
+        let deps = pkg["dependencies"].as_array().unwrap();
+        let ours = deps
+            .iter()
+            .filter(|d| d["path"].is_string())
+            .map(|d| {
+                let kind = d["kind"].as_str().unwrap_or("normal").to_string();
+                (d["name"].as_str().unwrap().to_string(), kind)
+            })
+            .collect();
+        graph.insert(pkg["name"].as_str().unwrap().to_string(), ours);
+    }
+    graph
 }
 
 #[test]
-fn no_cycle_and_no_upward_import_and_the_committed_graph_is_current() {
-    let out = layers(&Path::new(ROOT).join("src"));
-    let problems = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{problems}");
-    let committed = std::fs::read_to_string(Path::new(ROOT).join("docs/layers.txt")).unwrap();
+fn every_crate_has_a_layer_and_depends_only_on_layers_below_it() {
+    let graph = graph();
+    let mut problems = vec![];
+    for (name, deps) in &graph {
+        if name == BUILD_HELPER {
+            continue;
+        }
+        let Some(mine) = rank(name) else {
+            problems.push(format!("{name} is in no layer: add it to LAYERS"));
+            continue;
+        };
+        for (dep, kind) in deps {
+            match (dep.as_str(), kind.as_str()) {
+                (BUILD_HELPER, "build") => {}
+                (BUILD_HELPER, _) => problems.push(format!("{name} uses {dep} outside build.rs")),
+                _ if rank(dep).is_some_and(|r| r < mine) => {}
+                _ => problems.push(format!("{name} -> {dep} ({kind}) is not downward")),
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        committed,
-        "docs/layers.txt is stale: python3 scripts/layers.py > docs/layers.txt"
+        graph.len(),
+        LAYERS.iter().map(|(_, c)| c.len()).sum::<usize>() + 1,
+        "a crate of LAYERS is not in the workspace: {:?}",
+        graph.keys()
     );
 }
 
-/// The checker itself finds what it is for: an upward import and a cycle
-/// planted in a copy of the tree.
+/// The graph as docs/layers.txt shows it: layers top down, each crate with
+/// the crates it depends on.
+fn drawn(graph: &BTreeMap<String, Vec<(String, String)>>) -> String {
+    let mut text = String::from(
+        "# lsmpmon's layers: the workspace's crates (crates/), top down; each depends\n\
+         # only on layers below it (tests/layers.rs checks; LSMPMON_WRITE_LAYERS=1 writes this)\n",
+    );
+    for (i, (layer, crates)) in LAYERS.iter().enumerate().rev() {
+        text += &format!("\nlayer {i} {layer}\n");
+        for name in *crates {
+            let mut deps: Vec<&str> = graph[*name]
+                .iter()
+                .filter(|(d, kind)| kind == "normal" && d != BUILD_HELPER)
+                .map(|(d, _)| d.strip_prefix("lsmpmon-").unwrap_or(d))
+                .collect();
+            deps.sort();
+            let deps = if deps.is_empty() {
+                "-".into()
+            } else {
+                deps.join(", ")
+            };
+            text += &format!("  {name:<16} -> {deps}\n");
+        }
+    }
+    text
+}
+
 #[test]
-fn a_planted_upward_import_and_cycle_are_found() {
-    let tmp = std::env::temp_dir().join(format!("lsmpmon-layers-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    let status = Command::new("cp")
-        .args(["-r", &format!("{ROOT}/src"), tmp.to_str().unwrap()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let plant = |file: &str, line: &str| {
-        let p = tmp.join(file);
-        let text = std::fs::read_to_string(&p).unwrap();
-        std::fs::write(&p, format!("{line}\n{text}")).unwrap();
-    };
-    plant("base/error.rs", "use crate::report::Format;");
-    plant("vm/cache.rs", "use crate::vm::run::new_run_dir;");
-    plant("vm/run.rs", "use crate::vm::cache::sha256_hex;");
-    let out = layers(&tmp);
-    let _ = std::fs::remove_dir_all(&tmp);
-    let problems = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{problems}");
-    assert!(
-        problems.contains("upward import: base/error.rs -> report/mod.rs"),
-        "{problems}"
+fn the_committed_graph_is_current() {
+    let text = drawn(&graph());
+    let path = Path::new(ROOT).join("docs/layers.txt");
+    if std::env::var_os("LSMPMON_WRITE_LAYERS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, &text).unwrap();
+    }
+    let committed = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        committed, text,
+        "docs/layers.txt is stale: LSMPMON_WRITE_LAYERS=1 cargo test --test layers"
     );
-    assert!(
-        problems.contains("file cycle:") && problems.contains("vm/cache.rs"),
-        "{problems}"
-    );
-    assert!(problems.contains("module cycle:"), "{problems}");
 }

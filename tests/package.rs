@@ -125,7 +125,7 @@ fn the_packages_every_feature_needs_are_recommended() {
         .iter()
         .map(|v| v.as_str().unwrap())
         .collect();
-    // lab's preflight, vm run's QEMU and the build op (src/lab/host/preflight.rs, buildkit.rs)
+    // lab's preflight, vm run's QEMU and the build op (crates/lab/src/host/preflight.rs, buildkit.rs)
     let mut needed: BTreeSet<String> = ["qemu-system-x86", "busybox-static", "swtpm"]
         .into_iter()
         .chain(["linux-source-6.1", "libc6-dev", "clang"])

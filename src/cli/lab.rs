@@ -2,16 +2,16 @@
 //! cells (the lab runs the cells, the report layer draws the tables).
 use std::path::PathBuf;
 
-use crate::base::output::stdout;
 use anyhow::Result;
+use base::output::stdout;
 use clap::{Args, Subcommand};
 
 use super::lab_args::{RerunArgs, RunArgs};
-use crate::base::error::{usage, with_code, EXIT_FAILURE, EXIT_OK};
-use crate::base::parse::split_list;
-use crate::base::table;
-use crate::lab::{self, batch, results, RunOutcome};
-use crate::report::{self, forms::BASELINE, input};
+use base::error::{usage, with_code, EXIT_FAILURE, EXIT_OK};
+use base::parse::split_list;
+use base::table;
+use lab::{self, batch, results, RunOutcome};
+use report::{self, forms::BASELINE, input};
 
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -140,7 +140,7 @@ pub struct StatusArgs {
 #[derive(Args, Debug)]
 pub struct ConfigsArgs {
     /// More configuration directories (searched first). Repeatable.
-    #[arg(long = "config-dir", value_name = "DIR", value_parser = crate::base::parse::path)]
+    #[arg(long = "config-dir", value_name = "DIR", value_parser = base::parse::path)]
     pub config_dirs: Vec<PathBuf>,
     /// One comma-separated line (what --configs takes) instead of one a line.
     #[arg(long)]
@@ -307,12 +307,12 @@ fn status(args: &StatusArgs) -> Result<i32> {
 fn merge(args: &MergeArgs) -> Result<i32> {
     let m = batch::merge::merge(&args.out, &args.dirs, args.force)?;
     for f in &m.forced {
-        crate::say!("lsmpmon: merged with --force: {f}");
+        base::say!("lsmpmon: merged with --force: {f}");
     }
     for d in &m.disagreements {
-        crate::say!("lsmpmon: disagreement: {d}");
+        base::say!("lsmpmon: disagreement: {d}");
     }
-    crate::say!(
+    base::say!(
         "lsmpmon: {} cell(s) from {} directories in {} ({} superseded by another run of their cell)",
         m.cells,
         m.inputs.len(),
@@ -362,7 +362,7 @@ fn configs(args: &ConfigsArgs) -> Result<i32> {
 fn write_plan(args: &PlanArgs) -> Result<i32> {
     let plan = batch::plan_file::of_plan(&lab::resolve(&args.run.request()?)?, &args.output)?;
     plan.write(&args.output)?;
-    crate::say!(
+    base::say!(
         "lsmpmon: plan {} ({} cells) in {}",
         plan.short_id(),
         plan.cells.len(),

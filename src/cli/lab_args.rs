@@ -5,15 +5,14 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 
-use crate::base::{error::usage, parse::split_list};
-use crate::lab::{
+use base::{error::usage, parse::split_list};
+use lab::{
     host::rerun::RerunRequest,
     plan::{Draws, Paths, Request},
     DEFAULT_CONFIGS,
 };
-use crate::model::bench::WorkloadProgram;
-use crate::model::options::{self, LabOptions, DEFAULT_BENCH_DIR};
-use crate::vm;
+use model::bench::WorkloadProgram;
+use model::options::{self, LabOptions, DEFAULT_BENCH_DIR};
 
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
@@ -28,7 +27,7 @@ pub struct RunArgs {
     #[arg(long, default_value = DEFAULT_CONFIGS, value_name = "LIST")]
     pub configs: String,
     /// More configuration directories (searched first). Repeatable.
-    #[arg(long = "config-dir", value_name = "DIR", value_parser = crate::base::parse::path)]
+    #[arg(long = "config-dir", value_name = "DIR", value_parser = base::parse::path)]
     pub config_dirs: Vec<PathBuf>,
     /// Guest CPU counts, comma-separated (1 to 8): one cell per kernel,
     /// configuration and CPU count.
@@ -46,7 +45,7 @@ pub struct RunArgs {
     /// Your own program as the op `workload` in every cell (a script with #!
     /// or a static binary, copied into each guest): one op = one run of it.
     /// With it --ops defaults to `workload`, and gains it when it does not name it.
-    #[arg(long, value_name = "FILE", value_parser = crate::base::parse::path)]
+    #[arg(long, value_name = "FILE", value_parser = base::parse::path)]
     pub workload: Option<PathBuf>,
     /// Guest seconds one run of --workload may last before it is killed (the cell fails).
     #[arg(long = "workload-timeout", value_name = "S", default_value_t = 600,
@@ -64,14 +63,14 @@ pub struct RunArgs {
     /// Layout draws per cell: each boots with its own recorded wall clock,
     /// which seeds the kernel's layout (slab order, hash salts), and repeats
     /// exactly; the tables give the median over draws with an interval.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=crate::model::draw::MAX_DRAWS as i64))]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=model::draw::MAX_DRAWS as i64))]
     pub draws: u32,
     /// Also run the ops under `trace --per-lsm` (the Table 4 form).
     #[arg(long)]
     pub trace: bool,
     /// With --trace: trace only each cell's first N draws (the others run
     /// the untraced benchmark only; hook costs need one draw, overheads many).
-    #[arg(long, value_name = "N", requires = "trace", value_parser = clap::value_parser!(u32).range(1..=crate::model::draw::MAX_DRAWS as i64))]
+    #[arg(long, value_name = "N", requires = "trace", value_parser = clap::value_parser!(u32).range(1..=model::draw::MAX_DRAWS as i64))]
     pub trace_draws: Option<u32>,
     /// Where the benchmark's files live in the guest (`bench --dir`; its
     /// parents are made). Path depth changes what path-based modules cost:
@@ -85,7 +84,7 @@ pub struct RunArgs {
     #[arg(long = "timeout", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(options::TIMEOUT_S))]
     pub timeout_s: u64,
     /// Results directory (created; cells accumulate, newest per cell wins in tables).
-    #[arg(long, default_value = "lab-results", value_parser = crate::base::parse::path)]
+    #[arg(long, default_value = "lab-results", value_parser = base::parse::path)]
     pub results: PathBuf,
     /// Guest memory, MiB (256 to 65536).
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(range(&options::MEMORY_MB)))]
@@ -106,7 +105,7 @@ pub struct RerunArgs {
     pub results: Option<PathBuf>,
     /// More configuration directories, searched first (the cell's configuration must be
     /// found unchanged). Repeatable.
-    #[arg(long = "config-dir", value_name = "DIR", value_parser = crate::base::parse::path)]
+    #[arg(long = "config-dir", value_name = "DIR", value_parser = base::parse::path)]
     pub config_dirs: Vec<PathBuf>,
     /// Run even if the configuration or kernel package changed since (recorded).
     #[arg(long)]
@@ -122,7 +121,7 @@ impl RunArgs {
     /// The request: lists split (each name once, in order), options typed.
     pub fn request(&self) -> Result<Request> {
         let options = LabOptions {
-            ops: crate::bench::with_workload(&self.ops, self.workload.is_some())?,
+            ops: bench::with_workload(&self.ops, self.workload.is_some())?,
             workload: self.workload_program()?,
             samples: self.samples as usize,
             sample_ms: self.sample_ms as f64,
@@ -161,10 +160,10 @@ impl RunArgs {
         let Some(p) = &self.workload else {
             return Ok(None);
         };
-        let path = crate::bench::workload::check_program(p).map_err(usage)?;
+        let path = bench::workload::check_program(p).map_err(usage)?;
         Ok(Some(WorkloadProgram {
-            sha256: crate::base::digest::sha256_file(&path)?,
-            path: crate::bench::workload::recorded_path(&path),
+            sha256: base::digest::sha256_file(&path)?,
+            path: bench::workload::recorded_path(&path),
             timeout_s: self.workload_timeout_s,
         }))
     }

@@ -3,12 +3,12 @@
 mod lab;
 mod lab_args;
 
-use crate::{base::error, bench, mac, report, serve, top, trace, vm};
+use base::error;
 
 use clap::{error::ErrorKind, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Parser, Debug)]
-#[command(name = "lsmpmon", version = crate::base::version::LONG, about)]
+#[command(name = "lsmpmon", version = base::version::LONG, about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -64,7 +64,7 @@ pub fn main() -> ! {
     match result {
         Ok(code) => std::process::exit(code),
         Err(err) => {
-            crate::say!("lsmpmon: error: {}", error::one_line(&err));
+            base::say!("lsmpmon: error: {}", error::one_line(&err));
             std::process::exit(error::exit_code(&err));
         }
     }
@@ -86,7 +86,7 @@ fn usage_error(e: clap::Error) -> ! {
         // As every output: a reader that went away is no failure, a full disk is.
         match e.print() {
             Err(io) if io.kind() != std::io::ErrorKind::BrokenPipe => {
-                crate::say!("lsmpmon: error: cannot write to standard output: {io}");
+                base::say!("lsmpmon: error: cannot write to standard output: {io}");
                 std::process::exit(error::EXIT_FAILURE);
             }
             _ => std::process::exit(error::EXIT_OK),
@@ -98,7 +98,7 @@ fn usage_error(e: clap::Error) -> ! {
         }
         _ => error::clap_line(&e.to_string()),
     };
-    crate::say!("lsmpmon: error: {line}");
+    base::say!("lsmpmon: error: {line}");
     std::process::exit(error::EXIT_USAGE);
 }
 

@@ -1,0 +1,293 @@
+//! The Slurm adapter: one job array a submission (`sbatch --array`), one
+//! task a cell; the queue from `squeue` (a cluster without accounting has
+//! no `sacct`: finished tasks are known by their cells' results).
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    time::{SystemTime, UNIX_EPOCH},
+};
+
+use anyhow::Result;
+
+use super::engine::{Array, Engine, Job, Queued};
+use base::{command::which, error::usage, secure_fs};
+
+#[derive(Debug, Clone, Default)]
+pub struct Slurm {
+    pub partition: Option<String>,
+    /// `--time` as Slurm reads it (`30`, `1:00:00`, `1-0`).
+    pub time: Option<String>,
+    /// Tasks of one array running at once (`%K`).
+    pub max_parallel: Option<u32>,
+    /// Passed to sbatch as they are, before the script.
+    pub sbatch_args: Vec<String>,
+}
+
+/// The lsmpmon task's memory beside its guest's: QEMU's own and lsmpmon's.
+const HOST_OVERHEAD_MB: u32 = 512;
+
+impl Engine for Slurm {
+    fn check(&self) -> Result<()> {
+        slurm_conf()?;
+        for tool in ["sbatch", "squeue"] {
+            if which(tool).is_none() {
+                return Err(usage(format!(
+                    "{tool} not found: install Slurm's commands (apt-get install slurm-wlm; \
+                     scripts/setup.sh does), or run the plan's cells with `lab cell`"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn submit(&self, a: &Array) -> Result<Job> {
+        let script = a.dir.join("cells.sbatch");
+        secure_fs::write_atomic(&script, script_text(a).as_bytes())?;
+        let log_dir = a.dir.join("logs");
+        secure_fs::private_dir(&log_dir)?;
+        let out = Command::new("sbatch")
+            .args(self.sbatch_args(a, &log_dir))
+            .arg(&script)
+            .output()
+            .map_err(|e| usage(format!("cannot run sbatch: {e}")))?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            return Err(self.error(&String::from_utf8_lossy(&out.stderr), Doing::Submit));
+        }
+        // `--parsable`: "ID" or "ID;CLUSTER".
+        let id = stdout.trim().split(';').next().unwrap_or("").to_string();
+        if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit()) {
+            return Err(usage(format!(
+                "sbatch printed no job id ({:?}): check its output by hand",
+                stdout.trim()
+            )));
+        }
+        Ok(Job {
+            id,
+            cells: a.cells.clone(),
+            submitted_unix_s: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_secs(),
+            log_dir,
+        })
+    }
+
+    fn queued(&self, job: &Job) -> Result<Vec<(usize, Queued)>> {
+        slurm_conf()?;
+        // squeue retries an unreachable controller for a minute: status
+        // reads the cells on disk instead of waiting that long.
+        let out = Command::new("timeout")
+            .args([
+                &format!("{SQUEUE_TIMEOUT_S}"),
+                "squeue",
+                "-h",
+                "-r",
+                "-j",
+                &job.id,
+            ])
+            .args(["-o", "%i|%T"])
+            .output()
+            .map_err(|e| usage(format!("cannot run squeue: {e}")))?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() == Some(124) {
+            return Err(usage(format!(
+                "squeue did not answer within {SQUEUE_TIMEOUT_S} s: is slurmctld running? `scontrol ping` says"
+            )));
+        }
+        if !out.status.success() {
+            // A job gone from the controller's memory has ended.
+            if stderr.contains("Invalid job id") {
+                return Ok(Vec::new());
+            }
+            return Err(self.error(&stderr, Doing::Queue));
+        }
+        Ok(parse_squeue(&String::from_utf8_lossy(&out.stdout), &job.id))
+    }
+
+    fn log_path(&self, job: &Job, index: usize) -> PathBuf {
+        job.log_dir.join(format!("{}_{index}.out", job.id))
+    }
+}
+
+/// How long `lab status` waits for Slurm's queue.
+const SQUEUE_TIMEOUT_S: u32 = 10;
+
+/// What lsmpmon asked Slurm when it failed.
+#[derive(Clone, Copy)]
+enum Doing {
+    Submit,
+    Queue,
+}
+
+/// A `SLURM_CONF` that names no readable file is said at once (Slurm's
+/// commands retry it for a minute, then blame the job).
+fn slurm_conf() -> Result<()> {
+    let Some(conf) = std::env::var_os("SLURM_CONF") else {
+        return Ok(());
+    };
+    match std::fs::metadata(&conf) {
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(_) => Err(usage(format!(
+            "SLURM_CONF={} is not a file: name the cluster's slurm.conf",
+            Path::new(&conf).display()
+        ))),
+        Err(e) => Err(usage(format!(
+            "SLURM_CONF={} cannot be read ({e}): name the cluster's slurm.conf",
+            Path::new(&conf).display()
+        ))),
+    }
+}
+
+impl Slurm {
+    fn sbatch_args(&self, a: &Array, log_dir: &Path) -> Vec<String> {
+        let mut array = list(&a.cells);
+        if let Some(k) = self.max_parallel {
+            array.push_str(&format!("%{k}"));
+        }
+        let mut v = vec![
+            "--parsable".into(),
+            format!("--job-name=lsmpmon-{}", a.plan.short_id()),
+            format!("--array={array}"),
+            format!("--cpus-per-task={}", a.cpus),
+            format!("--mem={}M", a.memory_mb + HOST_OVERHEAD_MB),
+            format!("--output={}/%A_%a.out", log_dir.display()),
+        ];
+        if let Some(p) = &self.partition {
+            v.push(format!("--partition={p}"));
+        }
+        if let Some(t) = &self.time {
+            v.push(format!("--time={t}"));
+        }
+        v.extend(self.sbatch_args.iter().cloned());
+        v
+    }
+
+    /// Slurm's error as one line with what to do.
+    fn error(&self, stderr: &str, doing: Doing) -> anyhow::Error {
+        let first = stderr
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or("no message")
+            .trim_start_matches("sbatch: error: ")
+            .trim_start_matches("squeue: error: ")
+            .to_string();
+        let has = |s: &str| stderr.to_lowercase().contains(&s.to_lowercase());
+        let line = if has("invalid partition") {
+            let p = self.partition.as_deref().unwrap_or("(the default)");
+            format!(
+                "Slurm has no partition {p}: `sinfo -s` lists them; choose one with --partition"
+            )
+        } else if has("munge") || has("authentication") {
+            format!("Slurm's authentication failed ({first}): is munged running with the cluster's key?")
+        } else if has("unable to contact")
+            || has("connection refused")
+            || has("timed out")
+            || has("zero bytes")
+        {
+            format!("the Slurm controller cannot be reached ({first}): is slurmctld running? `scontrol ping` says; SLURM_CONF names the cluster")
+        } else if has("configuration file") || has("s_p_parse_file") {
+            format!("Slurm cannot read its configuration ({first}): SLURM_CONF names the cluster's slurm.conf")
+        } else if let Doing::Queue = doing {
+            format!("squeue failed ({first}): `squeue` by hand says more")
+        } else {
+            format!("Slurm rejected the job array ({first}): check --time, --max-parallel, --sbatch-arg and the partition's limits (`scontrol show partition`)")
+        };
+        usage(line)
+    }
+}
+
+/// The task script: the task's index is the cell's; the cell's own command.
+fn script_text(a: &Array) -> String {
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("lsmpmon"));
+    format!(
+        "#!/bin/sh\n# lsmpmon plan {id}: one task a cell; the task's index is the cell's.\n\
+         exec {exe} lab cell {plan} \"$SLURM_ARRAY_TASK_ID\" --results {results}\n",
+        id = a.plan.id,
+        exe = quote(&exe.display().to_string()),
+        plan = quote(&a.plan_path.display().to_string()),
+        results = quote(&a.plan.paths.results.display().to_string()),
+    )
+}
+
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// `0,2,5`: Slurm's array list (it reads ranges and single indices alike).
+fn list(cells: &[usize]) -> String {
+    cells
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// `squeue -r -o '%i|%T'` lines: `JOB_INDEX|STATE`.
+fn parse_squeue(text: &str, job: &str) -> Vec<(usize, Queued)> {
+    text.lines()
+        .filter_map(|l| {
+            let (id, state) = l.trim().split_once('|')?;
+            let index = id.strip_prefix(job)?.strip_prefix('_')?.parse().ok()?;
+            let q = match state {
+                "PENDING" | "CONFIGURING" | "REQUEUED" | "REQUEUE_HOLD" | "SUSPENDED" => {
+                    Queued::Pending
+                }
+                _ => Queued::Running,
+            };
+            Some((index, q))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn squeue_lines_are_tasks_of_this_job_only() {
+        let text =
+            "41_0|RUNNING\n41_3|PENDING\n42_1|RUNNING\n41_[4-5%1]|PENDING\n41_2|COMPLETING\n";
+        assert_eq!(
+            parse_squeue(text, "41"),
+            [
+                (0, Queued::Running),
+                (3, Queued::Pending),
+                (2, Queued::Running)
+            ]
+        );
+        assert!(parse_squeue("", "41").is_empty());
+    }
+
+    #[test]
+    fn slurm_errors_say_what_to_do() {
+        let s = Slurm {
+            partition: Some("gpu".into()),
+            ..Slurm::default()
+        };
+        let line = |stderr: &str| s.error(stderr, Doing::Submit).to_string();
+        assert!(line("sbatch: error: invalid partition specified: gpu\n").contains("`sinfo -s`"));
+        assert!(line("sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)\n")
+            .contains("slurmctld running"));
+        assert!(
+            line("sbatch: error: Invalid authentication credential (munge)\n").contains("munged")
+        );
+        let rejected = line("sbatch: error: Batch job submission failed: Requested node configuration is not available\n");
+        assert!(
+            rejected.contains("rejected") && rejected.contains("node configuration"),
+            "{rejected}"
+        );
+        assert_eq!(list(&[0, 2, 5]), "0,2,5");
+        let conf = "squeue: error: s_p_parse_file: cannot stat file /x: No such file or directory, retrying in 1sec up to 60sec\nsqueue: fatal: Unable to process configuration file\n";
+        let queue = s.error(conf, Doing::Queue).to_string();
+        assert!(
+            queue.contains("configuration") && !queue.contains("rejected"),
+            "{queue}"
+        );
+        let other = s
+            .error("squeue: error: something\n", Doing::Queue)
+            .to_string();
+        assert!(other.starts_with("squeue failed"), "{other}");
+    }
+}

@@ -1,0 +1,227 @@
+//! Where each cell of a plan stands: queued or running (the engine's
+//! queue), passed, not applicable or failed (its newest result), or ended
+//! without a result (cancelled, killed: the task's log says).
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use super::{
+    engine::{Engine, Queued},
+    plan_file::{PlanCell, PlanFile},
+    record::Submissions,
+    tagged,
+};
+use crate::results::{CellResult, CellStatus};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    NotRun,
+    Pending,
+    Running,
+    Passed,
+    NotApplicable,
+    Failed,
+    /// Its task ended and left no result.
+    NoResult,
+    /// Submitted, no result yet, and the engine could not be asked.
+    Unknown,
+}
+
+impl State {
+    pub fn settled(self) -> bool {
+        !matches!(self, State::Pending | State::Running | State::Unknown)
+    }
+
+    /// Passed or not applicable: nothing to run again.
+    pub fn done(self) -> bool {
+        matches!(self, State::Passed | State::NotApplicable)
+    }
+}
+
+pub struct CellState {
+    pub cell: PlanCell,
+    pub state: State,
+    /// Its newest result (the one the state comes from, when it does).
+    pub result: Option<CellResult>,
+    /// The engine's log of the task that last ran it.
+    pub log: Option<PathBuf>,
+}
+
+/// The cells' states, and why the engine's queue could not be read (the
+/// states then come from the cells on disk alone).
+pub struct Collected {
+    pub states: Vec<CellState>,
+    pub queue_unknown: Option<String>,
+}
+
+/// The engine's queued and running tasks of every job of the record.
+fn queue(
+    record: Option<&Submissions>,
+    engine: Option<&dyn Engine>,
+) -> Result<Vec<(usize, Queued)>> {
+    let mut queued = Vec::new();
+    if let (Some(r), Some(e)) = (record, engine) {
+        for job in &r.jobs {
+            queued.extend(e.queued(job)?);
+        }
+    }
+    Ok(queued)
+}
+
+/// Every cell's state, in the plan's order.
+pub fn collect(
+    plan: &PlanFile,
+    record: Option<&Submissions>,
+    engine: Option<&dyn Engine>,
+) -> Result<Collected> {
+    let (queued, queue_unknown) = match queue(record, engine) {
+        Ok(q) => (q, None),
+        Err(e) => (Vec::new(), Some(base::error::one_line(&e))),
+    };
+    let (cells, _) = tagged::read_all(&plan.paths.results)?;
+    let newest = |index: usize| {
+        cells
+            .iter()
+            .rev()
+            .find(|c| {
+                c.plan()
+                    .is_some_and(|p| p.id == plan.id && p.index == index)
+            })
+            .map(|c| c.cell.clone())
+    };
+    let states = plan
+        .cells
+        .iter()
+        .map(|cell| {
+            let job = record.and_then(|r| r.last_job(cell.index));
+            let result = newest(cell.index);
+            let in_queue = queued.iter().find(|(i, _)| *i == cell.index).map(|q| q.1);
+            let mut s = state(job.map(|j| j.submitted_unix_s), result.as_ref(), in_queue);
+            if s == State::NoResult && queue_unknown.is_some() {
+                s = State::Unknown;
+            }
+            CellState {
+                cell: cell.clone(),
+                state: s,
+                log: job.zip(engine).map(|(j, e)| e.log_path(j, cell.index)),
+                result,
+            }
+        })
+        .collect();
+    Ok(Collected {
+        states,
+        queue_unknown,
+    })
+}
+
+/// A result written since the cell's last submission counts first, then
+/// the queue; a submitted cell that is neither ended without a result.
+fn state(submitted_s: Option<u64>, result: Option<&CellResult>, queued: Option<Queued>) -> State {
+    let fresh = result.filter(|r| submitted_s.is_none_or(|s| r.started_unix_s >= s));
+    match (fresh, queued, submitted_s) {
+        (Some(r), _, _) => of_result(r),
+        (None, Some(Queued::Pending), _) => State::Pending,
+        (None, Some(Queued::Running), _) => State::Running,
+        (None, None, Some(_)) => State::NoResult,
+        (None, None, None) => State::NotRun,
+    }
+}
+
+fn of_result(r: &CellResult) -> State {
+    match r.status {
+        CellStatus::Passed => State::Passed,
+        CellStatus::NotApplicable => State::NotApplicable,
+        _ => State::Failed,
+    }
+}
+
+/// `plan 5711051fbd14: 4 cells: 1 pending, 1 running, 2 passed, 0 failed`
+/// (not applicable, without result and not run when there are any).
+pub fn summary(plan: &PlanFile, states: &[CellState]) -> String {
+    let n = |s: State| states.iter().filter(|c| c.state == s).count();
+    let mut line = format!(
+        "plan {}: {} cells: {} pending, {} running, {} passed, {} failed",
+        plan.short_id(),
+        states.len(),
+        n(State::Pending),
+        n(State::Running),
+        n(State::Passed),
+        n(State::Failed) + n(State::NoResult),
+    );
+    for (s, what) in [
+        (State::NotApplicable, "not applicable"),
+        (State::NoResult, "of them without a result"),
+        (State::NotRun, "not run"),
+        (State::Unknown, "submitted, queue unknown"),
+    ] {
+        if n(s) > 0 {
+            line.push_str(&format!(", {} {what}", n(s)));
+        }
+    }
+    line
+}
+
+/// One line per cell in one of `which` states (failed, without a result):
+/// by its cell, with its logs.
+pub fn problems(states: &[CellState], which: &[State], results: &Path) -> Vec<String> {
+    states
+        .iter()
+        .filter(|c| which.contains(&c.state))
+        .map(|c| {
+            let what = match (&c.state, &c.result) {
+                (State::Failed, Some(r)) => format!(
+                    "{}: {} (guest log: {})",
+                    r.status,
+                    r.reason.as_deref().unwrap_or(""),
+                    r.log_path(results).display()
+                ),
+                _ => "its task ended without a result (cancelled or killed)".into(),
+            };
+            let log = c
+                .log
+                .as_ref()
+                .map(|l| format!(" (task log: {})", l.display()))
+                .unwrap_or_default();
+            format!("cell {}, {}: {what}{log}", c.cell.index, c.cell.describe())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(status: CellStatus, started: u64) -> CellResult {
+        let mut r: CellResult = serde_json::from_str(include_str!(
+            "../../../../tests/fixtures/report/lab/cells/6.1-cloud__none__1795500718528-17793-0-vm.json"
+        ))
+        .unwrap();
+        r.status = status;
+        r.started_unix_s = started;
+        r
+    }
+
+    #[test]
+    fn a_fresh_result_then_the_queue_then_no_result() {
+        let passed = result(CellStatus::Passed, 100);
+        let failed = result(CellStatus::Failed, 100);
+        assert_eq!(state(None, None, None), State::NotRun);
+        assert_eq!(state(None, Some(&passed), None), State::Passed);
+        assert_eq!(state(Some(50), Some(&failed), None), State::Failed);
+        // Resubmitted after the failure: the old result no longer counts.
+        assert_eq!(
+            state(Some(200), Some(&failed), Some(Queued::Pending)),
+            State::Pending
+        );
+        assert_eq!(state(Some(200), Some(&failed), None), State::NoResult);
+        assert_eq!(state(Some(50), None, Some(Queued::Running)), State::Running);
+        // Finished between the queue's answer and the results' read.
+        assert_eq!(
+            state(Some(50), Some(&passed), Some(Queued::Running)),
+            State::Passed
+        );
+        let na = result(CellStatus::NotApplicable, 100);
+        assert!(state(None, Some(&na), None).done());
+        assert!(!State::NoResult.done() && State::NoResult.settled());
+    }
+}

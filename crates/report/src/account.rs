@@ -1,0 +1,131 @@
+//! The accounting identity, LSMPMON's reason to exist: an op's overhead
+//! over `none` against what the configuration's modules spent in it — Σ
+//! over their functions of calls per op × net time per call, from the
+//! traced run op by op. Explained within ×0.5 … ×1.5 the identity holds;
+//! an established overhead outside it is flagged (⚑): something other than
+//! the modules' hooks moves that figure.
+use super::forms::{self, baseline, draws, median, missing};
+use super::input::Run;
+use base::papers;
+use base::table::{Cell, Row, Table, EXPLAINED_RANGE};
+use model::bench::Unit;
+
+/// The op's median over the run's draws (ns per op).
+fn drawn_median(every_draw: &[&Run], c: &Run, op: &str) -> Option<f64> {
+    let v: Vec<f64> = draws(every_draw, c)
+        .iter()
+        .filter_map(|r| median(r, op))
+        .collect();
+    (!v.is_empty()).then(|| base::stats::median(&v))
+}
+
+/// The modules `c` adds over the baseline: those it measures, and those
+/// active in it but not in the baseline (Debian's default stack adds
+/// several); capability is in every kernel.
+pub fn added_modules(c: &Run, base: &Run) -> Vec<String> {
+    let mut m = c.measured_lsms.clone();
+    for l in &c.active_lsms {
+        if l != "capability" && !base.active_lsms.contains(l) && !m.contains(l) {
+            m.push(l.clone());
+        }
+    }
+    m
+}
+
+/// The module ns per op of `c`'s traced draw, if it was traced op by op.
+fn explained_ns(every_draw: &[&Run], c: &Run, base: &Run, op: &str) -> Option<f64> {
+    let traced = draws(every_draw, c)
+        .into_iter()
+        .find(|r| !r.op_calls.is_empty())?;
+    let t = forms::trace(traced)?;
+    let calls = traced.op_calls.iter().find(|o| o.op == op)?;
+    calls.module_ns_per_op(&added_modules(traced, base), forms::floor(t))
+}
+
+/// An op the traced run ran but could not count by name (its work runs
+/// in children, threads or servers of other names).
+fn counted_elsewhere(every_draw: &[&Run], c: &Run, op: &str) -> bool {
+    draws(every_draw, c)
+        .iter()
+        .flat_map(|r| &r.op_calls)
+        .any(|o| o.op == op && o.ops_run == 0)
+}
+
+fn cell(every_draw: &[&Run], c: &Run, base: &Run, op: &str) -> Cell {
+    if let Some(m) = missing(c) {
+        return m;
+    }
+    let (Some(v), Some(b)) = (
+        drawn_median(every_draw, c, op),
+        drawn_median(every_draw, base, op),
+    ) else {
+        return Cell::missing("not run");
+    };
+    let Some(explained_ns) = explained_ns(every_draw, c, base, op) else {
+        return Cell::missing(if counted_elsewhere(every_draw, c, op) {
+            "runs under other names"
+        } else {
+            "not traced op by op"
+        });
+    };
+    let established = forms::drawn_cell(every_draw, c, op, Some(base))
+        .is_some_and(|cell| matches!(cell, Cell::Drawn { change: Some(ch), .. } if ch.established));
+    Cell::Explained {
+        explained_ns,
+        overhead_ns: v - b,
+        established,
+    }
+}
+
+/// The identity for one kernel: ns-per-op ops × the configurations beside
+/// the baseline; None where no run was traced op by op.
+pub fn table(kernel: &str, cols: &[&Run], every_draw: &[&Run]) -> Option<Table> {
+    let base = baseline(cols)?;
+    if !cols.iter().any(|c| !c.op_calls.is_empty()) {
+        return None;
+    }
+    let others: Vec<&Run> = cols
+        .iter()
+        .filter(|c| c.config != base.config)
+        .copied()
+        .collect();
+    let ops: Vec<String> = forms::ops(base)
+        .iter()
+        .filter(|o| o.unit == Unit::NsPerOp)
+        .map(|o| o.op.clone())
+        .collect();
+    let rows = ops
+        .iter()
+        .map(|op| Row {
+            label: format!("{op} (µs)"),
+            cells: others
+                .iter()
+                .map(|c| cell(every_draw, c, base, op))
+                .collect(),
+        })
+        .collect();
+    Some(Table {
+        form: base::form::Form::Account,
+        title: format!(
+            "Explained by hooks ({}'s accounting): module time per op against the overhead over `{}`, kernel {kernel}",
+            papers::cite(&papers::LSMPMON, "Table 4"),
+            base.config
+        ),
+        kernel: kernel.into(),
+        notes: vec![
+            format!(
+                "Each cell: the time per op of the functions of the modules the configuration adds (those it measures, and those active in it but not in the baseline): Σ calls per op × time per call (probe floor out), from its traced draw, where each op ran in its own workload, traced only while it ran (bench --untimed-name, trace --comm); then \"of\" the op's untraced overhead over `{}` (medians over draws), and their ratio. Not counted: hooks in interrupt context (over loopback, tcp and udp receive in a softirq, which belongs to no task), the security_* dispatch itself (before 6.9 a walk over every active module's list: what Debian's default stack adds beyond its modules' functions), and IMA before 6.9, which the VFS calls directly, not through LSM hooks. ⚑: an established overhead (Table 3 form) explained below ×{} or above ×{}: the modules' hooks do not account for it (the layout, the harness, or work outside the measured modules' functions: the security_* dispatch, other subsystems). An overhead within layout noise has no ratio.",
+                base.config, EXPLAINED_RANGE.0, EXPLAINED_RANGE.1
+            ),
+        ],
+        header: std::iter::once("operation".to_string())
+            .chain(others.iter().map(|c| c.config.clone()))
+            .collect(),
+        rows,
+    })
+}
+
+/// The identity for every kernel that has a run traced op by op.
+pub fn tables(runs: &[Run], order: &[String]) -> Vec<Table> {
+    forms::per_kernel(runs, order, table)
+}

@@ -1,0 +1,31 @@
+//! `lsmpmon serve`'s options.
+use std::net::SocketAddr;
+
+use clap::{Args, ValueEnum};
+
+use trace::EngineArgs;
+
+#[derive(Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// Address to serve /metrics on; anything but loopback is warned about
+    /// (the metrics tell what the host runs).
+    #[arg(long, default_value = "127.0.0.1:9464")]
+    pub listen: SocketAddr,
+    /// Extra breakdowns (more series): syscall = hook calls and time per
+    /// syscall × hook; cpu = per CPU × hook.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub by: Vec<By>,
+    /// Clients served at once; more connections are closed at once.
+    #[arg(long, default_value_t = 1024,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=16384))]
+    pub max_connections: usize,
+    /// What to attach to and how, as `trace`.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum By {
+    Syscall,
+    Cpu,
+}

@@ -1,0 +1,105 @@
+//! `lsmpmon serve`: the trace engine kept attached, its statistics served in
+//! Prometheus' text exposition format on `/metrics`.
+pub mod args;
+pub mod exposition;
+pub mod http;
+pub mod metrics;
+
+use std::{
+    net::{SocketAddr, TcpListener},
+    sync::mpsc,
+    time::{Duration, Instant},
+};
+
+use anyhow::Result;
+use hyper::body::Bytes;
+
+pub use args::{By, ServeArgs};
+use base::error::{usage, with_code, EXIT_FAILURE};
+use trace::live::{self, Live, Reset};
+
+/// Why `trace ctl reset` is refused while serving.
+const NO_RESET: &str = "lsmpmon serve's counters only grow (Prometheus computes rates): reset refused; restart serve to start afresh";
+
+pub use http::limits;
+
+/// Binds before anything is attached: a taken address costs no attach.
+pub fn bind(addr: SocketAddr) -> Result<TcpListener> {
+    // An address in use or not this host's is the environment: exit 2.
+    let listener = TcpListener::bind(addr).map_err(|e| {
+        usage(format!(
+            "cannot listen on {addr}: {e}; choose another address with --listen"
+        ))
+    })?;
+    if !addr.ip().is_loopback() {
+        base::say!(
+            "lsmpmon: warning: serving on {addr}, not loopback: anyone who can reach it sees which hooks this host runs"
+        );
+    }
+    Ok(listener)
+}
+
+pub fn main(args: ServeArgs) -> Result<i32> {
+    let listener = bind(args.listen)?;
+    let addr = listener.local_addr()?;
+    let breakdown = metrics::Breakdown {
+        syscall: args.by.contains(&By::Syscall),
+        cpu: args.by.contains(&By::Cpu),
+    };
+    live::attached(&args.engine, Reset::Refused(NO_RESET), |live| {
+        let (asks, scrapes) = mpsc::channel();
+        let _server = http::start(listener, limits(args.max_connections), asks)?;
+        base::say!("lsmpmon: serving http://{addr}/metrics; Ctrl-C to stop");
+        serve(live, &scrapes, breakdown)?;
+        Ok(0)
+    })
+}
+
+/// Answers scrapes until SIGINT/SIGTERM; scrapes waiting together share one reading.
+fn serve(
+    live: &mut Live,
+    scrapes: &mpsc::Receiver<http::Ask>,
+    by: metrics::Breakdown,
+) -> Result<()> {
+    while !live.stopped() {
+        live.answer_ctl()?;
+        let first = match scrapes.recv_timeout(Duration::from_millis(20)) {
+            Ok(ask) => ask,
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(with_code(EXIT_FAILURE, "the HTTP server stopped"));
+            }
+        };
+        let asks: Vec<http::Ask> = std::iter::once(first).chain(scrapes.try_iter()).collect();
+        let reading = read(live, by);
+        for ask in asks {
+            let text = reading
+                .clone()
+                .and_then(|families| encode(families, ask.format));
+            let _ = ask.reply.send(text);
+        }
+    }
+    Ok(())
+}
+
+/// One reading of the probes as metric families.
+pub fn read(
+    live: &mut Live,
+    by: metrics::Breakdown,
+) -> std::result::Result<Vec<exposition::Family>, String> {
+    let started = Instant::now();
+    let result = live
+        .snapshot_with(by.syscall)
+        .map_err(|e| format!("reading the probes: {e}"))?;
+    let per_cpu = if by.cpu { live.per_cpu() } else { Vec::new() };
+    let own = metrics::Own {
+        scrape_seconds: started.elapsed().as_secs_f64(),
+    };
+    Ok(metrics::families(&result, &per_cpu, by, own))
+}
+
+/// `families` as the scraper asked for them.
+pub fn encode(families: Vec<exposition::Family>, format: exposition::Format) -> http::Exposition {
+    let text = exposition::encode(families, format).map_err(|e| format!("encoding: {e}"))?;
+    Ok(Bytes::from(text))
+}

@@ -1,0 +1,582 @@
+//! A trace snapshot as Prometheus metric families. Every per-hook figure is
+//! a counter that only grows: `serve` refuses `trace ctl reset`.
+use super::exposition::{Family, Kind, Sample, Value};
+use model::hook_stat::{HookStat, Needs, StatUnit, COUNTERS};
+use model::{HookResult, TraceResult};
+
+/// The histogram's `le` bounds: log2 buckets from 128 ns to 2^28 ns
+/// (≈ 268 ms); faster calls fall in the first, slower ones in `+Inf`.
+/// 22 bounds + `+Inf` + `_sum` + `_count` = 25 series a hook.
+pub const LE_NS: [u64; 22] = {
+    let mut b = [0u64; 22];
+    let mut i = 0;
+    while i < 22 {
+        b[i] = 1u64 << (i + 7);
+        i += 1;
+    }
+    b
+};
+
+/// Breakdowns beyond one series set a hook, only when asked (`--by`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Breakdown {
+    /// Hook calls and time per syscall × hook.
+    pub syscall: bool,
+    /// Hook calls and time per CPU × hook.
+    pub cpu: bool,
+}
+
+/// The exporter's own figures for this scrape.
+#[derive(Debug, Clone, Copy)]
+pub struct Own {
+    /// Reading the maps and building the families, this scrape.
+    pub scrape_seconds: f64,
+}
+
+const NS_PER_S: f64 = 1e9;
+
+fn owned(labels: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
+    labels.iter().map(|(k, v)| (*k, v.to_string())).collect()
+}
+
+fn number(labels: &[(&'static str, &str)], value: f64) -> Sample {
+    Sample {
+        labels: owned(labels),
+        value: Value::Number(value),
+    }
+}
+
+fn count(labels: &[(&'static str, &str)], value: u64) -> Sample {
+    Sample {
+        labels: owned(labels),
+        value: Value::Count(value),
+    }
+}
+
+/// The hook's log2 buckets counted at each `le` bound, then `+Inf`; a model bucket
+/// [low, high) counts below `le` = high (calls are whole ns).
+fn histogram(labels: &[(&'static str, &str)], h: &HookResult) -> Sample {
+    let count: u64 = h.hist.iter().map(|b| b.count).sum();
+    let mut below_prev = 0;
+    let mut buckets: Vec<(f64, u64)> = LE_NS
+        .iter()
+        .map(|&le| {
+            let below: u64 = h
+                .hist
+                .iter()
+                .filter(|b| b.high_ns <= le)
+                .map(|b| b.count)
+                .sum();
+            let in_bucket = below - below_prev;
+            below_prev = below;
+            (le as f64 / NS_PER_S, in_bucket)
+        })
+        .collect();
+    // OpenMetrics wants the +Inf bucket written out.
+    buckets.push((f64::INFINITY, count - below_prev));
+    Sample {
+        labels: owned(labels),
+        value: Value::Histogram {
+            sum_seconds: h.sum_ns as f64 / NS_PER_S,
+            count,
+            buckets,
+        },
+    }
+}
+
+/// Families in order; the encoder leaves an empty one out.
+#[derive(Default)]
+struct Families(Vec<Family>);
+
+impl Families {
+    /// A counter's `name` ends in `_total` as its series do; the family
+    /// itself is named without it (OpenMetrics).
+    fn add(&mut self, name: &str, help: &'static str, kind: Kind, samples: Vec<Sample>) {
+        let name = match kind {
+            Kind::Counter => name.strip_suffix("_total").unwrap_or(name),
+            _ => name,
+        };
+        self.0.push(Family {
+            name: name.into(),
+            help,
+            kind,
+            samples,
+        });
+    }
+}
+
+/// One row of a per-hook table: its labels and figures.
+struct Row<'a> {
+    labels: Vec<(&'static str, &'a str)>,
+    stats: &'a HookResult,
+}
+
+/// What the probes measured beyond calls and returns.
+#[derive(Clone, Copy)]
+struct Timing {
+    /// Timed calls, switched calls and time (not with `--count-only`).
+    timed: bool,
+    /// The latency histogram (neither with `--lean` nor `--count-only`).
+    histograms: bool,
+}
+
+/// The per-hook families under `prefix` (`lsmpmon_hook`, `lsmpmon_lsm_function`).
+fn hook_families(out: &mut Families, prefix: &str, rows: &[Row], timing: Timing) {
+    use Kind::{Counter, Histogram};
+    let name = |what: &str| format!("{prefix}_{what}");
+    let shown = |stat: &HookStat| stat.needs == Needs::Counting || timing.timed;
+    for stat in COUNTERS.iter().filter(|s| shown(s)) {
+        let samples = rows
+            .iter()
+            .map(|r| {
+                let v = stat.metric_value(r.stats).unwrap_or(0.0);
+                match stat.unit {
+                    StatUnit::Calls => count(&r.labels, v as u64),
+                    StatUnit::Nanoseconds => number(&r.labels, v),
+                }
+            })
+            .collect();
+        out.add(&stat.counter_name(prefix), stat.help, Counter, samples);
+    }
+    let mut decisions = Vec::new();
+    for r in rows {
+        let h = r.stats;
+        for (decision, v) in [("allow", h.allow), ("deny", h.deny), ("error", h.error)] {
+            if let Some(v) = v {
+                let mut pairs = r.labels.clone();
+                pairs.push(("decision", decision));
+                decisions.push(count(&pairs, v));
+            }
+        }
+    }
+    out.add(
+        &name("returns_total"),
+        "Calls by what the hook returned: allow (0), deny (-EACCES, -EPERM), error (other negative).",
+        Counter,
+        decisions,
+    );
+    if timing.histograms {
+        let hists = rows.iter().map(|r| histogram(&r.labels, r.stats)).collect();
+        out.add(
+            &name("duration_seconds"),
+            "Timed calls by duration (log2 buckets).",
+            Histogram,
+            hists,
+        );
+    }
+}
+
+fn syscall_families(out: &mut Families, r: &TraceResult) {
+    let mut calls = Vec::new();
+    let mut time = Vec::new();
+    for s in &r.syscalls {
+        for h in &s.hooks {
+            let pairs = [("syscall", s.syscall.as_str()), ("hook", h.hook.as_str())];
+            calls.push(count(&pairs, h.count));
+            time.push(number(&pairs, h.sum_ns as f64 / NS_PER_S));
+        }
+    }
+    let help =
+        "Hook calls by the syscall they were made in ((none), (irq), (softirq) outside one).";
+    out.add(
+        "lsmpmon_syscall_hook_calls_total",
+        help,
+        Kind::Counter,
+        calls,
+    );
+    let help = "Hook time by the syscall it was spent in.";
+    out.add(
+        "lsmpmon_syscall_hook_time_seconds_total",
+        help,
+        Kind::Counter,
+        time,
+    );
+}
+
+/// Per CPU × hook, the hooks with calls on that CPU (index = CPU).
+fn cpu_families(out: &mut Families, per_cpu: &[Vec<HookResult>], timed: bool) {
+    let mut calls = Vec::new();
+    let mut time = Vec::new();
+    for (cpu, hooks) in per_cpu.iter().enumerate() {
+        let cpu = cpu.to_string();
+        for h in hooks.iter().filter(|h| h.calls > 0) {
+            let pairs = [("cpu", cpu.as_str()), ("hook", h.hook.as_str())];
+            calls.push(count(&pairs, h.calls));
+            time.push(number(&pairs, h.sum_ns as f64 / NS_PER_S));
+        }
+    }
+    let help = "Hook calls by the CPU they ran on (hooks with calls there).";
+    out.add("lsmpmon_cpu_hook_calls_total", help, Kind::Counter, calls);
+    if timed {
+        let help = "Time in the timed hook calls by the CPU they ran on.";
+        out.add(
+            "lsmpmon_cpu_hook_time_seconds_total",
+            help,
+            Kind::Counter,
+            time,
+        );
+    }
+}
+
+fn engine_families(out: &mut Families, r: &TraceResult, own: Own) {
+    use Kind::{Counter, Gauge};
+    let p = &r.probe;
+    let lsms = r.provenance.active_lsms.join(",");
+    let commit = r.provenance.commit.as_deref().unwrap_or("");
+    let info = [
+        ("version", r.provenance.version.as_str()),
+        ("commit", commit),
+        ("kernel_release", r.provenance.kernel_release.as_str()),
+        ("method", p.method.as_str()),
+        ("active_lsms", lsms.as_str()),
+        ("time", r.provenance.time.name()),
+    ];
+    let help = "lsmpmon, the kernel and how it is probed (value 1). time: real or virtual (a guest's instruction count).";
+    out.add("lsmpmon_build_info", help, Gauge, vec![count(&info, 1)]);
+    let secs = |ns: Option<f64>| {
+        ns.map(|v| vec![number(&[], v / NS_PER_S)])
+            .unwrap_or_default()
+    };
+    let help = "What an empty kernel function measures through the probe pair.";
+    out.add("lsmpmon_probe_floor_seconds", help, Gauge, secs(p.floor_ns));
+    let help = "What one probe pair adds to the call around it (taken out of nested calls).";
+    out.add(
+        "lsmpmon_probe_pair_cost_seconds",
+        help,
+        Gauge,
+        secs(p.pair_cost_ns),
+    );
+    let gauge = |v: usize| vec![count(&[], v as u64)];
+    out.add(
+        "lsmpmon_hooks_found",
+        "Hook functions selected.",
+        Gauge,
+        gauge(p.hooks_found),
+    );
+    out.add(
+        "lsmpmon_hooks_attached",
+        "Hook functions attached.",
+        Gauge,
+        gauge(p.hooks_attached),
+    );
+    let help = "Probe runs the kernel skipped (recursion), all hooks together.";
+    out.add(
+        "lsmpmon_recursion_misses_total",
+        help,
+        Counter,
+        vec![count(&[], p.recursion_misses)],
+    );
+    let help = "Time the probes have been recording.";
+    out.add(
+        "lsmpmon_traced_seconds_total",
+        help,
+        Counter,
+        vec![number(&[], r.elapsed_ns as f64 / NS_PER_S)],
+    );
+    let help = "Reading the probes' maps and building this scrape's metrics.";
+    out.add(
+        "lsmpmon_scrape_duration_seconds",
+        help,
+        Gauge,
+        vec![number(&[], own.scrape_seconds)],
+    );
+}
+
+/// Every family of one scrape; `per_cpu` is read only with `by.cpu`.
+pub fn families(
+    r: &TraceResult,
+    per_cpu: &[Vec<HookResult>],
+    by: Breakdown,
+    own: Own,
+) -> Vec<Family> {
+    let mut out = Families::default();
+    engine_families(&mut out, r, own);
+    let timed = !r.options.count_only;
+    let timing = Timing {
+        timed,
+        histograms: timed && !r.options.lean,
+    };
+    let hooks: Vec<Row> = r
+        .hooks
+        .iter()
+        .map(|h| Row {
+            labels: vec![("hook", h.hook.as_str())],
+            stats: h,
+        })
+        .collect();
+    hook_families(&mut out, "lsmpmon_hook", &hooks, timing);
+    let functions: Vec<Row> = r
+        .per_lsm
+        .iter()
+        .map(|l| Row {
+            labels: vec![
+                ("lsm", l.lsm.as_str()),
+                ("hook", l.stats.hook.as_str()),
+                ("function", l.stats.function.as_str()),
+            ],
+            stats: &l.stats,
+        })
+        .collect();
+    hook_families(&mut out, "lsmpmon_lsm_function", &functions, timing);
+    if by.syscall {
+        syscall_families(&mut out, r);
+    }
+    if by.cpu {
+        cpu_families(&mut out, per_cpu, timed);
+    }
+    out.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::exposition::{encode, Format};
+    use super::*;
+
+    const OWN: Own = Own {
+        scrape_seconds: 0.002,
+    };
+
+    fn fixture() -> TraceResult {
+        let text = include_str!("../../../tests/fixtures/report/trace-6.1.json");
+        serde_json::from_str(text).unwrap()
+    }
+
+    fn exposition(r: &TraceResult, by: Breakdown) -> String {
+        in_format(r, by, Format::Text004)
+    }
+
+    fn in_format(r: &TraceResult, by: Breakdown, format: Format) -> String {
+        encode(families(r, &two_cpus(r), by, OWN), format).unwrap()
+    }
+
+    /// The result's hooks as if their calls had run on two CPUs: a third of
+    /// each hook's calls on CPU 1, the rest on CPU 0.
+    fn two_cpus(r: &TraceResult) -> Vec<Vec<HookResult>> {
+        let split = |cpu: u64| {
+            r.hooks
+                .iter()
+                .map(|h| {
+                    let mut h = h.clone();
+                    let on_1 = h.calls / 3;
+                    h.calls = if cpu == 1 { on_1 } else { h.calls - on_1 };
+                    h
+                })
+                .collect()
+        };
+        vec![split(0), split(1)]
+    }
+
+    /// The value of the one series `series` (name and labels as written).
+    fn value(text: &str, series: &str) -> f64 {
+        let hits: Vec<f64> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+            .collect();
+        assert_eq!(hits.len(), 1, "{series} in:\n{text}");
+        hits[0]
+    }
+
+    fn series_count(text: &str) -> usize {
+        text.lines().filter(|l| !l.starts_with('#')).count()
+    }
+
+    #[test]
+    fn histogram_buckets_are_cumulative_at_log2_le_bounds() {
+        let text = exposition(&fixture(), Breakdown::default());
+        // file_open: 101 calls in [256, 512) ns, 200 in [512, 1024).
+        let bucket = |le: &str| {
+            value(
+                &text,
+                &format!("lsmpmon_hook_duration_seconds_bucket{{hook=\"file_open\",le=\"{le}\"}}"),
+            )
+        };
+        assert_eq!(bucket("2.56e-07"), 0.0);
+        assert_eq!(bucket("5.12e-07"), 101.0);
+        assert_eq!(bucket("1.024e-06"), 301.0);
+        assert_eq!(bucket("0.268435456"), 301.0);
+        assert_eq!(bucket("+Inf"), 301.0);
+        let count = value(
+            &text,
+            "lsmpmon_hook_duration_seconds_count{hook=\"file_open\"}",
+        );
+        assert_eq!(count, 301.0);
+        let sum = value(
+            &text,
+            "lsmpmon_hook_duration_seconds_sum{hook=\"file_open\"}",
+        );
+        assert!((sum - 157_419e-9).abs() < 1e-12, "{sum}");
+        let le_lines = text
+            .lines()
+            .filter(|l| l.starts_with("lsmpmon_hook_duration_seconds_bucket{hook=\"file_open\""))
+            .count();
+        assert_eq!(le_lines, LE_NS.len() + 1);
+    }
+
+    #[test]
+    fn counters_returns_and_info_carry_the_result() {
+        let r = fixture();
+        let text = exposition(&r, Breakdown::default());
+        assert_eq!(
+            value(&text, "lsmpmon_hook_calls_total{hook=\"file_open\"}"),
+            301.0
+        );
+        let allow = "lsmpmon_hook_returns_total{hook=\"file_open\",decision=\"allow\"}";
+        assert_eq!(value(&text, allow), 301.0);
+        assert!(text.contains("# TYPE lsmpmon_hook_calls_total counter"));
+        assert!(text.contains("# TYPE lsmpmon_hook_duration_seconds histogram"));
+        assert_eq!(value(&text, "lsmpmon_probe_floor_seconds"), 176e-9);
+        assert_eq!(
+            value(&text, "lsmpmon_hooks_attached"),
+            r.probe.hooks_attached as f64
+        );
+        let info = text
+            .lines()
+            .find(|l| l.starts_with("lsmpmon_build_info{"))
+            .unwrap();
+        assert!(info.contains("method=\"fentry/fexit\""), "{info}");
+        assert!(info.contains(&format!(
+            "kernel_release=\"{}\"",
+            r.provenance.kernel_release
+        )));
+        assert!(info.ends_with(" 1"), "{info}");
+        assert_eq!(value(&text, "lsmpmon_scrape_duration_seconds"), 0.002);
+    }
+
+    #[test]
+    fn module_functions_are_their_own_families_labelled_with_the_module() {
+        let r = fixture();
+        let text = exposition(&r, Breakdown::default());
+        let l = &r.per_lsm[0];
+        let series = format!(
+            "lsmpmon_lsm_function_calls_total{{lsm=\"{}\",hook=\"{}\",function=\"{}\"}}",
+            l.lsm, l.stats.hook, l.stats.function
+        );
+        assert_eq!(value(&text, &series), l.stats.calls as f64);
+        // Hook series never carry an lsm label: summing them counts each call once.
+        assert!(!text
+            .lines()
+            .any(|s| s.starts_with("lsmpmon_hook_") && s.contains("lsm=")));
+    }
+
+    #[test]
+    fn syscall_series_only_when_asked_and_lean_has_no_histogram() {
+        let mut r = fixture();
+        let plain = exposition(&r, Breakdown::default());
+        assert!(!plain.contains("lsmpmon_syscall_hook_calls_total"));
+        let by = exposition(
+            &r,
+            Breakdown {
+                syscall: true,
+                cpu: false,
+            },
+        );
+        let cells: usize = r.syscalls.iter().map(|s| s.hooks.len()).sum();
+        assert!(cells > 0);
+        assert_eq!(series_count(&by), series_count(&plain) + 2 * cells);
+        r.options.lean = true;
+        let lean = exposition(&r, Breakdown::default());
+        assert!(!lean.contains("lsmpmon_hook_duration_seconds"));
+        // Counting only: calls and returns, nothing that would read as a time.
+        (r.options.lean, r.options.count_only) = (false, true);
+        let counts = exposition(&r, Breakdown::default());
+        assert!(counts.contains("lsmpmon_hook_calls_total{"));
+        assert!(counts.contains("lsmpmon_hook_returns_total{"));
+        for timed in [
+            "duration_seconds",
+            "time_seconds",
+            "timed_calls",
+            "switched_calls",
+        ] {
+            assert!(
+                !counts.contains(&format!("lsmpmon_hook_{timed}")),
+                "{timed}"
+            );
+        }
+    }
+
+    #[test]
+    fn cpu_series_only_when_asked_and_they_add_up_to_the_hook() {
+        let mut r = fixture();
+        let idle = r.hooks.iter_mut().find(|h| h.hook != "file_open").unwrap();
+        idle.calls = 0;
+        let idle = format!("hook=\"{}\"", idle.hook);
+        let plain = exposition(&r, Breakdown::default());
+        assert!(!plain.contains("lsmpmon_cpu_hook"));
+        let by = Breakdown {
+            syscall: false,
+            cpu: true,
+        };
+        let text = exposition(&r, by);
+        let on = |cpu: u32| {
+            value(
+                &text,
+                &format!("lsmpmon_cpu_hook_calls_total{{cpu=\"{cpu}\",hook=\"file_open\"}}"),
+            )
+        };
+        assert_eq!(on(0) + on(1), 301.0);
+        assert_eq!(on(1), 100.0);
+        // A hook without calls has no per-CPU series.
+        assert!(!text
+            .lines()
+            .any(|l| l.starts_with("lsmpmon_cpu_hook") && l.contains(&idle)));
+    }
+
+    /// OpenMetrics: counters' families named without `_total`, their
+    /// series with it, and the `# EOF` the format ends with.
+    #[test]
+    fn openmetrics_when_asked_names_counters_and_ends_with_eof() {
+        let r = fixture();
+        let text = in_format(&r, Breakdown::default(), Format::OpenMetrics);
+        assert!(text.ends_with("# EOF\n"), "{}", &text[text.len() - 40..]);
+        assert!(text.contains("# TYPE lsmpmon_hook_calls counter\n"));
+        assert_eq!(
+            value(&text, "lsmpmon_hook_calls_total{hook=\"file_open\"}"),
+            301.0
+        );
+        let plain = exposition(&r, Breakdown::default());
+        assert_eq!(series_count(&text), series_count(&plain));
+    }
+
+    /// Per hook: 5 counters + up to 3 returns + 25 histogram series; the
+    /// series count in docs/serve.md for a whole kernel is this times its hooks.
+    #[test]
+    fn series_per_hook_are_bounded() {
+        let r = fixture();
+        let text = exposition(&r, Breakdown::default());
+        let rows = r.hooks.len() + r.per_lsm.len();
+        let engine = 8;
+        assert!(series_count(&text) <= engine + rows * (5 + 3 + LE_NS.len() + 3));
+        assert!(series_count(&text) >= engine + rows * (5 + LE_NS.len() + 3));
+    }
+
+    /// Prometheus' own parser and linter (`promtool check metrics`, from
+    /// Debian's prometheus package: scripts/setup.sh) accepts the exposition.
+    #[test]
+    fn promtool_accepts_the_exposition() {
+        use std::io::Write;
+        let text = exposition(
+            &fixture(),
+            Breakdown {
+                syscall: true,
+                cpu: false,
+            },
+        );
+        let mut child = std::process::Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("promtool (Debian package prometheus; scripts/setup.sh installs it)");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "promtool: {said}");
+        assert!(said.trim().is_empty(), "promtool: {said}");
+    }
+}

@@ -1,0 +1,137 @@
+//! `lsmpmon trace`'s options and its `ctl` subcommand.
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use super::report::SortKey;
+use super::{attach, ctl, method};
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct TraceCommand {
+    #[command(subcommand)]
+    pub ctl: Option<TraceSub>,
+    #[command(flatten)]
+    pub args: TraceArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TraceSub {
+    /// Control a running trace: enable, disable, reset or dump.
+    Ctl {
+        /// What the running trace does now.
+        #[arg(value_enum)]
+        action: ctl::Action,
+        /// The trace's process id (needed when several run).
+        #[arg(long)]
+        pid: Option<u32>,
+        /// Dump as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct TraceArgs {
+    /// What to attach to and how: shared with `serve` and `top`.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    /// List the hooks this kernel has (and those excluded, with why) and exit.
+    #[arg(long)]
+    pub list_hooks: bool,
+    /// Stop after this many seconds (default: when COMMAND exits, or on Ctrl-C).
+    #[arg(long, value_parser = base::parse::seconds)]
+    pub duration: Option<f64>,
+    /// Print the statistics every this many seconds (NDJSON with --json).
+    #[arg(long, value_parser = base::parse::seconds)]
+    pub interval: Option<f64>,
+    /// Machine-readable output (schema/trace.schema.json). COMMAND's stdout then goes to stderr.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the final result here instead of stdout.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Sort the table by.
+    #[arg(long, value_enum, default_value = "sum")]
+    pub sort: SortKey,
+    /// Show only the first N rows of each table.
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
+    pub top: Option<usize>,
+    /// Print a log2 latency histogram per hook.
+    #[arg(long)]
+    pub hist: bool,
+    /// Command to run while tracing (system-wide unless filtered; lsmpmon excludes itself).
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+/// The trace engine's hook selection, filters and probe options.
+#[derive(Args, Debug, Clone)]
+pub struct EngineArgs {
+    /// Hooks to trace: comma-separated globs on the hook (inode_*) or function (security_*) name.
+    #[arg(long, default_value = "*", value_parser = base::parse::list)]
+    pub hooks: String,
+    /// Subject filter: only tasks with this command name (LSMPMON's `s foo`).
+    #[arg(long, value_parser = crate::filter_values::comm)]
+    pub comm: Option<String>,
+    /// Subject filter: only this process (thread group id; it must exist).
+    #[arg(long, value_parser = base::parse::live_pid)]
+    pub pid: Option<u32>,
+    /// Subject filter: only this user id.
+    #[arg(long, value_parser = base::parse::uid)]
+    pub uid: Option<u32>,
+    /// Subject filter: only tasks in this cgroup (v2 path, absolute or under /sys/fs/cgroup).
+    #[arg(long, value_parser = base::parse::cgroup)]
+    pub cgroup: Option<String>,
+    /// Object filter: only calls on a file/dentry/path with this base name (LSMPMON's `o bar`).
+    #[arg(long, value_parser = crate::filter_values::object)]
+    pub object: Option<String>,
+    /// Subtract the measured probe floor from every timing.
+    #[arg(long)]
+    pub subtract_floor: bool,
+    /// How to release the probes at the end (see BENCHMARKS.md for why).
+    #[arg(long, value_enum, default_value = "background")]
+    pub detach: attach::DetachMode,
+    /// Also time each active LSM's own implementation of each hook (selinux_*,
+    /// apparmor_*, ...), found from the kernel's hook tables: which module costs what.
+    #[arg(long)]
+    pub per_lsm: bool,
+    /// LSMPMON's original table only (min/max/ave/count/cs_count): no histogram,
+    /// no per-syscall table, no allow/deny. The cheapest probe.
+    #[arg(long, conflicts_with = "syscall_time")]
+    pub lean: bool,
+    /// Also time each syscall (sys_enter to sys_exit) to give the share spent in LSM hooks.
+    #[arg(long)]
+    pub syscall_time: bool,
+    /// Count only: calls and allow/deny per hook, no timing (no min/max/ave,
+    /// cs_count, histogram or per-syscall table). One probe per call instead
+    /// of two: the lowest cost per call (see BENCHMARKS.md).
+    #[arg(long, conflicts_with_all = ["lean", "syscall_time", "subtract_floor", "empty_probes"])]
+    pub count_only: bool,
+    /// Attach method: auto takes the first this kernel offers, in the order
+    /// multi session, kprobe session, kprobe multi, session, fentry/fexit,
+    /// kprobe (before 5.17), weighing attach time or cost per call (--weigh);
+    /// the result says which, and why not the others.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub method: method::MethodArg,
+    /// What --method auto weighs where the kernel offers both: attach-time
+    /// (one link for every hook: fast to attach and release, dearer per call)
+    /// or per-call (fentry/fexit: the cheapest probe, one trampoline per
+    /// hook). Default: per-call for a trace with --duration of 120 s or more,
+    /// else attach-time (serve, top: attach-time).
+    #[arg(long, value_enum)]
+    pub weigh: Option<method::Weigh>,
+    /// Benchmark of the attach method itself: programs that return at once
+    /// (no figure is recorded; time the traced command). See BENCHMARKS.md.
+    #[arg(long, hide = true)]
+    pub empty_probes: bool,
+    /// Trace even if other tracing programs (another trace, another tool's
+    /// BPF programs, kprobes, ftrace) sit on the functions to time; they
+    /// inflate the figures, and the result records them.
+    #[arg(long)]
+    pub allow_other_probes: bool,
+    /// How long the trace is to run, if known (`trace --duration`): what
+    /// `--method auto` weighs (method.rs). Not an option of its own.
+    #[arg(skip)]
+    pub expected_s: Option<f64>,
+}

@@ -1,0 +1,136 @@
+//! One link for every hook (BPF_TRACE_FSESSION_MULTI, 7.x): one session
+//! program, loaded once, and one link naming each hook's BTF id with a cookie
+//! (enum lsmpmon_multi_cookie) from which the program takes the per-hook
+//! constants a copy would have patched in. libbpf 1.1 does not know this link,
+//! so it is made with the bpf syscall itself.
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use super::interface::Method;
+use super::probe::{Probe, Target, ALL_HOOKS};
+use super::session::Session;
+use super::template::Template;
+use crate::intf::lsmpmon_multi_cookie::{LSMPMON_MULTI_HOOK_MASK, LSMPMON_MULTI_RETURNS_INT};
+
+pub struct MultiSession {
+    pub multi: Template,
+    /// One session program per hook, where the multi-link is refused.
+    pub single: Template,
+}
+
+impl Method for MultiSession {
+    fn name(&self) -> &'static str {
+        "multi session"
+    }
+
+    fn describe(&self) -> &'static str {
+        "hooks with one session multi-link"
+    }
+
+    fn attach(&self, target: &Target) -> Result<Probe, String> {
+        let mut probe = link_all(&self.multi, std::slice::from_ref(target))?;
+        probe.hook_id = target.consts.hook_id;
+        Ok(probe)
+    }
+
+    fn attach_batch(&self, targets: &[Target]) -> Option<Result<Probe, String>> {
+        Some(link_all(&self.multi, targets))
+    }
+
+    fn fallback(&self) -> Option<Box<dyn Method>> {
+        Some(Box::new(Session {
+            template: self.single.clone(),
+        }))
+    }
+}
+
+/// One copy of multi-link program `multi` and one link for all `targets`.
+pub fn link_all(multi: &Template, targets: &[Target]) -> Result<Probe, String> {
+    let first = targets.first().ok_or("no hook to attach")?;
+    let prog = multi.load(first.consts, 0)?;
+    let mut cookies: Vec<(u32, u64)> = targets
+        .iter()
+        .map(|h| (h.btf_id, cookie(h.consts.hook_id, h.returns_int)))
+        .collect();
+    // Fault injection for the tests: a BTF id twice, which the kernel refuses.
+    if std::env::var_os("LSMPMON_TEST_REFUSE_MULTI").is_some() {
+        cookies.push(cookies[0]);
+    }
+    let link = link(&prog, multi.attach_type(), &cookies)?;
+    Ok(Probe::new(ALL_HOOKS, prog, link))
+}
+
+/// `union bpf_attr` as BPF_LINK_CREATE reads it for a tracing multi-link
+/// (the 7.x UAPI: link_create.tracing_multi after prog_fd, target_fd,
+/// attach_type and flags).
+#[repr(C)]
+struct LinkCreateMulti {
+    prog_fd: u32,
+    target_fd: u32,
+    attach_type: u32,
+    flags: u32,
+    /// User pointers: `cnt` BTF ids (u32) and `cnt` cookies (u64).
+    ids: u64,
+    cookies: u64,
+    cnt: u32,
+    pad: u32,
+}
+
+/// The cookie that tells the program which hook called it.
+pub fn cookie(hook_id: u32, returns_int: bool) -> u64 {
+    let returns = if returns_int {
+        LSMPMON_MULTI_RETURNS_INT as u64
+    } else {
+        0
+    };
+    (hook_id & LSMPMON_MULTI_HOOK_MASK) as u64 | returns
+}
+
+/// One link attaching `prog` to every function in `targets` (BTF id, cookie).
+fn link(prog: &OwnedFd, attach_type: u32, targets: &[(u32, u64)]) -> Result<OwnedFd, String> {
+    let ids: Vec<u32> = targets.iter().map(|t| t.0).collect();
+    let cookies: Vec<u64> = targets.iter().map(|t| t.1).collect();
+    let attr = LinkCreateMulti {
+        prog_fd: prog.as_raw_fd() as u32,
+        target_fd: 0,
+        attach_type,
+        flags: 0,
+        ids: ids.as_ptr() as u64,
+        cookies: cookies.as_ptr() as u64,
+        cnt: ids.len() as u32,
+        pad: 0,
+    };
+    // SAFETY: attr and the arrays it points to outlive the call; the kernel
+    // reads size_of::<LinkCreateMulti>() bytes of attr.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            libbpf_sys::BPF_LINK_CREATE,
+            &attr as *const LinkCreateMulti,
+            std::mem::size_of::<LinkCreateMulti>() as u32,
+        )
+    };
+    if fd < 0 {
+        return Err(format!(
+            "multi-link of {} functions: {}",
+            ids.len(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cookie_carries_the_hook_and_whether_it_returns_int() {
+        assert_eq!(cookie(7, false), 7);
+        assert_eq!(cookie(7, true), 7 | 0x10000);
+        // Every hook id lsmpmon can trace fits the cookie.
+        let max = crate::intf::lsmpmon_limits::LSMPMON_MAX_HOOKS - 1;
+        assert_eq!(cookie(max, false), max as u64);
+        assert_eq!(std::mem::size_of::<LinkCreateMulti>(), 40);
+    }
+}

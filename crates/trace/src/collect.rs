@@ -1,0 +1,314 @@
+//! Turns the per-CPU BPF maps into results: LSMPMON's per-hook statistics,
+//! histograms and the hook x syscall table.
+use std::collections::BTreeMap;
+
+use super::hooks::Hook;
+use crate::intf::{
+    lsmpmon_hook_stats, lsmpmon_limits as lim, lsmpmon_syscall_cell, lsmpmon_syscall_time,
+};
+use model::{Bucket, HookResult, SyscallHook, SyscallResult};
+
+include!(concat!(env!("OUT_DIR"), "/syscall_names.rs"));
+
+/// The name of a per-syscall slot, and its syscall number if it is one.
+pub fn syscall_name(slot: u32) -> (String, Option<u32>) {
+    match slot {
+        0 => return ("(none)".into(), None),
+        lim::LSMPMON_SLOT_IRQ => return ("(irq)".into(), None),
+        lim::LSMPMON_SLOT_SOFTIRQ => return ("(softirq)".into(), None),
+        _ => {}
+    }
+    let nr = slot - 1;
+    let name = SYSCALL_NAMES
+        .iter()
+        .find(|(n, _)| *n == nr)
+        .map(|(_, s)| s.to_string())
+        .unwrap_or_else(|| format!("syscall_{nr}"));
+    (name, Some(nr))
+}
+
+/// The per-syscall cell a probe's `pend_slot` goes to (as `cell_slot()` in
+/// the BPF program): a syscall's, "(none)" beyond the table, or an interrupt's.
+pub fn cell_slot(pend_slot: u32) -> u32 {
+    const IRQ: u32 = lim::LSMPMON_SLOT_IRQ_MARK | lim::LSMPMON_SLOT_IRQ;
+    const SOFTIRQ: u32 = lim::LSMPMON_SLOT_IRQ_MARK | lim::LSMPMON_SLOT_SOFTIRQ;
+    match pend_slot {
+        s if s < lim::LSMPMON_SLOT_IRQ => s,
+        IRQ => lim::LSMPMON_SLOT_IRQ,
+        SOFTIRQ => lim::LSMPMON_SLOT_SOFTIRQ,
+        _ => 0,
+    }
+}
+
+pub fn add_stats(acc: &mut lsmpmon_hook_stats, v: &lsmpmon_hook_stats) {
+    acc.count += v.count;
+    acc.sum_ns += v.sum_ns;
+    if v.min_ns != 0 && (acc.min_ns == 0 || v.min_ns < acc.min_ns) {
+        acc.min_ns = v.min_ns;
+    }
+    acc.max_ns = acc.max_ns.max(v.max_ns);
+    acc.cs_count += v.cs_count;
+    acc.deny += v.deny;
+    acc.error += v.error;
+    acc.value += v.value;
+    acc.dropped += v.dropped;
+    acc.nested += v.nested;
+    for (a, b) in acc.hist.iter_mut().zip(v.hist.iter()) {
+        *a += b;
+    }
+}
+
+/// `acc` less the counters of `old`, an earlier reading of the same row
+/// (min and max are not counters: they stay).
+pub fn sub_stats(acc: &mut lsmpmon_hook_stats, old: &lsmpmon_hook_stats) {
+    let sub = |a: &mut u64, b: u64| *a -= b.min(*a);
+    sub(&mut acc.count, old.count);
+    sub(&mut acc.sum_ns, old.sum_ns);
+    sub(&mut acc.cs_count, old.cs_count);
+    sub(&mut acc.deny, old.deny);
+    sub(&mut acc.error, old.error);
+    sub(&mut acc.value, old.value);
+    sub(&mut acc.dropped, old.dropped);
+    sub(&mut acc.nested, old.nested);
+    for (a, b) in acc.hist.iter_mut().zip(old.hist.iter()) {
+        sub(a, *b);
+    }
+}
+
+/// Upper bound of the log2 bucket holding quantile `q` of the timed calls.
+pub fn quantile(hist: &[u64], q: f64) -> Option<u64> {
+    let total: u64 = hist.iter().sum();
+    if total == 0 {
+        return None;
+    }
+    let rank = (q * total as f64).ceil().max(1.0) as u64;
+    let mut seen = 0;
+    for (i, c) in hist.iter().enumerate() {
+        seen += c;
+        if seen >= rank {
+            return Some(1u64 << (i + 1));
+        }
+    }
+    None
+}
+
+/// `full`: histogram and allow/deny were recorded (not --lean).
+pub fn hook_result(
+    hook: &Hook,
+    s: &lsmpmon_hook_stats,
+    floor_ns: Option<f64>,
+    full: bool,
+) -> HookResult {
+    let floor = floor_ns.unwrap_or(0.0);
+    let sub = |v: u64| (v as f64 - floor).max(0.0).round() as u64;
+    let ave = if s.count > 0 {
+        s.sum_ns as f64 / s.count as f64
+    } else {
+        0.0
+    };
+    let calls = s.count + s.cs_count;
+    let returns = full && hook.returns_int;
+    let decision = returns && hook.not_a_decision.is_none();
+    let allowed = calls.saturating_sub(s.deny + s.error + s.value);
+    let hist = s
+        .hist
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| **c > 0)
+        .map(|(i, c)| Bucket {
+            low_ns: if i == 0 { 0 } else { 1u64 << i },
+            high_ns: 1u64 << (i + 1),
+            count: *c,
+        })
+        .collect();
+    HookResult {
+        hook: hook.name.clone(),
+        function: hook.function.clone(),
+        calls,
+        count: s.count,
+        cs_count: s.cs_count,
+        min_ns: sub(s.min_ns),
+        max_ns: sub(s.max_ns),
+        ave_ns: if s.count > 0 {
+            (ave - floor).max(0.0)
+        } else {
+            0.0
+        },
+        sum_ns: (s.sum_ns as f64 - floor * s.count as f64).max(0.0).round() as u64,
+        p50_ns: quantile(&s.hist, 0.50).map(sub),
+        p99_ns: quantile(&s.hist, 0.99).map(sub),
+        allow: decision.then_some(allowed),
+        deny: decision.then_some(s.deny),
+        error: returns.then_some(s.error),
+        value: returns.then_some(s.value),
+        not_a_decision: hook.not_a_decision.filter(|_| returns).map(String::from),
+        dropped: s.dropped,
+        nested_probes: s.nested,
+        hist,
+    }
+}
+
+/// A --count-only hook: its probe counted every call in `count`, and timed
+/// none of them.
+pub fn untimed(r: &mut HookResult) {
+    r.count = 0;
+    r.sum_ns = 0;
+    r.ave_ns = 0.0;
+    r.p50_ns = None;
+    r.p99_ns = None;
+    r.hist.clear();
+}
+
+/// The hook x syscall table, largest hook time first.
+pub fn syscalls(
+    hooks: &[Hook],
+    cells: &BTreeMap<(u32, u32), lsmpmon_syscall_cell>,
+    times: Option<&BTreeMap<u32, lsmpmon_syscall_time>>,
+    floor_ns: Option<f64>,
+) -> Vec<SyscallResult> {
+    let floor = floor_ns.unwrap_or(0.0);
+    let mut by_slot: BTreeMap<u32, Vec<SyscallHook>> = BTreeMap::new();
+    for ((hook_id, slot), c) in cells {
+        if c.count == 0 {
+            continue;
+        }
+        let Some(hook) = hooks.get(*hook_id as usize).filter(|h| h.lsm.is_none()) else {
+            continue;
+        };
+        let sum = (c.sum_ns as f64 - floor * c.count as f64).max(0.0);
+        by_slot.entry(*slot).or_default().push(SyscallHook {
+            hook: hook.name.clone(),
+            count: c.count,
+            sum_ns: sum.round() as u64,
+            ave_ns: sum / c.count as f64,
+        });
+    }
+    let mut out: Vec<SyscallResult> = by_slot
+        .into_iter()
+        .map(|(slot, mut rows)| {
+            rows.sort_by(|a, b| b.sum_ns.cmp(&a.sum_ns).then(a.hook.cmp(&b.hook)));
+            let (syscall, nr) = syscall_name(slot);
+            let t = times.and_then(|t| t.get(&slot));
+            let total = t.map(|t| t.sum_ns);
+            SyscallResult {
+                syscall,
+                nr,
+                hook_sum_ns: rows.iter().map(|r| r.sum_ns).sum(),
+                hook_count: rows.iter().map(|r| r.count).sum(),
+                total_ns: total,
+                calls: t.map(|t| t.count),
+                lsm_share: t
+                    .filter(|t| t.sum_ns > 0)
+                    .map(|t| t.hook_ns as f64 / t.sum_ns as f64),
+                hooks: rows,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.hook_sum_ns
+            .cmp(&a.hook_sum_ns)
+            .then(a.syscall.cmp(&b.syscall))
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_use_bucket_upper_bounds() {
+        let mut hist = [0u64; 64];
+        hist[8] = 98; // 256..512 ns
+        hist[12] = 2; // 4096..8192 ns
+        assert_eq!(quantile(&hist, 0.5), Some(512));
+        assert_eq!(quantile(&hist, 0.99), Some(8192));
+        assert_eq!(quantile(&[0; 64], 0.5), None);
+    }
+
+    #[test]
+    fn per_cpu_values_sum_with_min_of_nonzero() {
+        let mut acc = lsmpmon_hook_stats::default();
+        let a = lsmpmon_hook_stats {
+            count: 2,
+            sum_ns: 300,
+            min_ns: 100,
+            max_ns: 200,
+            ..Default::default()
+        };
+        let empty = lsmpmon_hook_stats::default();
+        let b = lsmpmon_hook_stats {
+            count: 1,
+            sum_ns: 50,
+            min_ns: 50,
+            max_ns: 50,
+            cs_count: 3,
+            ..Default::default()
+        };
+        for v in [&a, &empty, &b] {
+            add_stats(&mut acc, v);
+        }
+        assert_eq!(
+            (acc.count, acc.sum_ns, acc.min_ns, acc.max_ns, acc.cs_count),
+            (3, 350, 50, 200, 3)
+        );
+    }
+
+    #[test]
+    fn floor_is_subtracted_and_calls_include_switched() {
+        let hook = Hook {
+            name: "inode_create".into(),
+            function: "security_inode_create".into(),
+            btf_id: 0,
+            object: None,
+            returns_int: true,
+            not_a_decision: None,
+            args: 2,
+            lsm: None,
+            also: Vec::new(),
+        };
+        let s = lsmpmon_hook_stats {
+            count: 4,
+            sum_ns: 4000,
+            min_ns: 900,
+            max_ns: 1200,
+            cs_count: 1,
+            deny: 2,
+            ..Default::default()
+        };
+        let r = hook_result(&hook, &s, Some(200.0), true);
+        assert_eq!(r.calls, 5);
+        assert_eq!(r.ave_ns, 800.0);
+        assert_eq!((r.min_ns, r.max_ns, r.sum_ns), (700, 1000, 3200));
+        assert_eq!((r.allow, r.deny), (Some(3), Some(2)));
+    }
+
+    #[test]
+    fn syscall_slots_map_to_names() {
+        assert_eq!(syscall_name(0).0, "(none)");
+        assert_eq!(syscall_name(4), ("close".to_string(), Some(3)));
+        assert_eq!(
+            syscall_name(lim::LSMPMON_SLOT_SOFTIRQ),
+            ("(softirq)".into(), None)
+        );
+        assert_eq!(syscall_name(lim::LSMPMON_SLOT_IRQ), ("(irq)".into(), None));
+    }
+
+    #[test]
+    fn pending_slots_go_to_their_cells() {
+        // open(2) is syscall 2, slot 3; a syscall number past the table is "(none)".
+        assert_eq!(cell_slot(3), 3);
+        assert_eq!(cell_slot(lim::LSMPMON_SLOT_IRQ), 0);
+        assert_eq!(cell_slot(0x4000_0001), 0);
+        let marked = |s| lim::LSMPMON_SLOT_IRQ_MARK | s;
+        assert_eq!(
+            cell_slot(marked(lim::LSMPMON_SLOT_IRQ)),
+            lim::LSMPMON_SLOT_IRQ
+        );
+        assert_eq!(
+            cell_slot(marked(lim::LSMPMON_SLOT_SOFTIRQ)),
+            lim::LSMPMON_SLOT_SOFTIRQ
+        );
+        assert_eq!(cell_slot(marked(3)), 0);
+    }
+}

@@ -1,0 +1,479 @@
+//! `lsmpmon trace`: LSMPMON on eBPF. Times every LSM hook of the running
+//! kernel with fentry/fexit programs; per hook, per syscall, filtered.
+mod answer;
+pub mod args;
+pub mod arrays;
+pub mod attach;
+pub mod btf;
+mod calibrate;
+pub mod collect;
+mod command;
+mod cpu_stats;
+pub mod ctl;
+mod filter_values;
+mod guard;
+pub mod hooks;
+pub mod intf;
+pub mod kfuncs;
+pub mod live;
+pub mod lsm_tables;
+pub mod method;
+mod preempt;
+mod refused;
+pub mod report;
+pub mod returns;
+mod session;
+mod setup;
+mod skel;
+pub mod tables;
+
+use std::{
+    mem::MaybeUninit,
+    os::fd::AsFd,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result};
+use libbpf_rs::OpenObject;
+
+use crate::intf::lsmpmon_limits as lim;
+use attach::{Attacher, HookConsts, ProbeOptions, Target};
+use base::error::usage;
+use base::output::stdout;
+use cpu_stats::CpuStats;
+use kfuncs::Kfuncs;
+use model::{ProbeInfo, TraceOptions, TraceResult};
+use report::View;
+use session::Session;
+
+pub use args::{EngineArgs, TraceArgs, TraceCommand, TraceSub};
+
+pub fn main(cmd: TraceCommand) -> Result<i32> {
+    match cmd.ctl {
+        Some(TraceSub::Ctl { action, pid, json }) => {
+            stdout(&ctl::send(pid, action, json)?)?;
+            Ok(0)
+        }
+        None => run(&cmd.args),
+    }
+}
+
+fn check_root() -> Result<()> {
+    // SAFETY: plain query.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(usage(
+            "lsmpmon trace needs root (CAP_BPF and CAP_PERFMON): run it with sudo",
+        ));
+    }
+    Ok(())
+}
+
+fn discover(args: &EngineArgs) -> Result<(hooks::Discovery, btf::KernelBtf)> {
+    let all = args.per_lsm;
+    let kbtf = btf::KernelBtf::load(
+        |n| {
+            all || n.starts_with("security_")
+                || n.starts_with("bpf_lsm_")
+                || n == calibrate::FUNCTION
+                || n == method::FPROBE_FUNCTION
+                || Kfuncs::ALL.iter().any(|(_, k)| *k == n)
+        },
+        if all { lsm_tables::STRUCTS } else { &[] },
+    )?;
+    let mut d = hooks::discover(&kbtf)?;
+    d.hooks = hooks::select(d.hooks, &args.hooks)?;
+    if d.hooks.len() >= lim::LSMPMON_MAX_HOOKS as usize {
+        return Err(usage(format!(
+            "{} hooks selected; lsmpmon handles at most {}",
+            d.hooks.len(),
+            lim::LSMPMON_MAX_HOOKS - 1
+        )));
+    }
+    Ok((d, kbtf))
+}
+
+fn list_hooks(d: &hooks::Discovery) -> String {
+    let mut out = String::new();
+    for h in &d.hooks {
+        let obj = if h.object.is_some() { "object" } else { "-" };
+        out += &format!("{:<32} {:<40} {obj}\n", h.name, h.function);
+    }
+    for e in &d.excluded {
+        out += &format!("# excluded {}: {}\n", e.hook, e.reason);
+    }
+    out
+}
+
+/// Raises the descriptor limits to what attaching needs, never lowering
+/// either (a lab guest raised the hard one to `nr_open` for the benchmark
+/// that runs under this trace).
+fn raise_nofile(needed: u64) {
+    let mut cur = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: valid pointers; a refusal leaves the old limit (attach then
+    // reports EMFILE).
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut cur) != 0 {
+            return;
+        }
+        let want = needed.max(65536);
+        let lim = libc::rlimit {
+            rlim_cur: want.max(cur.rlim_cur),
+            rlim_max: want.max(cur.rlim_max),
+        };
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+            cur.rlim_cur = cur.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &cur);
+        }
+    }
+}
+
+fn render(r: &TraceResult, args: &TraceArgs, compact: bool) -> Result<String> {
+    if args.json {
+        let mut s = if compact {
+            serde_json::to_string(r)?
+        } else {
+            serde_json::to_string_pretty(r)?
+        };
+        s.push('\n');
+        Ok(s)
+    } else {
+        Ok(report::text(
+            r,
+            &View {
+                sort: args.sort,
+                top: args.top,
+                hist: args.hist,
+            },
+        ))
+    }
+}
+
+/// A trace in stages: discover the hooks → choose the attach method → load
+/// → attach → run and watch → collect, render and release (`finish`).
+pub fn run(args: &TraceArgs) -> Result<i32> {
+    check_root()?;
+    let (discovery, kbtf) = discover(&args.engine)?;
+    let engine = EngineArgs {
+        expected_s: args.duration,
+        ..args.engine.clone()
+    };
+    if args.list_hooks {
+        stdout(&list_hooks(&discovery))?;
+        return Ok(0);
+    }
+    let mut open_object = MaybeUninit::uninit();
+    let (mut session, _guard) =
+        attach_all(&mut open_object, &engine, &args.command, discovery, &kbtf)?;
+    let server = ctl::Server::start()
+        .map_err(|e| {
+            let why = base::error::one_line(&e);
+            base::say!("lsmpmon: warning: no trace ctl for this trace: {why}");
+        })
+        .ok();
+    let status = watch(&mut session, args, server.as_ref())?;
+    session.set_enabled(false);
+    finish(session, args, status)
+}
+
+/// Chooses the method, takes the guard, loads, attaches, calibrates and
+/// opens the ready gate: a session recording from here on. The guard is held
+/// until the probes are released.
+fn attach_all<'obj>(
+    open_object: &'obj mut MaybeUninit<OpenObject>,
+    args: &EngineArgs,
+    command: &[String],
+    discovery: hooks::Discovery,
+    kbtf: &btf::KernelBtf,
+) -> Result<(Session<'obj>, guard::Guard)> {
+    let plan = setup::plan(args, discovery, kbtf)?;
+    let kfuncs = Kfuncs::resolve(kbtf);
+    let choice = choose_method(args, kbtf, &kfuncs)?;
+    let preemptible =
+        preempt::check(kfuncs.has("bpf_preempt_disable") && kfuncs.has("bpf_preempt_enable"))?;
+    let options = ProbeOptions {
+        lean: args.lean,
+        syscall_time: args.syscall_time,
+        no_preempt: preemptible.is_some(),
+        empty: args.empty_probes,
+        count_only: args.count_only,
+    };
+    let attacher = Attacher::new(choice, args.method, options, kfuncs);
+
+    command::catch_signals()?;
+    raise_nofile(plan.hooks.len() as u64 * 4 + 256);
+    let mut functions: Vec<String> = plan.hooks.iter().map(|h| h.function.clone()).collect();
+    functions.push(calibrate::FUNCTION.into());
+    let guard = guard::acquire(&functions, args.allow_other_probes, &command::stopped)?;
+
+    let mut session = start(open_object, args, kbtf, plan, attacher, &guard)?;
+    session.options.command = command.to_vec();
+    session.probe.preemption = preemptible
+        .map(|m| format!("{m}: the probes run with preemption disabled (bpf_preempt_disable)"));
+    session.measure_floor();
+    session.set_nested_cost(session.probe.pair_cost_ns);
+    // The ready gate: nothing is recorded until every hook is attached.
+    session.set_enabled(true);
+    Ok((session, guard))
+}
+
+/// Loads the BPF object, attaches every probe and calibrates: a session
+/// ready to open its gate.
+fn start<'obj>(
+    open_object: &'obj mut MaybeUninit<OpenObject>,
+    args: &EngineArgs,
+    kbtf: &btf::KernelBtf,
+    plan: setup::Plan,
+    mut attacher: Attacher,
+    guard: &guard::Guard,
+) -> Result<Session<'obj>> {
+    let mut skel = setup::load(open_object, args, &plan.hooks, kbtf, &attacher)?;
+    let stats = CpuStats::map(
+        skel.maps.cpus.as_fd(),
+        arrays::possible_cpus(),
+        plan.hooks.len() as u32 + 1,
+        // The probes count calls themselves: no histogram to sum.
+        args.lean || args.count_only,
+    )?;
+    // Before any hook: context switches and interrupt handlers change what a call belongs to.
+    setup::attach_context(&mut skel)?;
+    attacher.load(&skel.progs)?;
+    setup::write_hook_meta(&skel, &plan.hooks)?;
+    let attached = attacher.attach(&plan.hooks)?;
+    // The floor is measured with the method the hooks got (a count has no time).
+    let calibrated = kbtf
+        .funcs
+        .get(calibrate::FUNCTION)
+        .filter(|_| !args.count_only);
+    let pair_cost_ns = calibrated.and_then(|f| {
+        let consts = HookConsts::new(
+            plan.hooks.len() as u32,
+            f.params.len(),
+            true,
+            attacher.options(),
+        );
+        let target = Target {
+            consts: HookConsts {
+                calibration: true,
+                ..consts
+            },
+            btf_id: f.btf_id,
+            returns_int: true,
+            function: calibrate::FUNCTION,
+        };
+        calibrate::run(&skel.progs.test_run_driver, args.comm.as_deref(), || {
+            attacher.attach_calibration(&target)
+        })
+    });
+    if args.syscall_time {
+        skel.links.sys_enter = Some(skel.progs.sys_enter.attach()?);
+        skel.links.sys_exit = Some(skel.progs.sys_exit.attach()?);
+    }
+    let probe = probe_info(args, &plan, &attached, &attacher, pair_cost_ns, guard);
+    Ok(Session {
+        skel,
+        stats,
+        probe,
+        hooks: plan.hooks,
+        attacher,
+        options: trace_options(args),
+        provenance: model::provenance::collect(),
+        enabled_at: None,
+        elapsed: Duration::ZERO,
+        baseline: Default::default(),
+    })
+}
+
+/// The attach method (method.rs), and what the kprobe fallback needs.
+fn choose_method(
+    args: &EngineArgs,
+    kbtf: &btf::KernelBtf,
+    kfuncs: &Kfuncs,
+) -> Result<method::Choice> {
+    let mut offer = method::Offer::read(kbtf, kfuncs, kernel_version());
+    // --count-only is one fexit program (per hook, or a 7.x multi-link):
+    // kprobe.multi has no counting probe.
+    let kprobe_arg = matches!(
+        args.method,
+        method::MethodArg::KprobeMulti
+            | method::MethodArg::KprobeSession
+            | method::MethodArg::Kprobe
+    );
+    if args.count_only && kprobe_arg {
+        return Err(usage(
+            "--count-only has no kprobe program: use --method auto or fentry-fexit",
+        ));
+    }
+    if args.weigh.is_some() && args.method != method::MethodArg::Auto {
+        return Err(usage(
+            "--weigh only applies to --method auto: drop --weigh or --method",
+        ));
+    }
+    if args.syscall_time && args.method == method::MethodArg::Kprobe {
+        return Err(usage(
+            "--syscall-time needs fentry tracing: use --method auto or fentry-fexit",
+        ));
+    }
+    offer.kprobe_multi &= !args.count_only;
+    offer.kprobe_session = offer.kprobe_session.filter(|_| !args.count_only);
+    // The method is in the result (probe.method, the text's probe line): a
+    // trace refused a moment later prints its one line and nothing else.
+    let weigh = method::Weigh::of(args.weigh, args.expected_s);
+    let choice = method::choose(&offer, args.method, weigh)?;
+    if choice.method == method::Method::Kprobe && args.count_only {
+        return Err(usage(
+            "--count-only needs kernel 5.17 or later (fexit tracing): trace without it",
+        ));
+    }
+    if choice.method == method::Method::Kprobe {
+        if args.method == method::MethodArg::Auto {
+            base::say!("lsmpmon: this kernel lacks bpf_get_func_ret() (5.17): falling back to kprobe/kretprobe");
+        }
+        if args.syscall_time {
+            return Err(usage(
+                "--syscall-time needs kernel 5.17 or later (fentry tracing)",
+            ));
+        }
+    }
+    Ok(choice)
+}
+
+fn probe_info(
+    args: &EngineArgs,
+    plan: &setup::Plan,
+    attached: &attach::Attached,
+    attacher: &Attacher,
+    pair_cost_ns: Option<f64>,
+    guard: &guard::Guard,
+) -> ProbeInfo {
+    let method = attacher.report();
+    ProbeInfo {
+        method: method.method,
+        not_used: method.not_used,
+        method_why: method.why,
+        fallback: method.fallback,
+        preemption: None,
+        floor_ns: None,
+        pair_cost_ns,
+        floor_samples: 0,
+        hooks_found: plan.hooks.len(),
+        hooks_attached: attached.hooks_attached,
+        attach_ms: attached.attach_ms,
+        detach_ms: None,
+        detach_mode: format!("{:?}", args.detach).to_lowercase(),
+        failed: attached.failed.clone(),
+        excluded: plan.excluded.clone(),
+        not_filterable: if args.object.is_some() {
+            plan.not_filterable.clone()
+        } else {
+            Vec::new()
+        },
+        unmapped: plan.unmapped.clone(),
+        recursion_misses: 0,
+        kretprobe_maxactive: method.kretprobe_maxactive,
+        kretprobe_missed: None,
+        other_probes: guard.other_probes.clone(),
+        implemented: plan.implemented.clone(),
+    }
+}
+
+/// The options as the result records them; `command` is filled in by the caller.
+fn trace_options(args: &EngineArgs) -> TraceOptions {
+    TraceOptions {
+        hooks: args.hooks.clone(),
+        command: Vec::new(),
+        comm: args.comm.clone(),
+        pid: args.pid,
+        uid: args.uid,
+        cgroup: args.cgroup.clone(),
+        object: args.object.clone(),
+        subtract_floor: args.subtract_floor,
+        syscall_time: args.syscall_time,
+        lean: args.lean,
+        count_only: args.count_only,
+        per_lsm: args.per_lsm,
+    }
+}
+
+/// Reads the result, releases the probes and prints; COMMAND's failure is ours.
+fn finish(mut session: Session, args: &TraceArgs, status: Option<i32>) -> Result<i32> {
+    // Read everything before detaching: detaching cannot lose a measurement.
+    let mut result = session.snapshot()?;
+    base::say!("lsmpmon: detaching ...");
+    result.probe.detach_ms = Some(session.attacher.free(args.engine.detach));
+    base::say!(
+        "lsmpmon: detached in {:.0} ms",
+        result.probe.detach_ms.unwrap_or(0.0)
+    );
+    let text = render(&result, args, args.interval.is_some())?;
+    match &args.output {
+        Some(path) => base::secure_fs::write_no_follow(path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?,
+        None => stdout(&text)?,
+    }
+    Ok(match status {
+        Some(code) if code != 0 => {
+            base::say!("lsmpmon: the traced command exited with status {code}");
+            base::error::EXIT_FAILURE
+        }
+        _ => 0,
+    })
+}
+
+/// (major, minor) of the running kernel.
+fn kernel_version() -> (u32, u32) {
+    let release = model::provenance::collect().kernel_release;
+    let mut nums = release
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|p| p.parse::<u32>().ok());
+    (nums.next().unwrap_or(0), nums.next().unwrap_or(0))
+}
+
+/// Runs until COMMAND exits, --duration passes or a signal arrives; serves
+/// `trace ctl` and --interval meanwhile. Returns COMMAND's exit status.
+fn watch(s: &mut Session, args: &TraceArgs, server: Option<&ctl::Server>) -> Result<Option<i32>> {
+    let mut child = command::Traced::spawn(&args.command, args.json && args.output.is_none())?;
+    let start = Instant::now();
+    let mut next_print = args.interval.map(|i| start + Duration::from_secs_f64(i));
+    if child.is_none() && args.duration.is_none() {
+        base::say!("lsmpmon: tracing; Ctrl-C to stop");
+    }
+    loop {
+        // A signal goes on to COMMAND, whose exit then ends the trace.
+        match child.as_mut() {
+            Some(c) => {
+                if let Some(status) = c.poll()? {
+                    return Ok(Some(status));
+                }
+            }
+            None if command::stopped() => return Ok(None),
+            None => {}
+        }
+        if let Some(d) = args.duration {
+            if start.elapsed() >= Duration::from_secs_f64(d) {
+                if let Some(c) = child.as_mut() {
+                    c.kill();
+                }
+                return Ok(None);
+            }
+        }
+        if let (Some(at), Some(i)) = (next_print, args.interval) {
+            if Instant::now() >= at {
+                let snap = s.snapshot()?;
+                stdout(&render(&snap, args, true)?)?;
+                next_print = Some(at + Duration::from_secs_f64(i));
+            }
+        }
+        if let Some(req) = server.and_then(|srv| srv.poll()) {
+            let view = View {
+                sort: args.sort,
+                top: args.top,
+                hist: args.hist,
+            };
+            answer::answer(s, req, &view, answer::Reset::Allowed)?;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -1,0 +1,290 @@
+//! One running trace: the loaded programs, what is attached, and turning the
+//! BPF maps into a result at any moment (final, --interval, `trace ctl dump`).
+use std::{
+    collections::BTreeMap,
+    os::fd::AsFd,
+    time::{Duration, Instant},
+};
+
+use anyhow::Result;
+
+use super::attach::{Attacher, Skipped};
+use super::skel::LsmpmonSkel;
+use super::{arrays, collect, cpu_stats::CpuStats, hooks::Hook};
+use crate::intf::{
+    lsmpmon_hook_stats, lsmpmon_limits as lim, lsmpmon_syscall_cell, lsmpmon_syscall_time,
+};
+use model::{ProbeInfo, TraceOptions, TraceResult, TRACE_SCHEMA};
+
+/// The counters at the last `trace ctl reset`: later snapshots subtract them.
+/// Nothing is zeroed under the probes' feet (a probe adding to a sum while
+/// user space clears it would bring the old sum back), and the probe floor,
+/// measured before tracing starts, survives.
+#[derive(Default)]
+pub struct Baseline {
+    stats: Vec<lsmpmon_hook_stats>,
+    cells: Cells,
+    times: Times,
+    misses: Vec<Skipped>,
+}
+
+type Cells = BTreeMap<(u32, u32), lsmpmon_syscall_cell>;
+type Times = BTreeMap<u32, lsmpmon_syscall_time>;
+
+/// Every counter as the probes left it (monotonic, never cleared).
+struct Raw {
+    stats: Vec<lsmpmon_hook_stats>,
+    cells: Cells,
+    times: Times,
+    /// Probe runs the kernel skipped, per attached probe.
+    misses: Vec<Skipped>,
+}
+
+pub struct Session<'obj> {
+    pub skel: LsmpmonSkel<'obj>,
+    pub stats: CpuStats,
+    pub hooks: Vec<Hook>,
+    pub attacher: Attacher,
+    pub probe: ProbeInfo,
+    pub options: TraceOptions,
+    pub provenance: model::Provenance,
+    pub enabled_at: Option<Instant>,
+    pub elapsed: Duration,
+    pub baseline: Baseline,
+}
+
+impl Session<'_> {
+    pub fn set_enabled(&mut self, on: bool) {
+        if let Some(bss) = self.skel.maps.bss_data.as_deref_mut() {
+            // SAFETY: the .bss map is mmapped and shared with the BPF programs.
+            unsafe { std::ptr::write_volatile(&mut bss.enabled, on as u32) };
+        }
+        match (on, self.enabled_at) {
+            (true, None) => self.enabled_at = Some(Instant::now()),
+            (false, Some(t)) => {
+                self.elapsed += t.elapsed();
+                self.enabled_at = None;
+            }
+            _ => {}
+        }
+    }
+
+    /// Tells the probes what a nested probe pair costs (0: nothing is taken out).
+    pub fn set_nested_cost(&mut self, pair_cost_ns: Option<f64>) {
+        if let Some(bss) = self.skel.maps.bss_data.as_deref_mut() {
+            let ns = pair_cost_ns.unwrap_or(0.0).round() as u64;
+            // SAFETY: as in set_enabled().
+            unsafe { std::ptr::write_volatile(&mut bss.nested_cost_ns, ns) };
+        }
+    }
+
+    fn elapsed_ns(&self) -> u64 {
+        let running = self.enabled_at.map(|t| t.elapsed()).unwrap_or_default();
+        (self.elapsed + running).as_nanos() as u64
+    }
+
+    fn n_cells(&self) -> u32 {
+        self.hooks.len() as u32 * lim::LSMPMON_SYSCALL_SLOTS
+    }
+
+    /// Starts the statistics afresh: the counters so far become the
+    /// baseline; min and max restart (a probe racing this may keep one
+    /// older extreme).
+    pub fn reset(&mut self) -> Result<()> {
+        let raw = self.raw(true)?;
+        self.baseline = Baseline {
+            stats: raw.stats,
+            cells: raw.cells,
+            times: raw.times,
+            misses: raw.misses,
+        };
+        self.stats.restart_extremes();
+        self.elapsed = Duration::ZERO;
+        if self.enabled_at.is_some() {
+            self.enabled_at = Some(Instant::now());
+        }
+        Ok(())
+    }
+
+    /// The probe floor, from the calibration probe's runs before tracing
+    /// started (it records nothing after).
+    pub fn measure_floor(&mut self) {
+        let calib = &self.stats.sum()[self.hooks.len()];
+        if self.attacher.calibrated() && calib.count > 0 {
+            self.probe.floor_ns = Some(calib.sum_ns as f64 / calib.count as f64);
+            self.probe.floor_samples = calib.count;
+        }
+    }
+
+    /// The counters now; the per-syscall cells (a map read of hooks × 512
+    /// entries, most of a reading's cost) only `with_cells`.
+    fn raw(&self, with_cells: bool) -> Result<Raw> {
+        let stats = self.stats.sum();
+        let misses = self.attacher.misses();
+        let mut cells = Cells::new();
+        if !with_cells {
+            return Ok(Raw {
+                stats,
+                cells,
+                times: Times::new(),
+                misses,
+            });
+        }
+        let mut add_cell = |hook: u32, slot: u32, count: u64, sum_ns: u64| {
+            let c = cells.entry((hook, slot)).or_default();
+            c.count += count;
+            c.sum_ns += sum_ns;
+        };
+        arrays::for_each::<lsmpmon_syscall_cell>(
+            self.skel.maps.syscall_cells.as_fd(),
+            self.n_cells(),
+            |k, v| {
+                if v.count > 0 {
+                    add_cell(
+                        k / lim::LSMPMON_SYSCALL_SLOTS,
+                        k % lim::LSMPMON_SYSCALL_SLOTS,
+                        v.count,
+                        v.sum_ns,
+                    );
+                }
+            },
+        )?;
+        self.stats.pending(&mut add_cell);
+        let mut times = Times::new();
+        if self.options.syscall_time {
+            arrays::for_each::<lsmpmon_syscall_time>(
+                self.skel.maps.syscall_time.as_fd(),
+                lim::LSMPMON_SYSCALL_SLOTS,
+                |k, v| {
+                    let e = times.entry(k).or_default();
+                    e.sum_ns += v.sum_ns;
+                    e.count += v.count;
+                    e.hook_ns += v.hook_ns;
+                },
+            )?;
+        }
+        Ok(Raw {
+            stats,
+            cells,
+            times,
+            misses,
+        })
+    }
+
+    /// The counters since the last reset.
+    fn since_reset(&self, with_cells: bool) -> Result<Raw> {
+        let mut raw = self.raw(with_cells)?;
+        let b = &self.baseline;
+        for (s, old) in raw.stats.iter_mut().zip(&b.stats) {
+            collect::sub_stats(s, old);
+        }
+        for (key, old) in &b.cells {
+            if let Some(c) = raw.cells.get_mut(key) {
+                c.count -= old.count.min(c.count);
+                c.sum_ns -= old.sum_ns.min(c.sum_ns);
+            }
+        }
+        raw.cells.retain(|_, c| c.count > 0);
+        for (key, old) in &b.times {
+            if let Some(t) = raw.times.get_mut(key) {
+                t.count -= old.count.min(t.count);
+                t.sum_ns -= old.sum_ns.min(t.sum_ns);
+                t.hook_ns -= old.hook_ns.min(t.hook_ns);
+            }
+        }
+        for (m, old) in raw.misses.iter_mut().zip(&b.misses) {
+            m.recursion -= old.recursion.min(m.recursion);
+            m.lost_returns -= old.lost_returns.min(m.lost_returns);
+        }
+        Ok(raw)
+    }
+
+    /// The probe floor, when the user asked for it to be taken out.
+    fn floor_to_subtract(&self) -> Option<f64> {
+        self.options
+            .subtract_floor
+            .then_some(self.probe.floor_ns)
+            .flatten()
+    }
+
+    /// Each CPU's hooks (module functions left out) as measured since
+    /// attach, resets not taken out: for `serve`, which refuses them.
+    pub fn per_cpu(&self) -> Vec<Vec<model::HookResult>> {
+        let subtract = self.floor_to_subtract();
+        (0..self.stats.cpus())
+            .map(|cpu| {
+                let rows = self.stats.cpu_rows(cpu);
+                self.hooks
+                    .iter()
+                    .zip(&rows)
+                    .filter(|(h, _)| h.lsm.is_none())
+                    .map(|(h, s)| collect::hook_result(h, s, subtract, false))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Everything measured so far (since the last reset), as a result.
+    pub fn snapshot(&mut self) -> Result<TraceResult> {
+        self.snapshot_with(true)
+    }
+
+    /// As `snapshot`, with the per-syscall breakdown only `with_syscalls`
+    /// (`serve` and `top` read often and mostly do without it).
+    pub fn snapshot_with(&mut self, with_syscalls: bool) -> Result<TraceResult> {
+        let Raw {
+            mut stats,
+            cells,
+            times,
+            misses,
+        } = self.since_reset(with_syscalls)?;
+        // A probe the kernel skipped is a dropped call of its hook.
+        // (A multi-link's misses are every hook's: counted in the total only.)
+        for m in &misses {
+            if let Some(s) = stats.get_mut(m.hook_id as usize) {
+                s.dropped += m.recursion + m.lost_returns;
+            }
+        }
+        self.probe.recursion_misses = misses.iter().map(|m| m.recursion).sum();
+        if self.probe.kretprobe_maxactive.is_some() {
+            self.probe.kretprobe_missed = Some(misses.iter().map(|m| m.lost_returns).sum());
+        }
+        let subtract = self.floor_to_subtract();
+        let mut hooks = Vec::new();
+        let mut per_lsm = Vec::new();
+        for (i, h) in self.hooks.iter().enumerate() {
+            let mut r = collect::hook_result(h, &stats[i], subtract, !self.options.lean);
+            if self.options.count_only {
+                collect::untimed(&mut r);
+            }
+            match &h.lsm {
+                None => hooks.push(r),
+                Some(lsm) => {
+                    for other in &h.also {
+                        let mut shared = r.clone();
+                        shared.hook = other.clone();
+                        per_lsm.push(model::LsmHookResult {
+                            lsm: lsm.clone(),
+                            stats: shared,
+                        });
+                    }
+                    per_lsm.push(model::LsmHookResult {
+                        lsm: lsm.clone(),
+                        stats: r,
+                    });
+                }
+            }
+        }
+        let times = self.options.syscall_time.then_some(times);
+        Ok(TraceResult {
+            schema: TRACE_SCHEMA.into(),
+            provenance: self.provenance.clone(),
+            options: self.options.clone(),
+            probe: self.probe.clone(),
+            elapsed_ns: self.elapsed_ns(),
+            hooks,
+            per_lsm,
+            syscalls: collect::syscalls(&self.hooks, &cells, times.as_ref(), subtract),
+        })
+    }
+}

@@ -1,3 +1,0 @@
-//! What `bench --json` writes (schema/bench.schema.json): the types live in
-//! the result model, where every reader finds them too.
-pub use crate::model::bench::{BenchOptions, BenchProvenance, BenchResult, BENCH_SCHEMA as SCHEMA};
