@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 
 use super::report::SortKey;
-use super::{attach, ctl, method};
+use super::{attach, attach::choose, ctl};
 
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -113,14 +113,14 @@ pub struct EngineArgs {
     /// kprobe (before 5.17), weighing attach time or cost per call (--weigh);
     /// the result says which, and why not the others.
     #[arg(long, value_enum, default_value = "auto")]
-    pub method: method::MethodArg,
+    pub method: choose::MethodArg,
     /// What --method auto weighs where the kernel offers both: attach-time
     /// (one link for every hook: fast to attach and release, dearer per call)
     /// or per-call (fentry/fexit: the cheapest probe, one trampoline per
     /// hook). Default: per-call for a trace with --duration of 120 s or more,
     /// else attach-time (serve, top: attach-time).
     #[arg(long, value_enum)]
-    pub weigh: Option<method::Weigh>,
+    pub weigh: Option<choose::Weigh>,
     /// Benchmark of the attach method itself: programs that return at once
     /// (no figure is recorded; time the traced command). See BENCHMARKS.md.
     #[arg(long, hide = true)]
@@ -131,7 +131,7 @@ pub struct EngineArgs {
     #[arg(long)]
     pub allow_other_probes: bool,
     /// How long the trace is to run, if known (`trace --duration`): what
-    /// `--method auto` weighs (method.rs). Not an option of its own.
+    /// `--method auto` weighs (attach/choose.rs). Not an option of its own.
     #[arg(skip)]
     pub expected_s: Option<f64>,
 }

@@ -17,7 +17,6 @@ pub mod intf;
 pub mod kfuncs;
 pub mod live;
 pub mod lsm_tables;
-pub mod method;
 mod preempt;
 mod refused;
 pub mod report;
@@ -34,10 +33,10 @@ use std::{
 };
 
 use anyhow::{Context, Result};
-use libbpf_rs::OpenObject;
+use libbpf_rs::{skel::Skel, OpenObject};
 
 use crate::intf::lsmpmon_limits as lim;
-use attach::{Attacher, HookConsts, ProbeOptions, Target};
+use attach::{choose, Attacher, HookConsts, ProbeOptions, Target};
 use base::error::usage;
 use base::output::stdout;
 use cpu_stats::CpuStats;
@@ -75,7 +74,7 @@ fn discover(args: &EngineArgs) -> Result<(hooks::Discovery, btf::KernelBtf)> {
             all || n.starts_with("security_")
                 || n.starts_with("bpf_lsm_")
                 || n == calibrate::FUNCTION
-                || n == method::FPROBE_FUNCTION
+                || n == choose::FPROBE_FUNCTION
                 || Kfuncs::ALL.iter().any(|(_, k)| *k == n)
         },
         if all { lsm_tables::STRUCTS } else { &[] },
@@ -239,7 +238,7 @@ fn start<'obj>(
     )?;
     // Before any hook: context switches and interrupt handlers change what a call belongs to.
     setup::attach_context(&mut skel)?;
-    attacher.load(&skel.progs)?;
+    attacher.load(skel.object())?;
     setup::write_hook_meta(&skel, &plan.hooks)?;
     let attached = attacher.attach(&plan.hooks)?;
     // The floor is measured with the method the hooks got (a count has no time).
@@ -286,56 +285,52 @@ fn start<'obj>(
     })
 }
 
-/// The attach method (method.rs), and what the kprobe fallback needs.
+/// The attach method (attach/choose.rs), and what the kprobe fallback needs.
 fn choose_method(
     args: &EngineArgs,
     kbtf: &btf::KernelBtf,
     kfuncs: &Kfuncs,
-) -> Result<method::Choice> {
-    let mut offer = method::Offer::read(kbtf, kfuncs, kernel_version());
+) -> Result<choose::Choice> {
+    let mut offer = choose::Offer::read(kbtf, kfuncs, kernel_version());
     // --count-only is one fexit program (per hook, or a 7.x multi-link):
-    // kprobe.multi has no counting probe.
-    let kprobe_arg = matches!(
-        args.method,
-        method::MethodArg::KprobeMulti
-            | method::MethodArg::KprobeSession
-            | method::MethodArg::Kprobe
-    );
-    if args.count_only && kprobe_arg {
+    // the kprobe methods have no counting probe.
+    let asked = args.method.family();
+    if args.count_only && asked.is_some_and(|f| !f.counts) {
         return Err(usage(
             "--count-only has no kprobe program: use --method auto or fentry-fexit",
         ));
     }
-    if args.weigh.is_some() && args.method != method::MethodArg::Auto {
+    if args.weigh.is_some() && !args.method.is_auto() {
         return Err(usage(
             "--weigh only applies to --method auto: drop --weigh or --method",
         ));
     }
-    if args.syscall_time && args.method == method::MethodArg::Kprobe {
+    if args.syscall_time && asked.is_some_and(|f| !f.syscall_time) {
         return Err(usage(
             "--syscall-time needs fentry tracing: use --method auto or fentry-fexit",
         ));
     }
-    offer.kprobe_multi &= !args.count_only;
-    offer.kprobe_session = offer.kprobe_session.filter(|_| !args.count_only);
+    if args.count_only {
+        offer.kprobe_multi = false;
+        offer.kprobe_session = None;
+    }
     // The method is in the result (probe.method, the text's probe line): a
     // trace refused a moment later prints its one line and nothing else.
-    let weigh = method::Weigh::of(args.weigh, args.expected_s);
-    let choice = method::choose(&offer, args.method, weigh)?;
-    if choice.method == method::Method::Kprobe && args.count_only {
+    let weigh = choose::Weigh::of(args.weigh, args.expected_s);
+    let choice = choose::choose(&offer, args.method, weigh)?;
+    let family = choice.method.family;
+    if !family.counts && args.count_only {
         return Err(usage(
             "--count-only needs kernel 5.17 or later (fexit tracing): trace without it",
         ));
     }
-    if choice.method == method::Method::Kprobe {
-        if args.method == method::MethodArg::Auto {
-            base::say!("lsmpmon: this kernel lacks bpf_get_func_ret() (5.17): falling back to kprobe/kretprobe");
-        }
-        if args.syscall_time {
-            return Err(usage(
-                "--syscall-time needs kernel 5.17 or later (fentry tracing)",
-            ));
-        }
+    if family.is(&attach::KPROBE) && args.method.is_auto() {
+        base::say!("lsmpmon: this kernel lacks bpf_get_func_ret() (5.17): falling back to kprobe/kretprobe");
+    }
+    if !family.syscall_time && args.syscall_time {
+        return Err(usage(
+            "--syscall-time needs kernel 5.17 or later (fentry tracing)",
+        ));
     }
     Ok(choice)
 }

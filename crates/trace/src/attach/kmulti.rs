@@ -10,11 +10,76 @@ use std::collections::HashSet;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+use super::family::{Build, Family};
 use super::interface::Method;
 use super::kretprobe::mounted_tracefs;
 use super::multi::cookie;
 use super::probe::{Probe, Target, ALL_HOOKS};
-use super::template::Template;
+use super::template::{Kind, Template};
+
+const WHY_KPROBE_MULTI: &str = "one kprobe link for every hook attaches in about 50 ms instead of \
+    about 6.6 s and is released in about 0.2 s instead of 36 s (one grace period per link, not one \
+    per hook), at about 550-750 virtual ns more per call than fentry/fexit on 6.12 \
+    (BENCHMARKS.md §1; --method fentry-fexit)";
+
+/// The kprobe program --empty-probes times the links with.
+const EMPTY: [&str; 2] = ["hook_kmempty"; 2];
+
+pub static SESSION: Family = Family {
+    name: "kprobe session",
+    arg: "kprobe-session",
+    help: "One kprobe program run at every hook's entry and return, one link (BPF_TRACE_KPROBE_SESSION, 6.10+, CONFIG_FPROBE); refused where the kernel lacks it.",
+    offered: |o| {
+        o.kprobe_session.map(|t| [t, 0]).ok_or(
+            "the kernel has no kprobe sessions (BPF_TRACE_KPROBE_SESSION with CONFIG_FPROBE)",
+        )
+    },
+    refused_missing: "--method kprobe-session: this kernel has no kprobe sessions \
+        (BPF_TRACE_KPROBE_SESSION, 6.10, with CONFIG_FPROBE and the session kfuncs): \
+        use --method auto",
+    dearer_per_call: true,
+    why_auto: Some(WHY_KPROBE_MULTI),
+    counts: false,
+    counts_by_multi_link: false,
+    syscall_time: true,
+    programs: |o| if o.empty { EMPTY } else { ["hook_ksession"; 2] },
+    build: |b: Build| {
+        let session = (b.template)(b.programs[0], Kind::KprobeSession(b.attach[0]))?;
+        Ok(Box::new(KprobeMulti {
+            programs: Programs::Session(session),
+            batch: true,
+        }))
+    },
+};
+
+pub static PAIR: Family = Family {
+    name: "kprobe multi",
+    arg: "kprobe-multi",
+    help: "One kprobe program for every hook's entry and one for its return, one link each (BPF_TRACE_KPROBE_MULTI, 5.18+, CONFIG_FPROBE); refused where the kernel lacks it.",
+    offered: |o| match o.kprobe_multi {
+        true => Ok([0, 0]),
+        false => Err("the kernel has no kprobe.multi links (BPF_TRACE_KPROBE_MULTI with CONFIG_FPROBE)"),
+    },
+    refused_missing: "--method kprobe-multi: this kernel has no kprobe.multi links \
+        (BPF_TRACE_KPROBE_MULTI, 5.18, with CONFIG_FPROBE): use --method auto",
+    dearer_per_call: true,
+    why_auto: Some(WHY_KPROBE_MULTI),
+    counts: false,
+    counts_by_multi_link: false,
+    syscall_time: true,
+    programs: |o| if o.empty { EMPTY } else { ["hook_kmentry", "hook_kmexit"] },
+    build: |b: Build| {
+        let [entry, exit] = b.programs;
+        let programs = Programs::Pair {
+            entry: (b.template)(entry, Kind::KprobeMulti)?,
+            exit: (b.template)(exit, Kind::KretprobeMulti)?,
+        };
+        Ok(Box::new(KprobeMulti {
+            programs,
+            batch: true,
+        }))
+    },
+};
 
 /// The programs the links run.
 #[derive(Clone)]

@@ -4,13 +4,19 @@
 //! then the calibration probe) → `free` (detach). The probes start recording
 //! only when the trace opens its gate (session.rs), after all are attached.
 //!
-//! Each attach method is one implementation of [`interface::Method`]:
-//! multi session (multi.rs), kprobe multi (kmulti.rs), session (session.rs),
-//! fentry/fexit (fentry.rs), kprobe/kretprobe (kprobe.rs). Callers learn which one ran only from
-//! [`Attacher::report`], the result's `probe.method`.
+//! The attacher owns the method: which one (choose.rs, in the order of
+//! family.rs's registry), the fallback when the kernel refuses a batch, and
+//! which hooks a method cannot probe. Each attach method is one file with an
+//! implementation of [`interface::Method`] and its `FAMILY` declaration:
+//! multi session (multi.rs), kprobe session and kprobe multi (kmulti.rs),
+//! session (session.rs), fentry/fexit (fentry.rs), kprobe/kretprobe
+//! (kprobe.rs). Callers learn which one ran only from [`Attacher::report`],
+//! the result's `probe.method`.
+pub mod choose;
 mod consts;
 mod count;
 mod detach;
+mod family;
 mod fentry;
 mod interface;
 mod kmulti;
@@ -30,21 +36,21 @@ pub use consts::{HookConsts, ProbeOptions};
 pub use detach::DetachMode;
 pub use probe::{Skipped, Target};
 
+pub use family::{Family, FAMILIES};
+pub use kprobe::FAMILY as KPROBE;
+
+use self::choose::{Choice, Chosen, MethodArg, NotUsed};
 use self::count::CountOnly;
-use self::fentry::FentryFexit;
+use self::family::Build;
 use self::interface::Method;
-use self::kmulti::{KprobeMulti, Programs};
-use self::kprobe::Kprobe;
 use self::kretprobe::ReturnProbes;
-use self::multi::MultiSession;
 use self::probe::Probe;
-use self::session::Session;
 use self::template::{Kind, Template};
 use super::hooks::{Excluded, Hook};
 use super::kfuncs::Kfuncs;
-use super::method::{Choice, Method as Chosen, MethodArg, NotUsed};
 use super::refused::refused;
-use super::skel::{LsmpmonProgs, OpenLsmpmonSkel};
+use super::skel::OpenLsmpmonSkel;
+use libbpf_rs::skel::OpenSkel;
 
 /// What attaching every hook gave.
 pub struct Attached {
@@ -59,7 +65,7 @@ pub struct MethodReport {
     pub method: String,
     /// The methods passed over, with their reasons.
     pub not_used: Vec<NotUsed>,
-    /// Why `auto` took it (method.rs), unless the kernel refused it.
+    /// Why `auto` took it (choose.rs), unless the kernel refused it.
     pub why: Option<String>,
     /// Why the figures cost more than they would with the usual method.
     pub fallback: Option<String>,
@@ -88,7 +94,10 @@ pub struct Attacher {
 impl Attacher {
     /// For `choice` (asked for as `asked`), with probes compiled with `options`.
     pub fn new(choice: Choice, asked: MethodArg, options: ProbeOptions, kfuncs: Kfuncs) -> Self {
-        let returns = (choice.method == Chosen::Kprobe)
+        let returns = choice
+            .method
+            .family
+            .is(&kprobe::FAMILY)
             .then(kprobe::prepare)
             .flatten();
         Self {
@@ -111,18 +120,30 @@ impl Attacher {
         self.options
     }
 
+    /// The programs the hooks' copies are made from: the method's, or
+    /// --count-only's.
+    fn programs(&self) -> [&'static str; 2] {
+        match self.options.count_only {
+            true => [COUNT_PROGRAM; 2],
+            false => (self.choice.family.programs)(self.options),
+        }
+    }
+
     /// Only the programs of this method are loaded (and relocated); tracing
     /// programs are relocated against `function`, any traceable one.
     pub fn prepare(&self, open: &mut OpenLsmpmonSkel, function: &str) -> Result<()> {
-        let wanted = sources(self.choice, self.options);
-        for source in Source::ALL {
-            let prog = source.open_program(open);
-            if source.tracing() {
+        let wanted = self.programs();
+        for mut prog in open.open_object_mut().progs_mut() {
+            let name = prog.name().to_string_lossy().into_owned();
+            if !name.starts_with(HOOK_PROGRAM_PREFIX) {
+                continue;
+            }
+            if prog.prog_type() == libbpf_rs::ProgramType::Tracing {
                 prog.set_attach_target(0, Some(function.to_string()))?;
             }
-            prog.set_autoload(wanted.contains(&source));
+            prog.set_autoload(wanted.contains(&name.as_str()));
         }
-        if self.choice == Chosen::Kprobe {
+        if !self.choice.family.syscall_time {
             // Task storage (5.11) only serves --syscall-time, refused for kprobes.
             open.maps.task_ctx.set_autocreate(false)?;
         }
@@ -130,47 +151,33 @@ impl Attacher {
     }
 
     /// The templates, from the loaded programs.
-    pub fn load(&mut self, progs: &LsmpmonProgs) -> Result<()> {
-        let [entry, exit] = sources(self.choice, self.options);
-        let t = |s: Source, kind| Template::new(s.program(progs).insns(), kind, &self.kfuncs);
+    pub fn load(&mut self, object: &libbpf_rs::Object) -> Result<()> {
+        let kfuncs = &self.kfuncs;
+        let template = |name: &str, kind| {
+            let prog = object
+                .progs()
+                .find(|p| p.name() == name)
+                .with_context(|| format!("the BPF object has no program {name}"))?;
+            Template::new(prog.insns(), kind, kfuncs)
+        };
+        let programs = self.programs();
         if self.options.count_only {
-            let multi = self.fexit_multi.map(|m| t(entry, Kind::FexitMulti(m)));
+            let multi = self
+                .fexit_multi
+                .map(|m| template(programs[0], Kind::FexitMulti(m)));
             self.method = Some(Box::new(CountOnly {
-                single: t(entry, Kind::Fexit)?,
+                single: template(programs[0], Kind::Fexit)?,
                 multi: multi.transpose()?,
             }));
             return Ok(());
         }
-        let method: Box<dyn Method> = match self.choice {
-            Chosen::MultiSession { multi, session } => Box::new(MultiSession {
-                multi: t(entry, Kind::SessionMulti(multi))?,
-                single: t(entry, Kind::Session(session))?,
-            }),
-            Chosen::KprobeMulti => Box::new(KprobeMulti {
-                programs: Programs::Pair {
-                    entry: t(entry, Kind::KprobeMulti)?,
-                    exit: t(exit, Kind::KretprobeMulti)?,
-                },
-                batch: true,
-            }),
-            Chosen::KprobeSession(attach_type) => Box::new(KprobeMulti {
-                programs: Programs::Session(t(entry, Kind::KprobeSession(attach_type))?),
-                batch: true,
-            }),
-            Chosen::Session(attach_type) => Box::new(Session {
-                template: t(entry, Kind::Session(attach_type))?,
-            }),
-            Chosen::FentryFexit => Box::new(FentryFexit {
-                entry: t(entry, Kind::Fentry)?,
-                exit: t(exit, Kind::Fexit)?,
-            }),
-            Chosen::Kprobe => Box::new(Kprobe::new(
-                t(entry, Kind::Kprobe)?,
-                t(exit, Kind::Kretprobe)?,
-                self.returns.take(),
-                self.asked == MethodArg::Auto,
-            )),
-        };
+        let method = (self.choice.family.build)(Build {
+            attach: self.choice.attach,
+            template: &template,
+            programs,
+            returns: self.returns.take(),
+            auto: self.asked.is_auto(),
+        })?;
         self.method = Some(method);
         Ok(())
     }
@@ -245,7 +252,7 @@ impl Attacher {
             return Err(refused("attaching", &reason));
         }
         let refused_name = method.name();
-        let fallback = method.fallback().filter(|_| self.asked == MethodArg::Auto);
+        let fallback = method.fallback().filter(|_| self.asked.is_auto());
         let Some(fallback) = fallback else {
             // Asked for by name (--method multi-session, kprobe-multi): no quiet substitute.
             return Err(anyhow::anyhow!(
@@ -375,161 +382,77 @@ impl Attacher {
     }
 }
 
-/// The skeleton's programs the copies can be made from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Source {
-    Entry,
-    Exit,
-    EntryNoPreempt,
-    ExitNoPreempt,
-    Empty,
-    Session,
-    Count,
-    KprobeEntry,
-    KprobeExit,
-    KmultiEntry,
-    KmultiExit,
-    KmultiEmpty,
-    Ksession,
-}
+/// --count-only's one fexit program, which every tracing method can run.
+const COUNT_PROGRAM: &str = "hook_count";
 
-impl Source {
-    const ALL: [Source; 13] = [
-        Source::Entry,
-        Source::Exit,
-        Source::EntryNoPreempt,
-        Source::ExitNoPreempt,
-        Source::Empty,
-        Source::Session,
-        Source::Count,
-        Source::KprobeEntry,
-        Source::KprobeExit,
-        Source::KmultiEntry,
-        Source::KmultiExit,
-        Source::KmultiEmpty,
-        Source::Ksession,
-    ];
-
-    fn tracing(self) -> bool {
-        !matches!(
-            self,
-            Source::KprobeEntry
-                | Source::KprobeExit
-                | Source::KmultiEntry
-                | Source::KmultiExit
-                | Source::KmultiEmpty
-                | Source::Ksession
-        )
-    }
-
-    fn open_program<'a, 'obj>(
-        self,
-        open: &'a mut OpenLsmpmonSkel<'obj>,
-    ) -> &'a mut libbpf_rs::OpenProgramMut<'obj> {
-        let p = &mut open.progs;
-        match self {
-            Source::Entry => &mut p.hook_entry,
-            Source::Exit => &mut p.hook_exit,
-            Source::EntryNoPreempt => &mut p.hook_entry_np,
-            Source::ExitNoPreempt => &mut p.hook_exit_np,
-            Source::Empty => &mut p.hook_empty,
-            Source::Session => &mut p.hook_session,
-            Source::Count => &mut p.hook_count,
-            Source::KprobeEntry => &mut p.hook_kentry,
-            Source::KprobeExit => &mut p.hook_kexit,
-            Source::KmultiEntry => &mut p.hook_kmentry,
-            Source::KmultiExit => &mut p.hook_kmexit,
-            Source::KmultiEmpty => &mut p.hook_kmempty,
-            Source::Ksession => &mut p.hook_ksession,
-        }
-    }
-
-    fn program<'a, 'obj>(self, p: &'a LsmpmonProgs<'obj>) -> &'a libbpf_rs::ProgramMut<'obj> {
-        match self {
-            Source::Entry => &p.hook_entry,
-            Source::Exit => &p.hook_exit,
-            Source::EntryNoPreempt => &p.hook_entry_np,
-            Source::ExitNoPreempt => &p.hook_exit_np,
-            Source::Empty => &p.hook_empty,
-            Source::Session => &p.hook_session,
-            Source::Count => &p.hook_count,
-            Source::KprobeEntry => &p.hook_kentry,
-            Source::KprobeExit => &p.hook_kexit,
-            Source::KmultiEntry => &p.hook_kmentry,
-            Source::KmultiExit => &p.hook_kmexit,
-            Source::KmultiEmpty => &p.hook_kmempty,
-            Source::Ksession => &p.hook_ksession,
-        }
-    }
-}
-
-/// The entry and exit programs of `method` (a session program is both).
-fn sources(method: Chosen, options: ProbeOptions) -> [Source; 2] {
-    match method {
-        // The kprobe fallback has no count-only probe (trace refuses it there).
-        Chosen::Kprobe if options.empty => [Source::KmultiEmpty; 2],
-        Chosen::Kprobe => [Source::KprobeEntry, Source::KprobeExit],
-        _ if options.count_only => [Source::Count; 2],
-        Chosen::KprobeMulti | Chosen::KprobeSession(_) if options.empty => [Source::KmultiEmpty; 2],
-        Chosen::KprobeSession(_) => [Source::Ksession; 2],
-        Chosen::KprobeMulti => [Source::KmultiEntry, Source::KmultiExit],
-        Chosen::MultiSession { .. } | Chosen::Session(_) => [Source::Session; 2],
-        Chosen::FentryFexit if options.empty => [Source::Empty; 2],
-        Chosen::FentryFexit if options.no_preempt => {
-            [Source::EntryNoPreempt, Source::ExitNoPreempt]
-        }
-        Chosen::FentryFexit => [Source::Entry, Source::Exit],
-    }
-}
+/// The programs hooks' copies are made from are named so in bpf/; the
+/// others (calibration, context switches) are always loaded.
+const HOOK_PROGRAM_PREFIX: &str = "hook_";
 
 #[cfg(test)]
 mod tests {
+    use super::consts::ProbeOptions;
     use super::*;
+    use crate::skel::LsmpmonSkelBuilder;
+    use libbpf_rs::skel::SkelBuilder;
 
+    /// Every program a method names is in the BPF object, whatever the
+    /// options, and each method loads only its own.
     #[test]
-    fn each_method_loads_only_its_programs() {
+    fn every_method_names_programs_the_object_has() {
+        let mut storage = std::mem::MaybeUninit::uninit();
+        let open = LsmpmonSkelBuilder::default().open(&mut storage).unwrap();
+        let names: Vec<String> = open
+            .open_object()
+            .progs()
+            .map(|p| p.name().to_string_lossy().into_owned())
+            .collect();
         let plain = ProbeOptions::default();
         let np = ProbeOptions {
             no_preempt: true,
             ..plain
         };
         let empty = ProbeOptions { empty: true, ..np };
-        let multi = Chosen::MultiSession {
-            multi: 61,
-            session: 58,
-        };
-        assert_eq!(sources(multi, empty), [Source::Session; 2]);
-        assert_eq!(sources(Chosen::FentryFexit, empty), [Source::Empty; 2]);
+        for family in FAMILIES {
+            for options in [plain, np, empty] {
+                for program in (family.programs)(options) {
+                    assert!(program.starts_with(HOOK_PROGRAM_PREFIX), "{program}");
+                    assert!(names.iter().any(|n| n == program), "{family:?}: {program}");
+                }
+            }
+        }
+        assert!(names.iter().any(|n| n == COUNT_PROGRAM));
         assert_eq!(
-            sources(Chosen::FentryFexit, np),
-            [Source::EntryNoPreempt, Source::ExitNoPreempt]
+            (fentry::FAMILY.programs)(np),
+            ["hook_entry_np", "hook_exit_np"]
         );
-        assert_eq!(
-            sources(Chosen::FentryFexit, plain),
-            [Source::Entry, Source::Exit]
-        );
-        assert!(sources(Chosen::Kprobe, np).iter().all(|s| !s.tracing()));
-        assert_eq!(sources(Chosen::Kprobe, empty), [Source::KmultiEmpty; 2]);
-        assert_eq!(
-            sources(Chosen::KprobeMulti, plain),
-            [Source::KmultiEntry, Source::KmultiExit]
-        );
-        assert_eq!(
-            sources(Chosen::KprobeMulti, empty),
-            [Source::KmultiEmpty; 2]
-        );
-        assert_eq!(
-            sources(Chosen::KprobeSession(56), plain),
-            [Source::Ksession; 2]
-        );
-        assert!(sources(Chosen::KprobeMulti, plain)
-            .iter()
-            .all(|s| !s.tracing()));
+        assert_eq!((fentry::FAMILY.programs)(empty), ["hook_empty"; 2]);
+        assert_eq!((kprobe::FAMILY.programs)(empty), ["hook_kmempty"; 2]);
+        assert_eq!((multi::FAMILY.programs)(empty), ["hook_session"; 2]);
+    }
+
+    #[test]
+    fn count_only_loads_the_counting_program_for_any_tracing_method() {
         let count = ProbeOptions {
             count_only: true,
-            ..np
+            ..ProbeOptions::default()
         };
-        assert_eq!(sources(multi, count), [Source::Count; 2]);
-        assert_eq!(sources(Chosen::FentryFexit, count), [Source::Count; 2]);
+        for family in FAMILIES.iter().filter(|f| f.counts) {
+            let attacher = Attacher::new(
+                Choice {
+                    method: Chosen {
+                        family,
+                        attach: [0, 0],
+                    },
+                    why: None,
+                    fexit_multi: None,
+                    not_used: vec![],
+                },
+                MethodArg::AUTO,
+                count,
+                Kfuncs::default(),
+            );
+            assert_eq!(attacher.programs(), [COUNT_PROGRAM; 2]);
+        }
     }
 }

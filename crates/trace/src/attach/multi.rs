@@ -5,11 +5,44 @@
 //! so it is made with the bpf syscall itself.
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+use super::family::{Build, Family};
 use super::interface::Method;
 use super::probe::{Probe, Target, ALL_HOOKS};
 use super::session::Session;
-use super::template::Template;
+use super::template::{Kind, Template};
 use crate::intf::lsmpmon_multi_cookie::{LSMPMON_MULTI_HOOK_MASK, LSMPMON_MULTI_RETURNS_INT};
+
+const WHY_MULTI: &str = "one multi-link attaches every hook in about 50 ms instead of about 12 s, \
+    at about 150 virtual ns more per call than fentry/fexit (BENCHMARKS.md §1; --method fentry-fexit)";
+
+pub static FAMILY: Family = Family {
+    name: "multi session",
+    arg: "multi-session",
+    help: "One session program for every hook, one link (BPF_TRACE_FSESSION_MULTI); refused where the kernel lacks it.",
+    offered: |o| match (o.fsession_multi, o.fsession) {
+        (Some(multi), Some(session)) => Ok([multi, session]),
+        (Some(_), None) => Err("the kernel has BPF_TRACE_FSESSION_MULTI but no session kfuncs"),
+        (None, _) => Err("the kernel has no BPF_TRACE_FSESSION_MULTI"),
+    },
+    refused_missing: "--method multi-session: this kernel has no multi-link session programs \
+        (BPF_TRACE_FSESSION_MULTI, BPF_TRACE_FSESSION and the session kfuncs): use --method auto",
+    dearer_per_call: true,
+    why_auto: Some(WHY_MULTI),
+    counts: true,
+    counts_by_multi_link: true,
+    syscall_time: true,
+    programs: |_| ["hook_session"; 2],
+    build,
+};
+
+/// The multi-link, and one session per hook where the kernel refuses it.
+fn build(b: Build) -> anyhow::Result<Box<dyn Method>> {
+    let [multi, session] = b.attach;
+    Ok(Box::new(MultiSession {
+        multi: (b.template)(b.programs[0], Kind::SessionMulti(multi))?,
+        single: (b.template)(b.programs[0], Kind::Session(session))?,
+    }))
+}
 
 pub struct MultiSession {
     pub multi: Template,
