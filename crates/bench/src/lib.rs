@@ -14,6 +14,7 @@ mod host;
 mod interrupt;
 pub mod landlock;
 mod op;
+pub mod op_names;
 mod ops;
 mod output;
 mod result;

@@ -8,10 +8,11 @@ use super::input::Run;
 use base::form::Form;
 use base::papers;
 use base::table::{Cell, Row, Table};
+use bench::op_names;
 use model::cell::{AvtabEval, AvtabFigures};
 
 /// The op that times a decision.
-pub const OP: &str = "compute_av";
+pub const OP: &str = op_names::COMPUTE_AV;
 /// The rule count of the paper's Table 11.
 const PAPER_RULES: u64 = 8188;
 /// The paper's Table 11 at 8 188 rules: (slots, longest chain, seconds for
@@ -137,7 +138,7 @@ mod tests {
             "avtab",
             1,
             config,
-            &[(OP, ns), ("stat", 900.0)],
+            &[(OP, ns), (op_names::STAT, 900.0)],
         );
         r.draw = draw;
         let own = AvtabEval {

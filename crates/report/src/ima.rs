@@ -6,6 +6,7 @@ use super::forms::{by_kernel, median, missing, op, time_mode, BASELINE};
 use super::input::Run;
 use base::papers;
 use base::table::{Cell, Row, Table};
+use bench::op_names;
 
 /// (our op, case label, paper's latency µs, paper's hook share µs).
 type PaperCase = (&'static str, &'static str, f64, Option<f64>);
@@ -13,32 +14,42 @@ type PaperCase = (&'static str, &'static str, f64, Option<f64>);
 /// Table 1 (mmap, file of 2 bytes; reference mmap 1.65 µs).
 const MMAP: &[PaperCase] = &[
     (
-        "ima_mmap_cached",
+        op_names::IMA_MMAP_CACHED,
         "cached (clean, measured)",
         1.73,
         Some(0.08),
     ),
     (
-        "ima_mmap_rehash",
+        op_names::IMA_MMAP_REHASH,
         "rehash (changed, digest listed)",
         4.21,
         Some(2.56),
     ),
-    ("ima_mmap_extend", "extend (new file)", 5430.0, Some(5430.0)),
+    (
+        op_names::IMA_MMAP_EXTEND,
+        "extend (new file)",
+        5430.0,
+        Some(5430.0),
+    ),
 ];
 const MMAP_REFERENCE_US: f64 = 1.65;
 
 /// Table 2 (user-level measurement through /sys/security/measure; the
 /// paper gives the whole request's latency; reference open/write/close).
 const READ: &[PaperCase] = &[
-    ("ima_read_cached", "cached (clean, measured)", 4.32, None),
     (
-        "ima_read_rehash",
+        op_names::IMA_READ_CACHED,
+        "cached (clean, measured)",
+        4.32,
+        None,
+    ),
+    (
+        op_names::IMA_READ_REHASH,
         "rehash (changed, digest listed)",
         7.50,
         None,
     ),
-    ("ima_read_extend", "extend (new file)", 5430.0, None),
+    (op_names::IMA_READ_EXTEND, "extend (new file)", 5430.0, None),
 ];
 const READ_REFERENCE_US: f64 = 4.32;
 
@@ -73,7 +84,7 @@ pub fn tables(runs: &[Run], order: &[String]) -> Vec<Table> {
 }
 
 fn has_ima_ops(r: &Run) -> bool {
-    !r.passed() || median_us(r, "ima_mmap_cached").is_some()
+    !r.passed() || median_us(r, op_names::IMA_MMAP_CACHED).is_some()
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -196,9 +207,9 @@ fn case_notes(cols: &[&Run], path: Path) -> Vec<String> {
             continue;
         };
         let extend = if path == Path::Mmap {
-            "ima_mmap_extend"
+            op_names::IMA_MMAP_EXTEND
         } else {
-            "ima_read_extend"
+            op_names::IMA_READ_EXTEND
         };
         if let Some(r) = op(c, extend) {
             notes.push(extend_note(&c.config, m, r.summary.min, r.summary.max));
@@ -363,13 +374,16 @@ mod tests {
 
     fn ops(cached: f64, rehash: f64, extend: f64, hash_1m: f64) -> Vec<(&'static str, f64)> {
         let mut v = vec![
-            ("ima_mmap_cached", cached),
-            ("ima_mmap_rehash", rehash),
-            ("ima_mmap_extend", extend),
-            ("ima_hash_128k", hash_1m / 8.0),
-            ("ima_hash_1m", hash_1m),
+            (op_names::IMA_MMAP_CACHED, cached),
+            (op_names::IMA_MMAP_REHASH, rehash),
+            (op_names::IMA_MMAP_EXTEND, extend),
+            (op_names::IMA_HASH_128K, hash_1m / 8.0),
+            (op_names::IMA_HASH_1M, hash_1m),
         ];
-        v.extend([("ima_read_cached", cached), ("ima_read_rehash", rehash)]);
+        v.extend([
+            (op_names::IMA_READ_CACHED, cached),
+            (op_names::IMA_READ_REHASH, rehash),
+        ]);
         v
     }
 

@@ -10,31 +10,32 @@ use super::input::Run;
 use base::form::Form;
 use base::papers;
 use base::table::{Cell, Row, Table};
+use bench::op_names;
 
 /// (our op, case label, what the paper's load_module measurement did).
 const CASES: &[(&str, &str, &str)] = &[
     (
-        "ima_module_cached",
+        op_names::IMA_MODULE_CACHED,
         "finit_module, cached (clean, measured)",
         "no such case: no clean hit",
     ),
     (
-        "ima_module_rehash",
+        op_names::IMA_MODULE_REHASH,
         "finit_module, rehash (rewritten, digest listed)",
         "SHA1",
     ),
     (
-        "ima_module_extend",
+        op_names::IMA_MODULE_EXTEND,
         "finit_module, extend (new bytes)",
         "SHA1+extend",
     ),
     (
-        "ima_module_buffer_rehash",
+        op_names::IMA_MODULE_BUFFER_REHASH,
         "init_module buffer, same bytes (digest listed)",
         "SHA1",
     ),
     (
-        "ima_module_buffer_extend",
+        op_names::IMA_MODULE_BUFFER_EXTEND,
         "init_module buffer, extend (new bytes)",
         "SHA1+extend",
     ),
@@ -231,20 +232,20 @@ mod tests {
             "none",
             false,
             &[
-                ("ima_module_cached", 140e3),
-                ("ima_module_rehash", 141e3),
-                ("ima_module_extend", 142e3),
-                ("ima_module_buffer_rehash", 139e3),
-                ("ima_module_buffer_extend", 139e3),
+                (op_names::IMA_MODULE_CACHED, 140e3),
+                (op_names::IMA_MODULE_REHASH, 141e3),
+                (op_names::IMA_MODULE_EXTEND, 142e3),
+                (op_names::IMA_MODULE_BUFFER_REHASH, 139e3),
+                (op_names::IMA_MODULE_BUFFER_EXTEND, 139e3),
             ],
         );
         let ima = run(
             "ima",
             true,
             &[
-                ("ima_module_cached", 141e3),
-                ("ima_module_rehash", 447e3),
-                ("ima_module_extend", 450e3),
+                (op_names::IMA_MODULE_CACHED, 141e3),
+                (op_names::IMA_MODULE_REHASH, 447e3),
+                (op_names::IMA_MODULE_EXTEND, 450e3),
             ],
         );
         let t = tables(&[none, ima], &["none".into(), "ima".into()]);

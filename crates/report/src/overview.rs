@@ -4,10 +4,16 @@
 use super::forms::{self, baseline, by_kernel, drawn_cell, latest, op_cell};
 use super::input::Run;
 use base::table::{Cell, Row, Table};
+use bench::op_names;
 
 /// The ops the overview shows: a file lookup, an open, a create, a
 /// socket round trip (the papers' headline figures).
-pub const HEADLINE_OPS: &[&str] = &["stat", "open_close", "create_0k", "unix"];
+pub const HEADLINE_OPS: &[&str] = &[
+    op_names::STAT,
+    op_names::OPEN_CLOSE,
+    op_names::CREATE_0K,
+    op_names::UNIX,
+];
 
 /// One table per headline op that some run measured; none without lab
 /// cells of more than one configuration.

@@ -5,6 +5,7 @@ use super::forms::{figure_row, median, op, time_mode};
 use super::input::Run;
 use base::papers;
 use base::table::Table;
+use bench::op_names;
 
 /// The paper's Table 3: µs for N rounds on Linux (two processes) and on its
 /// system (two tasks in one address space).
@@ -29,8 +30,8 @@ fn total_us(r: &Run, op: &str) -> Option<f64> {
 fn paired_ratio(r: &Run) -> Option<f64> {
     let samples = |name: &str| -> Option<&[f64]> { Some(&op(r, name)?.samples) };
     let (p, t) = (
-        samples("yield_rounds_proc")?,
-        samples("yield_rounds_thread")?,
+        samples(op_names::YIELD_ROUNDS_PROC)?,
+        samples(op_names::YIELD_ROUNDS_THREAD)?,
     );
     if p.is_empty() || p.len() != t.len() {
         return None;
@@ -41,7 +42,11 @@ fn paired_ratio(r: &Run) -> Option<f64> {
 }
 
 fn paper(r: &Run) -> Option<(f64, f64)> {
-    if !has_pair(r, "yield_rounds_proc", "yield_rounds_thread") {
+    if !has_pair(
+        r,
+        op_names::YIELD_ROUNDS_PROC,
+        op_names::YIELD_ROUNDS_THREAD,
+    ) {
         return None;
     }
     let n = rounds(r)?;
@@ -81,8 +86,12 @@ pub fn yield_table(runs: &[&Run]) -> Option<Table> {
         .iter()
         .copied()
         .filter(|r| {
-            has_pair(r, "yield_proc", "yield_thread")
-                || has_pair(r, "yield_rounds_proc", "yield_rounds_thread")
+            has_pair(r, op_names::YIELD_PROC, op_names::YIELD_THREAD)
+                || has_pair(
+                    r,
+                    op_names::YIELD_ROUNDS_PROC,
+                    op_names::YIELD_ROUNDS_THREAD,
+                )
         })
         .collect();
     if cols.is_empty() {
@@ -112,16 +121,16 @@ pub fn yield_table(runs: &[&Run]) -> Option<Table> {
             .collect(),
         rows: vec![
             row("rounds", &|c| rounds(c).map(|n| n as f64)),
-            row("processes, N rounds (µs)", &|c| total_us(c, "yield_rounds_proc")),
-            row("threads, N rounds (µs)", &|c| total_us(c, "yield_rounds_thread")),
+            row("processes, N rounds (µs)", &|c| total_us(c, op_names::YIELD_ROUNDS_PROC)),
+            row("threads, N rounds (µs)", &|c| total_us(c, op_names::YIELD_ROUNDS_THREAD)),
             row("processes ÷ threads (paired)", &paired_ratio),
             row("the paper: Linux, N rounds (µs)", &|c| paper(c).map(|p| p.0)),
             row("the paper: one address space (µs)", &|c| paper(c).map(|p| p.1)),
             row("the paper: ratio", &|c| paper(c).map(|p| p.0 / p.1)),
-            row("processes (ns per hand-over)", &|c| median(c, "yield_proc")),
-            row("threads (ns per hand-over)", &|c| median(c, "yield_thread")),
+            row("processes (ns per hand-over)", &|c| median(c, op_names::YIELD_PROC)),
+            row("threads (ns per hand-over)", &|c| median(c, op_names::YIELD_THREAD)),
             row("processes ÷ threads (hand-over)", &|c| {
-                ratio(c, "yield_proc", "yield_thread")
+                ratio(c, op_names::YIELD_PROC, op_names::YIELD_THREAD)
             }),
             row("LSM hook calls in sched_yield (traced run)", &hooks_in_yield),
         ],

@@ -5,15 +5,16 @@ use super::forms::{op, time_mode, BASELINE};
 use super::input::Run;
 use base::papers;
 use base::table::{Cell, Row, Table};
+use bench::op_names;
 use model::bench::Latency;
 use model::identity::KernelId;
 use model::provenance::TimeMode;
 
 const OPS: [(&str, &str); 4] = [
-    ("web_c8", "8 clients"),
-    ("web_c16", "16 clients"),
-    ("web_c24", "24 clients"),
-    ("web_c32", "32 clients"),
+    (op_names::WEB_C8, "8 clients"),
+    (op_names::WEB_C16, "16 clients"),
+    (op_names::WEB_C24, "24 clients"),
+    (op_names::WEB_C32, "32 clients"),
 ];
 
 /// The paper's SELinux overhead on connection rate (UP, SMP) beside ours.

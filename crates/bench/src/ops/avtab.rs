@@ -20,12 +20,13 @@ use std::{
 use anyhow::{bail, Context, Result};
 
 use crate::op::{group, Bench, Ctx, OpDef, Unit, Work};
+use crate::op_names;
 
 pub fn ops() -> Vec<OpDef> {
     group(
         "avtab",
         Unit::NsPerOp,
-        &[("compute_av", |c| Ok(Box::new(ComputeAv::new(c)?)))],
+        &[(op_names::COMPUTE_AV, |c| Ok(Box::new(ComputeAv::new(c)?)))],
     )
 }
 

@@ -9,6 +9,7 @@ use std::{
 use anyhow::{bail, Result};
 
 use crate::op::{group, Bench, Ctx, OpDef, Unit, Work};
+use crate::op_names;
 use crate::sys::{
     fd::check,
     file::{open_nofollow, write_new},
@@ -19,7 +20,7 @@ pub fn ops() -> Vec<OpDef> {
         "files",
         Unit::NsPerOp,
         &[
-            ("create_0k", |c| Ok(Box::new(Fs::new(c, 0, false)))),
+            (op_names::CREATE_0K, |c| Ok(Box::new(Fs::new(c, 0, false)))),
             ("delete_0k", |c| Ok(Box::new(Fs::new(c, 0, true)))),
             ("create_10k", |c| Ok(Box::new(Fs::new(c, 10 * 1024, false)))),
             ("delete_10k", |c| Ok(Box::new(Fs::new(c, 10 * 1024, true)))),

@@ -21,6 +21,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::clock::{clock_overhead_ns, with_one_clock_pair};
 use crate::op::{group, Bench, Ctx, OpDef, Unit, Work};
+use crate::op_names;
 use crate::sys::fd::{check, owned};
 
 /// Where IMA counts its measurement-list entries (absent without IMA).
@@ -36,29 +37,31 @@ pub fn ops() -> Vec<OpDef> {
         "ima",
         Unit::NsPerOp,
         &[
-            ("ima_mmap_cached", |c| small(c, Mmap, Cached)),
-            ("ima_mmap_rehash", |c| small(c, Mmap, Rehash)),
-            ("ima_mmap_extend", |c| small(c, Mmap, Extend)),
-            ("ima_read_cached", |c| small(c, Read, Cached)),
-            ("ima_read_rehash", |c| small(c, Read, Rehash)),
-            ("ima_read_extend", |c| small(c, Read, Extend)),
-            ("ima_hash_512", |c| make(c, Mmap, Rehash, 512)),
-            ("ima_hash_1k", |c| make(c, Mmap, Rehash, 1 << 10)),
-            ("ima_hash_16k", |c| make(c, Mmap, Rehash, 16 << 10)),
-            ("ima_hash_128k", |c| make(c, Mmap, Rehash, 128 << 10)),
-            ("ima_hash_1m", |c| make(c, Mmap, Rehash, 1 << 20)),
+            (op_names::IMA_MMAP_CACHED, |c| small(c, Mmap, Cached)),
+            (op_names::IMA_MMAP_REHASH, |c| small(c, Mmap, Rehash)),
+            (op_names::IMA_MMAP_EXTEND, |c| small(c, Mmap, Extend)),
+            (op_names::IMA_READ_CACHED, |c| small(c, Read, Cached)),
+            (op_names::IMA_READ_REHASH, |c| small(c, Read, Rehash)),
+            (op_names::IMA_READ_EXTEND, |c| small(c, Read, Extend)),
+            (op_names::IMA_HASH_512, |c| make(c, Mmap, Rehash, 512)),
+            (op_names::IMA_HASH_1K, |c| make(c, Mmap, Rehash, 1 << 10)),
+            (op_names::IMA_HASH_16K, |c| make(c, Mmap, Rehash, 16 << 10)),
+            (op_names::IMA_HASH_128K, |c| {
+                make(c, Mmap, Rehash, 128 << 10)
+            }),
+            (op_names::IMA_HASH_1M, |c| make(c, Mmap, Rehash, 1 << 20)),
         ],
     )
 }
 
 /// File sizes of the hashing table with their ops (2 B is `ima_mmap_rehash`).
 pub const HASH_SIZES: &[(&str, usize)] = &[
-    ("ima_mmap_rehash", SMALL_FILE_BYTES),
-    ("ima_hash_512", 512),
-    ("ima_hash_1k", 1 << 10),
-    ("ima_hash_16k", 16 << 10),
-    ("ima_hash_128k", 128 << 10),
-    ("ima_hash_1m", 1 << 20),
+    (op_names::IMA_MMAP_REHASH, SMALL_FILE_BYTES),
+    (op_names::IMA_HASH_512, 512),
+    (op_names::IMA_HASH_1K, 1 << 10),
+    (op_names::IMA_HASH_16K, 16 << 10),
+    (op_names::IMA_HASH_128K, 128 << 10),
+    (op_names::IMA_HASH_1M, 1 << 20),
 ];
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -9,6 +9,7 @@ use std::{
 use anyhow::{bail, Context, Result};
 
 use crate::op::{group, Bench, Ctx, OpDef, Unit, Work};
+use crate::op_names;
 use crate::sys::{
     child::{self, Child, WithEnds},
     fd::{close_in_child, pipe, read_full, socketpair, write_full},
@@ -21,7 +22,7 @@ pub fn ops() -> Vec<OpDef> {
         Unit::NsPerOp,
         &[
             ("pipe", |_| Ok(Box::new(PingPong::new(Kind::Pipe)?))),
-            ("unix", |_| Ok(Box::new(PingPong::new(Kind::Unix)?))),
+            (op_names::UNIX, |_| Ok(Box::new(PingPong::new(Kind::Unix)?))),
             ("tcp", |_| Ok(Box::new(PingPong::new(Kind::Tcp)?))),
             ("udp", |_| Ok(Box::new(PingPong::new(Kind::Udp)?))),
             ("tcp_connect", |_| Ok(Box::new(Connect::new()?))),

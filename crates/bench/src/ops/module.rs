@@ -34,6 +34,7 @@ use anyhow::{bail, Context, Result};
 use super::ima::{check_pcr10, close, cpath, ListState};
 use crate::clock::{clock_overhead_ns, with_one_clock_pair};
 use crate::op::{group, Bench, Ctx, OpDef, Unit, Work};
+use crate::op_names;
 use crate::sys::fd::{check, owned};
 use model::provenance::TEST_MODULE_DIR;
 
@@ -52,11 +53,15 @@ pub fn ops() -> Vec<OpDef> {
         "ima",
         Unit::NsPerOp,
         &[
-            ("ima_module_cached", |c| make(c, File, Cached)),
-            ("ima_module_rehash", |c| make(c, File, Rehash)),
-            ("ima_module_extend", |c| make(c, File, Extend)),
-            ("ima_module_buffer_rehash", |c| make(c, Buffer, Rehash)),
-            ("ima_module_buffer_extend", |c| make(c, Buffer, Extend)),
+            (op_names::IMA_MODULE_CACHED, |c| make(c, File, Cached)),
+            (op_names::IMA_MODULE_REHASH, |c| make(c, File, Rehash)),
+            (op_names::IMA_MODULE_EXTEND, |c| make(c, File, Extend)),
+            (op_names::IMA_MODULE_BUFFER_REHASH, |c| {
+                make(c, Buffer, Rehash)
+            }),
+            (op_names::IMA_MODULE_BUFFER_EXTEND, |c| {
+                make(c, Buffer, Extend)
+            }),
         ],
     )
 }

@@ -7,6 +7,7 @@ use std::{
 use anyhow::{bail, Result};
 
 use crate::op::{group, Bench, Ctx, OpDef, Unit, Work};
+use crate::op_names;
 use crate::sys::{
     fd::{check, owned},
     file::write_new,
@@ -20,9 +21,9 @@ pub fn ops() -> Vec<OpDef> {
             ("null", |_| Ok(Box::new(Null))),
             ("read", |_| Ok(Box::new(Rw::open("/dev/zero", false)?))),
             ("write", |_| Ok(Box::new(Rw::open("/dev/null", true)?))),
-            ("stat", |c| Ok(Box::new(Stat::new(c)?))),
+            (op_names::STAT, |c| Ok(Box::new(Stat::new(c)?))),
             ("fstat", |c| Ok(Box::new(Fstat::new(c)?))),
-            ("open_close", |c| Ok(Box::new(OpenClose::new(c)?))),
+            (op_names::OPEN_CLOSE, |c| Ok(Box::new(OpenClose::new(c)?))),
         ],
     )
 }

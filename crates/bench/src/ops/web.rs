@@ -23,6 +23,7 @@ use std::{
 use anyhow::{anyhow, bail, Context, Result};
 
 use crate::op::{group, Bench, OpDef, Unit, Work};
+use crate::op_names;
 
 /// Where the server listens (loopback only).
 pub const ADDR: &str = "127.0.0.1:8080";
@@ -42,10 +43,10 @@ pub fn ops() -> Vec<OpDef> {
         "web",
         Unit::NsPerOp,
         &[
-            ("web_c8", |_| Ok(Box::new(Web::new(8)?))),
-            ("web_c16", |_| Ok(Box::new(Web::new(16)?))),
-            ("web_c24", |_| Ok(Box::new(Web::new(24)?))),
-            ("web_c32", |_| Ok(Box::new(Web::new(32)?))),
+            (op_names::WEB_C8, |_| Ok(Box::new(Web::new(8)?))),
+            (op_names::WEB_C16, |_| Ok(Box::new(Web::new(16)?))),
+            (op_names::WEB_C24, |_| Ok(Box::new(Web::new(24)?))),
+            (op_names::WEB_C32, |_| Ok(Box::new(Web::new(32)?))),
         ],
     )
 }

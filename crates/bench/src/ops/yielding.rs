@@ -8,6 +8,7 @@ use anyhow::{bail, Result};
 
 use super::process::{pin, switches, this_cpu, unpin, PAGE};
 use crate::op::{group, Bench, OpDef, Unit, Work, YIELD_GROUP};
+use crate::op_names;
 use crate::sys::child;
 
 pub fn ops() -> Vec<OpDef> {
@@ -15,12 +16,16 @@ pub fn ops() -> Vec<OpDef> {
         YIELD_GROUP,
         Unit::NsPerOp,
         &[
-            ("yield_proc", |_| Ok(Box::new(Yield { threads: false }))),
-            ("yield_thread", |_| Ok(Box::new(Yield { threads: true }))),
-            ("yield_rounds_proc", |_| {
+            (op_names::YIELD_PROC, |_| {
+                Ok(Box::new(Yield { threads: false }))
+            }),
+            (op_names::YIELD_THREAD, |_| {
+                Ok(Box::new(Yield { threads: true }))
+            }),
+            (op_names::YIELD_ROUNDS_PROC, |_| {
                 Ok(Box::new(Rounds { threads: false }))
             }),
-            ("yield_rounds_thread", |_| {
+            (op_names::YIELD_ROUNDS_THREAD, |_| {
                 Ok(Box::new(Rounds { threads: true }))
             }),
         ],
