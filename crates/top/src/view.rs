@@ -55,19 +55,52 @@ fn status(s: &Screen) -> Line<'static> {
     Line::from(text)
 }
 
+/// One column of the table: its header, its width and its cell.
+struct Column {
+    header: &'static str,
+    width: Constraint,
+    cell: fn(&Row) -> String,
+}
+
+/// The table's columns, declared once.
+const COLUMNS: [Column; 6] = [
+    Column {
+        header: "HOOK",
+        width: Constraint::Min(24),
+        cell: |r| match &r.lsm {
+            Some(l) => format!("{l}:{}", r.hook),
+            None => r.hook.clone(),
+        },
+    },
+    Column {
+        header: "CALLS/S",
+        width: Constraint::Length(9),
+        cell: |r| rate(r.calls_per_s),
+    },
+    Column {
+        header: "AVG",
+        width: Constraint::Length(9),
+        cell: |r| ns(r.ave_ns),
+    },
+    Column {
+        header: "P99",
+        width: Constraint::Length(9),
+        cell: |r| ns(r.p99_ns.map(|v| v as f64)),
+    },
+    Column {
+        header: "DENY/S",
+        width: Constraint::Length(8),
+        cell: |r| r.deny_per_s.map(rate).unwrap_or_else(|| "-".into()),
+    },
+    Column {
+        header: "TIME%",
+        width: Constraint::Length(8),
+        cell: |r| format!("{:.2}%", r.share * 100.0),
+    },
+];
+
 fn table_row(r: &Row) -> TableRow<'static> {
-    let name = match &r.lsm {
-        Some(l) => format!("{l}:{}", r.hook),
-        None => r.hook.clone(),
-    };
-    TableRow::new(vec![
-        Cell::from(name),
-        Cell::from(rate(r.calls_per_s)),
-        Cell::from(ns(r.ave_ns)),
-        Cell::from(ns(r.p99_ns.map(|v| v as f64))),
-        Cell::from(r.deny_per_s.map(rate).unwrap_or_else(|| "-".into())),
-        Cell::from(format!("{:.2}%", r.share * 100.0)),
-    ])
+    TableRow::new(COLUMNS.iter().map(|c| Cell::from((c.cell)(r))))
 }
 
 pub fn draw(f: &mut Frame, s: &Screen) {
@@ -90,15 +123,8 @@ pub fn draw(f: &mut Frame, s: &Screen) {
         title,
     );
     f.render_widget(Paragraph::new(status(s)), status_area);
-    let header = TableRow::new(["HOOK", "CALLS/S", "AVG", "P99", "DENY/S", "TIME%"]).style(bold);
-    let widths = [
-        Constraint::Min(24),
-        Constraint::Length(9),
-        Constraint::Length(9),
-        Constraint::Length(9),
-        Constraint::Length(8),
-        Constraint::Length(8),
-    ];
+    let header = TableRow::new(COLUMNS.map(|c| c.header)).style(bold);
+    let widths = COLUMNS.map(|c| c.width);
     let rows = s.rows.iter().map(table_row);
     f.render_widget(Table::new(rows, widths).header(header), table);
     let help = "s sort  / filter  p pause  r reset  q quit";
