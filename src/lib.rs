@@ -7,8 +7,9 @@
 //! - [`base`], [`model`]: errors, checked files, parsing, provenance, the
 //!   table model; the typed result model every reader and writer shares;
 //! - engines: [`vm`] (Debian kernels in QEMU), [`trace`] (every LSM hook timed
-//!   with eBPF), [`bench`] (the microbenchmarks), [`mac`] (the reference MACs),
-//!   [`serve`] and [`top`] (the tracer's exporter and live view);
+//!   with eBPF), [`bench`] (the microbenchmarks), [`mac`] (the reference MACs);
+//! - the tracer's front ends: [`serve`] (its Prometheus exporter) and [`top`]
+//!   (its live view);
 //! - [`lab`]: secure OSes × kernels in guests, cell by cell;
 //! - [`report`]: the papers' tables, charts and `compare`, from results;
 //! - [`cli`]: every subcommand's entry point; `main.rs` only calls it.

@@ -31,9 +31,7 @@ fn rank(name: &str) -> Option<usize> {
     LAYERS.iter().position(|(_, crates)| crates.contains(&name))
 }
 
-/// Each workspace crate -> the workspace crates it depends on, by kind
-/// ("normal", "dev", "build").
-fn graph() -> BTreeMap<String, Vec<(String, String)>> {
+fn metadata() -> serde_json::Value {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .args([
@@ -51,7 +49,13 @@ fn graph() -> BTreeMap<String, Vec<(String, String)>> {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Each workspace crate -> the workspace crates it depends on, by kind
+/// ("normal", "dev", "build").
+fn graph() -> BTreeMap<String, Vec<(String, String)>> {
+    let meta = metadata();
     let mut graph = BTreeMap::new();
     for pkg in meta["packages"].as_array().unwrap() {
         let deps = pkg["dependencies"].as_array().unwrap();
@@ -96,6 +100,31 @@ fn every_crate_has_a_layer_and_depends_only_on_layers_below_it() {
         "a crate of LAYERS is not in the workspace: {:?}",
         graph.keys()
     );
+}
+
+/// `cargo build`, `test` and `clippy` without `-p` cover every layer (the
+/// build scripts' helper is built for the host only).
+#[test]
+fn every_layer_is_a_default_member() {
+    let meta = metadata();
+    let names: std::collections::HashMap<&str, &str> = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
+        .collect();
+    let defaults: Vec<&str> = meta["workspace_default_members"]
+        .as_array()
+        .expect("cargo metadata lists the default members (cargo 1.71+)")
+        .iter()
+        .map(|id| names[id.as_str().unwrap()])
+        .collect();
+    for (_, crates) in LAYERS {
+        for name in *crates {
+            assert!(defaults.contains(name), "{name} is not in default-members");
+        }
+    }
+    assert!(!defaults.contains(&BUILD_HELPER));
 }
 
 /// The graph as docs/layers.txt shows it: layers top down, each crate with

@@ -81,8 +81,8 @@ mod tests {
             let have = std::fs::read_to_string(&path).unwrap_or_default();
             assert!(
                 have == want,
-                "schema/{file} differs from the types in src/model: \
-                 rewrite it with LSMPMON_WRITE_SCHEMA=1 cargo test --lib model::schema"
+                "schema/{file} differs from the types in crates/model/src: \
+                 rewrite it with LSMPMON_WRITE_SCHEMA=1 cargo test -p lsmpmon-model --lib schema"
             );
         }
     }

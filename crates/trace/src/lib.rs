@@ -291,46 +291,22 @@ fn choose_method(
     kbtf: &btf::KernelBtf,
     kfuncs: &Kfuncs,
 ) -> Result<choose::Choice> {
-    let mut offer = choose::Offer::read(kbtf, kfuncs, kernel_version());
-    // --count-only is one fexit program (per hook, or a 7.x multi-link):
-    // the kprobe methods have no counting probe.
-    let asked = args.method.family();
-    if args.count_only && asked.is_some_and(|f| !f.counts) {
-        return Err(usage(
-            "--count-only has no kprobe program: use --method auto or fentry-fexit",
-        ));
-    }
+    let offer = choose::Offer::read(kbtf, kfuncs, kernel_version());
     if args.weigh.is_some() && !args.method.is_auto() {
         return Err(usage(
             "--weigh only applies to --method auto: drop --weigh or --method",
         ));
     }
-    if args.syscall_time && asked.is_some_and(|f| !f.syscall_time) {
-        return Err(usage(
-            "--syscall-time needs fentry tracing: use --method auto or fentry-fexit",
-        ));
-    }
-    if args.count_only {
-        offer.kprobe_multi = false;
-        offer.kprobe_session = None;
-    }
     // The method is in the result (probe.method, the text's probe line): a
     // trace refused a moment later prints its one line and nothing else.
     let weigh = choose::Weigh::of(args.weigh, args.expected_s);
-    let choice = choose::choose(&offer, args.method, weigh)?;
-    let family = choice.method.family;
-    if !family.counts && args.count_only {
-        return Err(usage(
-            "--count-only needs kernel 5.17 or later (fexit tracing): trace without it",
-        ));
-    }
-    if family.is(&attach::KPROBE) && args.method.is_auto() {
+    let wants = choose::Wants {
+        count_only: args.count_only,
+        syscall_time: args.syscall_time,
+    };
+    let choice = choose::choose(&offer, args.method, weigh, wants)?;
+    if choice.method.family.is(&attach::KPROBE) && args.method.is_auto() {
         base::say!("lsmpmon: this kernel lacks bpf_get_func_ret() (5.17): falling back to kprobe/kretprobe");
-    }
-    if !family.syscall_time && args.syscall_time {
-        return Err(usage(
-            "--syscall-time needs kernel 5.17 or later (fentry tracing)",
-        ));
     }
     Ok(choice)
 }

@@ -129,6 +129,7 @@ impl Weighed {
 
 const PER_CALL_REASON: &str = "dearer per call than fentry/fexit";
 
+#[derive(Debug)]
 pub struct Choice {
     pub method: Chosen,
     /// Why `auto` took it, where the kernel offered a choice.
@@ -188,7 +189,43 @@ impl Offer {
     }
 }
 
-pub fn choose(offer: &Offer, arg: MethodArg, w: Weighed) -> Result<Choice> {
+/// What the trace needs of its method beyond timing each call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Wants {
+    /// `--count-only`: one counting fexit program.
+    pub count_only: bool,
+    /// `--syscall-time`: fentry tracing of the syscall.
+    pub syscall_time: bool,
+}
+
+impl Wants {
+    /// Why `family` cannot serve this trace (asked for by name, and not).
+    fn lacking(self, family: &Family) -> Option<(&'static str, &'static str)> {
+        if self.count_only && !family.counts {
+            return Some((
+                "--count-only has no kprobe program: use --method auto or fentry-fexit",
+                "no counting program (--count-only)",
+            ));
+        }
+        if self.syscall_time && !family.syscall_time {
+            return Some((
+                "--syscall-time needs fentry tracing: use --method auto or fentry-fexit",
+                "no syscall timing (--syscall-time)",
+            ));
+        }
+        None
+    }
+
+    /// When no method the kernel offers can serve this trace.
+    fn unmet(self) -> &'static str {
+        match self.count_only {
+            true => "--count-only needs kernel 5.17 or later (fexit tracing): trace without it",
+            false => "--syscall-time needs kernel 5.17 or later (fentry tracing)",
+        }
+    }
+}
+
+pub fn choose(offer: &Offer, arg: MethodArg, w: Weighed, wants: Wants) -> Result<Choice> {
     let per_call = arg.is_auto() && w.weigh == Weigh::PerCall && offer.func_ret;
     let dearer = w.why(PER_CALL_REASON);
     let not_asked = format!("not asked for (--method {})", arg.name());
@@ -198,6 +235,13 @@ pub fn choose(offer: &Offer, arg: MethodArg, w: Weighed) -> Result<Choice> {
         let asked = arg.family().is_some_and(|a| a.is(family));
         if !arg.is_auto() && !asked {
             not_used.push(passed(family.name, &not_asked));
+            continue;
+        }
+        if let Some((refusal, reason)) = wants.lacking(family) {
+            if asked {
+                return Err(usage(refusal));
+            }
+            not_used.push(passed(family.name, reason));
             continue;
         }
         match (family.offered)(offer) {
@@ -215,11 +259,14 @@ pub fn choose(offer: &Offer, arg: MethodArg, w: Weighed) -> Result<Choice> {
                     not_used,
                 });
             }
+            Err(_) if asked && wants != Wants::default() => return Err(usage(wants.unmet())),
             Err(_) if asked => return Err(usage(family.refused_missing)),
             Err(reason) => not_used.push(passed(family.name, reason)),
         }
     }
-    anyhow::bail!("this kernel offers no attach method lsmpmon knows")
+    // Only a trace no method could serve gets here: the last method
+    // (kprobe/kretprobe) is on every kernel.
+    Err(usage(wants.unmet()))
 }
 
 fn passed(method: &str, reason: &str) -> NotUsed {
@@ -275,15 +322,33 @@ mod tests {
 
     #[test]
     fn the_order_is_multi_session_session_fentry_kprobe() {
-        let c = choose(&offer(Some(61), Some(58), true), MethodArg::AUTO, SHORT).unwrap();
+        let c = choose(
+            &offer(Some(61), Some(58), true),
+            MethodArg::AUTO,
+            SHORT,
+            Wants::default(),
+        )
+        .unwrap();
         assert_eq!(c.method, MultiSession(61, 58));
         assert!(c.not_used.is_empty());
 
-        let c = choose(&offer(None, Some(58), true), MethodArg::AUTO, SHORT).unwrap();
+        let c = choose(
+            &offer(None, Some(58), true),
+            MethodArg::AUTO,
+            SHORT,
+            Wants::default(),
+        )
+        .unwrap();
         assert_eq!(c.method, chosen(&session::FAMILY, 58));
         assert!(c.not_used[0].reason.contains("no BPF_TRACE_FSESSION_MULTI"));
 
-        let c = choose(&offer(None, None, true), MethodArg::AUTO, SHORT).unwrap();
+        let c = choose(
+            &offer(None, None, true),
+            MethodArg::AUTO,
+            SHORT,
+            Wants::default(),
+        )
+        .unwrap();
         assert_eq!(c.method, chosen(&fentry::FAMILY, 0));
         let names: Vec<&str> = c.not_used.iter().map(|n| n.method.as_str()).collect();
         assert_eq!(
@@ -292,7 +357,13 @@ mod tests {
         );
         assert!(c.not_used[2].reason.contains("CONFIG_FPROBE"));
 
-        let c = choose(&offer(None, None, false), MethodArg::AUTO, SHORT).unwrap();
+        let c = choose(
+            &offer(None, None, false),
+            MethodArg::AUTO,
+            SHORT,
+            Wants::default(),
+        )
+        .unwrap();
         assert_eq!(c.method, chosen(&kprobe::FAMILY, 0));
         assert_eq!(c.not_used.len(), 5);
     }
@@ -300,7 +371,7 @@ mod tests {
     #[test]
     fn kprobes_are_used_where_asked_for_even_with_fexit_at_hand() {
         for o in [offer(Some(61), Some(58), true), offer(None, None, true)] {
-            let c = choose(&o, by_name(&kprobe::FAMILY), LONG).unwrap();
+            let c = choose(&o, by_name(&kprobe::FAMILY), LONG, Wants::default()).unwrap();
             assert_eq!((c.method, c.why), (chosen(&kprobe::FAMILY, 0), None));
             assert_eq!(c.not_used.len(), 5);
             assert!(c
@@ -316,6 +387,7 @@ mod tests {
             &offer(Some(61), Some(58), true),
             by_name(&fentry::FAMILY),
             SHORT,
+            Wants::default(),
         )
         .unwrap();
         assert_eq!(c.method, chosen(&fentry::FAMILY, 0));
@@ -324,12 +396,25 @@ mod tests {
             &offer(Some(61), Some(58), true),
             by_name(&session::FAMILY),
             SHORT,
+            Wants::default(),
         )
         .unwrap();
         assert_eq!(c.method, chosen(&session::FAMILY, 58));
         assert!(c.not_used[0].reason.contains("not asked for"));
-        assert!(choose(&offer(None, None, true), by_name(&session::FAMILY), SHORT).is_err());
-        assert!(choose(&offer(None, Some(58), true), by_name(&multi::FAMILY), SHORT).is_err());
+        assert!(choose(
+            &offer(None, None, true),
+            by_name(&session::FAMILY),
+            SHORT,
+            Wants::default()
+        )
+        .is_err());
+        assert!(choose(
+            &offer(None, Some(58), true),
+            by_name(&multi::FAMILY),
+            SHORT,
+            Wants::default()
+        )
+        .is_err());
     }
 
     /// 6.12: kprobe.multi and kprobe sessions, no tracing session programs.
@@ -344,37 +429,49 @@ mod tests {
     #[test]
     fn kprobe_links_come_after_the_session_multi_link_and_are_weighed() {
         let o = kprobe_offer(Some(56));
-        let short = choose(&o, MethodArg::AUTO, SHORT).unwrap();
+        let short = choose(&o, MethodArg::AUTO, SHORT, Wants::default()).unwrap();
         assert_eq!(short.method, chosen(&kmulti::SESSION, 56));
         assert!(short.why.unwrap().contains("attach time"));
         let names: Vec<&str> = short.not_used.iter().map(|n| n.method.as_str()).collect();
         assert_eq!(names, ["multi session"]);
         // Without sessions (5.18 .. 6.9): the kprobe.multi link pair.
-        let pair = choose(&kprobe_offer(None), MethodArg::AUTO, SHORT).unwrap();
+        let pair = choose(
+            &kprobe_offer(None),
+            MethodArg::AUTO,
+            SHORT,
+            Wants::default(),
+        )
+        .unwrap();
         assert_eq!(pair.method, chosen(&kmulti::PAIR, 0));
         assert!(pair.not_used[1].reason.contains("no kprobe sessions"));
-        let long = choose(&o, MethodArg::AUTO, LONG).unwrap();
+        let long = choose(&o, MethodArg::AUTO, LONG, Wants::default()).unwrap();
         assert_eq!(long.method, chosen(&fentry::FAMILY, 0));
         assert!(long.why.unwrap().contains("cost per call"));
         for n in &long.not_used[1..3] {
             assert!(n.reason.contains("cost per call"), "{}", n.reason);
         }
         // Asked for by name: used whatever the trace's length, or refused.
-        let asked = choose(&o, by_name(&kmulti::PAIR), LONG).unwrap();
+        let asked = choose(&o, by_name(&kmulti::PAIR), LONG, Wants::default()).unwrap();
         assert_eq!((asked.method, asked.why), (chosen(&kmulti::PAIR, 0), None));
         assert!(asked.not_used[1].reason.contains("not asked for"));
-        let fentry = choose(&o, by_name(&fentry::FAMILY), SHORT).unwrap();
+        let fentry = choose(&o, by_name(&fentry::FAMILY), SHORT, Wants::default()).unwrap();
         assert!(fentry.not_used[2].reason.contains("not asked for"));
         let none = offer(None, None, true);
-        assert!(choose(&none, by_name(&kmulti::PAIR), SHORT).is_err());
-        assert!(choose(&kprobe_offer(None), by_name(&kmulti::SESSION), SHORT).is_err());
+        assert!(choose(&none, by_name(&kmulti::PAIR), SHORT, Wants::default()).is_err());
+        assert!(choose(
+            &kprobe_offer(None),
+            by_name(&kmulti::SESSION),
+            SHORT,
+            Wants::default()
+        )
+        .is_err());
         // Where the session multi-link exists (7.x), it comes first.
         let both = Offer {
             kprobe_multi: true,
             kprobe_session: Some(56),
             ..offer(Some(61), Some(58), true)
         };
-        let c = choose(&both, MethodArg::AUTO, SHORT).unwrap();
+        let c = choose(&both, MethodArg::AUTO, SHORT, Wants::default()).unwrap();
         assert!(c.method.family.is(&multi::FAMILY));
     }
 
@@ -399,10 +496,10 @@ mod tests {
             kprobe_session: Some(56),
             ..offer(Some(61), Some(58), true)
         };
-        let short = choose(&o, MethodArg::AUTO, SHORT).unwrap();
+        let short = choose(&o, MethodArg::AUTO, SHORT, Wants::default()).unwrap();
         assert_eq!(short.fexit_multi, Some(62));
         assert!(short.why.unwrap().contains("attach time"));
-        let long = choose(&o, MethodArg::AUTO, LONG).unwrap();
+        let long = choose(&o, MethodArg::AUTO, LONG, Wants::default()).unwrap();
         assert_eq!(long.method, chosen(&fentry::FAMILY, 0));
         assert!(long.why.unwrap().contains("cost per call"));
         let reasons: Vec<&str> = long.not_used.iter().map(|n| n.reason.as_str()).collect();
@@ -411,10 +508,56 @@ mod tests {
             "{reasons:?}"
         );
         // Asked for by name, or nothing to weigh: as before.
-        let asked = choose(&o, by_name(&multi::FAMILY), LONG).unwrap();
+        let asked = choose(&o, by_name(&multi::FAMILY), LONG, Wants::default()).unwrap();
         assert!(asked.method.family.is(&multi::FAMILY) && asked.why.is_none());
-        let plain = choose(&offer(None, None, true), MethodArg::AUTO, LONG).unwrap();
+        let plain = choose(
+            &offer(None, None, true),
+            MethodArg::AUTO,
+            LONG,
+            Wants::default(),
+        )
+        .unwrap();
         assert_eq!(plain.method, chosen(&fentry::FAMILY, 0));
         assert!(plain.why.is_none());
+    }
+
+    #[test]
+    fn what_the_trace_wants_passes_over_methods_that_cannot_serve_it() {
+        let count = Wants {
+            count_only: true,
+            ..Wants::default()
+        };
+        // 6.12: the kprobe links have no counting program, fentry/fexit counts.
+        let c = choose(&kprobe_offer(Some(56)), MethodArg::AUTO, SHORT, count).unwrap();
+        assert_eq!(c.method, chosen(&fentry::FAMILY, 0));
+        assert!(
+            c.not_used[1].reason.contains("--count-only"),
+            "{:?}",
+            c.not_used
+        );
+        assert!(
+            c.not_used[2].reason.contains("--count-only"),
+            "{:?}",
+            c.not_used
+        );
+        // Asked for by name: refused in one line.
+        let e = choose(&kprobe_offer(None), by_name(&kmulti::PAIR), SHORT, count).unwrap_err();
+        assert!(e.to_string().contains("has no kprobe program"), "{e}");
+        // Before 5.17 nothing counts or times syscalls: the version is the reason.
+        let old = offer(None, None, false);
+        let e = choose(&old, MethodArg::AUTO, SHORT, count).unwrap_err();
+        assert!(e.to_string().contains("needs kernel 5.17"), "{e}");
+        let syscall = Wants {
+            syscall_time: true,
+            ..Wants::default()
+        };
+        let e = choose(&old, by_name(&fentry::FAMILY), SHORT, syscall).unwrap_err();
+        assert!(e.to_string().contains("needs kernel 5.17"), "{e}");
+        // Without such needs, fentry/fexit asked for before 5.17 is refused
+        // and names what to do.
+        let e = choose(&old, by_name(&fentry::FAMILY), SHORT, Wants::default()).unwrap_err();
+        assert!(e.to_string().contains("use --method auto or kprobe"), "{e}");
+        let k = choose(&old, MethodArg::AUTO, SHORT, Wants::default()).unwrap();
+        assert_eq!(k.method, chosen(&kprobe::FAMILY, 0));
     }
 }

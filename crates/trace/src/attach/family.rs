@@ -1,8 +1,10 @@
 //! Every attach method declared once, in `auto`'s order: what `--method`
 //! and the result call it, what the kernel must offer for it, how `auto`
 //! weighs it, its programs and how its probes are built. Adding a method is
-//! a file with its [`Method`] implementation and its `FAMILY`, and one line
-//! in [`FAMILIES`].
+//! a file with its [`Method`] implementation and its `FAMILY`, its `mod` line
+//! in attach/mod.rs and its line in [`FAMILIES`]; a method that needs a kernel
+//! feature no other method reads also adds that feature to choose.rs's
+//! `Offer`, and its programs go in a bpf/ file of their own.
 use anyhow::Result;
 
 use super::choose::Offer;

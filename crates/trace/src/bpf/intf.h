@@ -44,7 +44,7 @@ enum lsmpmon_limits {
 
 /*
  * Per-hook constants are not looked up at run time: each program copy is
- * loaded with them patched in (trace/attach.rs). Each is a 64-bit immediate
+ * loaded with them patched in (attach/consts.rs). Each is a 64-bit immediate
  * whose upper half is one of these markers; the lower half holds the value,
  * 0 in the template.
  */
@@ -94,7 +94,7 @@ enum lsmpmon_multi_cookie {
  * them. Compiled as calls of helpers with these ids, which no kernel has, in
  * code the template's constants make dead; each loaded copy has them turned
  * into calls of the kfunc by the BTF id the running kernel gives it
- * (trace/attach.rs).
+ * (attach/template.rs).
  */
 enum lsmpmon_kfunc {
 	LSMPMON_KFUNC_PREEMPT_DISABLE = 0x7ff0c001,
