@@ -15,6 +15,12 @@ pub struct ServeArgs {
     /// syscall × hook; cpu = per CPU × hook.
     #[arg(long, value_enum, value_delimiter = ',')]
     pub by: Vec<By>,
+    /// Series for every attached hook, called or not (default: only the
+    /// hooks called since serve started, the ones a fleet needs; each adds
+    /// its series at its first call; lsmpmon_hooks_attached and
+    /// lsmpmon_hooks_called count them).
+    #[arg(long)]
+    pub all_hooks: bool,
     /// Clients served at once; more connections are closed at once.
     #[arg(long, default_value_t = 1024,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=16384))]

@@ -45,6 +45,7 @@ pub fn main(args: ServeArgs) -> Result<i32> {
     let breakdown = metrics::Breakdown {
         syscall: args.by.contains(&By::Syscall),
         cpu: args.by.contains(&By::Cpu),
+        all_hooks: args.all_hooks,
     };
     live::attached(&args.engine, Reset::Refused(NO_RESET), |live| {
         let (asks, scrapes) = mpsc::channel();

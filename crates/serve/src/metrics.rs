@@ -17,13 +17,15 @@ pub const LE_NS: [u64; 22] = {
     b
 };
 
-/// Breakdowns beyond one series set a hook, only when asked (`--by`).
+/// Series beyond one set for each hook called, only when asked.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Breakdown {
-    /// Hook calls and time per syscall × hook.
+    /// Hook calls and time per syscall × hook (`--by syscall`).
     pub syscall: bool,
-    /// Hook calls and time per CPU × hook.
+    /// Hook calls and time per CPU × hook (`--by cpu`).
     pub cpu: bool,
+    /// A series set for every attached hook, called or not (`--all-hooks`).
+    pub all_hooks: bool,
 }
 
 /// The exporter's own figures for this scrape.
@@ -259,6 +261,13 @@ fn engine_families(out: &mut Families, r: &TraceResult, own: Own) {
         Gauge,
         gauge(p.hooks_attached),
     );
+    let called = r.hooks.iter().filter(|h| h.calls > 0).count();
+    out.add(
+        "lsmpmon_hooks_called",
+        "Hook functions called since serve started: those with series (all attached ones with --all-hooks).",
+        Gauge,
+        gauge(called),
+    );
     let help = "Probe runs the kernel skipped (recursion), all hooks together.";
     out.add(
         "lsmpmon_recursion_misses_total",
@@ -296,9 +305,11 @@ pub fn families(
         timed,
         histograms: timed && !r.options.lean,
     };
+    let shown = |h: &HookResult| by.all_hooks || h.calls > 0;
     let hooks: Vec<Row> = r
         .hooks
         .iter()
+        .filter(|h| shown(h))
         .map(|h| Row {
             labels: vec![("hook", h.hook.as_str())],
             stats: h,
@@ -308,6 +319,7 @@ pub fn families(
     let functions: Vec<Row> = r
         .per_lsm
         .iter()
+        .filter(|l| shown(&l.stats))
         .map(|l| Row {
             labels: vec![
                 ("lsm", l.lsm.as_str()),
@@ -468,6 +480,7 @@ mod tests {
             Breakdown {
                 syscall: true,
                 cpu: false,
+                ..Breakdown::default()
             },
         );
         let cells: usize = r.syscalls.iter().map(|s| s.hooks.len()).sum();
@@ -505,6 +518,7 @@ mod tests {
         let by = Breakdown {
             syscall: false,
             cpu: true,
+            ..Breakdown::default()
         };
         let text = exposition(&r, by);
         let on = |cpu: u32| {
@@ -544,7 +558,7 @@ mod tests {
         let r = fixture();
         let text = exposition(&r, Breakdown::default());
         let rows = r.hooks.len() + r.per_lsm.len();
-        let engine = 8;
+        let engine = 9;
         assert!(series_count(&text) <= engine + rows * (5 + 3 + LE_NS.len() + 3));
         assert!(series_count(&text) >= engine + rows * (5 + LE_NS.len() + 3));
     }
@@ -559,6 +573,7 @@ mod tests {
             Breakdown {
                 syscall: true,
                 cpu: false,
+                ..Breakdown::default()
             },
         );
         let mut child = std::process::Command::new("promtool")
@@ -578,5 +593,47 @@ mod tests {
         let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "promtool: {said}");
         assert!(said.trim().is_empty(), "promtool: {said}");
+    }
+
+    #[test]
+    fn only_called_hooks_get_series_unless_all_are_asked_for() {
+        let mut r = fixture();
+        // An attached hook nothing called: a trace's table keeps it with 0s.
+        let mut never = r.hooks[0].clone();
+        never.hook = "sb_pivotroot".into();
+        (never.calls, never.count, never.cs_count, never.sum_ns) = (0, 0, 0, 0);
+        (never.deny, never.allow, never.hist) = (Some(0), Some(0), vec![]);
+        r.hooks.push(never);
+        let idle = r.hooks.iter().filter(|h| h.calls == 0).count();
+        let called = r.hooks.len() - idle;
+        assert!(idle > 0 && called > 0, "the fixture has both");
+        let text = exposition(&r, Breakdown::default());
+        let all = exposition(
+            &r,
+            Breakdown {
+                all_hooks: true,
+                ..Breakdown::default()
+            },
+        );
+        let hooks_with_calls_series = |text: &str| {
+            text.lines()
+                .filter(|l| l.starts_with("lsmpmon_hook_calls_total{"))
+                .count()
+        };
+        assert_eq!(hooks_with_calls_series(&text), called);
+        assert_eq!(hooks_with_calls_series(&all), r.hooks.len());
+        let never = r.hooks.iter().find(|h| h.calls == 0).unwrap();
+        let label = format!("hook=\"{}\"", never.hook);
+        assert!(!text.contains(&label), "{label}");
+        assert!(all.contains(&label), "{label}");
+        // What was attached and what was called stay counted either way.
+        for t in [&text, &all] {
+            assert_eq!(value(t, "lsmpmon_hooks_called"), called as f64);
+            assert_eq!(
+                value(t, "lsmpmon_hooks_attached"),
+                r.probe.hooks_attached as f64
+            );
+        }
+        assert!(series_count(&text) < series_count(&all));
     }
 }
