@@ -259,7 +259,10 @@ pub fn choose(offer: &Offer, arg: MethodArg, w: Weighed, wants: Wants) -> Result
                     not_used,
                 });
             }
-            Err(_) if asked && wants != Wants::default() => return Err(usage(wants.unmet())),
+            // Before 5.17 no method counts or times syscalls: say so, not "use kprobe".
+            Err(_) if asked && wants != Wants::default() && !offer.func_ret => {
+                return Err(usage(wants.unmet()))
+            }
             Err(_) if asked => return Err(usage(family.refused_missing)),
             Err(reason) => not_used.push(passed(family.name, reason)),
         }
@@ -553,6 +556,15 @@ mod tests {
         };
         let e = choose(&old, by_name(&fentry::FAMILY), SHORT, syscall).unwrap_err();
         assert!(e.to_string().contains("needs kernel 5.17"), "{e}");
+        // A method the kernel lacks on 5.17+ is refused for what it lacks.
+        let e = choose(
+            &offer(None, None, true),
+            by_name(&multi::FAMILY),
+            SHORT,
+            count,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("no multi-link session"), "{e}");
         // Without such needs, fentry/fexit asked for before 5.17 is refused
         // and names what to do.
         let e = choose(&old, by_name(&fentry::FAMILY), SHORT, Wants::default()).unwrap_err();
