@@ -23,7 +23,7 @@ const WHY_KPROBE_MULTI: &str = "one kprobe link for every hook attaches in about
     (BENCHMARKS.md §1; --method fentry-fexit)";
 
 /// The kprobe program --empty-probes times the links with.
-const EMPTY: [&str; 2] = ["hook_kmempty"; 2];
+pub(super) const EMPTY: [&str; 2] = ["hook_kmempty"; 2];
 
 pub static SESSION: Family = Family {
     name: "kprobe session",

@@ -26,7 +26,7 @@ pub static FAMILY: Family = Family {
     syscall_time: false,
     // --empty-probes times the kprobe.multi links' empty program.
     programs: |o| match o.empty {
-        true => ["hook_kmempty"; 2],
+        true => super::kmulti::EMPTY,
         false => ["hook_kentry", "hook_kexit"],
     },
     build: |b: Build| {
