@@ -282,8 +282,15 @@ fn prometheus_counts_200_creations(series: &str) {
 
     let q = r#"histogram_quantile(0.99, lsmpmon_hook_duration_seconds_bucket{hook="file_open"})"#;
     let p99_s = prom.value(q).expect("file_open's p99");
-    let (low_s, high_s) = (128e-9, 268_435_456e-9);
+    let (low_s, high_s) = (128e-9, 1_048_576e-9);
     assert!((low_s..=high_s).contains(&p99_s), "p99 {p99_s} s");
+    // The probes' own p50 and p99 (16 buckets an octave) as gauges: for every
+    // hook called, within its calls' range (--all-hooks: uncalled have none).
+    let gauge = |q: &str| prom.value(&format!("count(lsmpmon_hook_duration_{q}_seconds)"));
+    let timed = prom.value("count(lsmpmon_hook_timed_calls_total > 0)");
+    assert_eq!((gauge("p50"), gauge("p99")), (timed, timed));
+    let inverted = r#"count(lsmpmon_hook_duration_p50_seconds > on(hook) lsmpmon_hook_duration_p99_seconds) or vector(0)"#;
+    assert_eq!(prom.value(inverted), Some(0.0));
     let up = prom.value(r#"up{job="lsmpmon"}"#);
     assert_eq!(up, Some(1.0));
     dashboard_queries_answer(&prom);

@@ -256,7 +256,7 @@ fn erfc(x: f64) -> f64 {
     }
 }
 
-/// Samples of a log2 histogram, one value per call: each bucket's lower
+/// Samples of a histogram, one value per call: each bucket's lower
 /// bound repeated `count` times (ties within a bucket are what they are).
 pub fn from_histogram(buckets: &[(f64, u64)], cap: usize) -> Vec<f64> {
     let total: u64 = buckets.iter().map(|b| b.1).sum();

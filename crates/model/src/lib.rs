@@ -9,6 +9,7 @@ pub mod cell;
 pub mod check;
 pub mod compare;
 pub mod draw;
+pub mod hist;
 pub mod hook_stat;
 pub mod identity;
 pub mod index;

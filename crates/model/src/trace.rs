@@ -160,7 +160,8 @@ pub struct HookResult {
     /// cost (`probe.pair_cost_ns`) is already taken out of the timings.
     #[serde(default)]
     pub nested_probes: u64,
-    /// log2 buckets of the timed calls: [low_ns, high_ns) and count.
+    /// The timed calls by duration: [low_ns, high_ns) and count, sorted, empty
+    /// buckets left out (log-linear, 16 a power of two; log2 before 2026-11-29).
     pub hist: Vec<Bucket>,
 }
 

@@ -206,8 +206,7 @@ fn histograms(runs: &[Run]) -> Result<Vec<Chart>> {
         let mut hooks: Vec<&HookResult> = t.hooks.iter().collect();
         hooks.sort_by(|a, b| (b.sum_ns as f64).total_cmp(&(a.sum_ns as f64)));
         for h in hooks.iter().take(HISTOGRAMS_PER_RUN) {
-            let buckets: Vec<(u64, u64, u64)> = h
-                .hist
+            let buckets: Vec<(u64, u64, u64)> = model::hist::octaves(&h.hist)
                 .iter()
                 .map(|b| (b.low_ns, b.high_ns, b.count))
                 .collect();

@@ -4,18 +4,29 @@ use super::exposition::{Family, Kind, Sample, Value};
 use model::hook_stat::{HookStat, Needs, StatUnit, COUNTERS};
 use model::{HookResult, TraceResult};
 
-/// The histogram's `le` bounds: log2 buckets from 128 ns to 2^28 ns
-/// (≈ 268 ms); faster calls fall in the first, slower ones in `+Inf`.
-/// 22 bounds + `+Inf` + `_sum` + `_count` = 25 series a hook.
-pub const LE_NS: [u64; 22] = {
-    let mut b = [0u64; 22];
-    let mut i = 0;
-    while i < 22 {
-        b[i] = 1u64 << (i + 7);
-        i += 1;
-    }
-    b
-};
+/// The histogram's `le` bounds: powers of two from 128 ns to 16 µs, where
+/// most hook calls fall, then every fourth to 1 ms; slower calls in `+Inf`.
+/// 11 bounds + `+Inf` = 12 buckets, + `_sum` + `_count` = 14 series a hook.
+/// The probes' own histogram is finer (16 buckets an octave): its p50 and
+/// p99 are the `duration_quantile_seconds` gauges.
+pub const LE_NS: [u64; 11] = [
+    1 << 7,
+    1 << 8,
+    1 << 9,
+    1 << 10,
+    1 << 11,
+    1 << 12,
+    1 << 13,
+    1 << 14,
+    1 << 16,
+    1 << 18,
+    1 << 20,
+];
+
+/// The quantiles serve gives as gauges (a `quantile` label is a summary's
+/// alone), as read from the probes' histogram.
+type Quantile = (&'static str, fn(&HookResult) -> Option<u64>);
+const QUANTILES: [Quantile; 2] = [("p50", |h| h.p50_ns), ("p99", |h| h.p99_ns)];
 
 /// Series beyond one set for each hook called, only when asked.
 #[derive(Debug, Clone, Copy, Default)]
@@ -55,8 +66,9 @@ fn count(labels: &[(&'static str, &str)], value: u64) -> Sample {
     }
 }
 
-/// The hook's log2 buckets counted at each `le` bound, then `+Inf`; a model bucket
-/// [low, high) counts below `le` = high (calls are whole ns).
+/// The hook's buckets (bounded at every power of two) counted at each `le`
+/// bound, then `+Inf`; a model bucket [low, high) counts below `le` = high
+/// (calls are whole ns).
 fn histogram(labels: &[(&'static str, &str)], h: &HookResult) -> Sample {
     let count: u64 = h.hist.iter().map(|b| b.count).sum();
     let mut below_prev = 0;
@@ -161,10 +173,23 @@ fn hook_families(out: &mut Families, prefix: &str, rows: &[Row], timing: Timing)
         let hists = rows.iter().map(|r| histogram(&r.labels, r.stats)).collect();
         out.add(
             &name("duration_seconds"),
-            "Timed calls by duration (log2 buckets).",
+            "Timed calls by duration (12 buckets: powers of two to 16 µs, then of four).",
             Histogram,
             hists,
         );
+        for (q, of) in QUANTILES {
+            let samples = rows
+                .iter()
+                .filter_map(|r| Some(number(&r.labels, of(r.stats)? as f64 / NS_PER_S)))
+                .collect();
+            let help = "Quantile of the timed calls since serve started, from the probes' histogram of 16 buckets an octave (within 3.2 %).";
+            out.add(
+                &name(&format!("duration_{q}_seconds")),
+                help,
+                Kind::Gauge,
+                samples,
+            );
+        }
     }
 }
 
@@ -393,7 +418,7 @@ mod tests {
     }
 
     #[test]
-    fn histogram_buckets_are_cumulative_at_log2_le_bounds() {
+    fn histogram_buckets_are_cumulative_at_their_le_bounds() {
         let text = exposition(&fixture(), Breakdown::default());
         // file_open: 101 calls in [256, 512) ns, 200 in [512, 1024).
         let bucket = |le: &str| {
@@ -405,7 +430,7 @@ mod tests {
         assert_eq!(bucket("2.56e-07"), 0.0);
         assert_eq!(bucket("5.12e-07"), 101.0);
         assert_eq!(bucket("1.024e-06"), 301.0);
-        assert_eq!(bucket("0.268435456"), 301.0);
+        assert_eq!(bucket("0.001048576"), 301.0);
         assert_eq!(bucket("+Inf"), 301.0);
         let count = value(
             &text,
@@ -422,6 +447,19 @@ mod tests {
             .filter(|l| l.starts_with("lsmpmon_hook_duration_seconds_bucket{hook=\"file_open\""))
             .count();
         assert_eq!(le_lines, LE_NS.len() + 1);
+        // The result's own quantiles (log2 in this old fixture), one gauge each.
+        let p99 = "lsmpmon_hook_duration_p99_seconds{hook=\"file_open\"}";
+        assert_eq!(value(&text, p99), 1024e-9);
+        let unset = text
+            .lines()
+            .filter(|l| l.starts_with("lsmpmon_hook_duration_p50_seconds{"))
+            .count();
+        let set = fixture()
+            .hooks
+            .iter()
+            .filter(|h| h.p50_ns.is_some())
+            .count();
+        assert_eq!((unset, LE_NS.len() < 12), (set, true));
     }
 
     #[test]
@@ -551,7 +589,8 @@ mod tests {
         assert_eq!(series_count(&text), series_count(&plain));
     }
 
-    /// Per hook: 5 counters + up to 3 returns + 25 histogram series; the
+    /// Per hook: 5 counters + up to 3 returns + 14 histogram series + 2
+    /// quantiles; the
     /// series count in docs/serve.md for a whole kernel is this times its hooks.
     #[test]
     fn series_per_hook_are_bounded() {
@@ -559,7 +598,8 @@ mod tests {
         let text = exposition(&r, Breakdown::default());
         let rows = r.hooks.len() + r.per_lsm.len();
         let engine = 9;
-        assert!(series_count(&text) <= engine + rows * (5 + 3 + LE_NS.len() + 3));
+        assert!(LE_NS.len() < 12, "at most 12 buckets with +Inf");
+        assert!(series_count(&text) <= engine + rows * (5 + 3 + LE_NS.len() + 3 + 2));
         assert!(series_count(&text) >= engine + rows * (5 + LE_NS.len() + 3));
     }
 

@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 
 use model::{HookResult, TraceResult};
-use trace::collect::quantile;
 
 /// One hook (or, with --per-lsm, one module's function) over the interval.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,7 +14,7 @@ pub struct Row {
     pub calls_per_s: f64,
     /// Per timed call in the interval; None without timed calls.
     pub ave_ns: Option<f64>,
-    /// Upper bound of the log2 bucket of the 99th percentile in the interval.
+    /// The 99th percentile in the interval, from the probes' histogram.
     pub p99_ns: Option<u64>,
     /// None for hooks whose return is not an access decision.
     pub deny_per_s: Option<f64>,
@@ -61,34 +60,17 @@ impl SortKey {
     }
 }
 
-/// The model's sparse log2 buckets as the dense array `quantile` reads.
-fn dense(h: &HookResult) -> [u64; 64] {
-    let mut d = [0u64; 64];
-    for b in &h.hist {
-        let i = b.high_ns.trailing_zeros().saturating_sub(1) as usize;
-        if i < d.len() {
-            d[i] = b.count;
-        }
-    }
-    d
-}
-
 fn row(before: Option<&HookResult>, now: &HookResult, lsm: Option<&str>, interval_s: f64) -> Row {
     let d = |f: fn(&HookResult) -> u64| f(now).saturating_sub(before.map(f).unwrap_or(0));
     let timed = d(|h| h.count);
     let time_ns = d(|h| h.sum_ns);
-    let mut hist = dense(now);
-    if let Some(b) = before {
-        for (n, o) in hist.iter_mut().zip(dense(b)) {
-            *n = n.saturating_sub(o);
-        }
-    }
+    let hist = model::hist::since(&now.hist, before.map_or(&[], |b| &b.hist));
     Row {
         hook: now.hook.clone(),
         lsm: lsm.map(String::from),
         calls_per_s: d(|h| h.calls) as f64 / interval_s,
         ave_ns: (timed > 0).then(|| time_ns as f64 / timed as f64),
-        p99_ns: quantile(&hist, 0.99),
+        p99_ns: model::hist::quantile(&hist, 0.99).map(|v| v.round() as u64),
         deny_per_s: now
             .deny
             .map(|_| d(|h| h.deny.unwrap_or(0)) as f64 / interval_s),

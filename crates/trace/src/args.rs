@@ -57,7 +57,7 @@ pub struct TraceArgs {
     /// Show only the first N rows of each table.
     #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
     pub top: Option<usize>,
-    /// Print a log2 latency histogram per hook.
+    /// Print a latency histogram per hook (one line a power of two).
     #[arg(long)]
     pub hist: bool,
     /// Command to run while tracing (system-wide unless filtered; lsmpmon excludes itself).

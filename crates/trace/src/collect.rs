@@ -75,21 +75,9 @@ pub fn sub_stats(acc: &mut lsmpmon_hook_stats, old: &lsmpmon_hook_stats) {
     }
 }
 
-/// Upper bound of the log2 bucket holding quantile `q` of the timed calls.
-pub fn quantile(hist: &[u64], q: f64) -> Option<u64> {
-    let total: u64 = hist.iter().sum();
-    if total == 0 {
-        return None;
-    }
-    let rank = (q * total as f64).ceil().max(1.0) as u64;
-    let mut seen = 0;
-    for (i, c) in hist.iter().enumerate() {
-        seen += c;
-        if seen >= rank {
-            return Some(1u64 << (i + 1));
-        }
-    }
-    None
+/// Quantile `q` of a hook's timed calls, within the calls' own range.
+pub fn quantile(hist: &[Bucket], q: f64, min_ns: u64, max_ns: u64) -> Option<f64> {
+    model::hist::quantile(hist, q).map(|v| v.clamp(min_ns as f64, max_ns.max(min_ns) as f64))
 }
 
 /// `full`: histogram and allow/deny were recorded (not --lean).
@@ -110,17 +98,8 @@ pub fn hook_result(
     let returns = full && hook.returns_int;
     let decision = returns && hook.not_a_decision.is_none();
     let allowed = calls.saturating_sub(s.deny + s.error + s.value);
-    let hist = s
-        .hist
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| **c > 0)
-        .map(|(i, c)| Bucket {
-            low_ns: if i == 0 { 0 } else { 1u64 << i },
-            high_ns: 1u64 << (i + 1),
-            count: *c,
-        })
-        .collect();
+    let hist = super::hist::buckets(&s.hist);
+    let q = |q| quantile(&hist, q, s.min_ns, s.max_ns).map(|v| sub(v.round() as u64));
     HookResult {
         hook: hook.name.clone(),
         function: hook.function.clone(),
@@ -135,8 +114,8 @@ pub fn hook_result(
             0.0
         },
         sum_ns: (s.sum_ns as f64 - floor * s.count as f64).max(0.0).round() as u64,
-        p50_ns: quantile(&s.hist, 0.50).map(sub),
-        p99_ns: quantile(&s.hist, 0.99).map(sub),
+        p50_ns: q(0.50),
+        p99_ns: q(0.99),
         allow: decision.then_some(allowed),
         deny: decision.then_some(s.deny),
         error: returns.then_some(s.error),
@@ -217,13 +196,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn quantiles_use_bucket_upper_bounds() {
-        let mut hist = [0u64; 64];
-        hist[8] = 98; // 256..512 ns
-        hist[12] = 2; // 4096..8192 ns
-        assert_eq!(quantile(&hist, 0.5), Some(512));
-        assert_eq!(quantile(&hist, 0.99), Some(8192));
-        assert_eq!(quantile(&[0; 64], 0.5), None);
+    fn quantiles_stay_within_the_calls_range() {
+        let hist = super::super::hist::buckets(&{
+            let mut c = vec![0u64; super::super::hist::BUCKETS];
+            c[super::super::hist::bucket_of(300)] = 10;
+            c
+        });
+        // The bucket is [288, 304): read alone, its middle; its calls were all 300 ns.
+        assert_eq!(quantile(&hist, 0.5, 0, u64::MAX), Some(296.0));
+        assert_eq!(quantile(&hist, 0.5, 300, 300), Some(300.0));
+        assert_eq!(quantile(&[], 0.5, 0, 0), None);
     }
 
     #[test]

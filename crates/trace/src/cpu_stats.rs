@@ -78,7 +78,7 @@ impl CpuStats {
         pad: 0,
         pend_count: 0,
         pend_sum_ns: 0,
-        hist: [0; 64],
+        hist: [0; crate::hist::BUCKETS],
     };
 
     /// Array elements are 8-byte aligned.

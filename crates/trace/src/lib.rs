@@ -12,6 +12,7 @@ mod cpu_stats;
 pub mod ctl;
 mod filter_values;
 mod guard;
+pub mod hist;
 pub mod hooks;
 pub mod intf;
 pub mod kfuncs;

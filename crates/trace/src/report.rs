@@ -151,11 +151,14 @@ fn hook_notes(out: &mut String, hooks: &[&HookResult], shown: usize) {
     }
 }
 
+/// One line a power of two, as funclatency prints (the JSON keeps the
+/// 16 buckets of each).
 fn histogram(out: &mut String, h: &HookResult, unit: &str) {
-    let max = h.hist.iter().map(|b| b.count).max().unwrap_or(0).max(1);
+    let octaves = model::hist::octaves(&h.hist);
+    let max = octaves.iter().map(|b| b.count).max().unwrap_or(0).max(1);
     let _ = writeln!(out, "\n{} ({unit}):", h.hook);
     let _ = writeln!(out, "{:>20} : {:<9} distribution", "low -> high", "count");
-    for b in &h.hist {
+    for b in &octaves {
         let stars = (b.count * 40).div_ceil(max) as usize;
         let _ = writeln!(
             out,

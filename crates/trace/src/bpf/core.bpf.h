@@ -183,6 +183,18 @@ static __always_inline __u64 log2_u64(__u64 v)
 	return r + log2_of_byte[v & 0xff];
 }
 
+/* The histogram bucket of a call of ns ns (intf.h: LSMPMON_HIST_SUB). */
+static __always_inline __u64 hist_bucket(__u64 ns)
+{
+	__u64 l;
+
+	if (ns < 2 * LSMPMON_HIST_SUB)
+		return ns;
+	l = log2_u64(ns);
+	return ((l - LSMPMON_HIST_SUB_BITS + 1) << LSMPMON_HIST_SUB_BITS) |
+	       ((ns >> (l - LSMPMON_HIST_SUB_BITS)) & (LSMPMON_HIST_SUB - 1));
+}
+
 /* NUL-terminated strings of at most n bytes are equal. */
 static __always_inline bool str_eq(const char *a, const volatile char *b, int n)
 {
@@ -607,10 +619,12 @@ static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmp
 		return;
 	}
 	count_return(ctx, c, s, kp, sess);
-	bucket = log2_u64(delta_ns);
-	/* Keep clang from folding the mask away: the verifier needs it. */
+	bucket = hist_bucket(delta_ns);
+	/* Keep clang from folding the bound away: the verifier needs it. */
 	asm volatile("" : "+r"(bucket));
-	s->hist[bucket & (LSMPMON_HIST_BUCKETS - 1)]++;
+	if (bucket >= LSMPMON_HIST_BUCKETS)
+		bucket = LSMPMON_HIST_BUCKETS - 1;
+	s->hist[bucket]++;
 
 	subject = c->subject;
 	/* The usual case first: clang would test the rare ones before it. */

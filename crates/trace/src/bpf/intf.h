@@ -28,7 +28,17 @@ enum lsmpmon_limits {
 	 * syscall number (+ 1) can also be: bit 31, which no x86_64 syscall has.
 	 */
 	LSMPMON_SLOT_IRQ_MARK = 0x80000000,
-	LSMPMON_HIST_BUCKETS = 64, /* log2 of a u64: a mask keeps the index provably in range */
+	/*
+	 * The latency histogram is log-linear (as HdrHistogram's): one bucket
+	 * per ns below 2 * LSMPMON_HIST_SUB ns, then LSMPMON_HIST_SUB buckets
+	 * per power of two, so a bucket is at most 1/16 of its lower bound wide
+	 * and its middle within 3.2 % of any call in it. Bucket i >= 32 holds
+	 * [(16 + i % 16) << (i / 16 - 1), (17 + i % 16) << (i / 16 - 1)) ns; the
+	 * last ends at 2^31 ns (2.1 s) and also takes every slower call.
+	 */
+	LSMPMON_HIST_SUB_BITS = 4,
+	LSMPMON_HIST_SUB = 1 << LSMPMON_HIST_SUB_BITS,
+	LSMPMON_HIST_BUCKETS = 28 * LSMPMON_HIST_SUB,
 	/*
 	 * Frames on each CPU's stack of hooks in progress (nesting, interrupts):
 	 * 10, so that lsmpmon_cpu.used (in bytes) fits a u8.
@@ -224,7 +234,7 @@ struct lsmpmon_hook_stats {
 	__u32 pad;
 	__u64 pend_count;
 	__u64 pend_sum_ns;
-	__u64 hist[LSMPMON_HIST_BUCKETS]; /* log2(ns) of timed calls */
+	__u64 hist[LSMPMON_HIST_BUCKETS]; /* timed calls by duration (log-linear) */
 };
 
 /*
