@@ -1129,3 +1129,113 @@ fn trace_6_1_paper_calls_time_their_own_syscall() {
         }
     }
 }
+
+/// `--by cgroup`: two cgroups running known workloads; each call in the
+/// cgroup of the task that made it, the rows adding up to every hook's
+/// calls; `--max-cgroups` folds the rest into "(other)"; `--count-only`
+/// counts per cgroup without timing.
+fn by_cgroup(series: &str) {
+    let script = r#"
+set -e
+: > /tmp/x
+mkdir /sys/fs/cgroup/a /sys/fs/cgroup/b
+run() {
+  lsmpmon trace --json --comm workload --hooks 'inode_getattr,file_open' --by cgroup "$@" -o /tmp/cg.json 2>/tmp/err &
+  T=$!
+  while [ ! -S /run/lsmpmon/trace-$T.sock ]; do sleep 0.1; done
+  sh -c 'echo $$ > /sys/fs/cgroup/a/cgroup.procs; exec workload stat 30 /tmp/x' >/dev/null
+  sh -c 'echo $$ > /sys/fs/cgroup/b/cgroup.procs; exec workload open_close 20 /tmp/x' >/dev/null
+  sh -c 'echo $$ > /sys/fs/cgroup/b/cgroup.procs; exec workload stat 7 /tmp/x' >/dev/null
+  kill -INT $T; wait $T || cat /tmp/err
+}
+run
+echo "ALL $(tr -d '\n' < /tmp/cg.json)"
+run --max-cgroups 1
+echo "ONE $(tr -d '\n' < /tmp/cg.json)"
+run --count-only
+echo "COUNT $(tr -d '\n' < /tmp/cg.json)"
+lsmpmon trace --hooks 'inode_getattr' --by cgroup -- workload stat 3 /tmp/x 2>&1 | grep -A3 "^per cgroup" | sed 's/^/TABLE /'
+"#;
+    let text = guest_stdout(series, script);
+    let row = |r: &serde_json::Value, cgroup: &str, hook: &str| -> serde_json::Value {
+        let rows = r["cgroups"]["cgroups"].as_array().unwrap();
+        let g = rows.iter().find(|g| g["cgroup"] == cgroup);
+        let g = g.unwrap_or_else(|| panic!("no {cgroup} in {}", r["cgroups"]));
+        let h = g["hooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["hook"] == hook);
+        h.cloned()
+            .unwrap_or(serde_json::json!({"calls": 0, "timed": 0, "sum_ns": 0}))
+    };
+    let all = tagged(&text, "ALL");
+    assert_eq!(all["options"]["by_cgroup"], true);
+    // N stats and stdio's fstat of stdout, per workload process.
+    assert_eq!(
+        row(&all, "/a", "inode_getattr")["calls"],
+        31,
+        "{}",
+        all["cgroups"]
+    );
+    assert_eq!(
+        row(&all, "/b", "inode_getattr")["calls"],
+        9,
+        "{}",
+        all["cgroups"]
+    );
+    assert_eq!(row(&all, "/a", "file_open")["calls"], 0);
+    assert!(row(&all, "/b", "file_open")["calls"].as_u64().unwrap() >= 20);
+    // The rows add up to each hook's calls, timed calls and time.
+    for hook in ["inode_getattr", "file_open"] {
+        let h = self::hook(&all, hook);
+        let rows = all["cgroups"]["cgroups"].as_array().unwrap();
+        let sum = |k: &str| -> u64 {
+            rows.iter()
+                .flat_map(|g| g["hooks"].as_array().unwrap())
+                .filter(|x| x["hook"] == hook)
+                .map(|x| x[k].as_u64().unwrap())
+                .sum()
+        };
+        assert_eq!(sum("calls"), h["calls"].as_u64().unwrap(), "{hook}");
+        assert_eq!(sum("timed"), h["count"].as_u64().unwrap(), "{hook}");
+        assert_eq!(sum("sum_ns"), h["sum_ns"].as_u64().unwrap(), "{hook}");
+    }
+    assert_eq!(all["cgroups"]["lost_calls"], 0);
+    // The cgroup with most calls kept, the other folded.
+    let one = tagged(&text, "ONE");
+    let names: Vec<&str> = one["cgroups"]["cgroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["cgroup"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 2, "{}", one["cgroups"]);
+    assert_eq!(names[1], "(other)");
+    assert_eq!(one["cgroups"]["folded_cgroups"], 1);
+    let count = tagged(&text, "COUNT");
+    assert_eq!(
+        row(&count, "/a", "inode_getattr")["calls"],
+        31,
+        "{}",
+        count["cgroups"]
+    );
+    assert_eq!(row(&count, "/a", "inode_getattr")["timed"], 0);
+    assert_eq!(row(&count, "/b", "inode_getattr")["calls"], 9);
+    // The table: lsmpmon's own cgroup (the guest's root) ran the command.
+    let table: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("TABLE "))
+        .collect();
+    assert!(table.iter().any(|l| l.starts_with('/')), "{table:?}");
+}
+
+#[test]
+fn trace_6_1_by_cgroup() {
+    by_cgroup("6.1");
+}
+
+#[test]
+fn trace_7_3_by_cgroup() {
+    by_cgroup("7.3");
+}

@@ -58,6 +58,7 @@ forms! {
     Hooks = "hooks": "One trace's per-hook table (LSMPMON's).",
     PerLsm = "per_lsm": "One trace's cost per module.",
     PerSyscall = "per_syscall": "One trace's hooks per syscall.",
+    PerCgroup = "per_cgroup": "One trace's hooks per cgroup (--by cgroup).",
 }
 
 impl std::fmt::Display for Form {

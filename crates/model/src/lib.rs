@@ -24,6 +24,7 @@ pub use provenance::{
     Environment, ImageSizes, KernelRef, PackageRef, Provenance, SectionSizes, TimeMode,
 };
 pub use trace::{
-    Bucket, Excluded, HookResult, LsmHookResult, NotUsed, ProbeInfo, SyscallHook, SyscallResult,
-    TraceOptions, TraceResult, TRACE_SCHEMA,
+    Bucket, CgroupBreakdown, CgroupCalls, CgroupHook, CgroupResult, Excluded, HookResult,
+    LsmHookResult, NotUsed, ProbeInfo, SyscallHook, SyscallResult, TraceOptions, TraceResult,
+    TRACE_SCHEMA,
 };

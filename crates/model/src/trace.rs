@@ -19,6 +19,67 @@ pub struct TraceResult {
     /// With --per-lsm: each active LSM's own implementation of each hook.
     pub per_lsm: Vec<LsmHookResult>,
     pub syscalls: Vec<SyscallResult>,
+    /// With --by cgroup: the hooks' calls by the cgroup of the task making them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroups: Option<CgroupBreakdown>,
+}
+
+/// `--by cgroup`: every call counted in the cgroup (v2) of the task that
+/// made it, timed calls' time too; the cgroups with most calls first.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct CgroupBreakdown {
+    /// Cgroups kept by name (`--max-cgroups`); calls of any others are in
+    /// the "(other)" row.
+    pub max_cgroups: usize,
+    /// Cgroups whose calls went to "(other)".
+    pub folded_cgroups: usize,
+    /// Calls in no row: the probes' table of (cgroup, hook) cells was full.
+    pub lost_calls: u64,
+    pub cgroups: Vec<CgroupResult>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct CgroupResult {
+    /// The cgroup's path as /proc/PID/cgroup shows it ("/" the root,
+    /// "/system.slice/docker-<id>.scope"); "(interrupt)" for calls from
+    /// interrupt handlers, "(other)" beyond --max-cgroups, "(removed)" for
+    /// cgroups gone before their first reading.
+    pub cgroup: String,
+    /// Its id (the inode number of its directory); none for the rows above
+    /// that are no single cgroup.
+    pub id: Option<u64>,
+    #[serde(flatten)]
+    pub total: CgroupCalls,
+    pub hooks: Vec<CgroupHook>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct CgroupHook {
+    pub hook: String,
+    #[serde(flatten)]
+    pub calls: CgroupCalls,
+}
+
+/// Calls in one cgroup (of one hook, or of all).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct CgroupCalls {
+    /// Every call, timed or not.
+    pub calls: u64,
+    /// Calls without a context switch (none with --count-only).
+    pub timed: u64,
+    /// Their time.
+    pub sum_ns: u64,
+    /// Calls that returned -EACCES or -EPERM.
+    pub deny: u64,
+}
+
+impl CgroupCalls {
+    pub fn add(&mut self, o: &CgroupCalls) {
+        self.calls += o.calls;
+        self.timed += o.timed;
+        self.sum_ns += o.sum_ns;
+        self.deny += o.deny;
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -46,6 +107,9 @@ pub struct TraceOptions {
     #[serde(default)]
     pub count_only: bool,
     pub per_lsm: bool,
+    /// --by cgroup (`cgroups` holds the breakdown).
+    #[serde(default)]
+    pub by_cgroup: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

@@ -12,7 +12,8 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:9464")]
     pub listen: SocketAddr,
     /// Extra breakdowns (more series): syscall = hook calls and time per
-    /// syscall × hook; cpu = per CPU × hook.
+    /// syscall × hook; cpu = per CPU × hook; cgroup = calls, time and
+    /// denials per cgroup (v2) × hook, at most --max-cgroups cgroups.
     #[arg(long, value_enum, value_delimiter = ',')]
     pub by: Vec<By>,
     /// Series for every attached hook, called or not (default: only the
@@ -34,4 +35,5 @@ pub struct ServeArgs {
 pub enum By {
     Syscall,
     Cpu,
+    Cgroup,
 }

@@ -47,7 +47,11 @@ pub fn main(args: ServeArgs) -> Result<i32> {
         cpu: args.by.contains(&By::Cpu),
         all_hooks: args.all_hooks,
     };
-    live::attached(&args.engine, Reset::Refused(NO_RESET), |live| {
+    let engine = trace::EngineArgs {
+        by_cgroup: args.by.contains(&By::Cgroup),
+        ..args.engine.clone()
+    };
+    live::attached(&engine, Reset::Refused(NO_RESET), |live| {
         let (asks, scrapes) = mpsc::channel();
         let _server = http::start(listener, limits(args.max_connections), asks)?;
         base::say!("lsmpmon: serving http://{addr}/metrics; Ctrl-C to stop");

@@ -220,6 +220,64 @@ fn syscall_families(out: &mut Families, r: &TraceResult) {
     );
 }
 
+/// Per cgroup × hook. Rows of one name (a path reused by a new cgroup, the
+/// removed ones) are one series: each row's counters only grow, so their sum does.
+fn cgroup_families(out: &mut Families, b: &model::CgroupBreakdown, timed: bool) {
+    use std::collections::BTreeMap;
+    let mut cells: BTreeMap<(&str, &str), model::CgroupCalls> = BTreeMap::new();
+    for g in &b.cgroups {
+        for h in &g.hooks {
+            cells.entry((&g.cgroup, &h.hook)).or_default().add(&h.calls);
+        }
+    }
+    let (mut calls, mut time, mut deny) = (Vec::new(), Vec::new(), Vec::new());
+    for ((cgroup, hook), c) in &cells {
+        let pairs = [("cgroup", *cgroup), ("hook", *hook)];
+        calls.push(count(&pairs, c.calls));
+        time.push(number(&pairs, c.sum_ns as f64 / NS_PER_S));
+        if c.deny > 0 {
+            deny.push(count(&pairs, c.deny));
+        }
+    }
+    let help = "Hook calls by the cgroup of the task making them ((interrupt): none; (other): beyond --max-cgroups).";
+    out.add(
+        "lsmpmon_cgroup_hook_calls_total",
+        help,
+        Kind::Counter,
+        calls,
+    );
+    if timed {
+        let help = "Time in the timed hook calls by the cgroup of the task making them.";
+        out.add(
+            "lsmpmon_cgroup_hook_time_seconds_total",
+            help,
+            Kind::Counter,
+            time,
+        );
+    }
+    let help = "Hook calls denied (-EACCES, -EPERM) by cgroup; a series from its first denial.";
+    out.add(
+        "lsmpmon_cgroup_hook_denied_calls_total",
+        help,
+        Kind::Counter,
+        deny,
+    );
+    let help = "Cgroups whose calls are in cgroup=\"(other)\" (beyond --max-cgroups).";
+    out.add(
+        "lsmpmon_cgroups_folded",
+        help,
+        Kind::Gauge,
+        vec![count(&[], b.folded_cgroups as u64)],
+    );
+    let help = "Hook calls in no cgroup series: the probes' table of cgroup cells was full.";
+    out.add(
+        "lsmpmon_cgroup_lost_calls_total",
+        help,
+        Kind::Counter,
+        vec![count(&[], b.lost_calls)],
+    );
+}
+
 /// Per CPU × hook, the hooks with calls on that CPU (index = CPU).
 fn cpu_families(out: &mut Families, per_cpu: &[Vec<HookResult>], timed: bool) {
     let mut calls = Vec::new();
@@ -357,6 +415,9 @@ pub fn families(
     hook_families(&mut out, "lsmpmon_lsm_function", &functions, timing);
     if by.syscall {
         syscall_families(&mut out, r);
+    }
+    if let Some(b) = &r.cgroups {
+        cgroup_families(&mut out, b, timed);
     }
     if by.cpu {
         cpu_families(&mut out, per_cpu, timed);
@@ -587,6 +648,70 @@ mod tests {
         );
         let plain = exposition(&r, Breakdown::default());
         assert_eq!(series_count(&text), series_count(&plain));
+    }
+
+    #[test]
+    fn cgroup_series_merge_rows_of_one_name_and_deny_appears_at_its_first() {
+        use model::{CgroupBreakdown, CgroupCalls, CgroupHook, CgroupResult};
+        let cell = |calls, deny| CgroupCalls {
+            calls,
+            timed: calls,
+            sum_ns: 1000 * calls,
+            deny,
+        };
+        let row = |cgroup: &str, id, hooks: Vec<(&str, CgroupCalls)>| CgroupResult {
+            cgroup: cgroup.into(),
+            id,
+            total: CgroupCalls::default(),
+            hooks: hooks
+                .into_iter()
+                .map(|(h, c)| CgroupHook {
+                    hook: h.into(),
+                    calls: c,
+                })
+                .collect(),
+        };
+        let mut r = fixture();
+        r.cgroups = Some(CgroupBreakdown {
+            max_cgroups: 2,
+            folded_cgroups: 3,
+            lost_calls: 4,
+            cgroups: vec![
+                row(
+                    "/a",
+                    Some(10),
+                    vec![("file_open", cell(5, 1)), ("inode_getattr", cell(9, 0))],
+                ),
+                row("(removed)", Some(11), vec![("file_open", cell(2, 0))]),
+                row("(removed)", Some(12), vec![("file_open", cell(3, 0))]),
+            ],
+        });
+        let text = exposition(&r, Breakdown::default());
+        let v = |s: &str| value(&text, s);
+        assert_eq!(
+            v("lsmpmon_cgroup_hook_calls_total{cgroup=\"(removed)\",hook=\"file_open\"}"),
+            5.0
+        );
+        assert_eq!(
+            v("lsmpmon_cgroup_hook_time_seconds_total{cgroup=\"/a\",hook=\"inode_getattr\"}"),
+            9e-6
+        );
+        assert_eq!(
+            v("lsmpmon_cgroup_hook_denied_calls_total{cgroup=\"/a\",hook=\"file_open\"}"),
+            1.0
+        );
+        assert!(!text.contains(
+            "lsmpmon_cgroup_hook_denied_calls_total{cgroup=\"/a\",hook=\"inode_getattr\"}"
+        ));
+        assert_eq!(
+            (
+                v("lsmpmon_cgroups_folded"),
+                v("lsmpmon_cgroup_lost_calls_total")
+            ),
+            (3.0, 4.0)
+        );
+        r.cgroups = None;
+        assert!(!exposition(&r, Breakdown::default()).contains("lsmpmon_cgroup"));
     }
 
     /// Per hook: 5 counters + up to 3 returns + 14 histogram series + 2

@@ -60,6 +60,10 @@ pub struct TraceArgs {
     /// Print a latency histogram per hook (one line a power of two).
     #[arg(long)]
     pub hist: bool,
+    /// Also break the figures down: cgroup = every hook's calls, time and
+    /// denials by the cgroup (v2) of the task making them.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub by: Vec<TraceBy>,
     /// Command to run while tracing (system-wide unless filtered; lsmpmon excludes itself).
     #[arg(last = true)]
     pub command: Vec<String>,
@@ -130,8 +134,23 @@ pub struct EngineArgs {
     /// inflate the figures, and the result records them.
     #[arg(long)]
     pub allow_other_probes: bool,
+    /// Break every hook's calls down by the cgroup (v2) of the task making
+    /// them (`--by cgroup` of trace, serve and top). Not an option of its own.
+    #[arg(skip)]
+    pub by_cgroup: bool,
+    /// With --by cgroup: cgroups kept by name, in order of arrival (most
+    /// calls first); the calls of any beyond go to one "(other)" row.
+    #[arg(long, default_value_t = 100, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
+    pub max_cgroups: usize,
     /// How long the trace is to run, if known (`trace --duration`): what
     /// `--method auto` weighs (attach/choose.rs). Not an option of its own.
     #[arg(skip)]
     pub expected_s: Option<f64>,
+}
+
+/// `trace --by`'s breakdowns.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TraceBy {
+    /// Calls, time and denials per cgroup × hook.
+    Cgroup,
 }

@@ -53,6 +53,7 @@ pub fn add_stats(acc: &mut lsmpmon_hook_stats, v: &lsmpmon_hook_stats) {
     acc.value += v.value;
     acc.dropped += v.dropped;
     acc.nested += v.nested;
+    acc.cgroup_folded += v.cgroup_folded;
     for (a, b) in acc.hist.iter_mut().zip(v.hist.iter()) {
         *a += b;
     }
@@ -70,6 +71,7 @@ pub fn sub_stats(acc: &mut lsmpmon_hook_stats, old: &lsmpmon_hook_stats) {
     sub(&mut acc.value, old.value);
     sub(&mut acc.dropped, old.dropped);
     sub(&mut acc.nested, old.nested);
+    sub(&mut acc.cgroup_folded, old.cgroup_folded);
     for (a, b) in acc.hist.iter_mut().zip(old.hist.iter()) {
         sub(a, *b);
     }

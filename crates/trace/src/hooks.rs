@@ -19,7 +19,7 @@ pub const DENY_LIST: &[(&str, &str)] = &[(
     "the tracer's per-task stack lives in task storage, which is torn down around this hook",
 )];
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Hook {
     /// The LSM hook's name, as in `lsm_hook_defs.h`: `inode_create`.
     pub name: String,

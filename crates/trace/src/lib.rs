@@ -6,6 +6,7 @@ pub mod arrays;
 pub mod attach;
 pub mod btf;
 mod calibrate;
+pub mod cgroups;
 pub mod collect;
 mod command;
 mod cpu_stats;
@@ -158,6 +159,7 @@ pub fn run(args: &TraceArgs) -> Result<i32> {
     let (discovery, kbtf) = discover(&args.engine)?;
     let engine = EngineArgs {
         expected_s: args.duration,
+        by_cgroup: args.by.contains(&args::TraceBy::Cgroup),
         ..args.engine.clone()
     };
     if args.list_hooks {
@@ -199,6 +201,7 @@ fn attach_all<'obj>(
         no_preempt: preemptible.is_some(),
         empty: args.empty_probes,
         count_only: args.count_only,
+        by_cgroup: args.by_cgroup,
     };
     let attacher = Attacher::new(choice, args.method, options, kfuncs);
 
@@ -283,6 +286,7 @@ fn start<'obj>(
         enabled_at: None,
         elapsed: Duration::ZERO,
         baseline: Default::default(),
+        cgroups: cgroups::Cgroups::new(args.max_cgroups),
     })
 }
 
@@ -366,6 +370,7 @@ fn trace_options(args: &EngineArgs) -> TraceOptions {
         lean: args.lean,
         count_only: args.count_only,
         per_lsm: args.per_lsm,
+        by_cgroup: args.by_cgroup,
     }
 }
 

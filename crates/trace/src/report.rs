@@ -66,6 +66,10 @@ pub fn text(r: &TraceResult, view: &View) -> String {
         "\n{}",
         table::plain(&trace_tables::per_syscall(r, view.top, 8))
     );
+    if let Some(b) = &r.cgroups {
+        let t = trace_tables::per_cgroup(r, b, view.top, 8);
+        let _ = writeln!(out, "\n{}", table::plain(&t));
+    }
     out
 }
 

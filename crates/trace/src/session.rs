@@ -10,7 +10,7 @@ use anyhow::Result;
 
 use super::attach::{Attacher, Skipped};
 use super::skel::LsmpmonSkel;
-use super::{arrays, collect, cpu_stats::CpuStats, hooks::Hook};
+use super::{arrays, cgroups, collect, cpu_stats::CpuStats, hooks::Hook};
 use crate::intf::{
     lsmpmon_hook_stats, lsmpmon_limits as lim, lsmpmon_syscall_cell, lsmpmon_syscall_time,
 };
@@ -26,6 +26,7 @@ pub struct Baseline {
     cells: Cells,
     times: Times,
     misses: Vec<Skipped>,
+    cgroups: cgroups::Cells,
 }
 
 type Cells = BTreeMap<(u32, u32), lsmpmon_syscall_cell>;
@@ -38,6 +39,7 @@ struct Raw {
     times: Times,
     /// Probe runs the kernel skipped, per attached probe.
     misses: Vec<Skipped>,
+    cgroups: cgroups::Cells,
 }
 
 pub struct Session<'obj> {
@@ -51,6 +53,8 @@ pub struct Session<'obj> {
     pub enabled_at: Option<Instant>,
     pub elapsed: Duration,
     pub baseline: Baseline,
+    /// --by cgroup: names, and which cgroups have rows of their own.
+    pub cgroups: cgroups::Cgroups,
 }
 
 impl Session<'_> {
@@ -97,6 +101,7 @@ impl Session<'_> {
             cells: raw.cells,
             times: raw.times,
             misses: raw.misses,
+            cgroups: raw.cgroups,
         };
         self.stats.restart_extremes();
         self.elapsed = Duration::ZERO;
@@ -121,6 +126,10 @@ impl Session<'_> {
     fn raw(&self, with_cells: bool) -> Result<Raw> {
         let stats = self.stats.sum();
         let misses = self.attacher.misses();
+        let cgroups = match self.options.by_cgroup {
+            true => cgroups::read(self.skel.maps.cgroup_cells.as_fd())?,
+            false => cgroups::Cells::new(),
+        };
         let mut cells = Cells::new();
         if !with_cells {
             return Ok(Raw {
@@ -128,6 +137,7 @@ impl Session<'_> {
                 cells,
                 times: Times::new(),
                 misses,
+                cgroups,
             });
         }
         let mut add_cell = |hook: u32, slot: u32, count: u64, sum_ns: u64| {
@@ -168,6 +178,7 @@ impl Session<'_> {
             cells,
             times,
             misses,
+            cgroups,
         })
     }
 
@@ -192,6 +203,7 @@ impl Session<'_> {
                 t.hook_ns -= old.hook_ns.min(t.hook_ns);
             }
         }
+        cgroups::since(&mut raw.cgroups, &b.cgroups);
         for (m, old) in raw.misses.iter_mut().zip(&b.misses) {
             m.recursion -= old.recursion.min(m.recursion);
             m.lost_returns -= old.lost_returns.min(m.lost_returns);
@@ -237,6 +249,7 @@ impl Session<'_> {
             cells,
             times,
             misses,
+            cgroups,
         } = self.since_reset(with_syscalls)?;
         // A probe the kernel skipped is a dropped call of its hook.
         // (A multi-link's misses are every hook's: counted in the total only.)
@@ -276,6 +289,11 @@ impl Session<'_> {
             }
         }
         let times = self.options.syscall_time.then_some(times);
+        let lost_calls = stats.iter().map(|s| s.cgroup_folded).sum();
+        let cgroups = self
+            .options
+            .by_cgroup
+            .then(|| self.cgroups.breakdown(&cgroups, &self.hooks, lost_calls));
         Ok(TraceResult {
             schema: TRACE_SCHEMA.into(),
             provenance: self.provenance.clone(),
@@ -285,6 +303,7 @@ impl Session<'_> {
             hooks,
             per_lsm,
             syscalls: collect::syscalls(&self.hooks, &cells, times.as_ref(), subtract),
+            cgroups,
         })
     }
 }

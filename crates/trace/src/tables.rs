@@ -177,3 +177,72 @@ pub fn per_syscall(t: &TraceResult, top: Option<usize>, per_syscall: usize) -> T
         rows,
     }
 }
+
+/// `--by cgroup`: a total row per cgroup, most calls first, then its hooks
+/// (at most `per_cgroup`).
+pub fn per_cgroup(
+    t: &TraceResult,
+    b: &model::CgroupBreakdown,
+    top: Option<usize>,
+    per_cgroup: usize,
+) -> Table {
+    let all = &b.cgroups;
+    let k = top.unwrap_or(all.len()).min(all.len());
+    let timed = !t.options.count_only;
+    let figures = |c: &model::CgroupCalls| {
+        let ave = (timed && c.timed > 0).then(|| c.sum_ns as f64 / c.timed as f64);
+        vec![
+            n(c.calls),
+            if timed {
+                n(c.sum_ns)
+            } else {
+                Cell::missing("")
+            },
+            ave.map_or(Cell::missing(""), |a| Cell::value(a.round())),
+            n(c.deny),
+        ]
+    };
+    let mut rows = Vec::new();
+    for g in &all[..k] {
+        let mut cells = vec![Cell::text("(all hooks)")];
+        cells.extend(figures(&g.total));
+        rows.push(Row {
+            label: g.cgroup.clone(),
+            cells,
+        });
+        for h in g.hooks.iter().take(per_cgroup) {
+            let mut cells = vec![Cell::text(&h.hook)];
+            cells.extend(figures(&h.calls));
+            rows.push(Row {
+                label: String::new(),
+                cells,
+            });
+        }
+    }
+    let mut notes = Vec::new();
+    if b.folded_cgroups > 0 {
+        notes.push(format!(
+            "{} cgroups beyond --max-cgroups {} are in (other)",
+            b.folded_cgroups, b.max_cgroups
+        ));
+    }
+    if b.lost_calls > 0 {
+        notes.push(format!(
+            "{} calls in no row: the probes' table of cgroup cells was full",
+            b.lost_calls
+        ));
+    }
+    Table {
+        form: base::form::Form::PerCgroup,
+        title: format!(
+            "per cgroup (hook calls by the cgroup of the task making them, {})",
+            unit(t)
+        ),
+        kernel: t.provenance.kernel_release.clone(),
+        notes,
+        header: ["cgroup", "hook", "calls", "sum", "ave", "deny"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+    }
+}

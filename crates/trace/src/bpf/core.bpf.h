@@ -86,6 +86,14 @@ struct {
 	__type(value, struct lsmpmon_syscall_time);
 } syscall_time SEC(".maps");
 
+/* --by cgroup; preallocated, so a cell can be added in any context. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, LSMPMON_MAX_CGROUP_CELLS);
+	__type(key, struct lsmpmon_cgroup_key);
+	__type(value, struct lsmpmon_cgroup_cell);
+} cgroup_cells SEC(".maps");
+
 /*
  * A per-hook constant (enum lsmpmon_patch), patched into each loaded copy of
  * the program: no lookup on the hot path, and the verifier prunes what the
@@ -571,19 +579,53 @@ static __always_inline int return_value(void *ctx, struct lsmpmon_cpu *c, int kp
 #define EACCES 13
 
 /* Denied (-EACCES, -EPERM), another error, or a value: 0 (allowed) costs one test. */
-static __always_inline void count_return(void *ctx, struct lsmpmon_cpu *c,
-					 struct lsmpmon_hook_stats *s, int kp, bool sess)
+/* Classifies the call's return; returns it. */
+static __always_inline int count_return(void *ctx, struct lsmpmon_cpu *c,
+					struct lsmpmon_hook_stats *s, int kp, bool sess)
 {
 	int ret = return_value(ctx, c, kp, sess);
 
 	if (!ret)
-		return;
+		return 0;
 	if (ret == -EACCES || ret == -EPERM)
 		s->deny++;
 	else if (ret < 0)
 		s->error++;
 	else
 		s->value++;
+	return ret;
+}
+
+/*
+ * --by cgroup: the call in its task's cgroup's cell. The cgroup is read at
+ * every call: a task can move without being switched out.
+ */
+static __always_inline void by_cgroup(struct lsmpmon_cpu *c, struct lsmpmon_hook_stats *s,
+				      bool sess, int ret, bool timed, __u64 delta_ns)
+{
+	struct lsmpmon_cgroup_key key = { .hook = hook_of(c, sess) };
+	struct lsmpmon_cgroup_cell *cell, fresh = {};
+
+	if (!PATCHED(LSMPMON_PATCH_BY_CGROUP))
+		return;
+	if (c->subject != LSMPMON_SUBJ_IRQ && c->subject != LSMPMON_SUBJ_SOFTIRQ)
+		key.cgroup_id = bpf_get_current_cgroup_id();
+	cell = bpf_map_lookup_elem(&cgroup_cells, &key);
+	if (!cell) {
+		bpf_map_update_elem(&cgroup_cells, &key, &fresh, BPF_NOEXIST);
+		cell = bpf_map_lookup_elem(&cgroup_cells, &key);
+		if (!cell) {
+			s->cgroup_folded++;
+			return;
+		}
+	}
+	cell->calls++;
+	if (timed) {
+		cell->timed++;
+		cell->sum_ns += delta_ns;
+	}
+	if (ret == -EACCES || ret == -EPERM)
+		cell->deny++;
 }
 
 /*
@@ -608,6 +650,7 @@ static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmp
 	struct lsmpmon_syscall_time *st;
 	__u32 slot = 0, idx, subject;
 	__u64 bucket;
+	int ret;
 
 	s->sum_ns += delta_ns;
 	if (delta_ns < s->min_ns)
@@ -618,7 +661,8 @@ static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmp
 		s->count++;
 		return;
 	}
-	count_return(ctx, c, s, kp, sess);
+	ret = count_return(ctx, c, s, kp, sess);
+	by_cgroup(c, s, sess, ret, true, delta_ns);
 	bucket = hist_bucket(delta_ns);
 	/* Keep clang from folding the bound away: the verifier needs it. */
 	asm volatile("" : "+r"(bucket));
@@ -713,7 +757,7 @@ static __always_inline void finish_unframed(void *ctx, struct lsmpmon_cpu *c, in
 	s = stats_of(c, sess);
 	s->cs_count++;
 	if (!PATCHED(LSMPMON_PATCH_LEAN))
-		count_return(ctx, c, s, kp, sess);
+		by_cgroup(c, s, sess, count_return(ctx, c, s, kp, sess), false, 0);
 }
 
 /* The exit of a call that ended at `now`. */

@@ -81,7 +81,7 @@ int BPF_PROG(hook_count)
 		goto out;
 	s = stats_of(c, true);
 	s->count++;
-	count_return(ctx, c, s, false, true);
+	by_cgroup(c, s, true, count_return(ctx, c, s, false, true), false, 0);
 out:
 	preempt_on();
 	return 0;

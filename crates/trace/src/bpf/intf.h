@@ -48,6 +48,8 @@ enum lsmpmon_limits {
 	LSMPMON_EXIT_SEARCH = 4,
 	/* Tasks switched out inside a traced hook at one time (lsmpmon_pending). */
 	LSMPMON_MAX_PENDING_TASKS = 16384,
+	/* (cgroup, hook) cells of --by cgroup; calls beyond are cgroup_folded. */
+	LSMPMON_MAX_CGROUP_CELLS = 16384,
 	LSMPMON_OBJ_NAME_LEN = 32,
 	LSMPMON_COMM_LEN = 16,
 };
@@ -91,6 +93,8 @@ enum lsmpmon_patch {
 	 * (enum lsmpmon_multi_cookie), not from patches.
 	 */
 	LSMPMON_PATCH_MULTI = 0x1badcb07,
+	/* --by cgroup: every call also counted in its task's cgroup's cell. */
+	LSMPMON_PATCH_BY_CGROUP = 0x1badcb08,
 };
 
 /* A multi-link's cookie for one hook: what the patched constants say in a copy. */
@@ -225,6 +229,8 @@ struct lsmpmon_hook_stats {
 	 */
 	__u64 dropped;
 	__u64 nested;	/* nested probe pairs whose cost was taken out of sum_ns */
+	/* --by cgroup: calls in no cgroup cell, the table being full. */
+	__u64 cgroup_folded;
 	/*
 	 * Timed calls in syscall slot pend_slot not yet added to syscall_cells:
 	 * most calls of a hook on a CPU are in the syscall of its previous call,
@@ -260,6 +266,23 @@ struct lsmpmon_syscall_time {
 	__u64 sum_ns;
 	__u64 count;
 	__u64 hook_ns; /* time in outermost timed hooks during this syscall */
+};
+
+/*
+ * --by cgroup: a hook's calls by the cgroup (v2) of the task making them,
+ * per CPU. Calls in an interrupt handler belong to no task: cgroup_id 0.
+ */
+struct lsmpmon_cgroup_key {
+	__u64 cgroup_id;
+	__u32 hook;
+	__u32 pad;
+};
+
+struct lsmpmon_cgroup_cell {
+	__u64 calls;  /* every call, timed or not */
+	__u64 timed;  /* calls without a context switch (none with --count-only) */
+	__u64 sum_ns; /* their time */
+	__u64 deny;   /* returned -EACCES or -EPERM */
 };
 
 #endif /* LSMPMON_INTF_H */
