@@ -75,6 +75,32 @@ fn on_a_pseudo_terminal_sorts_and_quits_cleanly(series: &str) {
     );
 }
 
+/// `top --by cgroup`: g switches the rows from hooks to cgroups, the busy
+/// one (a workload moved into /busy) on top by time.
+#[test]
+fn top_6_1_by_cgroup_switches_to_cgroups() {
+    let top = "lsmpmon top --by cgroup --hooks 'inode_*,file_*'";
+    let script = format!(
+        "mkdir /sys/fs/cgroup/busy\n\
+         printf '%s\\n' 'echo $$ > /sys/fs/cgroup/busy/cgroup.procs' '{WORKLOAD} wait' > /tmp/busy.sh\n\
+         sh /tmp/busy.sh &\n\
+         pty 100 30 @6:g @9:q -- sh -c \"{top}\" > /tmp/g.out; echo \"g exit $?\"\n\
+         cat /tmp/g.out"
+    );
+    let pty = pty_helper().to_str().unwrap();
+    let out = guest("6.1", &["--icount", "off", "--copy", pty], &script);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("g exit 0"), "{text}");
+    let g = last_screen(&text);
+    assert!(
+        g.contains("view: cgroups") && g.contains("g hooks/cgroups"),
+        "{g}"
+    );
+    let rows: Vec<&str> = g.lines().skip(2).collect();
+    assert!(rows[0].starts_with("CGROUP"), "{g}");
+    assert!(rows[1].starts_with("/busy "), "{g}");
+}
+
 /// What the terminal showed when `top` left its alternate screen, which it
 /// must enter first and leave last (the terminal is then as it was).
 fn last_screen(output: &str) -> String {

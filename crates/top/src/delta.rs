@@ -138,3 +138,41 @@ pub fn shown(rows: &[Row], key: SortKey, filter: &str) -> Vec<Row> {
     });
     v
 }
+
+/// Every cgroup's row (all hooks together) over the interval, with
+/// --by cgroup: which cgroup pays for the hooks. No p99 (a cgroup's calls
+/// have no histogram of their own).
+pub fn cgroup_rows(before: &TraceResult, now: &TraceResult, interval_s: f64) -> Vec<Row> {
+    let interval_s = interval_s.max(1e-3);
+    let Some(now) = &now.cgroups else {
+        return Vec::new();
+    };
+    let old: HashMap<(&str, Option<u64>), &model::CgroupCalls> = before
+        .cgroups
+        .iter()
+        .flat_map(|b| &b.cgroups)
+        .map(|g| ((g.cgroup.as_str(), g.id), &g.total))
+        .collect();
+    now.cgroups
+        .iter()
+        .map(|g| {
+            let o = old
+                .get(&(g.cgroup.as_str(), g.id))
+                .copied()
+                .cloned()
+                .unwrap_or_default();
+            let d = |f: fn(&model::CgroupCalls) -> u64| f(&g.total).saturating_sub(f(&o));
+            let (timed, time_ns) = (d(|c| c.timed), d(|c| c.sum_ns));
+            Row {
+                hook: g.cgroup.clone(),
+                lsm: None,
+                calls_per_s: d(|c| c.calls) as f64 / interval_s,
+                ave_ns: (timed > 0).then(|| time_ns as f64 / timed as f64),
+                p99_ns: None,
+                deny_per_s: Some(d(|c| c.deny) as f64 / interval_s),
+                share: time_ns as f64 / (interval_s * 1e9),
+                time_ns,
+            }
+        })
+        .collect()
+}

@@ -1,5 +1,5 @@
 //! `top`'s keys: s sort, / filter (Enter keeps, Esc drops), p pause,
-//! r reset, q / Esc / Ctrl-C quit.
+//! g hooks / cgroups (with --by cgroup), r reset, q / Esc / Ctrl-C quit.
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::delta::SortKey;
@@ -11,6 +11,10 @@ pub struct State {
     /// The filter being typed, if `/` was pressed.
     pub editing: Option<String>,
     pub paused: bool,
+    /// Rows are cgroups, not hooks (g; only with --by cgroup).
+    pub by_cgroup: bool,
+    /// The trace breaks calls down by cgroup (--by cgroup): g can switch.
+    pub cgroups_recorded: bool,
 }
 
 impl Default for State {
@@ -20,6 +24,8 @@ impl Default for State {
             filter: String::new(),
             editing: None,
             paused: false,
+            by_cgroup: false,
+            cgroups_recorded: false,
         }
     }
 }
@@ -57,6 +63,7 @@ impl State {
             KeyCode::Char('/') => self.editing = Some(self.filter.clone()),
             KeyCode::Char('p') | KeyCode::Char(' ') => self.paused = !self.paused,
             KeyCode::Char('r') => return Action::Reset,
+            KeyCode::Char('g') => self.by_cgroup = self.cgroups_recorded && !self.by_cgroup,
             _ => {}
         }
         Action::None
@@ -96,6 +103,13 @@ mod tests {
         assert_eq!(s.sort, SortKey::Calls);
         press(&mut s, KeyCode::Char('p'));
         assert!(s.paused);
+        press(&mut s, KeyCode::Char('g'));
+        assert!(!s.by_cgroup, "no cgroups recorded: nothing to switch to");
+        s.cgroups_recorded = true;
+        press(&mut s, KeyCode::Char('g'));
+        assert!(s.by_cgroup);
+        press(&mut s, KeyCode::Char('g'));
+        assert!(!s.by_cgroup);
         assert_eq!(press(&mut s, KeyCode::Char('r')), Action::Reset);
         assert_eq!(press(&mut s, KeyCode::Char('q')), Action::Quit);
         let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);

@@ -32,9 +32,19 @@ pub struct TopArgs {
     /// Seconds between refreshes.
     #[arg(long, default_value_t = 1.0, value_parser = base::parse::seconds)]
     pub interval: f64,
+    /// Also record calls by cgroup: g switches between hooks and cgroups.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub by: Vec<TopBy>,
     /// What to attach to and how, as `trace`.
     #[command(flatten)]
     pub engine: EngineArgs,
+}
+
+/// `top --by`'s breakdowns.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TopBy {
+    /// Calls, time and denials per cgroup (v2) of the calling task.
+    Cgroup,
 }
 
 /// Refuses, before attaching, what `top` cannot draw on.
@@ -62,7 +72,11 @@ pub fn main(args: TopArgs) -> Result<i32> {
         ));
     }
     check_terminal()?;
-    live::attached(&args.engine, Reset::Allowed, |live| {
+    let engine = EngineArgs {
+        by_cgroup: args.by.contains(&TopBy::Cgroup),
+        ..args.engine.clone()
+    };
+    live::attached(&engine, Reset::Allowed, |live| {
         let mut screen = Screen::enter()?;
         let shown = run(&mut screen.terminal, live, args.interval);
         drop(screen);
@@ -132,10 +146,13 @@ fn title(r: &TraceResult) -> String {
 
 /// Draws and reads keys until q, Ctrl-C or SIGTERM.
 fn run(terminal: &mut DefaultTerminal, live: &mut Live, interval_s: f64) -> Result<()> {
-    let mut state = State::default();
     let mut before = live.snapshot_with(false)?;
+    let mut state = State {
+        cgroups_recorded: before.cgroups.is_some(),
+        ..State::default()
+    };
     let mut taken = Instant::now();
-    let mut rows = Vec::new();
+    let (mut rows, mut cgroup_rows) = (Vec::new(), Vec::new());
     let mut shown_interval_s = interval_s;
     let head = title(&before);
     let mut area = drawn_area()?;
@@ -151,9 +168,11 @@ fn run(terminal: &mut DefaultTerminal, live: &mut Live, interval_s: f64) -> Resu
             let now = live.snapshot_with(false)?;
             shown_interval_s = taken.elapsed().as_secs_f64();
             rows = delta::rows(&before, &now, shown_interval_s);
+            cgroup_rows = delta::cgroup_rows(&before, &now, shown_interval_s);
             (before, taken) = (now, Instant::now());
         }
-        let visible = delta::shown(&rows, state.sort, &state.filter);
+        let all = if state.by_cgroup { &cgroup_rows } else { &rows };
+        let visible = delta::shown(all, state.sort, &state.filter);
         terminal.draw(|f| {
             view::draw(
                 f,
@@ -173,8 +192,8 @@ fn run(terminal: &mut DefaultTerminal, live: &mut Live, interval_s: f64) -> Resu
                 Action::Quit => break,
                 Action::Reset => {
                     live.reset()?;
-                    (before, taken, rows) =
-                        (live.snapshot_with(false)?, Instant::now(), Vec::new());
+                    (before, taken) = (live.snapshot_with(false)?, Instant::now());
+                    (rows, cgroup_rows) = (Vec::new(), Vec::new());
                 }
                 Action::None => {}
             }

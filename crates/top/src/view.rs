@@ -49,6 +49,9 @@ fn status(s: &Screen) -> Line<'static> {
         None if !st.filter.is_empty() => text += &format!("   filter: {}", st.filter),
         None => {}
     }
+    if st.by_cgroup {
+        text += "   view: cgroups (all hooks)";
+    }
     if st.paused {
         text += "   [paused]";
     }
@@ -123,11 +126,18 @@ pub fn draw(f: &mut Frame, s: &Screen) {
         title,
     );
     f.render_widget(Paragraph::new(status(s)), status_area);
-    let header = TableRow::new(COLUMNS.map(|c| c.header)).style(bold);
+    let mut headers = COLUMNS.map(|c| c.header);
+    if s.state.by_cgroup {
+        headers[0] = "CGROUP";
+    }
+    let header = TableRow::new(headers).style(bold);
     let widths = COLUMNS.map(|c| c.width);
     let rows = s.rows.iter().map(table_row);
     f.render_widget(Table::new(rows, widths).header(header), table);
-    let help = "s sort  / filter  p pause  r reset  q quit";
+    let help = match s.state.cgroups_recorded {
+        true => "s sort  / filter  g hooks/cgroups  p pause  r reset  q quit",
+        false => "s sort  / filter  p pause  r reset  q quit",
+    };
     f.render_widget(Paragraph::new(help), keys);
 }
 
