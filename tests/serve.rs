@@ -182,7 +182,7 @@ fn serve_7_3_prometheus_counts_200_creations() {
 /// a port between its choice and QEMU's bind (CI saw `vm run` refuse its
 /// `--forward` as in use): then `vm run` exits at once with 2, and new ports
 /// are tried, three times at most.
-fn serve_in_guest(series: &str) -> (Guest, u16, u16, String) {
+fn serve_in_guest(series: &str, script: &str) -> (Guest, u16, u16, String) {
     for _ in 0..3 {
         let [metrics_port, control_port] = free_ports::<2>();
         let mut guest = Guest(Some(
@@ -193,7 +193,9 @@ fn serve_in_guest(series: &str) -> (Guest, u16, u16, String) {
                 .args(["--icount", "off"])
                 .arg(format!("--forward={metrics_port}:9464"))
                 .arg(format!("--forward={control_port}:9000"))
-                .args(["--", "sh", "-c", GUEST_SCRIPT])
+                .arg("--copy")
+                .arg(common::workload())
+                .args(["--", "sh", "-c", script])
                 .stdout(Stdio::piped())
                 .spawn()
                 .unwrap(),
@@ -225,7 +227,7 @@ fn serve_in_guest(series: &str) -> (Guest, u16, u16, String) {
 }
 
 fn prometheus_counts_200_creations(series: &str) {
-    let (guest, metrics_port, control_port, scrape) = serve_in_guest(series);
+    let (guest, metrics_port, control_port, scrape) = serve_in_guest(series, GUEST_SCRIPT);
     let metrics = format!("http://127.0.0.1:{metrics_port}/metrics");
     promtool_check(&scrape);
     openmetrics_when_asked(&metrics);
@@ -354,4 +356,139 @@ fn serve_6_1_hostile_clients_cannot_stall_a_scrape() {
     );
     assert_eq!(field("after_scrape_status"), "HTTP/1.1 200 OK", "{text}");
     assert!(text.contains("serve exit 0"), "{text}");
+}
+
+/// One machine of the fleet test: serve by cgroup, then, when the host says
+/// so, workload STATS stats in /a and 100 opens in /B (a path a container
+/// runtime would make, on one machine).
+const FLEET_SCRIPT: &str = r#"
+mkdir -p /sys/fs/cgroup/a /sys/fs/cgroup/B; : > /tmp/x
+lsmpmon serve --listen 0.0.0.0:9464 --by cgroup --comm workload --hooks 'inode_getattr,file_open,file_permission' &
+echo go | nc -l -p 9000 > /dev/null
+sh -c 'echo $$ > /sys/fs/cgroup/a/cgroup.procs; exec workload stat STATS /tmp/x' > /dev/null
+sh -c 'echo $$ > /sys/fs/cgroup/B/cgroup.procs; exec workload open_close 100 /tmp/x' > /dev/null
+echo ran | nc -l -p 9000 > /dev/null
+echo done | nc -l -p 9000 > /dev/null
+kill -INT $!
+wait
+"#;
+
+/// Issue 38 item 5: two guests ("machines", 6.1 and 7.3) scraped by one real
+/// Prometheus with the shipped recording rules: its API gives the exact
+/// calls per machine x cgroup x hook, and each cgroup's share of its
+/// machine's LSM time.
+#[test]
+fn serve_fleet_of_two_by_cgroup() {
+    const POD: &str = "0a1b2c3d_4e5f_6a7b_8c9d_0e1f2a3b4c5d";
+    let container = "c0ffee".repeat(10) + "abcd";
+    let pod_b = format!("/kubepods.slice/kubepods-pod{POD}.slice/cri-containerd-{container}.scope");
+    let machines = [("6.1", 300, "/b"), ("7.3", 200, pod_b.as_str())];
+    let guests: Vec<(Guest, u16, u16, String)> = machines
+        .iter()
+        .map(|(series, stats, b)| {
+            let script = FLEET_SCRIPT.replace("STATS", &stats.to_string());
+            serve_in_guest(series, &script.replace("/B", b))
+        })
+        .collect();
+    let targets: Vec<String> = guests
+        .iter()
+        .map(|g| format!("127.0.0.1:{}", g.1))
+        .collect();
+    let rules = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/grafana/lsmpmon-rules.yml"
+    );
+    let check = Command::new("promtool")
+        .args(["check", "rules", rules])
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    let refs: Vec<&str> = targets.iter().map(String::as_str).collect();
+    let relabel = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/grafana/relabel-containers.yml"
+    );
+    let prom = Prometheus::start_fleet(&refs, Some(rules), Some(relabel));
+    prom.wait_for("count(up == 1)", Duration::from_secs(60), |v| v == 2.0);
+    for g in &guests {
+        step(g.2, "go");
+    }
+    for g in &guests {
+        step(g.2, "ran");
+    }
+    for ((_, stats, b), target) in machines.iter().zip(&targets) {
+        let calls = |cgroup: &str, hook: &str| {
+            format!(
+                r#"lsmpmon_cgroup_hook_calls_total{{instance="{target}",cgroup="{cgroup}",hook="{hook}"}}"#
+            )
+        };
+        // N stats and stdio's fstat of stdout; open_close's fstat alone.
+        let want = (*stats + 1) as f64;
+        prom.wait_for(
+            &calls("/a", "inode_getattr"),
+            Duration::from_secs(60),
+            |v| v == want,
+        );
+        assert_eq!(
+            prom.value(&calls(b, "inode_getattr")),
+            Some(1.0),
+            "{target}"
+        );
+        assert_eq!(
+            prom.value(&calls("/a", "file_open")),
+            None,
+            "{target}: /a opened nothing"
+        );
+        let opens = prom.value(&calls(b, "file_open")).unwrap();
+        assert!(opens >= 100.0, "{target}: {opens} opens in /b");
+        // Only the two cgroups ran `workload`: --comm keeps everything else out.
+        let cgroups = format!(
+            r#"count(count by (cgroup) (lsmpmon_cgroup_hook_calls_total{{instance="{target}"}}))"#
+        );
+        assert_eq!(prom.value(&cgroups), Some(2.0), "{target}");
+        // The rule's shares: each cgroup's time over the machine's, summing to 1.
+        let share = |cgroup: &str| {
+            let q = format!(
+                r#"instance_cgroup:lsmpmon_hook_time_share:total{{instance="{target}",cgroup="{cgroup}"}}"#
+            );
+            prom.wait_for(&q, Duration::from_secs(30), |v| v > 0.0 && v < 1.0)
+        };
+        let time = |cgroup: &str| {
+            let q = format!(
+                r#"sum(lsmpmon_cgroup_hook_time_seconds_total{{instance="{target}",cgroup="{cgroup}"}})"#
+            );
+            prom.value(&q).unwrap()
+        };
+        let (in_a, in_b) = (share("/a"), share(b));
+        assert!(
+            (in_a + in_b - 1.0).abs() < 1e-9,
+            "{target}: shares {in_a} + {in_b}"
+        );
+        let exact = time("/a") / (time("/a") + time(b));
+        assert!(
+            (in_a - exact).abs() < 1e-9,
+            "{target}: share {in_a}, counters give {exact}"
+        );
+    }
+    // The relabel recipe: the pod's UID and the container's id as labels.
+    let by_pod = format!(
+        r#"sum(lsmpmon_cgroup_hook_calls_total{{pod_uid="{POD}",container_id="{container}",hook="file_open"}})"#
+    );
+    assert!(prom.value(&by_pod).unwrap() >= 100.0, "{by_pod}");
+    let unlabelled = r#"count(lsmpmon_cgroup_hook_calls_total{cgroup="/b",pod_uid=""})"#;
+    assert!(
+        prom.value(unlabelled).unwrap() >= 1.0,
+        "other paths keep no pod_uid"
+    );
+    // The 5-minute rate's share, once each series has two samples.
+    let rated = "count(instance_cgroup:lsmpmon_hook_time_share:rate5m)";
+    prom.wait_for(rated, Duration::from_secs(30), |v| v == 4.0);
+    for (g, _, control, _) in guests.into_iter().map(|g| (g.0, g.1, g.2, g.3)) {
+        step(control, "done");
+        g.finish();
+    }
 }

@@ -50,16 +50,38 @@ impl Prometheus {
     /// Starts Prometheus scraping `target` (host:port) every second and
     /// waits until it is ready.
     pub fn start(target: &str) -> Prometheus {
+        Self::start_fleet(&[target], None, None)
+    }
+
+    /// Starts Prometheus scraping every one of `targets` every second, with
+    /// the recording rules in `rules` (evaluated every second) and the
+    /// `metric_relabel_configs` list in the file `relabel`, if any.
+    pub fn start_fleet(targets: &[&str], rules: Option<&str>, relabel: Option<&str>) -> Prometheus {
         // Tests in one process run at once: the port tells their servers apart.
         let port = free_port();
         let dir =
             std::env::temp_dir().join(format!("lsmpmon-prometheus-{}-{port}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(dir.join("data")).unwrap();
+        let targets = targets
+            .iter()
+            .map(|t| format!("'{t}'"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let rule_files = rules.map_or(String::new(), |r| format!("rule_files: ['{r}']\n"));
         let config = format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n\
-             scrape_configs:\n  - job_name: lsmpmon\n    static_configs:\n      - targets: ['{target}']\n"
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
+             {rule_files}\
+             scrape_configs:\n  - job_name: lsmpmon\n    static_configs:\n      - targets: [{targets}]\n"
         );
+        let config = match relabel {
+            None => config,
+            Some(file) => {
+                let list = fs::read_to_string(file).unwrap();
+                let indented: String = list.lines().map(|l| format!("      {l}\n")).collect();
+                format!("{config}    metric_relabel_configs:\n{indented}")
+            }
+        };
         fs::write(dir.join("prometheus.yml"), config).unwrap();
         let log = fs::File::create(dir.join("prometheus.log")).unwrap();
         let child = Command::new("prometheus")
