@@ -122,6 +122,27 @@ pub const AVE: HookStat = HookStat {
     missing: dash,
 };
 
+pub const P50: HookStat = HookStat {
+    name: "duration_p50",
+    column: "p50",
+    help:
+        "The timed calls' median, from the probes' histogram (16 buckets an octave: within 3.2 %).",
+    unit: StatUnit::Nanoseconds,
+    needs: Needs::Timing,
+    value: |h| h.p50_ns.map(|v| v as f64),
+    missing: dash,
+};
+
+pub const P99: HookStat = HookStat {
+    name: "duration_p99",
+    column: "p99",
+    help: "The timed calls' 99th percentile, from the probes' histogram (16 buckets an octave: within 3.2 %).",
+    unit: StatUnit::Nanoseconds,
+    needs: Needs::Timing,
+    value: |h| h.p99_ns.map(|v| v as f64),
+    missing: dash,
+};
+
 pub const DENIED_CALLS: HookStat = HookStat {
     name: "denied_calls",
     column: "deny",
@@ -174,10 +195,12 @@ pub const VALUE_CALLS: HookStat = HookStat {
 pub const COUNTERS: [HookStat; 5] = [CALLS, TIMED_CALLS, SWITCHED_CALLS, TIME, DROPPED_CALLS];
 
 /// The trace's per-hook table (LSMPMON's Fig. 3): min / max / ave / count / cs_count, deny, dropped.
-pub const TABLE: [HookStat; 7] = [
+pub const TABLE: [HookStat; 9] = [
     MIN,
     MAX,
     AVE,
+    P50,
+    P99,
     TIMED_CALLS,
     SWITCHED_CALLS,
     DENIED_CALLS,

@@ -24,9 +24,8 @@ pub const LE_NS: [u64; 11] = [
 ];
 
 /// The quantiles serve gives as gauges (a `quantile` label is a summary's
-/// alone), as read from the probes' histogram.
-type Quantile = (&'static str, fn(&HookResult) -> Option<u64>);
-const QUANTILES: [Quantile; 2] = [("p50", |h| h.p50_ns), ("p99", |h| h.p99_ns)];
+/// alone), as the probes' histogram gives them.
+const QUANTILES: [HookStat; 2] = [model::hook_stat::P50, model::hook_stat::P99];
 
 /// Series beyond one set for each hook called, only when asked.
 #[derive(Debug, Clone, Copy, Default)]
@@ -177,18 +176,13 @@ fn hook_families(out: &mut Families, prefix: &str, rows: &[Row], timing: Timing)
             Histogram,
             hists,
         );
-        for (q, of) in QUANTILES {
+        for q in QUANTILES {
             let samples = rows
                 .iter()
-                .filter_map(|r| Some(number(&r.labels, of(r.stats)? as f64 / NS_PER_S)))
+                .filter_map(|r| Some(number(&r.labels, q.metric_value(r.stats)?)))
                 .collect();
-            let help = "Quantile of the timed calls since serve started, from the probes' histogram of 16 buckets an octave (within 3.2 %).";
-            out.add(
-                &name(&format!("duration_{q}_seconds")),
-                help,
-                Kind::Gauge,
-                samples,
-            );
+            let name = name(&format!("{}_seconds", q.name));
+            out.add(&name, q.help, Kind::Gauge, samples);
         }
     }
 }
