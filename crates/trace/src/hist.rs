@@ -71,6 +71,21 @@ mod tests {
         assert_eq!(bucket_of(1 << 31), BUCKETS - 1);
     }
 
+    /// The BPF program's table of buckets for calls under 4096 ns (its
+    /// one load on the usual path) is this file's `bucket_of`.
+    #[test]
+    fn the_probes_table_is_bucket_of() {
+        use crate::skel::LsmpmonSkelBuilder;
+        use libbpf_rs::skel::SkelBuilder;
+        let mut storage = std::mem::MaybeUninit::uninit();
+        let open = LsmpmonSkelBuilder::default().open(&mut storage).unwrap();
+        let table = &open.maps.rodata_data.as_ref().unwrap().hist_of_small;
+        assert_eq!(table.len(), 4096);
+        for (ns, bucket) in table.iter().enumerate() {
+            assert_eq!(*bucket as usize, bucket_of(ns as u64), "{ns} ns");
+        }
+    }
+
     /// A deterministic generator (SplitMix64) for sample sets.
     struct Draws(u64);
     impl Draws {
