@@ -55,6 +55,24 @@ fn not_root_is_refused() {
     assert!(one_error_line(&out).contains("needs root"));
 }
 
+/// --by cgroup reads each call's return, --lean does not: refused before
+/// anything is attached; a bound of no cgroups is refused by the parser.
+#[test]
+fn by_cgroup_with_lean_or_no_cgroups_is_refused() {
+    let out = run(&["trace", "--by", "cgroup", "--lean", "--duration", "0.1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let line = one_error_line(&out);
+    assert!(
+        line.contains("--by cgroup") && line.contains("--lean"),
+        "{line}"
+    );
+    let out = run(&["trace", "--by", "cgroup", "--max-cgroups", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&["serve", "--by", "cgroups"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cgroup"));
+}
+
 #[test]
 fn unknown_hook_is_refused() {
     let out = run(&["trace", "--hooks", "inode_create,no_such_hook_*"]);

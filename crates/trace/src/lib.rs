@@ -190,6 +190,11 @@ fn attach_all<'obj>(
     discovery: hooks::Discovery,
     kbtf: &btf::KernelBtf,
 ) -> Result<(Session<'obj>, guard::Guard)> {
+    if args.by_cgroup && args.lean {
+        return Err(usage(
+            "--by cgroup counts each call's return in its cgroup, which --lean does not read: drop one of them",
+        ));
+    }
     let plan = setup::plan(args, discovery, kbtf)?;
     let kfuncs = Kfuncs::resolve(kbtf);
     let choice = choose_method(args, kbtf, &kfuncs)?;
