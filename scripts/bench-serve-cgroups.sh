@@ -21,7 +21,8 @@ set -e
 W=/usr/bin/workload; : > /tmp/x; N='"$N"'; R='"$REPEAT"'
 M=http://127.0.0.1:9464/metrics
 calls() { wget -q -O - $M | awk "/^lsmpmon_hook_calls_total/ {s+=\$2} END {printf \"%d\", s}"; }
-up() { until scrape 9464 1 > /dev/null 2>&1; do sleep 1; done; }
+# Serve answers while it attaches: wait for every hook (and their series).
+up() { until wget -q -O - $M 2>/dev/null | grep -q "^lsmpmon_hooks_attached [1-9]"; do sleep 1; done; }
 sleep 5
 i=0; while [ $i -lt $R ]; do echo "base $($W stat $N /tmp/x)"; i=$((i+1)); done
 for by in none cgroup; do

@@ -310,8 +310,8 @@ echo "B $(tr -d '\n' < /tmp/b.json)"
 /// The probes' histogram (as the kernel bucketed each call) against the
 /// exact figures of the same calls: its buckets 1/16 of an octave wide at
 /// most, holding every timed call, the fastest and slowest call in its first
-/// and last; its mean within 3.2 % of the exact mean; p50 and p99 within the
-/// calls' range. Buckets are of the raw delta, figures net of `floor`.
+/// and last; its mean within 3.2 % of the exact mean. Buckets are of the raw
+/// delta, figures net of `floor`.
 fn histogram_agrees_with_exact_figures(h: &serde_json::Value, floor: f64) {
     let f = |k: &str| h[k].as_f64().unwrap();
     let hist: Vec<(f64, f64, f64)> = h["hist"]
@@ -354,11 +354,6 @@ fn histogram_agrees_with_exact_figures(h: &serde_json::Value, floor: f64) {
     assert!(
         (mean - exact).abs() <= 0.032 * exact,
         "bucket mean {mean} vs exact {exact}: {h}"
-    );
-    let (p50, p99) = (f("p50_ns"), f("p99_ns"));
-    assert!(
-        f("min_ns") <= p50 && p50 <= p99 && p99 <= f("max_ns"),
-        "{h}"
     );
 }
 

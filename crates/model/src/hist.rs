@@ -4,23 +4,21 @@
 use crate::trace::Bucket;
 
 /// Quantile `q` (0..=1) of the calls in `buckets`, sorted by `low_ns`: the
-/// bucket holding that rank, read as calls spread evenly across it.
+/// middle of the bucket holding that rank, within half a bucket of the
+/// exact quantile (1/32 of it with 16 buckets an octave). Reading calls as
+/// spread across their bucket would be closer for smooth distributions but
+/// a whole bucket off where the calls sit at one edge.
 pub fn quantile(buckets: &[Bucket], q: f64) -> Option<f64> {
     let total: u64 = buckets.iter().map(|b| b.count).sum();
     if total == 0 || !(0.0..=1.0).contains(&q) {
         return None;
     }
-    let rank = q * total as f64;
-    let mut before = 0u64;
-    for b in buckets.iter().filter(|b| b.count > 0) {
-        let through = before + b.count;
-        if through as f64 >= rank {
-            let into = ((rank - before as f64) / b.count as f64).clamp(0.0, 1.0);
-            return Some(b.low_ns as f64 + into * b.high_ns.saturating_sub(b.low_ns) as f64);
-        }
-        before = through;
-    }
-    buckets.last().map(|b| b.high_ns as f64)
+    let rank = (q * total as f64).ceil().max(1.0) as u64;
+    let mut through = 0u64;
+    buckets.iter().find_map(|b| {
+        through += b.count;
+        (through >= rank).then(|| (b.low_ns as f64 + b.high_ns as f64) / 2.0)
+    })
 }
 
 /// The calls in `now` that were not yet in `before`, an earlier reading of
@@ -71,12 +69,12 @@ mod tests {
     }
 
     #[test]
-    fn quantile_reads_calls_as_spread_across_their_bucket() {
+    fn quantile_is_the_middle_of_the_bucket_holding_its_rank() {
         let h = [b(100, 110, 50), b(200, 210, 50)];
-        assert_eq!(quantile(&h, 0.5), Some(110.0));
-        assert_eq!(quantile(&h, 0.25), Some(105.0));
-        assert_eq!(quantile(&h, 0.99), Some(209.8));
-        assert_eq!(quantile(&h, 0.0), Some(100.0));
+        assert_eq!(quantile(&h, 0.5), Some(105.0));
+        assert_eq!(quantile(&h, 0.51), Some(205.0));
+        assert_eq!(quantile(&h, 0.99), Some(205.0));
+        assert_eq!(quantile(&h, 0.0), Some(105.0));
         assert_eq!(quantile(&[], 0.5), None);
         assert_eq!(quantile(&h, 1.5), None);
         assert_eq!(quantile(&h, f64::NAN), None);

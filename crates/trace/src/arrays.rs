@@ -69,7 +69,8 @@ pub fn for_each_percpu_hash<K: Copy, V: Copy>(
     mut f: impl FnMut(&K, &[V]),
 ) -> Result<()> {
     let fd = map.as_raw_fd();
-    let cpus = possible_cpus();
+    // The kernel writes a value for every possible CPU: a guess could overrun.
+    let cpus = libbpf_rs::num_possible_cpus()?;
     let (key_size, value_size) = (std::mem::size_of::<K>(), std::mem::size_of::<V>());
     // The kernel lays each CPU's value out at a multiple of 8 bytes.
     let stride = value_size.next_multiple_of(8);

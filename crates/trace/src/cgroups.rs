@@ -54,6 +54,8 @@ pub fn since(cells: &mut Cells, old: &Cells) {
 pub struct Cgroups {
     root: PathBuf,
     names: HashMap<u64, String>,
+    /// Ids that were gone at a rescan: none of them makes another.
+    missing: HashSet<u64>,
     kept: HashSet<u64>,
     folded: HashSet<u64>,
     max: usize,
@@ -68,6 +70,7 @@ impl Cgroups {
         Self {
             root,
             names: HashMap::new(),
+            missing: HashSet::new(),
             kept: HashSet::new(),
             folded: HashSet::new(),
             max,
@@ -82,7 +85,9 @@ impl Cgroups {
             let Ok(meta) = std::fs::metadata(&dir) else {
                 continue;
             };
-            self.names.insert(meta.ino(), path_name(&self.root, &dir));
+            // The name a cgroup had when first seen stays (a rename moves no series).
+            let name = path_name(&self.root, &dir);
+            self.names.entry(meta.ino()).or_insert(name);
             let Ok(entries) = std::fs::read_dir(&dir) else {
                 continue;
             };
@@ -107,7 +112,14 @@ impl Cgroups {
 
     /// The rows of `cells`: kept cgroups (new ones admitted, most calls
     /// first, while fewer than `max` are kept), then "(other)".
-    pub fn breakdown(&mut self, cells: &Cells, hooks: &[Hook], lost_calls: u64) -> CgroupBreakdown {
+    /// `floor_ns`: taken out of each timed call, as from the hooks' figures.
+    pub fn breakdown(
+        &mut self,
+        cells: &Cells,
+        hooks: &[Hook],
+        lost_calls: u64,
+        floor_ns: Option<f64>,
+    ) -> CgroupBreakdown {
         let mut by_cgroup: BTreeMap<u64, Vec<CgroupHook>> = BTreeMap::new();
         for ((id, hook), c) in cells {
             let Some(h) = hooks.get(*hook as usize).filter(|h| h.lsm.is_none()) else {
@@ -115,14 +127,16 @@ impl Cgroups {
             };
             by_cgroup.entry(*id).or_default().push(CgroupHook {
                 hook: h.name.clone(),
-                calls: *c,
+                calls: as_reported(c, h, floor_ns),
             });
         }
-        if by_cgroup
-            .keys()
-            .any(|id| *id != 0 && !self.names.contains_key(id))
-        {
+        let unknown =
+            |id: &u64| *id != 0 && !self.names.contains_key(id) && !self.missing.contains(id);
+        let new: Vec<u64> = by_cgroup.keys().copied().filter(unknown).collect();
+        if !new.is_empty() {
             self.rescan();
+            let gone = new.into_iter().filter(|id| !self.names.contains_key(id));
+            self.missing.extend(gone);
         }
         self.admit(&by_cgroup);
         let mut rows = Vec::new();
@@ -171,6 +185,18 @@ impl Cgroups {
                 self.kept.insert(id);
             }
         }
+    }
+}
+
+/// A cell as the hook's own figures are reported: net of the floor, and
+/// no denials where the hook's return is no access decision.
+fn as_reported(c: &CgroupCalls, h: &Hook, floor_ns: Option<f64>) -> CgroupCalls {
+    let floor = floor_ns.unwrap_or(0.0) * c.timed as f64;
+    let decides = h.returns_int && h.not_a_decision.is_none();
+    CgroupCalls {
+        sum_ns: (c.sum_ns as f64 - floor).max(0.0).round() as u64,
+        deny: if decides { c.deny } else { 0 },
+        ..*c
     }
 }
 
@@ -254,7 +280,7 @@ mod tests {
         cells.insert((ino("system.slice"), 1), calls(5));
         cells.insert((0, 0), calls(2));
         let mut cg = Cgroups::under(root.path().to_path_buf(), 2);
-        let b = cg.breakdown(&cells, &hooks, 7);
+        let b = cg.breakdown(&cells, &hooks, 7, None);
         let names: Vec<(&str, u64)> = b
             .cgroups
             .iter()
@@ -271,7 +297,7 @@ mod tests {
         // and a removed kept one keeps its name.
         std::fs::remove_dir(root.path().join("b")).unwrap();
         cells.insert((ino("system.slice"), 1), calls(500));
-        let b = cg.breakdown(&cells, &hooks, 7);
+        let b = cg.breakdown(&cells, &hooks, 7, Some(40.0));
         let names: Vec<(&str, u64)> = b
             .cgroups
             .iter()

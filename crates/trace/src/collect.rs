@@ -53,7 +53,7 @@ pub fn add_stats(acc: &mut lsmpmon_hook_stats, v: &lsmpmon_hook_stats) {
     acc.value += v.value;
     acc.dropped += v.dropped;
     acc.nested += v.nested;
-    acc.cgroup_folded += v.cgroup_folded;
+    acc.cgroup_lost_calls += v.cgroup_lost_calls;
     for (a, b) in acc.hist.iter_mut().zip(v.hist.iter()) {
         *a += b;
     }
@@ -71,7 +71,7 @@ pub fn sub_stats(acc: &mut lsmpmon_hook_stats, old: &lsmpmon_hook_stats) {
     sub(&mut acc.value, old.value);
     sub(&mut acc.dropped, old.dropped);
     sub(&mut acc.nested, old.nested);
-    sub(&mut acc.cgroup_folded, old.cgroup_folded);
+    sub(&mut acc.cgroup_lost_calls, old.cgroup_lost_calls);
     for (a, b) in acc.hist.iter_mut().zip(old.hist.iter()) {
         sub(a, *b);
     }
@@ -100,7 +100,11 @@ pub fn hook_result(
     let returns = full && hook.returns_int;
     let decision = returns && hook.not_a_decision.is_none();
     let allowed = calls.saturating_sub(s.deny + s.error + s.value);
-    let hist = super::hist::buckets(&s.hist);
+    let mut hist = super::hist::buckets(&s.hist);
+    // The last bucket also took every slower call.
+    if let Some(last) = hist.last_mut().filter(|b| b.high_ns <= s.max_ns) {
+        last.high_ns = s.max_ns + 1;
+    }
     let q = |q| quantile(&hist, q, s.min_ns, s.max_ns).map(|v| sub(v.round() as u64));
     HookResult {
         hook: hook.name.clone(),

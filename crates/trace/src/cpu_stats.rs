@@ -74,7 +74,7 @@ impl CpuStats {
         value: 0,
         dropped: 0,
         nested: 0,
-        cgroup_folded: 0,
+        cgroup_lost_calls: 0,
         pend_slot: 0,
         pad: 0,
         pend_count: 0,

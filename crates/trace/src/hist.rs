@@ -104,12 +104,13 @@ mod tests {
     }
 
     /// p50 and p99 from the histogram against the sample set's own, for
-    /// distributions hook times take: tight, log-normal, two modes, a tail.
+    /// distributions hook times take (tight, log-normal, two modes, a tail)
+    /// and calls at a bucket's edges: within 1/32 (3.2 %; the issue: 5 %).
     #[test]
-    fn quantiles_are_within_5_percent_of_the_exact_ones() {
+    fn quantiles_are_within_a_32nd_of_the_exact_ones() {
         let mut d = Draws(7);
         type Shape = (&'static str, fn(&mut Draws) -> f64);
-        let shapes: [Shape; 5] = [
+        let shapes: [Shape; 7] = [
             ("tight", |d| 410.0 + 20.0 * d.unit()),
             ("uniform", |d| 100.0 + 9900.0 * d.unit()),
             ("log-normal", |d| {
@@ -121,6 +122,22 @@ mod tests {
                 false => 5000.0 + 500.0 * d.unit(),
             }),
             ("heavy tail", |d| 200.0 / (1.0 - d.unit()).powf(0.7)),
+            // Calls at a bucket's edges: a reading across the bucket would
+            // be a whole bucket off (5.8 %).
+            ("two points at p50", |d| {
+                if d.unit() < 0.4999 {
+                    1000.0
+                } else {
+                    2175.0
+                }
+            }),
+            ("two points at p99", |d| {
+                if d.unit() < 0.99 {
+                    1000.0
+                } else {
+                    2175.0
+                }
+            }),
         ];
         for (name, draw) in shapes {
             let mut samples: Vec<u64> = (0..20_000).map(|_| draw(&mut d).round() as u64).collect();

@@ -289,11 +289,15 @@ impl Session<'_> {
             }
         }
         let times = self.options.syscall_time.then_some(times);
-        let lost_calls = stats.iter().map(|s| s.cgroup_folded).sum();
-        let cgroups = self
-            .options
-            .by_cgroup
-            .then(|| self.cgroups.breakdown(&cgroups, &self.hooks, lost_calls));
+        // Module functions' and the calibration probe's rows are no hook calls.
+        let lost_calls = (stats.iter().zip(&self.hooks))
+            .filter(|(_, h)| h.lsm.is_none())
+            .map(|(s, _)| s.cgroup_lost_calls)
+            .sum();
+        let cgroups = self.options.by_cgroup.then(|| {
+            let b = &mut self.cgroups;
+            b.breakdown(&cgroups, &self.hooks, lost_calls, subtract)
+        });
         Ok(TraceResult {
             schema: TRACE_SCHEMA.into(),
             provenance: self.provenance.clone(),

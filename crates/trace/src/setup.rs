@@ -125,6 +125,12 @@ pub fn load<'obj>(
     open.maps
         .syscall_cells
         .set_max_entries(hooks.len() as u32 * lim::LSMPMON_SYSCALL_SLOTS)?;
+    // Preallocated: without --by cgroup, one unused cell.
+    let cgroup_cells = match args.by_cgroup {
+        true => lim::LSMPMON_MAX_CGROUP_CELLS,
+        false => 1,
+    };
+    open.maps.cgroup_cells.set_max_entries(cgroup_cells)?;
     attacher.prepare(&mut open, &hooks[0].function)?;
     open.progs
         .test_run_driver

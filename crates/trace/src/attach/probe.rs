@@ -20,6 +20,11 @@ pub struct Target<'a> {
 impl<'a> Target<'a> {
     /// Hook `hook`, number `hook_id` in the statistics.
     pub fn hook(hook_id: u32, hook: &'a Hook, options: ProbeOptions) -> Self {
+        // A module's own function (--per-lsm) is no hook call of a cgroup.
+        let options = ProbeOptions {
+            by_cgroup: options.by_cgroup && hook.lsm.is_none(),
+            ..options
+        };
         Self {
             consts: HookConsts::new(hook_id, hook.args, hook.returns_int, options),
             btf_id: hook.btf_id,

@@ -638,7 +638,7 @@ static __always_inline void count_in_cgroup(struct lsmpmon_cpu *c, struct lsmpmo
 		bpf_map_update_elem(&cgroup_cells, &key, &fresh, BPF_NOEXIST);
 		cell = bpf_map_lookup_elem(&cgroup_cells, &key);
 		if (!cell) {
-			s->cgroup_folded++;
+			s->cgroup_lost_calls++;
 			return;
 		}
 	}

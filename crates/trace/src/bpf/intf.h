@@ -48,7 +48,7 @@ enum lsmpmon_limits {
 	LSMPMON_EXIT_SEARCH = 4,
 	/* Tasks switched out inside a traced hook at one time (lsmpmon_pending). */
 	LSMPMON_MAX_PENDING_TASKS = 16384,
-	/* (cgroup, hook) cells of --by cgroup; calls beyond are cgroup_folded. */
+	/* (cgroup, hook) cells of --by cgroup; calls beyond are cgroup_lost_calls. */
 	LSMPMON_MAX_CGROUP_CELLS = 16384,
 	LSMPMON_OBJ_NAME_LEN = 32,
 	LSMPMON_COMM_LEN = 16,
@@ -230,7 +230,7 @@ struct lsmpmon_hook_stats {
 	__u64 dropped;
 	__u64 nested;	/* nested probe pairs whose cost was taken out of sum_ns */
 	/* --by cgroup: calls in no cgroup cell, the table being full. */
-	__u64 cgroup_folded;
+	__u64 cgroup_lost_calls;
 	/*
 	 * Timed calls in syscall slot pend_slot not yet added to syscall_cells:
 	 * most calls of a hook on a CPU are in the syscall of its previous call,
