@@ -6,6 +6,7 @@ pub mod cell;
 pub mod engine;
 mod files;
 pub mod merge;
+mod nodes;
 pub mod plan_file;
 mod record;
 mod registry;
