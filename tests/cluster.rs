@@ -34,27 +34,30 @@ fn text(b: &[u8]) -> String {
 
 /// `lab submit --slurm --no-wait` of 6.1 × `configs`: its plan file.
 fn submit(cluster: &Cluster, results: &Path, configs: &str) -> PathBuf {
+    submit_with(cluster, results, configs, &[])
+}
+
+fn submit_with(cluster: &Cluster, results: &Path, configs: &str, extra: &[&str]) -> PathBuf {
     let cache = cluster.cache();
-    let out = lab(
-        cluster,
-        &[
-            "submit",
-            "--slurm",
-            "--no-wait",
-            "--results",
-            results.to_str().unwrap(),
-            "--cache-dir",
-            cache.to_str().unwrap(),
-            "--kernels",
-            "6.1",
-            "--configs",
-            configs,
-            "--ops",
-            "null,stat",
-            "--samples",
-            "3",
-        ],
-    );
+    let mut args = vec![
+        "submit",
+        "--slurm",
+        "--no-wait",
+        "--results",
+        results.to_str().unwrap(),
+        "--cache-dir",
+        cache.to_str().unwrap(),
+        "--kernels",
+        "6.1",
+        "--configs",
+        configs,
+        "--ops",
+        "null,stat",
+        "--samples",
+        "3",
+    ];
+    args.extend(extra);
+    let out = lab(cluster, &args);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let err = text(&out.stderr);
     let plan = err
@@ -326,4 +329,125 @@ fn three_nodes_one_lost_mid_array_two_submissions_merge_exactly() {
     assert!(said_requeued, "lab status named no requeued cell");
     check_cells(&results, &loss);
     check_merge(&cluster, &results, &dir.join("merged"));
+}
+
+/// Polls `plan` every 0.5 s until settled: seconds since `start`.
+fn settled_after(cluster: &Cluster, plan: &Path, start: Instant) -> f64 {
+    loop {
+        let (done, t) = status(cluster, plan);
+        if done {
+            assert!(t.contains(" 0 failed"), "{t}");
+            return start.elapsed().as_secs_f64();
+        }
+        assert!(start.elapsed() < Duration::from_secs(1800), "{t}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// Every cell's wall time.
+fn walls(results: &Path) -> Vec<f64> {
+    lab_cells(results)
+        .iter()
+        .map(|c| c["wall_s"].as_f64().unwrap())
+        .collect()
+}
+
+/// The machine's load average over the last minute.
+fn load1() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .next()
+        .unwrap_or("?")
+        .to_string()
+}
+
+const BENCH_CONFIGS: &str = "none,tomoyo,landlock,apparmor,bpf-lsm,selinux-mini";
+
+/// BENCHMARKS.md §15: cells per hour through `nodes` nodes of `cpus`
+/// CPUs each (the machine's two cores shared), 12 cells (6 configurations
+/// × 2 layout draws). A benchmark, not a test:
+/// `cargo test --release --test cluster -- --ignored --nocapture cells_per_hour`.
+fn cells_per_hour(nodes: usize, cpus: u32) {
+    let cluster = Cluster::start_nodes(nodes, cpus, &user_cache());
+    let dir = fresh_dir("cluster", &format!("bench-{nodes}x{cpus}"));
+    provision(&cluster, &dir);
+    let results = dir.join("results");
+    let start = Instant::now();
+    let plan = submit_with(&cluster, &results, BENCH_CONFIGS, &["--draws", "2"]);
+    let wall_s = settled_after(&cluster, &plan, start);
+    let cells = walls(&results);
+    let n = cells.len() as f64;
+    let busy_s: f64 = cells.iter().sum();
+    let slots = nodes as f64 * f64::from(cpus);
+    println!(
+        "{nodes} node(s) x {cpus} CPU: {n} cells in {wall_s:.1} s = {:.0} cells/h; \
+         a cell's wall {:.1} s (mean); cells running at once {:.2} of {slots} slots; \
+         load {}",
+        n * 3600.0 / wall_s,
+        busy_s / n,
+        busy_s / wall_s,
+        load1()
+    );
+}
+
+#[test]
+#[ignore]
+fn cells_per_hour_at_1_and_3_nodes() {
+    cells_per_hour(1, 2);
+    cells_per_hour(3, 1);
+    cells_per_hour(3, 2);
+}
+
+/// BENCHMARKS.md §15: the engine's cost per cell on three nodes, one task
+/// at a time (`--max-parallel 1`), against `lab run --jobs 1` of the same
+/// cells: each side's own cost is its wall time minus its cells' own.
+#[test]
+#[ignore]
+fn engine_cost_per_cell_on_three_nodes() {
+    let cluster = Cluster::start_nodes(3, 1, &user_cache());
+    let dir = fresh_dir("cluster", "bench-engine");
+    provision(&cluster, &dir);
+    let (by_run, by_slurm) = (dir.join("run"), dir.join("slurm"));
+    let start = Instant::now();
+    let run = lab(
+        &cluster,
+        &[
+            "run",
+            "--jobs",
+            "1",
+            "--results",
+            by_run.to_str().unwrap(),
+            "--kernels",
+            "6.1",
+            "--configs",
+            BENCH_CONFIGS,
+            "--ops",
+            "null,stat",
+            "--samples",
+            "3",
+        ],
+    );
+    assert!(run.status.success());
+    let run_s = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let plan = submit_with(&cluster, &by_slurm, BENCH_CONFIGS, &["--max-parallel", "1"]);
+    let slurm_s = settled_after(&cluster, &plan, start);
+    let (rc, sc) = (walls(&by_run), walls(&by_slurm));
+    let n = sc.len() as f64;
+    let run_own = run_s - rc.iter().sum::<f64>();
+    let slurm_own = slurm_s - sc.iter().sum::<f64>();
+    let cell_s = sc.iter().sum::<f64>() / n;
+    let per_cell = (slurm_own - run_own) / n;
+    let nodes: BTreeSet<String> = lab_cells(&by_slurm)
+        .iter()
+        .map(|c| c["task"]["node"].as_str().unwrap().to_string())
+        .collect();
+    println!(
+        "{n} cells on nodes {nodes:?}: lab run {run_s:.1} s (own {run_own:.1} s), \
+         through Slurm {slurm_s:.1} s (own {slurm_own:.1} s); a cell {cell_s:.1} s; \
+         the engine's cost per cell beyond lab run's {per_cell:.2} s = {:.1} % of a cell; load {}",
+        100.0 * per_cell / cell_s,
+        load1()
+    );
 }
