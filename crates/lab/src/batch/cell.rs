@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use super::{
     plan_file::{PlanCell, PlanFile},
-    registry,
+    registry, requeue,
     tagged::PlanRef,
 };
 use crate::{
@@ -39,16 +39,34 @@ pub fn run(
     check_version(&file)?;
     let results = results.unwrap_or(&file.paths.results);
     let cache_dir = cache_dir.unwrap_or(&file.paths.cache_dir);
-    let mut plan = plan_of_cell(&file, cell, results, cache_dir)?;
-    // Tagged from its first write: a task killed between two writes would
-    // leave a cell that names no plan.
-    plan.tag = CellTag {
+    let tag = CellTag {
         plan: Some(PlanRef {
             id: file.id.clone(),
             index,
         }),
         task: registry::this_task(),
     };
+    if let Some(done) =
+        requeue::earlier_run(results, tag.plan.as_ref().unwrap(), tag.task.as_ref())?
+    {
+        base::say!(
+            "lsmpmon: cell {index} passed in this task's earlier run ({}): not run again",
+            done.id
+        );
+        return Ok(RunOutcome {
+            results: results.to_path_buf(),
+            configs: vec![done.config.name.clone()],
+            kernels: vec![done.kernel.series.clone()],
+            cells: vec![done],
+            interrupted: false,
+            stopped: None,
+            write_error: None,
+        });
+    }
+    let mut plan = plan_of_cell(&file, cell, results, cache_dir)?;
+    // Tagged from its first write: a task killed between two writes would
+    // leave a cell that names no plan.
+    plan.tag = tag;
     execute(&plan, Some(1), fetching)
 }
 

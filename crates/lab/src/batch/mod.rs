@@ -10,6 +10,7 @@ mod nodes;
 pub mod plan_file;
 mod record;
 mod registry;
+mod requeue;
 pub mod slurm;
 mod status;
 pub mod submit;
