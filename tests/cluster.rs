@@ -2,9 +2,11 @@
 //! netns.rs: each slurmd in its own network, UTS, PID and mount
 //! namespaces, with its own cache; one shared results directory). Two
 //! submissions share the results directory; one node is lost with a guest
-//! running: its cell is requeued by Slurm and passes elsewhere; `lab
-//! status` and `lab merge` run while cells are written, and the merge of
-//! the directory holds each cell once.
+//! running: its cell is requeued by Slurm and passes elsewhere; another
+//! node's guest is killed (SIGKILL, as the OOM killer kills): its cell
+//! fails and `--resume` runs it again; `lab status` and `lab merge` run
+//! while cells are written, and the merge of the directory holds each cell
+//! once.
 mod common;
 #[path = "common/slurm.rs"]
 mod slurm;
@@ -136,6 +138,38 @@ fn a_node_with_a_guest(cluster: &Cluster) -> (String, Vec<String>) {
     }
 }
 
+/// A guest of a node other than `lost` killed by SIGKILL, as the OOM
+/// killer kills it: the node and its task.
+fn kill_a_guest(cluster: &Cluster, lost: &str) -> (String, String) {
+    let start = Instant::now();
+    loop {
+        for n in cluster.nodes.iter().filter(|n| n.name != lost) {
+            let qemu: Vec<u32> = n
+                .processes()
+                .iter()
+                .filter(|(_, c)| c.starts_with("qemu-system"))
+                .map(|(p, _)| *p)
+                .collect();
+            let tasks = tasks_on(cluster, &n.name);
+            if let ([pid], [task]) = (&qemu[..], &tasks[..]) {
+                // SAFETY: a signal to a QEMU process of the test's own node.
+                assert_eq!(unsafe { libc::kill(*pid as i32, libc::SIGKILL) }, 0);
+                return (n.name.clone(), task.clone());
+            }
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "no other node ran a guest"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A status's summary line (`plan …: N cells: …`).
+fn first(status: &str) -> &str {
+    status.lines().next().unwrap_or("")
+}
+
 /// `lab status PLAN`: exit 0 or 1, never an unreadable cell.
 fn status(cluster: &Cluster, plan: &Path) -> (bool, String) {
     let out = lab(cluster, &["status", plan.to_str().unwrap()]);
@@ -225,24 +259,25 @@ impl Loss {
     }
 }
 
-/// Every cell once, where it ran, the lost task's cell from another node
-/// after one requeue.
-fn check_cells(results: &Path, loss: &Loss) {
+/// Every planned cell passed once, where it ran; the lost task's cell
+/// from another node after one requeue; the killed guest's cell failed
+/// (its task's only run) and passed once resubmitted.
+fn check_cells(results: &Path, loss: &Loss, killed: &str) {
     let cells = lab_cells(results);
-    assert_eq!(cells.len(), 5, "one cell file a planned cell");
+    assert_eq!(cells.len(), 6, "5 planned cells and the killed guest's");
     for c in &cells {
-        assert_eq!(c["status"], "passed", "{}", c["id"]);
         let task = &c["task"];
         assert_eq!(task["engine"], "slurm");
         let node = task["node"].as_str().unwrap();
         assert!(["node1", "node2", "node3"].contains(&node), "{task}");
         let job = task["job"].as_str().unwrap();
-        if loss.tasks.iter().any(|t| t == job) {
-            assert_eq!(task["restarts"], 1, "{task}");
+        let lost = loss.tasks.iter().any(|t| t == job);
+        assert_eq!(task["restarts"], u64::from(lost), "{task}");
+        if lost {
             assert_ne!(node, loss.node, "{task}");
-        } else {
-            assert_eq!(task["restarts"], 0, "{task}");
         }
+        let want = if job == killed { "failed" } else { "passed" };
+        assert_eq!(c["status"], want, "{}: {}", c["id"], c["reason"]);
     }
     let plans: BTreeSet<&str> = cells
         .iter()
@@ -251,8 +286,8 @@ fn check_cells(results: &Path, loss: &Loss) {
     assert_eq!(plans.len(), 2, "{plans:?}");
 }
 
-/// The merge: four identities, each once; the shared cell's other run
-/// superseded; nothing skipped or forced.
+/// The merge: four identities, each once and passed; nothing skipped or
+/// forced.
 fn check_merge(cluster: &Cluster, results: &Path, merged: &Path) {
     let out = lab(
         cluster,
@@ -261,7 +296,8 @@ fn check_merge(cluster: &Cluster, results: &Path, merged: &Path) {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let m = json(&std::fs::read_to_string(merged.join("merge.json")).unwrap());
     assert_eq!(m["cells"], 4, "{m}");
-    assert_eq!(m["superseded"].as_array().unwrap().len(), 1, "{m}");
+    // The shared cell's other run, and the killed guest's failed run.
+    assert_eq!(m["superseded"].as_array().unwrap().len(), 2, "{m}");
     for key in ["skipped", "forced", "disagreements"] {
         assert_eq!(m[key], Value::Array(vec![]), "{key}: {m}");
     }
@@ -276,6 +312,63 @@ fn check_merge(cluster: &Cluster, results: &Path, merged: &Path) {
         BTreeSet::from(["none", "tomoyo", "landlock", "apparmor"])
     );
     assert!(cells.iter().all(|c| c["status"] == "passed"));
+}
+
+/// The plan whose cell's guest was killed: one failed cell, named with
+/// its reason and task; `lab submit --resume` runs it alone, and it passes.
+fn resume_the_killed_guest(cluster: &Cluster, plans: &[PathBuf], task: &str) {
+    let failed: Vec<(&PathBuf, String)> = plans
+        .iter()
+        .map(|p| (p, status(cluster, p).1))
+        .filter(|(_, t)| !first(t).contains(" 0 failed"))
+        .collect();
+    let [(plan, t)] = &failed[..] else {
+        panic!("one plan with a failed cell expected: {failed:?}")
+    };
+    assert!(first(t).contains(" 1 failed"), "{t}");
+    let index = task.split_once('_').unwrap().1;
+    let line = t
+        .lines()
+        .find(|l| l.starts_with(&format!("cell {index}, ")) && l.contains("failed"))
+        .unwrap_or_else(|| panic!("no failed cell {index} in {t}"));
+    assert!(line.contains(&format!("_{index}.out")), "{line}");
+    let out = lab(
+        cluster,
+        &["submit", "--slurm", "--resume", plan.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (_, t) = status(cluster, plan);
+    let moved = t
+        .lines()
+        .find(|l| l.starts_with(&format!("cell {index}, ")))
+        .unwrap_or_else(|| panic!("{t}"));
+    assert!(
+        moved.contains("resubmitted 1 time(s); passed on node"),
+        "{moved}"
+    );
+}
+
+/// Every plan passed; the lost node's task said requeued, passed elsewhere.
+fn check_statuses(cluster: &Cluster, plans: &[PathBuf], loss: &Loss) {
+    let mut said_requeued = false;
+    for plan in plans {
+        let out = lab(cluster, &["status", plan.to_str().unwrap()]);
+        let t = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{t}");
+        assert!(first(&t).contains(" 0 failed"), "{t}");
+        assert!(t.lines().any(|l| l.starts_with("node node")), "{t}");
+        for task in &loss.tasks {
+            if let Some(l) = t.lines().find(|l| l.ends_with(&format!("(task {task})"))) {
+                assert!(
+                    l.contains("requeued by the engine 1 time(s); passed on node"),
+                    "{l}"
+                );
+                assert!(!l.contains(&format!("on {} ", loss.node)), "{l}");
+                said_requeued = true;
+            }
+        }
+    }
+    assert!(said_requeued, "lab status named no requeued cell");
 }
 
 #[test]
@@ -297,6 +390,8 @@ fn three_nodes_one_lost_mid_array_two_submissions_merge_exactly() {
         down_s: None,
         elsewhere_s: None,
     };
+    let (guest_node, guest_task) = kill_a_guest(&cluster, &loss.node);
+    eprintln!("--- killed the guest of {guest_task} on {guest_node} ---");
     settle(&cluster, &plans, &results, &dir, &mut loss);
     eprintln!(
         "--- {} lost: down after {:?} s, its tasks running elsewhere after {:?} s ---",
@@ -307,27 +402,9 @@ fn three_nodes_one_lost_mid_array_two_submissions_merge_exactly() {
         loss.elsewhere_s.is_some(),
         "the lost tasks never ran elsewhere"
     );
-
-    let mut said_requeued = false;
-    for plan in &plans {
-        let (_, t) = status(&cluster, plan);
-        let out = lab(&cluster, &["status", plan.to_str().unwrap()]);
-        assert_eq!(out.status.code(), Some(0), "{t}");
-        assert!(t.contains(" 0 failed"), "{t}");
-        assert!(t.lines().any(|l| l.starts_with("node node")), "{t}");
-        for task in &loss.tasks {
-            if let Some(l) = t.lines().find(|l| l.ends_with(&format!("(task {task})"))) {
-                assert!(
-                    l.contains("requeued by the engine 1 time(s); passed on node"),
-                    "{l}"
-                );
-                assert!(!l.contains(&format!("on {} ", loss.node)), "{l}");
-                said_requeued = true;
-            }
-        }
-    }
-    assert!(said_requeued, "lab status named no requeued cell");
-    check_cells(&results, &loss);
+    resume_the_killed_guest(&cluster, &plans, &guest_task);
+    check_statuses(&cluster, &plans, &loss);
+    check_cells(&results, &loss, &guest_task);
     check_merge(&cluster, &results, &dir.join("merged"));
 }
 
@@ -336,7 +413,7 @@ fn settled_after(cluster: &Cluster, plan: &Path, start: Instant) -> f64 {
     loop {
         let (done, t) = status(cluster, plan);
         if done {
-            assert!(t.contains(" 0 failed"), "{t}");
+            assert!(first(&t).contains(" 0 failed"), "{t}");
             return start.elapsed().as_secs_f64();
         }
         assert!(start.elapsed() < Duration::from_secs(1800), "{t}");
