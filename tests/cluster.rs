@@ -270,6 +270,8 @@ fn check_cells(results: &Path, loss: &Loss, killed: &str) {
         assert_eq!(task["engine"], "slurm");
         let node = task["node"].as_str().unwrap();
         assert!(["node1", "node2", "node3"].contains(&node), "{task}");
+        // Its own UTS namespace: the host name is the node's.
+        assert_eq!(c["hostname"], node, "{}", c["id"]);
         let job = task["job"].as_str().unwrap();
         let lost = loss.tasks.iter().any(|t| t == job);
         assert_eq!(task["restarts"], u64::from(lost), "{task}");
@@ -406,6 +408,38 @@ fn three_nodes_one_lost_mid_array_two_submissions_merge_exactly() {
     check_statuses(&cluster, &plans, &loss);
     check_cells(&results, &loss, &guest_task);
     check_merge(&cluster, &results, &dir.join("merged"));
+    stopped_leaves_nothing(cluster);
+}
+
+/// Dropped, the cluster leaves no bridge, namespace, daemon or directory.
+fn stopped_leaves_nothing(cluster: Cluster) {
+    let (bridge, namespaces) = cluster.network_names().unwrap();
+    let dir = cluster.dir.clone();
+    drop(cluster);
+    let out = std::process::Command::new("ip")
+        .args(["link", "show", &bridge])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{bridge} is still there");
+    let list = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    let list = text(&list.stdout);
+    assert!(
+        namespaces.iter().all(|n| !list.contains(n.as_str())),
+        "{list}"
+    );
+    assert!(!dir.exists(), "{} is still there", dir.display());
+    let conf = dir.join("slurm.conf").display().to_string();
+    let ps = std::process::Command::new("ps")
+        .args(["-eo", "args"])
+        .output()
+        .unwrap();
+    assert!(
+        !text(&ps.stdout).contains(&conf),
+        "a daemon of {conf} is left"
+    );
 }
 
 /// Polls `plan` every 0.5 s until settled: seconds since `start`.

@@ -81,6 +81,12 @@ impl Cluster {
         cluster
     }
 
+    /// The bridge and the network namespaces made for the nodes.
+    pub fn network_names(&self) -> Option<(String, Vec<String>)> {
+        let net = self.network.as_ref()?;
+        Some((net.bridge.clone(), net.namespaces.clone()))
+    }
+
     /// The cache path every node mounts its own cache over.
     pub fn cache(&self) -> PathBuf {
         self.cache.clone()
