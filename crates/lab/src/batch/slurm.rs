@@ -115,8 +115,9 @@ impl Engine for Slurm {
     }
 }
 
-/// squeue's fields for `parse_squeue`, each ended by `|`.
-const SQUEUE_FIELDS: &str = "JobArrayID:|,State:|,NodeList:|,RestartCnt:|";
+/// squeue's fields for `parse_squeue`, each ended by `|`, wide enough that
+/// squeue truncates nothing (it pads; `parse_squeue` trims).
+const SQUEUE_FIELDS: &str = "JobArrayID:64|,State:24|,NodeList:256|,RestartCnt:12|";
 
 /// The array task this process is, from the environment Slurm gives it.
 pub fn this_task(env: &dyn Fn(&str) -> Option<String>) -> Option<BatchTask> {
