@@ -86,6 +86,16 @@ pub struct Plan {
     pub paths: Paths,
     pub cells: Vec<PlannedCell>,
     pub recorded: Option<Recorded>,
+    /// What its cells are tagged with when a plan file's cell runs alone.
+    pub tag: CellTag,
+}
+
+/// A plan file's cell run by `lab cell`: which plan and cell, and the
+/// batch engine's task running it (if one does).
+#[derive(Debug, Clone, Default)]
+pub struct CellTag {
+    pub plan: Option<model::cell::PlanRef>,
+    pub task: Option<model::cell::BatchTask>,
 }
 
 /// One cell: indexes into the plan's kernels and configurations.
@@ -148,6 +158,7 @@ impl Checked {
             },
             cells,
             recorded: None,
+            tag: CellTag::default(),
         })
     }
 }

@@ -60,6 +60,10 @@ pub struct CellResult {
     /// The plan the cell was run from (`lab cell`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<PlanRef>,
+    /// The batch engine's task that ran the cell (`lab cell` under Slurm):
+    /// on which node, as which job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<BatchTask>,
 }
 
 impl CellResult {
@@ -67,6 +71,20 @@ impl CellResult {
     pub fn log_path(&self, results: &std::path::Path) -> std::path::PathBuf {
         results.join(&self.log_dir)
     }
+}
+
+/// Where a batch engine ran a cell.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
+pub struct BatchTask {
+    /// The engine (`slurm`).
+    pub engine: String,
+    /// The engine's name of the node (Slurm's node name, not a host path).
+    pub node: String,
+    /// The task's id in the engine (`JOB_INDEX` of a Slurm array).
+    pub job: String,
+    /// How many times the engine had requeued the task before this run
+    /// (after a lost node, say).
+    pub restarts: u32,
 }
 
 /// Which plan, and which of its cells.

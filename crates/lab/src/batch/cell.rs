@@ -7,13 +7,13 @@ use anyhow::Result;
 
 use super::{
     plan_file::{PlanCell, PlanFile},
-    tagged::{self, PlanRef, TaggedCell},
+    registry, requeue,
+    tagged::PlanRef,
 };
 use crate::{
     host::execute::execute,
     host::outcome::RunOutcome,
-    plan::{Paths, Plan, PlannedCell},
-    results::CellResult,
+    plan::{CellTag, Paths, Plan, PlannedCell},
     spec,
 };
 use base::error::usage;
@@ -39,26 +39,35 @@ pub fn run(
     check_version(&file)?;
     let results = results.unwrap_or(&file.paths.results);
     let cache_dir = cache_dir.unwrap_or(&file.paths.cache_dir);
-    let plan = plan_of_cell(&file, cell, results, cache_dir)?;
-    let mut outcome = execute(&plan, Some(1), fetching)?;
-    let tag = PlanRef {
-        id: file.id.clone(),
-        index,
+    let tag = CellTag {
+        plan: Some(PlanRef {
+            id: file.id.clone(),
+            index,
+        }),
+        task: registry::this_task(),
     };
-    let failed = outcome.cells.iter().find_map(|c| {
-        let tagged = TaggedCell {
-            cell: CellResult {
-                plan: Some(tag.clone()),
-                ..c.clone()
-            },
-            file: Default::default(),
-        };
-        tagged::write(results, &tagged).err()
-    });
-    if let Some(e) = failed {
-        outcome.write_failed(e.context("recording the plan in the cell"));
+    if let Some(done) =
+        requeue::earlier_run(results, tag.plan.as_ref().unwrap(), tag.task.as_ref())?
+    {
+        base::say!(
+            "lsmpmon: cell {index} passed in this task's earlier run ({}): not run again",
+            done.id
+        );
+        return Ok(RunOutcome {
+            results: results.to_path_buf(),
+            configs: vec![done.config.name.clone()],
+            kernels: vec![done.kernel.series.clone()],
+            cells: vec![done],
+            interrupted: false,
+            stopped: None,
+            write_error: None,
+        });
     }
-    Ok(outcome)
+    let mut plan = plan_of_cell(&file, cell, results, cache_dir)?;
+    // Tagged from its first write: a task killed between two writes would
+    // leave a cell that names no plan.
+    plan.tag = tag;
+    execute(&plan, Some(1), fetching)
 }
 
 /// The one-cell plan of a plan file's cell: its configuration as the plan
@@ -109,6 +118,7 @@ fn plan_of_cell(
             draw: cell.draw,
         }],
         recorded: None,
+        tag: CellTag::default(),
     })
 }
 

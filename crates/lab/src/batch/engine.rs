@@ -17,6 +17,17 @@ pub enum Queued {
     Running,
 }
 
+/// A task of a job the engine still holds, by its cell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Task {
+    pub index: usize,
+    pub state: Queued,
+    /// The node running it (none while pending).
+    pub node: Option<String>,
+    /// Times the engine requeued it (a lost node, an operator's requeue).
+    pub restarts: u32,
+}
+
 /// Cells asking for the same resources, submitted together.
 pub struct Array<'a> {
     pub plan: &'a PlanFile,
@@ -41,7 +52,9 @@ pub trait Engine {
     /// Refuses (one line, exit 2) when the engine cannot be used from here.
     fn check(&self) -> Result<()>;
     fn submit(&self, array: &Array) -> Result<Job>;
-    /// The job's tasks still queued or running, by cell index.
-    fn queued(&self, job: &Job) -> Result<Vec<(usize, Queued)>>;
+    /// The job's tasks still queued or running.
+    fn queued(&self, job: &Job) -> Result<Vec<Task>>;
     fn log_path(&self, job: &Job, index: usize) -> PathBuf;
+    /// A task's id as the engine's own commands take it (`41_3`).
+    fn task_id(&self, job: &Job, index: usize) -> String;
 }

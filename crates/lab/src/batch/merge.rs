@@ -1,8 +1,9 @@
 //! `lab merge OUT DIR…`: results directories joined into one. A cell that
 //! is there twice (copied, or run again) is kept once when the runs agree
 //! (virtual time: every median within 0.5 %) and reported when they do
-//! not; cells of other lsmpmon versions, plans or kernel packages are
-//! refused unless forced, and then flagged (`merge.json`, the tables).
+//! not; cells of other lsmpmon versions or kernel packages are refused
+//! unless forced, and then flagged (`merge.json`, the tables). Cells of
+//! several plans (submissions into one directory) merge as they are.
 use std::{
     collections::BTreeMap,
     fs,
@@ -31,7 +32,7 @@ pub struct Merged {
     pub schema: String,
     pub inputs: Vec<PathBuf>,
     pub cells: usize,
-    /// Mixed versions, plans or kernel packages, merged with --force.
+    /// Mixed versions or kernel packages, merged with --force.
     pub forced: Vec<String>,
     /// Runs of one cell whose figures differ beyond the tolerance.
     pub disagreements: Vec<String>,
@@ -302,7 +303,7 @@ fn differs(a: &TaggedCell, b: &TaggedCell) -> Option<String> {
     (fa.len() != fb.len()).then(|| "not the same ops".into())
 }
 
-/// Versions, plans and kernel packages that are not one each.
+/// Versions and kernel packages that are not one each.
 fn mismatches(cells: &[TaggedCell]) -> Vec<String> {
     let mut out = Vec::new();
     let distinct = |key: &dyn Fn(&TaggedCell) -> Option<String>| {
@@ -324,10 +325,10 @@ fn mismatches(cells: &[TaggedCell]) -> Vec<String> {
     if versions.len() > 1 {
         out.push(format!("cells of lsmpmon versions {}", show(&versions)));
     }
-    let plans = distinct(&|c| c.plan().map(|p| p.id.clone()));
-    if plans.len() > 1 {
-        out.push(format!("cells of plans {}", show(&plans)));
-    }
+    // Cells of several plans are not a mismatch: two submissions into one
+    // results directory make them, and what their cells must share (this
+    // lsmpmon, the kernel packages; configurations by hash in the
+    // identity) is checked here and in `identity`.
     let kernels = distinct(&|c| {
         Some(format!(
             "{}-{}",
@@ -606,6 +607,38 @@ mod tests {
             .to_string();
         assert!(again.contains("already holds cells"), "{again}");
         for d in [a, b, out] {
+            std::fs::remove_dir_all(d).unwrap();
+        }
+    }
+
+    /// Two submissions into one directory: cells of two plans, one cell
+    /// in both. Merged without --force, each identity once.
+    #[test]
+    fn two_plans_in_one_directory_merge_exactly() {
+        let (dir, out) = (temp("plans"), temp("plans-out"));
+        let tag = |id: &'static str, index: u64| {
+            move |v: &mut serde_json::Value| {
+                v["plan"] = serde_json::json!({"id": id, "index": index});
+            }
+        };
+        put(&dir, "a-none", &tag("aaaa", 0));
+        put(&dir, "a-tomoyo", &|v| {
+            tag("aaaa", 1)(v);
+            v["config"]["name"] = "tomoyo".into();
+        });
+        put(&dir, "b-tomoyo", &|v| {
+            tag("bbbb", 0)(v);
+            v["config"]["name"] = "tomoyo".into();
+            v["started_unix_s"] = (v["started_unix_s"].as_u64().unwrap() + 60).into();
+        });
+        // A writer killed mid-write leaves only its temporary file.
+        std::fs::write(dir.join("cells/.b-none.json.123-0.tmp"), "{\"schema\":").unwrap();
+        let m = merge(&out, std::slice::from_ref(&dir), false).unwrap();
+        assert_eq!((m.cells, m.superseded.len()), (2, 1), "{m:?}");
+        assert!(m.forced.is_empty() && m.skipped.is_empty(), "{m:?}");
+        assert!(m.superseded[0].ends_with("a-tomoyo.json"), "{m:?}");
+        assert!(tagged::cell_path(&out, "b-tomoyo").exists());
+        for d in [dir, out] {
             std::fs::remove_dir_all(d).unwrap();
         }
     }

@@ -33,6 +33,14 @@ impl Submissions {
         self.jobs.iter().rev().find(|j| j.cells.contains(&index))
     }
 
+    /// How many submissions included cell `index`.
+    pub fn jobs_of(&self, index: usize) -> usize {
+        self.jobs
+            .iter()
+            .filter(|j| j.cells.contains(&index))
+            .count()
+    }
+
     pub fn write(&self, plan_path: &Path) -> Result<()> {
         files::write_json(&path(plan_path), self)
     }

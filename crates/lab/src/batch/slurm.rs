@@ -9,8 +9,9 @@ use std::{
 
 use anyhow::Result;
 
-use super::engine::{Array, Engine, Job, Queued};
+use super::engine::{Array, Engine, Job, Queued, Task};
 use base::{command::which, error::usage, secure_fs};
+use model::cell::BatchTask;
 
 #[derive(Debug, Clone, Default)]
 pub struct Slurm {
@@ -73,7 +74,7 @@ impl Engine for Slurm {
         })
     }
 
-    fn queued(&self, job: &Job) -> Result<Vec<(usize, Queued)>> {
+    fn queued(&self, job: &Job) -> Result<Vec<Task>> {
         slurm_conf()?;
         // squeue retries an unreachable controller for a minute: status
         // reads the cells on disk instead of waiting that long.
@@ -86,7 +87,7 @@ impl Engine for Slurm {
                 "-j",
                 &job.id,
             ])
-            .args(["-o", "%i|%T"])
+            .args(["-O", SQUEUE_FIELDS])
             .output()
             .map_err(|e| usage(format!("cannot run squeue: {e}")))?;
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -108,6 +109,28 @@ impl Engine for Slurm {
     fn log_path(&self, job: &Job, index: usize) -> PathBuf {
         job.log_dir.join(format!("{}_{index}.out", job.id))
     }
+
+    fn task_id(&self, job: &Job, index: usize) -> String {
+        format!("{}_{index}", job.id)
+    }
+}
+
+/// squeue's fields for `parse_squeue`, each ended by `|`, wide enough that
+/// squeue truncates nothing (it pads; `parse_squeue` trims).
+const SQUEUE_FIELDS: &str = "JobArrayID:64|,State:24|,NodeList:256|,RestartCnt:12|";
+
+/// The array task this process is, from the environment Slurm gives it.
+pub fn this_task(env: &dyn Fn(&str) -> Option<String>) -> Option<BatchTask> {
+    let job = env("SLURM_ARRAY_JOB_ID")?;
+    let index = env("SLURM_ARRAY_TASK_ID")?;
+    Some(BatchTask {
+        engine: "slurm".into(),
+        node: env("SLURMD_NODENAME")?,
+        job: format!("{job}_{index}"),
+        restarts: env("SLURM_RESTART_COUNT")
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(0),
+    })
 }
 
 /// How long `lab status` waits for Slurm's queue.
@@ -152,6 +175,12 @@ impl Slurm {
             format!("--cpus-per-task={}", a.cpus),
             format!("--mem={}M", a.memory_mb + HOST_OVERHEAD_MB),
             format!("--output={}/%A_%a.out", log_dir.display()),
+            // A task whose node is lost runs again elsewhere (whatever the
+            // cluster's JobRequeue): its cell had written nothing, or a
+            // complete file that the new run's supersedes.
+            "--requeue".into(),
+            // Its log keeps every run's output.
+            "--open-mode=append".into(),
         ];
         if let Some(p) = &self.partition {
             v.push(format!("--partition={p}"));
@@ -224,19 +253,25 @@ fn list(cells: &[usize]) -> String {
         .join(",")
 }
 
-/// `squeue -r -o '%i|%T'` lines: `JOB_INDEX|STATE`.
-fn parse_squeue(text: &str, job: &str) -> Vec<(usize, Queued)> {
+/// `squeue -r -O` lines of `SQUEUE_FIELDS`: `JOB_INDEX|STATE|NODES|RESTARTS|`
+/// (squeue pads a field before its `|`).
+fn parse_squeue(text: &str, job: &str) -> Vec<Task> {
     text.lines()
         .filter_map(|l| {
-            let (id, state) = l.trim().split_once('|')?;
+            let mut f = l.split('|').map(str::trim);
+            let (id, state, node, restarts) = (f.next()?, f.next()?, f.next()?, f.next()?);
             let index = id.strip_prefix(job)?.strip_prefix('_')?.parse().ok()?;
-            let q = match state {
-                "PENDING" | "CONFIGURING" | "REQUEUED" | "REQUEUE_HOLD" | "SUSPENDED" => {
-                    Queued::Pending
-                }
+            let state = match state {
+                "PENDING" | "CONFIGURING" | "REQUEUED" | "REQUEUE_HOLD" | "REQUEUE_FED"
+                | "SUSPENDED" => Queued::Pending,
                 _ => Queued::Running,
             };
-            Some((index, q))
+            Some(Task {
+                index,
+                state,
+                node: (!node.is_empty() && node != "(null)").then(|| node.to_string()),
+                restarts: restarts.parse().unwrap_or(0),
+            })
         })
         .collect()
 }
@@ -247,17 +282,52 @@ mod tests {
 
     #[test]
     fn squeue_lines_are_tasks_of_this_job_only() {
-        let text =
-            "41_0|RUNNING\n41_3|PENDING\n42_1|RUNNING\n41_[4-5%1]|PENDING\n41_2|COMPLETING\n";
+        let text = "41_0   |RUNNING  |node1 |0 |\n41_3|PENDING||1|\n42_1|RUNNING|node2|0|\n\
+                    41_[4-5%1]|PENDING||0|\n41_2|COMPLETING|node3|2|\n";
+        let task = |index, state, node: Option<&str>, restarts| Task {
+            index,
+            state,
+            node: node.map(str::to_string),
+            restarts,
+        };
         assert_eq!(
             parse_squeue(text, "41"),
             [
-                (0, Queued::Running),
-                (3, Queued::Pending),
-                (2, Queued::Running)
+                task(0, Queued::Running, Some("node1"), 0),
+                task(3, Queued::Pending, None, 1),
+                task(2, Queued::Running, Some("node3"), 2)
             ]
         );
         assert!(parse_squeue("", "41").is_empty());
+    }
+
+    #[test]
+    fn a_task_knows_its_node_job_and_restarts_from_its_environment() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let full = env(&[
+            ("SLURM_ARRAY_JOB_ID", "7"),
+            ("SLURM_ARRAY_TASK_ID", "2"),
+            ("SLURMD_NODENAME", "node3"),
+            ("SLURM_RESTART_COUNT", "1"),
+        ]);
+        let t = this_task(&full).unwrap();
+        assert_eq!(
+            (t.node.as_str(), t.job.as_str(), t.restarts),
+            ("node3", "7_2", 1)
+        );
+        let first = env(&[
+            ("SLURM_ARRAY_JOB_ID", "7"),
+            ("SLURM_ARRAY_TASK_ID", "0"),
+            ("SLURMD_NODENAME", "node1"),
+        ]);
+        assert_eq!(this_task(&first).unwrap().restarts, 0);
+        assert!(this_task(&env(&[("SLURMD_NODENAME", "node1")])).is_none());
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use super::{
-    engine::{Engine, Queued},
+    engine::{Engine, Queued, Task},
     plan_file::{PlanCell, PlanFile},
     record::Submissions,
     tagged,
@@ -45,6 +45,15 @@ pub struct CellState {
     pub result: Option<CellResult>,
     /// The engine's log of the task that last ran it.
     pub log: Option<PathBuf>,
+    /// The engine's id of that task (`41_3`).
+    pub task_id: Option<String>,
+    /// Where it runs (the queue) or ran (its result); none if not known.
+    pub node: Option<String>,
+    /// Times the engine requeued its task (the queue's count while queued
+    /// or running, else its result's).
+    pub restarts: u32,
+    /// Submissions of the cell beyond the first (`lab submit --resume`).
+    pub resubmitted: usize,
 }
 
 /// The cells' states, and why the engine's queue could not be read (the
@@ -55,10 +64,7 @@ pub struct Collected {
 }
 
 /// The engine's queued and running tasks of every job of the record.
-fn queue(
-    record: Option<&Submissions>,
-    engine: Option<&dyn Engine>,
-) -> Result<Vec<(usize, Queued)>> {
+fn queue(record: Option<&Submissions>, engine: Option<&dyn Engine>) -> Result<Vec<Task>> {
     let mut queued = Vec::new();
     if let (Some(r), Some(e)) = (record, engine) {
         for job in &r.jobs {
@@ -95,15 +101,24 @@ pub fn collect(
         .map(|cell| {
             let job = record.and_then(|r| r.last_job(cell.index));
             let result = newest(cell.index);
-            let in_queue = queued.iter().find(|(i, _)| *i == cell.index).map(|q| q.1);
-            let mut s = state(job.map(|j| j.submitted_unix_s), result.as_ref(), in_queue);
+            let task = queued.iter().find(|t| t.index == cell.index);
+            let submitted = job.map(|j| j.submitted_unix_s);
+            let mut s = state(submitted, result.as_ref(), task.map(|t| t.state));
             if s == State::NoResult && queue_unknown.is_some() {
                 s = State::Unknown;
             }
+            let ran = result.as_ref().and_then(|r| r.task.as_ref());
+            let ran = ran.filter(|_| s.settled());
             CellState {
                 cell: cell.clone(),
                 state: s,
                 log: job.zip(engine).map(|(j, e)| e.log_path(j, cell.index)),
+                task_id: job.zip(engine).map(|(j, e)| e.task_id(j, cell.index)),
+                node: task
+                    .and_then(|t| t.node.clone())
+                    .or_else(|| ran.map(|t| t.node.clone())),
+                restarts: task.map_or(ran.map_or(0, |t| t.restarts), |t| t.restarts),
+                resubmitted: record.map_or(0, |r| r.jobs_of(cell.index).saturating_sub(1)),
                 result,
             }
         })
@@ -148,6 +163,13 @@ pub fn summary(plan: &PlanFile, states: &[CellState]) -> String {
         n(State::Passed),
         n(State::Failed) + n(State::NoResult),
     );
+    let requeued = states
+        .iter()
+        .filter(|c| !c.state.settled() && c.restarts > 0)
+        .count();
+    if requeued > 0 {
+        line.push_str(&format!(", {requeued} requeued"));
+    }
     for (s, what) in [
         (State::NotApplicable, "not applicable"),
         (State::NoResult, "of them without a result"),

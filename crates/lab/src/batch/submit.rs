@@ -10,6 +10,7 @@ use anyhow::Result;
 
 use super::{
     engine::{Array, Engine},
+    nodes,
     plan_file::{self, PlanFile},
     record::Submissions,
     registry,
@@ -209,6 +210,8 @@ pub fn status(plan_path: &Path) -> Result<(Vec<String>, bool)> {
     let collected = status::collect(&plan, record.as_ref(), engine.as_deref())?;
     let states = collected.states;
     let mut lines = vec![status::summary(&plan, &states)];
+    lines.extend(nodes::per_node(&states));
+    lines.extend(nodes::moved(&states));
     if let Some(why) = collected.queue_unknown {
         lines.push(format!(
             "the queue could not be read, so these states come from the cells on disk alone: {why}"

@@ -112,6 +112,8 @@ pub fn lay_out(plan: &Plan, extras: &Extras, dir: &ResultsDir) -> Result<Cells> 
         }
         let options = run_options(&plan.options, &machine, traced);
         let mut base = base_result(k, c, &options, seq);
+        base.plan = plan.tag.plan.clone();
+        base.task = plan.tag.task.clone();
         base.web_server = extras.nginx.as_ref().map(|n| n.package.clone());
         base.compiler = extras.kit.as_ref().map(|k| k.compiler.clone());
         match kconf.not_applicable(c) {
@@ -262,6 +264,7 @@ fn base_result(
         web_server: None,
         compiler: None,
         plan: None,
+        task: None,
     }
 }
 

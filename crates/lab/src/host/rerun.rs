@@ -107,6 +107,7 @@ fn plan_of_cell(old: &CellResult, req: &RerunRequest) -> Result<Plan> {
             draw,
         }],
         recorded: Some(recorded),
+        tag: Default::default(),
     })
 }
 
