@@ -1167,18 +1167,8 @@ lsmpmon trace --hooks 'inode_getattr' --by cgroup -- workload stat 3 /tmp/x 2>&1
     let all = tagged(&text, "ALL");
     assert_eq!(all["options"]["by_cgroup"], true);
     // N stats and stdio's fstat of stdout, per workload process.
-    assert_eq!(
-        row(&all, "/a", "inode_getattr")["calls"],
-        31,
-        "{}",
-        all["cgroups"]
-    );
-    assert_eq!(
-        row(&all, "/b", "inode_getattr")["calls"],
-        9,
-        "{}",
-        all["cgroups"]
-    );
+    exact_unless_skipped(&all, row(&all, "/a", "inode_getattr")["calls"].as_u64(), 31);
+    exact_unless_skipped(&all, row(&all, "/b", "inode_getattr")["calls"].as_u64(), 9);
     assert_eq!(row(&all, "/a", "file_open")["calls"], 0);
     assert!(row(&all, "/b", "file_open")["calls"].as_u64().unwrap() >= 20);
     // The rows add up to each hook's calls, timed calls and time.
@@ -1209,20 +1199,38 @@ lsmpmon trace --hooks 'inode_getattr' --by cgroup -- workload stat 3 /tmp/x 2>&1
     assert_eq!(names[1], "(other)");
     assert_eq!(one["cgroups"]["folded_cgroups"], 1);
     let count = tagged(&text, "COUNT");
-    assert_eq!(
-        row(&count, "/a", "inode_getattr")["calls"],
+    exact_unless_skipped(
+        &count,
+        row(&count, "/a", "inode_getattr")["calls"].as_u64(),
         31,
-        "{}",
-        count["cgroups"]
     );
     assert_eq!(row(&count, "/a", "inode_getattr")["timed"], 0);
-    assert_eq!(row(&count, "/b", "inode_getattr")["calls"], 9);
+    exact_unless_skipped(
+        &count,
+        row(&count, "/b", "inode_getattr")["calls"].as_u64(),
+        9,
+    );
     // The table: lsmpmon's own cgroup (the guest's root) ran the command.
     let table: Vec<&str> = text
         .lines()
         .filter_map(|l| l.strip_prefix("TABLE "))
         .collect();
     assert!(table.iter().any(|l| l.starts_with('/')), "{table:?}");
+}
+
+/// `want` calls, unless the kernel skipped probe runs: one program for every
+/// hook (7.3's multi-link) has one recursion guard per CPU, and a task
+/// preempted inside it makes another's call on that CPU be skipped. Each
+/// skip is counted (`probe.recursion_misses`), never hidden: a shortfall
+/// must be covered by them (CI once saw 30 of 31 on 7.3).
+fn exact_unless_skipped(r: &serde_json::Value, got: Option<u64>, want: u64) {
+    let got = got.unwrap();
+    let missed = r["probe"]["recursion_misses"].as_u64().unwrap();
+    assert!(
+        got <= want && want - got <= missed,
+        "{got} calls of {want}, {missed} probe runs skipped: {}",
+        r["cgroups"]
+    );
 }
 
 #[test]
