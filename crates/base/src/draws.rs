@@ -127,11 +127,16 @@ fn bootstrap(higher_is_better: bool, base: &[f64], v: &[f64]) -> (f64, f64) {
 }
 
 /// Steele, Lea and Flood's SplitMix64: small, seedable, good enough to
-/// pick resamples.
-struct SplitMix64(u64);
+/// pick resamples (and to draw tests' sample sets).
+pub struct SplitMix64(pub u64);
 
 impl SplitMix64 {
-    fn next(&mut self) -> u64 {
+    /// A uniform draw in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);

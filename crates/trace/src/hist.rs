@@ -49,6 +49,7 @@ pub fn buckets(counts: &[u64]) -> Vec<Bucket> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base::draws::SplitMix64 as Draws;
     use model::hist::quantile;
 
     #[test]
@@ -83,18 +84,6 @@ mod tests {
         assert_eq!(table.len(), 4096);
         for (ns, bucket) in table.iter().enumerate() {
             assert_eq!(*bucket as usize, bucket_of(ns as u64), "{ns} ns");
-        }
-    }
-
-    /// A deterministic generator (SplitMix64) for sample sets.
-    struct Draws(u64);
-    impl Draws {
-        fn unit(&mut self) -> f64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
         }
     }
 
