@@ -111,7 +111,7 @@ fn bootstrap(higher_is_better: bool, base: &[f64], v: &[f64]) -> (f64, f64) {
     let mut rng = SplitMix64(0x6c73_6d70_6d6f_6e21);
     let mut resample = |xs: &[f64]| -> f64 {
         let picked: Vec<f64> = (0..xs.len())
-            .map(|_| xs[(rng.next() % xs.len() as u64) as usize])
+            .map(|_| xs[(rng.next_u64() % xs.len() as u64) as usize])
             .collect();
         median(&picked)
     };
@@ -133,10 +133,10 @@ pub struct SplitMix64(pub u64);
 impl SplitMix64 {
     /// A uniform draw in [0, 1).
     pub fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
