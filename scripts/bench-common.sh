@@ -2,7 +2,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-LSMPMON=target/x86_64-unknown-linux-gnu/release/lsmpmon
+LSMPMON=${LSMPMON:-target/x86_64-unknown-linux-gnu/release/lsmpmon}
 WORKLOAD=target/workload
 cc -static -O2 -Wall -o "$WORKLOAD" tests/helpers/workload.c
 mkdir -p bench

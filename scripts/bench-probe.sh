@@ -45,7 +45,7 @@ else
 fi
 for method in $METHODS; do
   for mode in '"$MODES"'; do
-    case $mode in lean) L=--lean ;; count) L=--count-only ;; empty) L=--empty-probes ;; *) L= ;; esac
+    case $mode in lean) L=--lean ;; count) L=--count-only ;; empty) L=--empty-probes ;; sample*) L="--sample ${mode#sample}" ;; *) L= ;; esac
     for op in '"$OPS"'; do
       [ $op = stat ] && H=inode_getattr || H=file_open
       for scope in '"$SCOPES"'; do

@@ -34,10 +34,10 @@ def parse(kernel, raw_path, commit):
             calls = sum(h["calls"] for h in trace["hooks"]) / len(works)
             if mode == "empty":
                 # Empty probes count nothing: the calls are those the same
-                # loop made under the same method's full probes.
+                # loop made under another mode's probes (they count every call).
                 calls = next(r["traced_calls_per_op"] * work["n"] for r in runs
-                             if (r["method"], r["mode"], r["op"], r["hooks"]) ==
-                             (method, "default", op, scope))
+                             if (r["op"], r["hooks"]) == (op, scope)
+                             and r["mode"] != "empty")
             n = work["n"]
             added = work["ns_per_op"] - base[op]
             runs.append({

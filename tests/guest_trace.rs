@@ -1242,3 +1242,97 @@ fn trace_6_1_by_cgroup() {
 fn trace_7_3_by_cgroup() {
     by_cgroup("7.3");
 }
+
+/// `--sample N`: every call counted (calls, denials and the cgroup cells
+/// exact, as when every call is timed), about one call in N timed, and the
+/// timed calls' median where timing every call puts it. One boot, each
+/// method: the sampled run, then the same workload timed in full.
+fn sampled(series: &str, methods: &[&str]) {
+    let mut script = String::from(
+        r#"
+set -e
+mkdir -p /tmp/d /sys/fs/cgroup/a && echo x > /tmp/d/file
+W='workload stat 4000 /tmp/d/file && workload landlock_open 25 /tmp/d/file'
+run() {
+  lsmpmon trace --json --method $1 --comm workload --hooks 'inode_getattr,file_open' $2 -o /tmp/r.json \
+    -- sh -c "echo \$\$ > /sys/fs/cgroup/a/cgroup.procs; $W" > /dev/null 2> /tmp/err || cat /tmp/err
+  echo "$3 $(tr -d '\n' < /tmp/r.json)"
+}
+"#,
+    );
+    for m in methods {
+        script += &format!("run {m} '--sample 8 --by cgroup' SAMPLED-{m}\nrun {m} '' FULL-{m}\n");
+    }
+    script +=
+        "lsmpmon trace --sample 8 --hooks inode_getattr -- workload stat 50 /tmp/d/file 2>&1 \
+        | grep -A2 '^per hook' | sed 's/^/TABLE /'\n";
+    let text = guest_stdout(series, &script);
+    for m in methods {
+        let s = tagged(&text, &format!("SAMPLED-{m}"));
+        let full = tagged(&text, &format!("FULL-{m}"));
+        validate("trace.schema.json", &s.to_string());
+        assert_eq!(s["options"]["sample_every"], 8);
+        assert!(full["options"]["sample_every"].is_null());
+        let (getattr, full_getattr) = (hook(&s, "inode_getattr"), hook(&full, "inode_getattr"));
+        let calls = getattr["calls"].as_u64().unwrap();
+        assert!(calls > 4000, "{getattr}");
+        exact_unless_skipped(&s, Some(calls), full_getattr["calls"].as_u64().unwrap());
+        let timed = getattr["count"].as_u64().unwrap();
+        assert!(
+            timed * 8 > calls * 6 / 10 && timed * 8 < calls * 16 / 10,
+            "{m}: {timed} of {calls} timed, about 1 in 8 expected"
+        );
+        assert!(getattr["untimed"].as_u64().unwrap() > calls / 2);
+        assert_eq!(full_getattr["untimed"], 0);
+        // Denials come back on untimed calls too.
+        let open = hook(&s, "file_open");
+        assert_eq!(open["deny"], 25, "{m}: {open}");
+        // The cgroup's cell holds every call and exactly the timed ones.
+        let cell = s["cgroups"]["cgroups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["cgroup"] == "/a")
+            .and_then(|g| {
+                g["hooks"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|h| h["hook"] == "inode_getattr")
+            })
+            .unwrap_or_else(|| panic!("{m}: no /a cell in {}", s["cgroups"]))
+            .clone();
+        assert_eq!(cell["calls"].as_u64(), Some(calls), "{m}: {cell}");
+        assert_eq!(cell["timed"].as_u64(), Some(timed), "{m}: {cell}");
+        assert_eq!(cell["sum_ns"], getattr["sum_ns"], "{m}");
+        let (p50, full_p50) = (
+            getattr["p50_ns"].as_f64().unwrap(),
+            full_getattr["p50_ns"].as_f64().unwrap(),
+        );
+        assert!(
+            (p50 / full_p50 - 1.0).abs() <= 0.05,
+            "{m}: sampled p50 {p50} against {full_p50} timing every call"
+        );
+    }
+    let table: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("TABLE "))
+        .collect();
+    assert!(
+        table.iter().any(|l| l.contains("1 call in 8 timed")),
+        "{table:?}"
+    );
+    assert!(table.iter().any(|l| l.contains("untimed")), "{table:?}");
+}
+
+#[test]
+fn trace_6_1_sampled() {
+    sampled("6.1", &["fentry-fexit"]);
+}
+
+/// 7.3: the fentry/fexit copies with preemption disabled (serve's sampled
+/// method) and the session multi-link's untimed cookie.
+#[test]
+fn trace_7_3_sampled() {
+    sampled("7.3", &["fentry-fexit", "multi-session"]);
+}

@@ -72,6 +72,16 @@ pub const SWITCHED_CALLS: HookStat = HookStat {
     missing: dash,
 };
 
+pub const UNTIMED_CALLS: HookStat = HookStat {
+    name: "untimed_calls",
+    column: "untimed",
+    help: "Calls counted but not timed (--sample N: one call in N is timed).",
+    unit: StatUnit::Calls,
+    needs: Needs::Timing,
+    value: |h| Some(h.untimed as f64),
+    missing: dash,
+};
+
 pub const TIME: HookStat = HookStat {
     name: "time",
     column: "time",
@@ -207,6 +217,20 @@ pub const TABLE: [HookStat; 9] = [
     DROPPED_CALLS,
 ];
 
+/// The same table under `--sample N`: the untimed calls too.
+pub const SAMPLED_TABLE: [HookStat; 10] = [
+    MIN,
+    MAX,
+    AVE,
+    P50,
+    P99,
+    TIMED_CALLS,
+    SWITCHED_CALLS,
+    UNTIMED_CALLS,
+    DENIED_CALLS,
+    DROPPED_CALLS,
+];
+
 /// The same table under `--count-only`: calls and what they returned.
 pub const COUNT_TABLE: [HookStat; 6] = [
     CALLS,
@@ -246,6 +270,7 @@ mod tests {
             CALLS,
             TIMED_CALLS,
             SWITCHED_CALLS,
+            UNTIMED_CALLS,
             TIME,
             DROPPED_CALLS,
             MIN,

@@ -110,6 +110,10 @@ pub struct TraceOptions {
     /// --by cgroup (`cgroups` holds the breakdown).
     #[serde(default)]
     pub by_cgroup: bool,
+    /// `--sample N`: one call in N timed on average (drawn per CPU), the
+    /// others counted only; None: every call timed.
+    #[serde(default)]
+    pub sample_every: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -137,6 +141,11 @@ pub struct ProbeInfo {
     /// What one probe pair adds to the call around it; taken out of a call's
     /// time once per probe pair that ran inside it (`nested_probes`).
     pub pair_cost_ns: Option<f64>,
+    /// `--sample`: what the exit's test for a timed call adds inside it
+    /// (the calibration probe's floor with that test less without), already
+    /// taken out of every timed call; None without --sample.
+    #[serde(default)]
+    pub sample_skew_ns: Option<f64>,
     pub hooks_found: usize,
     pub hooks_attached: usize,
     pub attach_ms: f64,
@@ -195,7 +204,7 @@ pub struct NotUsed {
 pub struct HookResult {
     pub hook: String,
     pub function: String,
-    /// count + cs_count.
+    /// count + cs_count + untimed.
     pub calls: u64,
     /// Calls without a context switch: the timed ones.
     pub count: u64,
@@ -224,6 +233,10 @@ pub struct HookResult {
     /// cost (`probe.pair_cost_ns`) is already taken out of the timings.
     #[serde(default)]
     pub nested_probes: u64,
+    /// `--sample N`: calls counted but not timed (not drawn, or drawn and
+    /// switched out); 0 when every call is timed.
+    #[serde(default)]
+    pub untimed: u64,
     /// The timed calls by duration: [low_ns, high_ns) and count, sorted, empty
     /// buckets left out (log-linear, 16 a power of two; log2 before 2026-11-29).
     pub hist: Vec<Bucket>,

@@ -5,6 +5,10 @@ use clap::{Args, ValueEnum};
 
 use trace::EngineArgs;
 
+/// serve's `--sample` unless told: one call in this many timed (BENCHMARKS.md
+/// §16: what it costs per call, and how close its p50/p99 stay).
+pub const DEFAULT_SAMPLE: u32 = 64;
+
 #[derive(Args, Debug, Clone)]
 pub struct ServeArgs {
     /// Address to serve /metrics on; anything but loopback is warned about

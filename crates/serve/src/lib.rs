@@ -47,10 +47,7 @@ pub fn main(args: ServeArgs) -> Result<i32> {
         cpu: args.by.contains(&By::Cpu),
         all_hooks: args.all_hooks,
     };
-    let engine = trace::EngineArgs {
-        by_cgroup: args.by.contains(&By::Cgroup),
-        ..args.engine.clone()
-    };
+    let engine = engine_args(&args);
     live::attached(&engine, Reset::Refused(NO_RESET), |live| {
         let (asks, scrapes) = mpsc::channel();
         let _server = http::start(listener, limits(args.max_connections), asks)?;
@@ -58,6 +55,18 @@ pub fn main(args: ServeArgs) -> Result<i32> {
         serve(live, &scrapes, breakdown)?;
         Ok(0)
     })
+}
+
+/// The engine as serve runs it: sampled timing unless told otherwise (and
+/// with it, `--method auto` weighs cost per call).
+fn engine_args(args: &ServeArgs) -> trace::EngineArgs {
+    let e = &args.engine;
+    let timing = !(e.count_only || e.empty_probes);
+    trace::EngineArgs {
+        by_cgroup: args.by.contains(&By::Cgroup),
+        sample: e.sample.or(timing.then_some(args::DEFAULT_SAMPLE)),
+        ..e.clone()
+    }
 }
 
 /// Answers scrapes until SIGINT/SIGTERM; scrapes waiting together share one reading.
@@ -107,4 +116,41 @@ pub fn read(
 pub fn encode(families: Vec<exposition::Family>, format: exposition::Format) -> http::Exposition {
     let text = exposition::encode(families, format).map_err(|e| format!("encoding: {e}"))?;
     Ok(Bytes::from(text))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn engine(argv: &[&str]) -> trace::EngineArgs {
+        let cli = Cli::try_parse_from(std::iter::once("serve").chain(argv.iter().copied()));
+        engine_args(&cli.unwrap().serve)
+    }
+
+    #[test]
+    fn serve_samples_its_timing_unless_told_otherwise() {
+        assert_eq!(engine(&[]).sample_every(), Some(args::DEFAULT_SAMPLE));
+        assert_eq!(engine(&["--sample", "16"]).sample_every(), Some(16));
+        // Every call timed, and nothing timed, are asked for by name.
+        assert_eq!(engine(&["--sample", "1"]).sample_every(), None);
+        assert_eq!(engine(&["--count-only"]).sample_every(), None);
+        assert!(engine(&["--by", "cgroup"]).by_cgroup);
+    }
+
+    #[test]
+    fn hostile_sample_values_are_refused() {
+        for bad in ["0", "-1", "32769", "1e3", "x"] {
+            let cli = Cli::try_parse_from(["serve", "--sample", bad]);
+            assert!(cli.is_err(), "--sample {bad}");
+        }
+        assert!(Cli::try_parse_from(["serve", "--sample", "8", "--count-only"]).is_err());
+    }
 }

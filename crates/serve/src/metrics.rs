@@ -1,7 +1,7 @@
 //! A trace snapshot as Prometheus metric families. Every per-hook figure is
 //! a counter that only grows: `serve` refuses `trace ctl reset`.
 use super::exposition::{Family, Kind, Sample, Value};
-use model::hook_stat::{HookStat, Needs, StatUnit, COUNTERS};
+use model::hook_stat::{HookStat, Needs, StatUnit, COUNTERS, UNTIMED_CALLS};
 use model::{HookResult, TraceResult};
 
 /// The histogram's `le` bounds: powers of two from 128 ns to 16 µs, where
@@ -134,6 +134,32 @@ struct Timing {
     timed: bool,
     /// The latency histogram (neither with `--lean` nor `--count-only`).
     histograms: bool,
+    /// `--sample N`: N, by which the timed calls' time is scaled to
+    /// estimate all calls' (1: every call timed).
+    scale: f64,
+}
+
+impl Timing {
+    fn of(r: &TraceResult) -> Self {
+        let timed = !r.options.count_only;
+        Timing {
+            timed,
+            histograms: timed && !r.options.lean,
+            scale: r.options.sample_every.unwrap_or(1) as f64,
+        }
+    }
+
+    fn sampled(&self) -> bool {
+        self.scale > 1.0
+    }
+
+    /// Time counters' help: as measured, or estimated from the sample.
+    fn time_help(&self, measured: &'static str) -> &'static str {
+        match self.sampled() {
+            true => "Time in the hook calls, estimated under --sample N: the timed calls' time × N (lsmpmon_timing_sample_every).",
+            false => measured,
+        }
+    }
 }
 
 /// The per-hook families under `prefix` (`lsmpmon_hook`, `lsmpmon_lsm_function`).
@@ -141,18 +167,23 @@ fn hook_families(out: &mut Families, prefix: &str, rows: &[Row], timing: Timing)
     use Kind::{Counter, Histogram};
     let name = |what: &str| format!("{prefix}_{what}");
     let shown = |stat: &HookStat| stat.needs == Needs::Counting || timing.timed;
-    for stat in COUNTERS.iter().filter(|s| shown(s)) {
+    let untimed = timing.sampled().then_some(UNTIMED_CALLS);
+    for stat in COUNTERS.iter().chain(&untimed).filter(|s| shown(s)) {
         let samples = rows
             .iter()
             .map(|r| {
                 let v = stat.metric_value(r.stats).unwrap_or(0.0);
                 match stat.unit {
                     StatUnit::Calls => count(&r.labels, v as u64),
-                    StatUnit::Nanoseconds => number(&r.labels, v),
+                    StatUnit::Nanoseconds => number(&r.labels, v * timing.scale),
                 }
             })
             .collect();
-        out.add(&stat.counter_name(prefix), stat.help, Counter, samples);
+        let help = match stat.unit {
+            StatUnit::Nanoseconds => timing.time_help(stat.help),
+            StatUnit::Calls => stat.help,
+        };
+        out.add(&stat.counter_name(prefix), help, Counter, samples);
     }
     let mut decisions = Vec::new();
     for r in rows {
@@ -219,7 +250,7 @@ fn syscall_families(out: &mut Families, r: &TraceResult) {
 
 /// Per cgroup × hook. Rows of one name (a path reused by a new cgroup, the
 /// removed ones) are one series: each row's counters only grow, so their sum does.
-fn cgroup_families(out: &mut Families, b: &model::CgroupBreakdown, timed: bool) {
+fn cgroup_families(out: &mut Families, b: &model::CgroupBreakdown, timing: Timing) {
     use std::collections::BTreeMap;
     let mut cells: BTreeMap<(&str, &str), model::CgroupCalls> = BTreeMap::new();
     for g in &b.cgroups {
@@ -231,7 +262,7 @@ fn cgroup_families(out: &mut Families, b: &model::CgroupBreakdown, timed: bool) 
     for ((cgroup, hook), c) in &cells {
         let pairs = [("cgroup", *cgroup), ("hook", *hook)];
         calls.push(count(&pairs, c.calls));
-        time.push(number(&pairs, c.sum_ns as f64 / NS_PER_S));
+        time.push(number(&pairs, c.sum_ns as f64 * timing.scale / NS_PER_S));
         if c.deny > 0 {
             deny.push(count(&pairs, c.deny));
         }
@@ -243,8 +274,9 @@ fn cgroup_families(out: &mut Families, b: &model::CgroupBreakdown, timed: bool) 
         Kind::Counter,
         calls,
     );
-    if timed {
-        let help = "Time in the timed hook calls by the cgroup of the task making them.";
+    if timing.timed {
+        let help =
+            timing.time_help("Time in the timed hook calls by the cgroup of the task making them.");
         out.add(
             "lsmpmon_cgroup_hook_time_seconds_total",
             help,
@@ -276,7 +308,7 @@ fn cgroup_families(out: &mut Families, b: &model::CgroupBreakdown, timed: bool) 
 }
 
 /// Per CPU × hook, the hooks with calls on that CPU (index = CPU).
-fn cpu_families(out: &mut Families, per_cpu: &[Vec<HookResult>], timed: bool) {
+fn cpu_families(out: &mut Families, per_cpu: &[Vec<HookResult>], timing: Timing) {
     let mut calls = Vec::new();
     let mut time = Vec::new();
     for (cpu, hooks) in per_cpu.iter().enumerate() {
@@ -284,13 +316,13 @@ fn cpu_families(out: &mut Families, per_cpu: &[Vec<HookResult>], timed: bool) {
         for h in hooks.iter().filter(|h| h.calls > 0) {
             let pairs = [("cpu", cpu.as_str()), ("hook", h.hook.as_str())];
             calls.push(count(&pairs, h.calls));
-            time.push(number(&pairs, h.sum_ns as f64 / NS_PER_S));
+            time.push(number(&pairs, h.sum_ns as f64 * timing.scale / NS_PER_S));
         }
     }
     let help = "Hook calls by the CPU they ran on (hooks with calls there).";
     out.add("lsmpmon_cpu_hook_calls_total", help, Kind::Counter, calls);
-    if timed {
-        let help = "Time in the timed hook calls by the CPU they ran on.";
+    if timing.timed {
+        let help = timing.time_help("Time in the timed hook calls by the CPU they ran on.");
         out.add(
             "lsmpmon_cpu_hook_time_seconds_total",
             help,
@@ -355,6 +387,13 @@ fn engine_families(out: &mut Families, r: &TraceResult, own: Own) {
         Counter,
         vec![count(&[], p.recursion_misses)],
     );
+    let help = "One hook call in this many is timed (serve's --sample; 1: every call); the time counters are the timed calls' time × this.";
+    out.add(
+        "lsmpmon_timing_sample_every",
+        help,
+        Gauge,
+        vec![count(&[], r.options.sample_every.unwrap_or(1) as u64)],
+    );
     let help = "Time the probes have been recording.";
     out.add(
         "lsmpmon_traced_seconds_total",
@@ -380,11 +419,7 @@ pub fn families(
 ) -> Vec<Family> {
     let mut out = Families::default();
     engine_families(&mut out, r, own);
-    let timed = !r.options.count_only;
-    let timing = Timing {
-        timed,
-        histograms: timed && !r.options.lean,
-    };
+    let timing = Timing::of(r);
     let shown = |h: &HookResult| by.all_hooks || h.calls > 0;
     let hooks: Vec<Row> = r
         .hooks
@@ -414,10 +449,10 @@ pub fn families(
         syscall_families(&mut out, r);
     }
     if let Some(b) = &r.cgroups {
-        cgroup_families(&mut out, b, timed);
+        cgroup_families(&mut out, b, timing);
     }
     if by.cpu {
-        cpu_families(&mut out, per_cpu, timed);
+        cpu_families(&mut out, per_cpu, timing);
     }
     out.0
 }
@@ -548,6 +583,34 @@ mod tests {
         )));
         assert!(info.ends_with(" 1"), "{info}");
         assert_eq!(value(&text, "lsmpmon_scrape_duration_seconds"), 0.002);
+    }
+
+    /// --sample N: the time counters estimate all calls' time from the
+    /// timed ones (× N), the untimed calls have their counter, and the
+    /// histogram and quantiles stay the timed calls' own.
+    #[test]
+    fn sampled_time_is_scaled_and_untimed_calls_counted() {
+        let plain = exposition(&fixture(), Breakdown::default());
+        assert_eq!(value(&plain, "lsmpmon_timing_sample_every"), 1.0);
+        assert!(!plain.contains("lsmpmon_hook_untimed_calls_total"));
+        let time = "lsmpmon_hook_time_seconds_total{hook=\"file_open\"}";
+        let measured = value(&plain, time);
+        let mut r = fixture();
+        r.options.sample_every = Some(8);
+        let open = r.hooks.iter_mut().find(|h| h.hook == "file_open").unwrap();
+        open.untimed = 2107;
+        let text = exposition(&r, Breakdown::default());
+        assert_eq!(value(&text, "lsmpmon_timing_sample_every"), 8.0);
+        assert!((value(&text, time) - 8.0 * measured).abs() < 1e-12);
+        let untimed = "lsmpmon_hook_untimed_calls_total{hook=\"file_open\"}";
+        assert_eq!(value(&text, untimed), 2107.0);
+        assert!(text.contains("estimated under --sample N"));
+        for series in [
+            "lsmpmon_hook_duration_seconds_count{hook=\"file_open\"}",
+            "lsmpmon_hook_duration_p99_seconds{hook=\"file_open\"}",
+        ] {
+            assert_eq!(value(&text, series), value(&plain, series), "{series}");
+        }
     }
 
     #[test]
@@ -719,7 +782,7 @@ mod tests {
         let r = fixture();
         let text = exposition(&r, Breakdown::default());
         let rows = r.hooks.len() + r.per_lsm.len();
-        let engine = 9;
+        let engine = 10;
         assert!(series_count(&text) <= engine + rows * (5 + 3 + LE_NS.len() + 3 + 2));
         assert!(series_count(&text) >= engine + rows * (5 + LE_NS.len() + 3));
     }

@@ -142,10 +142,24 @@ pub struct EngineArgs {
     /// calls first); the calls of any beyond go to one "(other)" row.
     #[arg(long, default_value_t = 100, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
     pub max_cgroups: usize,
+    /// Time one call in N on average (each CPU draws the next timed call),
+    /// count every call: calls, allow/deny and --by cgroup stay exact, the
+    /// times are a sample. Cheaper per call than timing every call with
+    /// --method fentry-fexit (see BENCHMARKS.md). Default: 1 (every call);
+    /// serve's default is its own.
+    #[arg(long, conflicts_with_all = ["count_only", "empty_probes"], value_parser = clap::builder::RangedU64ValueParser::<u32>::new().range(1..=crate::intf::lsmpmon_limits::LSMPMON_MAX_SAMPLE as u64))]
+    pub sample: Option<u32>,
     /// How long the trace is to run, if known (`trace --duration`): what
     /// `--method auto` weighs (attach/choose.rs). Not an option of its own.
     #[arg(skip)]
     pub expected_s: Option<f64>,
+}
+
+impl EngineArgs {
+    /// --sample N for N > 1; None when every call is timed.
+    pub fn sample_every(&self) -> Option<u32> {
+        self.sample.filter(|&n| n > 1)
+    }
 }
 
 /// `trace --by`'s breakdowns.

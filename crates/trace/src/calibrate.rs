@@ -46,6 +46,14 @@ fn time_test_run(driver: &ProgramMut) -> Option<Duration> {
     best
 }
 
+/// As many test runs as one measurement of `run` (under `comm`, as there),
+/// with the calibration probe attached: its statistics then hold what it
+/// measured. False if the kernel refuses test runs.
+pub fn runs(driver: &ProgramMut, comm: Option<&str>) -> bool {
+    let _name = comm.map(|c| task_name::Scoped::set(&task_name::comm(c)));
+    time_test_run(driver).is_some()
+}
+
 /// Attaches the calibration probe with `attach` (false: it could not be),
 /// and returns the pair cost in ns (None if test runs do not work here).
 /// The probe records the floor while the runs are timed: the caller reads it

@@ -54,6 +54,7 @@ pub fn add_stats(acc: &mut lsmpmon_hook_stats, v: &lsmpmon_hook_stats) {
     acc.dropped += v.dropped;
     acc.nested += v.nested;
     acc.cgroup_lost_calls += v.cgroup_lost_calls;
+    acc.untimed += v.untimed;
     for (a, b) in acc.hist.iter_mut().zip(v.hist.iter()) {
         *a += b;
     }
@@ -72,6 +73,7 @@ pub fn sub_stats(acc: &mut lsmpmon_hook_stats, old: &lsmpmon_hook_stats) {
     sub(&mut acc.dropped, old.dropped);
     sub(&mut acc.nested, old.nested);
     sub(&mut acc.cgroup_lost_calls, old.cgroup_lost_calls);
+    sub(&mut acc.untimed, old.untimed);
     for (a, b) in acc.hist.iter_mut().zip(old.hist.iter()) {
         sub(a, *b);
     }
@@ -96,7 +98,7 @@ pub fn hook_result(
     } else {
         0.0
     };
-    let calls = s.count + s.cs_count;
+    let calls = s.count + s.cs_count + s.untimed;
     let returns = full && hook.returns_int;
     let decision = returns && hook.not_a_decision.is_none();
     let allowed = calls.saturating_sub(s.deny + s.error + s.value);
@@ -129,6 +131,7 @@ pub fn hook_result(
         not_a_decision: hook.not_a_decision.filter(|_| returns).map(String::from),
         dropped: s.dropped,
         nested_probes: s.nested,
+        untimed: s.untimed,
         hist,
     }
 }

@@ -75,6 +75,7 @@ impl CpuStats {
         dropped: 0,
         nested: 0,
         cgroup_lost_calls: 0,
+        untimed: 0,
         pend_slot: 0,
         pad: 0,
         pend_count: 0,

@@ -207,6 +207,7 @@ fn attach_all<'obj>(
         empty: args.empty_probes,
         count_only: args.count_only,
         by_cgroup: args.by_cgroup,
+        sample_every: args.sample_every().unwrap_or(1),
     };
     let attacher = Attacher::new(choice, args.method, options, kfuncs);
 
@@ -221,6 +222,9 @@ fn attach_all<'obj>(
     session.probe.preemption = preemptible
         .map(|m| format!("{m}: the probes run with preemption disabled (bpf_preempt_disable)"));
     session.measure_floor();
+    if args.sample_every().is_some() {
+        session.measure_sample_skew(args.comm.as_deref());
+    }
     session.set_nested_cost(session.probe.pair_cost_ns);
     // The ready gate: nothing is recorded until every hook is attached.
     session.set_enabled(true);
@@ -309,7 +313,7 @@ fn choose_method(
     }
     // The method is in the result (probe.method, the text's probe line): a
     // trace refused a moment later prints its one line and nothing else.
-    let weigh = choose::Weigh::of(args.weigh, args.expected_s);
+    let weigh = choose::Weigh::of(args.weigh, args.expected_s, args.sample_every().is_some());
     let wants = choose::Wants {
         count_only: args.count_only,
         syscall_time: args.syscall_time,
@@ -338,6 +342,7 @@ fn probe_info(
         preemption: None,
         floor_ns: None,
         pair_cost_ns,
+        sample_skew_ns: None,
         floor_samples: 0,
         hooks_found: plan.hooks.len(),
         hooks_attached: attached.hooks_attached,
@@ -376,6 +381,7 @@ fn trace_options(args: &EngineArgs) -> TraceOptions {
         count_only: args.count_only,
         per_lsm: args.per_lsm,
         by_cgroup: args.by_cgroup,
+        sample_every: args.sample_every(),
     }
 }
 

@@ -120,6 +120,16 @@ fn probe_lines(out: &mut String, r: &TraceResult, unit: &str) {
     if let Some(pre) = &p.preemption {
         let _ = writeln!(out, "preemption: {pre}");
     }
+    if let Some(n) = r.options.sample_every {
+        let skew = match p.sample_skew_ns {
+            Some(s) => format!("its exit's test, {s:.0} {unit}, taken out of each timed call"),
+            None => "its exit's test not measured (in the figures)".into(),
+        };
+        let _ = writeln!(
+            out,
+            "sampled: about 1 call in {n} timed, every call counted; {skew}"
+        );
+    }
     if let Some(n) = p.kretprobe_maxactive {
         let _ = writeln!(
             out,

@@ -121,6 +121,37 @@ impl Session<'_> {
         }
     }
 
+    /// `--sample`: what the exit's test for an open frame adds inside a
+    /// timed call, from the calibration probe's floor with that test and
+    /// without (`measure_floor`); taken out of every sampled call's time.
+    pub fn measure_sample_skew(&mut self, comm: Option<&str>) {
+        let (Some(floor), true) = (self.probe.floor_ns, self.attacher.calibrated()) else {
+            return;
+        };
+        let row = self.hooks.len();
+        let before = self.stats.sum()[row];
+        self.write_bss(|b| &mut b.calibrate_skew, 1);
+        let ran = super::calibrate::runs(&self.skel.progs.test_run_driver, comm);
+        self.write_bss(|b| &mut b.calibrate_skew, 0);
+        let after = self.stats.sum()[row];
+        let timed = after.count.saturating_sub(before.count);
+        if !ran || timed == 0 {
+            return;
+        }
+        let with_test = after.sum_ns.saturating_sub(before.sum_ns) as f64 / timed as f64;
+        let skew = (with_test - floor).max(0.0);
+        self.probe.sample_skew_ns = Some(skew);
+        self.write_bss(|b| &mut b.sample_skew_ns, skew.round() as u64);
+    }
+
+    /// Writes `v` to a field of the probes' .bss (shared, mmapped).
+    fn write_bss<T>(&mut self, field: impl FnOnce(&mut super::skel::types::bss) -> &mut T, v: T) {
+        if let Some(bss) = self.skel.maps.bss_data.as_deref_mut() {
+            // SAFETY: as in set_enabled().
+            unsafe { std::ptr::write_volatile(field(bss), v) };
+        }
+    }
+
     /// The counters now; the per-syscall cells (a map read of hooks × 512
     /// entries, most of a reading's cost) only `with_cells`.
     fn raw(&self, with_cells: bool) -> Result<Raw> {

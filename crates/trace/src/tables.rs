@@ -57,10 +57,17 @@ pub fn hooks(t: &TraceResult, hooks: &[&HookResult], what: &str) -> Table {
         (Some(f), false) => format!("probe floor {f:.0} {u} not subtracted"),
         (None, _) => "no probe floor measured".into(),
     };
+    let (stats, sampled): (&[HookStat], String) = match t.options.sample_every {
+        Some(n) => (
+            &hook_stat::SAMPLED_TABLE,
+            format!("; sampled: about 1 call in {n} timed, the rest counted as untimed"),
+        ),
+        None => (&hook_stat::TABLE, String::new()),
+    };
     Table {
         form: base::form::Form::Hooks,
         title: format!(
-            "per hook ({}){what} ({u}; cs_count = calls switched out, not timed)",
+            "per hook ({}){what} ({u}; cs_count = calls switched out, not timed{sampled})",
             papers::cite(&papers::LSMPMON, "Fig. 3")
         ),
         kernel: t.provenance.kernel_release.clone(),
@@ -68,8 +75,8 @@ pub fn hooks(t: &TraceResult, hooks: &[&HookResult], what: &str) -> Table {
             "{} time; {floor}; probe {}.",
             t.provenance.time, t.probe.method
         )],
-        header: stat_header(&hook_stat::TABLE),
-        rows: stat_rows(&hook_stat::TABLE, hooks),
+        header: stat_header(stats),
+        rows: stat_rows(stats, hooks),
     }
 }
 

@@ -101,12 +101,17 @@ pub struct Weighed {
 }
 
 impl Weigh {
-    /// `asked` (`--weigh`), else by the trace's expected length.
-    pub fn of(asked: Option<Weigh>, duration_s: Option<f64>) -> Weighed {
+    /// `asked` (`--weigh`), else by the trace's expected length; `--sample`
+    /// (serve's default) is for probes that stay, which weigh cost per call.
+    pub fn of(asked: Option<Weigh>, duration_s: Option<f64>, sampled: bool) -> Weighed {
         let (weigh, because) = match (asked, duration_s) {
             (Some(Weigh::PerCall), _) => (Weigh::PerCall, "--weigh per-call"),
             (Some(Weigh::AttachTime), _) => (Weigh::AttachTime, "--weigh attach-time"),
             (None, Some(d)) if d >= LONG_TRACE_S => (Weigh::PerCall, "--duration of 120 s or more"),
+            (None, _) if sampled => (
+                Weigh::PerCall,
+                "--sample, serve's default: probes that stay, whose cost per call adds up",
+            ),
             (None, _) => (
                 Weigh::AttachTime,
                 "no --duration of 120 s or more and no --weigh, or serve/top",
@@ -480,20 +485,24 @@ mod tests {
 
     #[test]
     fn auto_weighs_attach_time_for_short_traces_and_cost_per_call_for_long_ones() {
-        assert_eq!(Weigh::of(None, None).weigh, Weigh::AttachTime);
-        assert_eq!(Weigh::of(None, Some(60.0)).weigh, Weigh::AttachTime);
-        let long = Weigh::of(None, Some(LONG_TRACE_S));
+        assert_eq!(Weigh::of(None, None, false).weigh, Weigh::AttachTime);
+        assert_eq!(Weigh::of(None, Some(60.0), false).weigh, Weigh::AttachTime);
+        let long = Weigh::of(None, Some(LONG_TRACE_S), false);
         assert_eq!(long.weigh, Weigh::PerCall);
         assert!(long.because.contains("--duration"));
         // --weigh wins over the length either way, and is named as the reason.
-        let asked = Weigh::of(Some(Weigh::PerCall), None);
+        let asked = Weigh::of(Some(Weigh::PerCall), None, false);
         assert_eq!(
             (asked.weigh, asked.because),
             (Weigh::PerCall, "--weigh per-call")
         );
-        let short_asked = Weigh::of(Some(Weigh::AttachTime), Some(600.0));
+        let short_asked = Weigh::of(Some(Weigh::AttachTime), Some(600.0), true);
         assert_eq!(short_asked.weigh, Weigh::AttachTime);
         assert!(!short_asked.because.contains("--duration"));
+        // Sampled timing (serve's default) stays: cost per call, unless told.
+        let sampled = Weigh::of(None, Some(5.0), true);
+        assert_eq!(sampled.weigh, Weigh::PerCall);
+        assert!(sampled.because.contains("--sample"));
         let o = Offer {
             kprobe_multi: true,
             kprobe_session: Some(56),

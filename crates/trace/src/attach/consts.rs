@@ -6,7 +6,8 @@ use super::super::cpu_stats;
 use crate::intf::lsmpmon_patch::{
     LSMPMON_PATCH_BY_CGROUP, LSMPMON_PATCH_CALIBRATION, LSMPMON_PATCH_EMPTY, LSMPMON_PATCH_HOOK_ID,
     LSMPMON_PATCH_LEAN, LSMPMON_PATCH_MULTI, LSMPMON_PATCH_NO_PREEMPT, LSMPMON_PATCH_RET_SLOT,
-    LSMPMON_PATCH_SESSION, LSMPMON_PATCH_STATS_OFF, LSMPMON_PATCH_SYSCALL_TIME,
+    LSMPMON_PATCH_SAMPLE, LSMPMON_PATCH_SESSION, LSMPMON_PATCH_STATS_OFF,
+    LSMPMON_PATCH_SYSCALL_TIME,
 };
 
 /// `BPF_LD | BPF_IMM | BPF_DW`: PATCHED()'s 64-bit immediate, two slots: the
@@ -38,6 +39,8 @@ pub struct ProbeOptions {
     pub count_only: bool,
     /// Every call also counted in its task's cgroup (--by cgroup).
     pub by_cgroup: bool,
+    /// One call in N timed (--sample N); 0 or 1: every call.
+    pub sample_every: u32,
 }
 
 impl HookConsts {
@@ -63,6 +66,7 @@ impl HookConsts {
             LSMPMON_PATCH_NO_PREEMPT => Some(self.options.no_preempt as u32),
             LSMPMON_PATCH_EMPTY => Some(self.options.empty as u32),
             LSMPMON_PATCH_BY_CGROUP => Some(self.options.by_cgroup as u32),
+            LSMPMON_PATCH_SAMPLE => Some(self.options.sample_every),
             // Set by the template's kind (Template::instance).
             LSMPMON_PATCH_SESSION | LSMPMON_PATCH_MULTI => Some(0),
             _ => None,

@@ -20,6 +20,9 @@ const volatile char filter_object[LSMPMON_OBJ_NAME_LEN] = {};
 /* Statistics rows in each CPU's value (hooks + the calibration row). */
 const volatile __u32 stat_rows = 1;
 
+/* --sample N with N > 1: on_switch keeps no open calls (an unframed exit is untimed). */
+const volatile __u8 sampling = 0;
+
 /* 0 until every hook is attached (the ready gate); then toggled by `trace ctl`. */
 __u32 enabled = 0;
 /*
@@ -28,6 +31,14 @@ __u32 enabled = 0;
  * per probe pair that ran inside it.
  */
 __u64 nested_cost_ns = 0;
+/*
+ * --sample: what the exit's test for an open frame adds inside a timed call
+ * (before its clock read), measured by user space with the calibration
+ * probe running that test (calibrate_skew = 1) and without; taken out of
+ * every sampled call's time, which then reads as when every call is timed.
+ */
+__u64 sample_skew_ns = 0;
+__u8 calibrate_skew = 0;
 
 /* Only for --syscall-time: when the task entered its current syscall. */
 struct task_ctx {
@@ -521,7 +532,51 @@ static __always_inline void take_cookie(void *ctx, struct lsmpmon_cpu *c, int kp
 		*kept = hook | HOOK_KEPT;
 }
 
-static __always_inline int on_entry(void *ctx, int kp, bool sess)
+/* --sample N with N > 1 in a probe that samples (the calibration probe times every call). */
+static __always_inline bool sampling_on(void)
+{
+	return PATCHED(LSMPMON_PATCH_SAMPLE) > 1 && !PATCHED(LSMPMON_PATCH_CALIBRATION);
+}
+
+/*
+ * --sample N: is this call left untimed? Each CPU times one call, then draws
+ * how many calls until its next timed one (1..2N-1, mean N).
+ */
+static __always_inline bool sampled_out(struct lsmpmon_cpu *c)
+{
+	__u32 every = PATCHED(LSMPMON_PATCH_SAMPLE);
+	__u32 left = c->sample_left;
+
+	if (left > 1) {
+		c->sample_left = left - 1;
+		return true;
+	}
+	c->sample_left = 1 + bpf_get_prandom_u32() % (2 * every - 1);
+	return false;
+}
+
+/*
+ * An entry probe's first test under --sample: an untimed call leaves no
+ * trace here (its exit counts it), before any filter or preemption guard.
+ * A call inside a timed one is timed too: its probes' cost is then taken
+ * out of the outer call's time, as when every call is timed.
+ */
+static __always_inline bool entry_untimed(void)
+{
+	struct lsmpmon_cpu *c;
+
+	if (!sampling_on())
+		return false;
+	c = this_cpu();
+	if (!c)
+		return true;
+	if (c->used)
+		return false;
+	return sampled_out(c);
+}
+
+/* The entry of a call to time (the sample drawn, if any). */
+static __always_inline int on_timed_entry(void *ctx, int kp, bool sess)
 {
 	struct lsmpmon_cpu *c;
 	struct lsmpmon_frame *f;
@@ -553,6 +608,13 @@ static __always_inline int on_entry(void *ctx, int kp, bool sess)
 	/* Last, so that the probe's own bookkeeping stays out of the sample. */
 	f->start_ns = bpf_ktime_get_ns();
 	return 0;
+}
+
+static __always_inline int on_entry(void *ctx, int kp, bool sess)
+{
+	if (entry_untimed())
+		return 0;
+	return on_timed_entry(ctx, kp, sess);
 }
 
 /* Word `off` / 8 of the fexit context, read where clang cannot merge loads. */
@@ -753,6 +815,8 @@ static __always_inline void finish(void *ctx, struct lsmpmon_cpu *c, struct lsmp
 		s->dropped++; /* no call takes negative time */
 		return;
 	}
+	if (sampling_on())
+		delta_ns = delta_ns > sample_skew_ns ? delta_ns - sample_skew_ns : 0;
 	if (nested) {
 		probes_ns = nested * nested_cost_ns;
 		delta_ns = delta_ns > probes_ns ? delta_ns - probes_ns : 0;
@@ -794,6 +858,50 @@ static __always_inline void finish_unframed(void *ctx, struct lsmpmon_cpu *c, in
 		by_cgroup(c, s, sess, count_return(ctx, c, s, kp, sess), false, 0);
 }
 
+/*
+ * --sample: a call that was not timed (not drawn, or drawn and switched out:
+ * on_switch keeps no open calls then) is counted, as --count-only counts.
+ */
+static __always_inline void count_untimed(void *ctx, struct lsmpmon_cpu *c, int kp, bool sess)
+{
+	struct lsmpmon_hook_stats *s = stats_of(c, sess);
+
+	s->untimed++;
+	if (!PATCHED(LSMPMON_PATCH_LEAN))
+		by_cgroup(c, s, sess, count_return(ctx, c, s, kp, sess), false, 0);
+}
+
+/*
+ * An exit probe's first test under --sample: with no frame open on this CPU,
+ * this call is untimed, and is counted before any clock read. `guard`: the
+ * count runs with preemption disabled (the fentry/fexit programs' _np copies).
+ */
+static __always_inline bool exit_untimed(void *ctx, int kp, bool sess, bool guard)
+{
+	struct lsmpmon_cpu *c;
+
+	if (PATCHED(LSMPMON_PATCH_SAMPLE) <= 1)
+		return false;
+	/* The calibration probe (always timed) runs the test when told: calibrate_skew. */
+	if (PATCHED(LSMPMON_PATCH_CALIBRATION) && !calibrate_skew)
+		return false;
+	c = this_cpu();
+	if (!c)
+		return true;
+	if (c->used)
+		return false;
+	if (!enabled)
+		return true;
+	if (guard)
+		preempt_off();
+	take_cookie(ctx, c, kp, sess, true);
+	if (call_ok(ctx, c, kp, sess))
+		count_untimed(ctx, c, kp, sess);
+	if (guard)
+		preempt_on();
+	return true;
+}
+
 /* The exit of a call that ended at `now`. */
 static __always_inline int on_exit_at(void *ctx, __u64 now, int kp, bool sess)
 {
@@ -829,8 +937,15 @@ static __always_inline int on_exit_at(void *ctx, __u64 now, int kp, bool sess)
 		}
 		used -= FRAME_SIZE;
 	}
+	if (PATCHED(LSMPMON_PATCH_CALIBRATION))
+		return 0;
+	if (PATCHED(LSMPMON_PATCH_SAMPLE) > 1) {
+		if (enabled && call_ok(ctx, c, kp, sess))
+			count_untimed(ctx, c, kp, sess);
+		return 0;
+	}
 	/* Only traced tasks have open calls (and lsmpmon's own are not kept). */
-	if (PATCHED(LSMPMON_PATCH_CALIBRATION) || !traced_task(c, kp))
+	if (!traced_task(c, kp))
 		return 0;
 	finish_unframed(ctx, c, kp, sess);
 	return 0;
@@ -838,6 +953,8 @@ static __always_inline int on_exit_at(void *ctx, __u64 now, int kp, bool sess)
 
 static __always_inline int on_exit(void *ctx, int kp, bool sess)
 {
+	if (exit_untimed(ctx, kp, sess, false))
+		return 0;
 	return on_exit_at(ctx, bpf_ktime_get_ns(), kp, sess);
 }
 

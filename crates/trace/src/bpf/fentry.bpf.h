@@ -24,8 +24,10 @@ int BPF_PROG(hook_exit)
 SEC("fentry/security_file_permission")
 int BPF_PROG(hook_entry_np)
 {
+	if (entry_untimed())
+		return 0;
 	preempt_off();
-	on_entry(ctx, false, false);
+	on_timed_entry(ctx, false, false);
 	preempt_on();
 	return 0;
 }
@@ -37,8 +39,11 @@ int BPF_PROG(hook_exit_np)
 	 * The time first: the call ended here. A task preempted before the
 	 * next line has its frame taken away by on_switch: a cs_count.
 	 */
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now;
 
+	if (exit_untimed(ctx, false, false, true))
+		return 0;
+	now = bpf_ktime_get_ns();
 	preempt_off();
 	on_exit_at(ctx, now, false, false);
 	preempt_on();

@@ -52,6 +52,8 @@ enum lsmpmon_limits {
 	LSMPMON_MAX_CGROUP_CELLS = 16384,
 	LSMPMON_OBJ_NAME_LEN = 32,
 	LSMPMON_COMM_LEN = 16,
+	/* --sample's largest N: the draw 1..2N-1 fits lsmpmon_cpu.sample_left. */
+	LSMPMON_MAX_SAMPLE = 32768,
 };
 
 /*
@@ -95,6 +97,11 @@ enum lsmpmon_patch {
 	LSMPMON_PATCH_MULTI = 0x1badcb07,
 	/* --by cgroup: every call also counted in its task's cgroup's cell. */
 	LSMPMON_PATCH_BY_CGROUP = 0x1badcb08,
+	/*
+	 * --sample N: one call in N timed on average (0 or 1: every call); the
+	 * others are counted only (lsmpmon_hook_stats.untimed).
+	 */
+	LSMPMON_PATCH_SAMPLE = 0x1badcb09,
 };
 
 /* A multi-link's cookie for one hook: what the patched constants say in a copy. */
@@ -132,6 +139,8 @@ enum lsmpmon_cookie {
 	LSMPMON_COOKIE_GEN_SHIFT = 12,
 	LSMPMON_COOKIE_GEN_MASK = 0xfffff,
 	LSMPMON_COOKIE_START_SHIFT = 32,
+	/* --sample: a call counted but not timed (bit 0 clear). */
+	LSMPMON_COOKIE_UNTIMED = 2,
 };
 
 /* Which argument of a hook names the object, for the --object filter. */
@@ -200,7 +209,12 @@ struct lsmpmon_cpu {
 	__u8 used;
 	/* Session calls in progress on this CPU (nesting, interrupts). */
 	__u8 session_depth;
-	__u8 pad[2];
+	/*
+	 * --sample: this CPU's calls until the next timed one. After each timed
+	 * call, a draw in 1..2N-1 (mean N): a fixed stride would time the same
+	 * hook of a loop every time.
+	 */
+	__u16 sample_left;
 	__u32 subject; /* enum lsmpmon_subject of what runs here */
 	/* subject before the current softirq / hardirq handler began */
 	__u32 subject_before_softirq;
@@ -231,6 +245,8 @@ struct lsmpmon_hook_stats {
 	__u64 nested;	/* nested probe pairs whose cost was taken out of sum_ns */
 	/* --by cgroup: calls in no cgroup cell, the table being full. */
 	__u64 cgroup_lost_calls;
+	/* --sample: calls counted but not timed (not drawn, or drawn and switched out). */
+	__u64 untimed;
 	/*
 	 * Timed calls in syscall slot pend_slot not yet added to syscall_cells:
 	 * most calls of a hook on a CPU are in the syscall of its previous call,
@@ -280,7 +296,7 @@ struct lsmpmon_cgroup_key {
 
 struct lsmpmon_cgroup_cell {
 	__u64 calls;  /* every call, timed or not */
-	__u64 timed;  /* calls without a context switch (none with --count-only) */
+	__u64 timed;  /* timed calls (none with --count-only; 1 in N with --sample N) */
 	__u64 sum_ns; /* their time */
 	__u64 deny;   /* returned -EACCES or -EPERM */
 };

@@ -38,11 +38,27 @@ static __always_inline void session_entry(void *ctx, __u64 *cookie)
 		c->multi_hook = bpf_get_attach_cookie(ctx);
 	if (!call_ok(ctx, c, false, true))
 		return;
+	if (sampling_on() && sampled_out(c)) {
+		*cookie = LSMPMON_COOKIE_UNTIMED;
+		return;
+	}
 	c->session_depth++;
 	v = 1 | (__u64)(c->sessions_done & LSMPMON_COOKIE_DONE_MASK) << LSMPMON_COOKIE_DONE_SHIFT;
 	v |= (task_switches() & LSMPMON_COOKIE_GEN_MASK) << LSMPMON_COOKIE_GEN_SHIFT;
 	/* Last, so that the probe's own bookkeeping stays out of the sample. */
 	*cookie = v | bpf_ktime_get_ns() << LSMPMON_COOKIE_START_SHIFT;
+}
+
+/* --sample: the exit of a call its entry left untimed. */
+static __always_inline void session_untimed(void *ctx)
+{
+	struct lsmpmon_cpu *c = this_cpu();
+
+	if (!c)
+		return;
+	if (MULTI())
+		c->multi_hook = bpf_get_attach_cookie(ctx);
+	count_untimed(ctx, c, false, true);
 }
 
 static __always_inline void session_exit(void *ctx, __u64 cookie, __u64 now)
@@ -65,7 +81,7 @@ static __always_inline void session_exit(void *ctx, __u64 cookie, __u64 now)
 		/* Switched out inside (on_switch has reset the CPU's depth). */
 		s->cs_count++;
 		if (!PATCHED(LSMPMON_PATCH_LEAN))
-			count_return(ctx, c, s, false, true);
+			by_cgroup(c, s, true, count_return(ctx, c, s, false, true), false, 0);
 		return;
 	}
 	depth = c->session_depth;
@@ -110,6 +126,13 @@ int BPF_PROG(hook_session)
 		session_entry(ctx, cookie);
 		if (MULTI())
 			preempt_on();
+		return 0;
+	}
+	if (*cookie == LSMPMON_COOKIE_UNTIMED) {
+		/* Before the clock: an untimed call is only counted. */
+		preempt_off();
+		session_untimed(ctx);
+		preempt_on();
 		return 0;
 	}
 	now = bpf_ktime_get_ns();

@@ -49,7 +49,8 @@ int BPF_PROG(on_switch)
 	used = c->used;
 	if (used) {
 		c->used = 0;
-		note_pending(c, used);
+		if (!sampling)
+			note_pending(c, used);
 	}
 	return 0;
 }
