@@ -278,6 +278,15 @@ fn prometheus_counts_200_creations(series: &str) {
         short == 0.0 || covered,
         "inode_create: {before} then {after}, {missed} probe runs skipped meanwhile"
     );
+    // Serve times about one call in 64 unless told: the 200 are counted
+    // exactly all the same, and the calls left untimed have their counter.
+    assert_eq!(prom.value("lsmpmon_timing_sample_every"), Some(64.0));
+    let untimed = prom.value("sum(lsmpmon_hook_untimed_calls_total)").unwrap();
+    let timed_all = prom.value("sum(lsmpmon_hook_timed_calls_total)").unwrap();
+    assert!(
+        timed_all > 0.0 && untimed > 10.0 * timed_all,
+        "{timed_all} calls timed, {untimed} untimed"
+    );
     // --by cpu: the CPUs' series add up to the hook's.
     let on_cpus = r#"sum(lsmpmon_cpu_hook_calls_total{hook="inode_create"})"#;
     assert_eq!(prom.value(on_cpus), Some(after));
