@@ -167,3 +167,20 @@ fn top_refuses_count_only_in_one_line() {
     assert_eq!(out.status.code(), Some(2));
     assert!(one_error_line(&out).contains("--count-only times nothing"));
 }
+
+#[test]
+fn top_refuses_sampled_timing_in_one_line() {
+    let out = Command::new(LSMPMON)
+        .args(["top", "--sample", "64"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_error_line(&out).contains("drop --sample"));
+    // --sample 1 is every call timed: not refused for sampling (this
+    // machine then stops at the terminal or the privileges).
+    let out = Command::new(LSMPMON)
+        .args(["top", "--sample", "1"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("--sample"));
+}

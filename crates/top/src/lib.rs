@@ -71,6 +71,11 @@ pub fn main(args: TopArgs) -> Result<i32> {
             "lsmpmon top sorts by time and --count-only times nothing: use lsmpmon serve --count-only or lsmpmon trace --count-only",
         ));
     }
+    if args.engine.sample_every().is_some() {
+        return Err(usage(
+            "lsmpmon top ranks hooks by each interval's time, which --sample would estimate from a few calls: drop --sample (lsmpmon serve samples)",
+        ));
+    }
     check_terminal()?;
     let engine = EngineArgs {
         by_cgroup: args.by.contains(&TopBy::Cgroup),
