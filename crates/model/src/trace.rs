@@ -143,7 +143,9 @@ pub struct ProbeInfo {
     pub pair_cost_ns: Option<f64>,
     /// `--sample`: what the exit's test for a timed call adds inside it
     /// (the calibration probe's floor with that test less without), already
-    /// taken out of every timed call; None without --sample.
+    /// taken out of every timed call, and twice more out of each nested
+    /// probe pair (`pair_cost_ns`: its entry's test and its exit's); None
+    /// without --sample.
     #[serde(default)]
     pub sample_skew_ns: Option<f64>,
     pub hooks_found: usize,

@@ -225,7 +225,10 @@ fn attach_all<'obj>(
     if args.sample_every().is_some() {
         session.measure_sample_skew(args.comm.as_deref());
     }
-    session.set_nested_cost(session.probe.pair_cost_ns);
+    // Under --sample a nested pair also runs the entry's and the exit's test
+    // for a timed call, each about the skew measured for the exit's.
+    let skew_ns = session.probe.sample_skew_ns.unwrap_or(0.0);
+    session.set_nested_cost(session.probe.pair_cost_ns.map(|c| c + 2.0 * skew_ns));
     // The ready gate: nothing is recorded until every hook is attached.
     session.set_enabled(true);
     Ok((session, guard))
