@@ -221,25 +221,29 @@ fn hook_families(out: &mut Families, prefix: &str, rows: &[Row], timing: Timing)
     }
 }
 
-fn syscall_families(out: &mut Families, r: &TraceResult) {
+/// The probes sort only timed calls by syscall: under `--sample N` both
+/// families are the timed calls × N, estimates.
+fn syscall_families(out: &mut Families, r: &TraceResult, timing: Timing) {
     let mut calls = Vec::new();
     let mut time = Vec::new();
     for s in &r.syscalls {
         for h in &s.hooks {
             let pairs = [("syscall", s.syscall.as_str()), ("hook", h.hook.as_str())];
-            calls.push(count(&pairs, h.count));
-            time.push(number(&pairs, h.sum_ns as f64 / NS_PER_S));
+            calls.push(count(&pairs, h.count * timing.scale as u64));
+            time.push(number(&pairs, h.sum_ns as f64 * timing.scale / NS_PER_S));
         }
     }
-    let help =
-        "Hook calls by the syscall they were made in ((none), (irq), (softirq) outside one).";
+    let help = match timing.sampled() {
+        true => "Hook calls by the syscall they were made in, estimated under --sample N: the timed calls × N.",
+        false => "Hook calls by the syscall they were made in ((none), (irq), (softirq) outside one).",
+    };
     out.add(
         "lsmpmon_syscall_hook_calls_total",
         help,
         Kind::Counter,
         calls,
     );
-    let help = "Hook time by the syscall it was spent in.";
+    let help = timing.time_help("Hook time by the syscall it was spent in.");
     out.add(
         "lsmpmon_syscall_hook_time_seconds_total",
         help,
@@ -446,7 +450,7 @@ pub fn families(
         .collect();
     hook_families(&mut out, "lsmpmon_lsm_function", &functions, timing);
     if by.syscall {
-        syscall_families(&mut out, r);
+        syscall_families(&mut out, r, timing);
     }
     if let Some(b) = &r.cgroups {
         cgroup_families(&mut out, b, timing);

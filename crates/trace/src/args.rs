@@ -146,8 +146,9 @@ pub struct EngineArgs {
     /// count every call: calls, allow/deny and --by cgroup stay exact, the
     /// times are a sample. Cheaper per call than timing every call with
     /// --method fentry-fexit (see BENCHMARKS.md). Default: 1 (every call);
-    /// serve's default is its own.
-    #[arg(long, conflicts_with_all = ["count_only", "empty_probes"], value_parser = clap::builder::RangedU64ValueParser::<u32>::new().range(1..=crate::intf::lsmpmon_limits::LSMPMON_MAX_SAMPLE as u64))]
+    /// serve's default is its own. Not with --syscall-time (which sums the
+    /// timed calls' time per syscall).
+    #[arg(long, conflicts_with_all = ["count_only", "empty_probes", "syscall_time"], value_parser = clap::builder::RangedU64ValueParser::<u32>::new().range(1..=crate::intf::lsmpmon_limits::LSMPMON_MAX_SAMPLE as u64))]
     pub sample: Option<u32>,
     /// How long the trace is to run, if known (`trace --duration`): what
     /// `--method auto` weighs (attach/choose.rs). Not an option of its own.

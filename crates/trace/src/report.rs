@@ -123,7 +123,7 @@ fn probe_lines(out: &mut String, r: &TraceResult, unit: &str) {
     if let Some(n) = r.options.sample_every {
         let skew = match p.sample_skew_ns {
             Some(s) => format!("its exit's test, {s:.0} {unit}, taken out of each timed call"),
-            None => "its exit's test not measured (in the figures)".into(),
+            None => "no exit test to take out (a session's cookie) or not measured".into(),
         };
         let _ = writeln!(
             out,

@@ -128,6 +128,10 @@ impl Session<'_> {
         let (Some(floor), true) = (self.probe.floor_ns, self.attacher.calibrated()) else {
             return;
         };
+        // A session's exit tests its cookie, which the floor already holds.
+        if self.probe.method.contains("session") && !self.probe.method.contains("kprobe") {
+            return;
+        }
         let row = self.hooks.len();
         let before = self.stats.sum()[row];
         self.write_bss(|b| &mut b.calibrate_skew, 1);

@@ -173,8 +173,12 @@ pub fn per_syscall(t: &TraceResult, top: Option<usize>, per_syscall: usize) -> T
     Table {
         form: base::form::Form::PerSyscall,
         title: format!(
-            "per syscall (hook time attributed to the caller's syscall, {})",
-            unit(t)
+            "per syscall (hook time attributed to the caller's syscall, {}{})",
+            unit(t),
+            match t.options.sample_every {
+                Some(n) => format!("; the timed calls only, about 1 in {n}"),
+                None => String::new(),
+            }
         ),
         kernel: t.provenance.kernel_release.clone(),
         notes: Vec::new(),

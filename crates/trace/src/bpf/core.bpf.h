@@ -555,28 +555,36 @@ static __always_inline bool sampled_out(struct lsmpmon_cpu *c)
 	return false;
 }
 
+/* What --sample makes of a call at its entry. */
+enum entry_timing {
+	TIME_DRAWN = 0,	 /* timed (every call is, without --sample) */
+	TIME_NOT = 1,	 /* only counted, by its exit */
+	TIME_FORCED = 2, /* timed for the timed call it runs in, counted as untimed */
+};
+
 /*
- * An entry probe's first test under --sample: an untimed call leaves no
- * trace here (its exit counts it), before any filter or preemption guard.
- * A call inside a timed one is timed too: its probes' cost is then taken
- * out of the outer call's time, as when every call is timed.
+ * An entry probe's first test under --sample, before any filter or
+ * preemption guard. A call inside a timed one is timed too, so that its
+ * probes' cost comes out of the outer call's time as when every call is
+ * timed; its own statistics count it as untimed (each hook's timed calls
+ * stay its own draws, one in N).
  */
-static __always_inline bool entry_untimed(void)
+static __always_inline int entry_timing(void)
 {
 	struct lsmpmon_cpu *c;
 
 	if (!sampling_on())
-		return false;
+		return TIME_DRAWN;
 	c = this_cpu();
 	if (!c)
-		return true;
+		return TIME_NOT;
 	if (c->used)
-		return false;
-	return sampled_out(c);
+		return TIME_FORCED;
+	return sampled_out(c) ? TIME_NOT : TIME_DRAWN;
 }
 
-/* The entry of a call to time (the sample drawn, if any). */
-static __always_inline int on_timed_entry(void *ctx, int kp, bool sess)
+/* The entry of a call to time (`timing`: TIME_DRAWN or TIME_FORCED). */
+static __always_inline int on_timed_entry(void *ctx, int kp, bool sess, int timing)
 {
 	struct lsmpmon_cpu *c;
 	struct lsmpmon_frame *f;
@@ -604,6 +612,8 @@ static __always_inline int on_timed_entry(void *ctx, int kp, bool sess)
 	f->key = 0;
 	c->used = used + FRAME_SIZE;
 	*(__u32 *)&f->hook = hook_of(c, sess); /* hook, and nested = 0 */
+	if (sampling_on())
+		f->forced = timing == TIME_FORCED;
 	f->key = call_key(ctx, kp);
 	/* Last, so that the probe's own bookkeeping stays out of the sample. */
 	f->start_ns = bpf_ktime_get_ns();
@@ -612,9 +622,11 @@ static __always_inline int on_timed_entry(void *ctx, int kp, bool sess)
 
 static __always_inline int on_entry(void *ctx, int kp, bool sess)
 {
-	if (entry_untimed())
+	int timing = entry_timing();
+
+	if (timing == TIME_NOT)
 		return 0;
-	return on_timed_entry(ctx, kp, sess);
+	return on_timed_entry(ctx, kp, sess, timing);
 }
 
 /* Word `off` / 8 of the fexit context, read where clang cannot merge loads. */
@@ -798,6 +810,19 @@ static __always_inline void record(void *ctx, struct lsmpmon_cpu *c, struct lsmp
 }
 
 /*
+ * --sample: a call that was not timed (not drawn, or drawn and switched out:
+ * on_switch keeps no open calls then) is counted, as --count-only counts.
+ */
+static __always_inline void count_untimed(void *ctx, struct lsmpmon_cpu *c, int kp, bool sess)
+{
+	struct lsmpmon_hook_stats *s = stats_of(c, sess);
+
+	s->untimed++;
+	if (!PATCHED(LSMPMON_PATCH_LEAN))
+		by_cgroup(c, s, sess, count_return(ctx, c, s, kp, sess), false, 0);
+}
+
+/*
  * Pops frame `f` (at `used` bytes) of a call that ends at `now_ns` and
  * records the call's time, less the probe pairs that ran inside it; the
  * frame below, if any, is told it contained this pair and those.
@@ -808,6 +833,7 @@ static __always_inline void finish(void *ctx, struct lsmpmon_cpu *c, struct lsmp
 	struct lsmpmon_hook_stats *s = stats_of(c, sess);
 	__u64 delta_ns = now_ns - f->start_ns, probes_ns;
 	__u32 nested = f->nested;
+	bool forced = sampling_on() && f->forced;
 	__u64 below = used - FRAME_SIZE;
 
 	c->used = below;
@@ -825,6 +851,10 @@ static __always_inline void finish(void *ctx, struct lsmpmon_cpu *c, struct lsmp
 	if (below) {
 		asm volatile("%0 &= 0xff" : "+r"(below)); /* as in on_exit() */
 		top_frame(c, below)->nested += nested + 1;
+	}
+	if (forced) {
+		count_untimed(ctx, c, kp, sess);
+		return;
 	}
 	record(ctx, c, s, delta_ns, used == FRAME_SIZE, kp, sess);
 }
@@ -854,19 +884,6 @@ static __always_inline void finish_unframed(void *ctx, struct lsmpmon_cpu *c, in
 		bpf_map_delete_elem(&pending, &tid);
 	s = stats_of(c, sess);
 	s->cs_count++;
-	if (!PATCHED(LSMPMON_PATCH_LEAN))
-		by_cgroup(c, s, sess, count_return(ctx, c, s, kp, sess), false, 0);
-}
-
-/*
- * --sample: a call that was not timed (not drawn, or drawn and switched out:
- * on_switch keeps no open calls then) is counted, as --count-only counts.
- */
-static __always_inline void count_untimed(void *ctx, struct lsmpmon_cpu *c, int kp, bool sess)
-{
-	struct lsmpmon_hook_stats *s = stats_of(c, sess);
-
-	s->untimed++;
 	if (!PATCHED(LSMPMON_PATCH_LEAN))
 		by_cgroup(c, s, sess, count_return(ctx, c, s, kp, sess), false, 0);
 }

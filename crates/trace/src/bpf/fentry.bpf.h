@@ -24,10 +24,12 @@ int BPF_PROG(hook_exit)
 SEC("fentry/security_file_permission")
 int BPF_PROG(hook_entry_np)
 {
-	if (entry_untimed())
+	int timing = entry_timing();
+
+	if (timing == TIME_NOT)
 		return 0;
 	preempt_off();
-	on_timed_entry(ctx, false, false);
+	on_timed_entry(ctx, false, false, timing);
 	preempt_on();
 	return 0;
 }

@@ -126,7 +126,8 @@ enum lsmpmon_kfunc {
 
 /*
  * A session program's per-call cookie (one u64 on the trampoline's stack):
- * bit 0 set if the call is being timed; bits 1-11 the CPU's count of
+ * bit 0 set if the call is being timed; bit 1 (--sample) if it was not
+ * drawn (LSMPMON_COOKIE_FORCED); bits 2-11 the CPU's count of
  * finished session calls at its entry (those finished before its exit ran
  * inside it); bits 12-31 the task's context switches at its entry (any
  * change: a cs_count; 2^20 switches inside one call would go unseen); bits
@@ -134,12 +135,17 @@ enum lsmpmon_kfunc {
  * context switch, never lasts that long).
  */
 enum lsmpmon_cookie {
-	LSMPMON_COOKIE_DONE_SHIFT = 1,
-	LSMPMON_COOKIE_DONE_MASK = 0x7ff,
+	LSMPMON_COOKIE_DONE_SHIFT = 2,
+	LSMPMON_COOKIE_DONE_MASK = 0x3ff,
 	LSMPMON_COOKIE_GEN_SHIFT = 12,
 	LSMPMON_COOKIE_GEN_MASK = 0xfffff,
 	LSMPMON_COOKIE_START_SHIFT = 32,
-	/* --sample: a call counted but not timed (bit 0 clear). */
+	/*
+	 * --sample, bit 1: not drawn. With bit 0, timed only because it runs
+	 * inside a timed call (counted as untimed, its cost taken out of that
+	 * call's); alone, a call counted but not timed.
+	 */
+	LSMPMON_COOKIE_FORCED = 2,
 	LSMPMON_COOKIE_UNTIMED = 2,
 };
 
@@ -174,7 +180,12 @@ struct lsmpmon_frame {
 	 * per-LSM functions, interrupts): their cost is taken out of its time.
 	 */
 	__u16 nested;
-	__u32 pad;
+	/*
+	 * --sample: 1 if the call is timed only because it runs inside a timed
+	 * one (so that its probes' cost comes out of that one's time), not by
+	 * its own draw: its statistics count it as untimed.
+	 */
+	__u32 forced;
 };
 
 /*

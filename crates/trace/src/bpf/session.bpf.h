@@ -38,12 +38,16 @@ static __always_inline void session_entry(void *ctx, __u64 *cookie)
 		c->multi_hook = bpf_get_attach_cookie(ctx);
 	if (!call_ok(ctx, c, false, true))
 		return;
-	if (sampling_on() && sampled_out(c)) {
+	/* As entry_timing(): a call inside a timed one is timed, for that one's sake. */
+	if (sampling_on() && !c->session_depth && sampled_out(c)) {
 		*cookie = LSMPMON_COOKIE_UNTIMED;
 		return;
 	}
+	v = 1;
+	if (sampling_on() && c->session_depth)
+		v |= LSMPMON_COOKIE_FORCED;
 	c->session_depth++;
-	v = 1 | (__u64)(c->sessions_done & LSMPMON_COOKIE_DONE_MASK) << LSMPMON_COOKIE_DONE_SHIFT;
+	v |= (__u64)(c->sessions_done & LSMPMON_COOKIE_DONE_MASK) << LSMPMON_COOKIE_DONE_SHIFT;
 	v |= (task_switches() & LSMPMON_COOKIE_GEN_MASK) << LSMPMON_COOKIE_GEN_SHIFT;
 	/* Last, so that the probe's own bookkeeping stays out of the sample. */
 	*cookie = v | bpf_ktime_get_ns() << LSMPMON_COOKIE_START_SHIFT;
@@ -96,6 +100,10 @@ static __always_inline void session_exit(void *ctx, __u64 cookie, __u64 now)
 		probes_ns = nested * nested_cost_ns;
 		delta_ns = delta_ns > probes_ns ? delta_ns - probes_ns : 0;
 		s->nested += nested;
+	}
+	if (sampling_on() && (cookie & LSMPMON_COOKIE_FORCED)) {
+		count_untimed(ctx, c, false, true);
+		return;
 	}
 	record(ctx, c, s, delta_ns, depth <= 1, false, true);
 }
