@@ -53,4 +53,4 @@ for k in ${@:-6.1 7.3}; do
   python3 scripts/serve_report.py "$k" "$out.raw" "$commit" > "$out.json"
   rm -f "$out.raw"
 done
-python3 scripts/serve_report.py --table results/serve-*.json
+python3 scripts/serve_report.py --table results/serve-[0-9]*.json
