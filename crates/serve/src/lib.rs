@@ -61,7 +61,8 @@ pub fn main(args: ServeArgs) -> Result<i32> {
 /// with it, `--method auto` weighs cost per call).
 fn engine_args(args: &ServeArgs) -> trace::EngineArgs {
     let e = &args.engine;
-    let timing = !(e.count_only || e.empty_probes);
+    // --syscall-time sums the timed calls' time per syscall: every call then.
+    let timing = !(e.count_only || e.empty_probes || e.syscall_time);
     trace::EngineArgs {
         by_cgroup: args.by.contains(&By::Cgroup),
         sample: e.sample.or(timing.then_some(args::DEFAULT_SAMPLE)),
@@ -142,6 +143,7 @@ mod tests {
         // Every call timed, and nothing timed, are asked for by name.
         assert_eq!(engine(&["--sample", "1"]).sample_every(), None);
         assert_eq!(engine(&["--count-only"]).sample_every(), None);
+        assert_eq!(engine(&["--syscall-time"]).sample_every(), None);
         assert!(engine(&["--by", "cgroup"]).by_cgroup);
     }
 
