@@ -75,11 +75,8 @@ impl Session<'_> {
 
     /// Tells the probes what a nested probe pair costs (0: nothing is taken out).
     pub fn set_nested_cost(&mut self, pair_cost_ns: Option<f64>) {
-        if let Some(bss) = self.skel.maps.bss_data.as_deref_mut() {
-            let ns = pair_cost_ns.unwrap_or(0.0).round() as u64;
-            // SAFETY: as in set_enabled().
-            unsafe { std::ptr::write_volatile(&mut bss.nested_cost_ns, ns) };
-        }
+        let ns = pair_cost_ns.unwrap_or(0.0).round() as u64;
+        self.write_bss(|b| &mut b.nested_cost_ns, ns);
     }
 
     fn elapsed_ns(&self) -> u64 {
