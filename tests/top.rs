@@ -175,7 +175,13 @@ fn top_refuses_sampled_timing_in_one_line() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(one_error_line(&out).contains("drop --sample"));
+    assert!(one_error_line(&out).contains("--sample or --timing-windows would estimate"));
+    let out = Command::new(LSMPMON)
+        .args(["top", "--timing-windows", "5/60"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_error_line(&out).contains("drop it"));
     // --sample 1 is every call timed: not refused for sampling (this
     // machine then stops at the terminal or the privileges).
     let out = Command::new(LSMPMON)

@@ -32,6 +32,22 @@ pub fn seconds(s: &str) -> Result<f64, String> {
     within(s, MIN_SECONDS, MAX_SECONDS, "seconds")
 }
 
+/// `--timing-windows ON/EVERY`: seconds, ON at least 0.1 and less than
+/// EVERY, EVERY at most a day.
+pub fn windows(s: &str) -> Result<(f64, f64), String> {
+    let (on, every) = s
+        .split_once('/')
+        .ok_or_else(|| format!("'{s}' is not ON/EVERY (seconds, e.g. 5/60)"))?;
+    let on = within(on, 0.1, 86_400.0, "seconds")?;
+    let every = within(every, 0.1, 86_400.0, "seconds")?;
+    if on >= every {
+        return Err(format!(
+            "'{s}': a window ({on} s) must be shorter than the time between windows ({every} s)"
+        ));
+    }
+    Ok((on, every))
+}
+
 /// `bench --sample-ms`: a sample of 1 µs to one minute.
 pub fn sample_ms(s: &str) -> Result<f64, String> {
     within(s, 0.001, 60_000.0, "milliseconds")
@@ -151,6 +167,17 @@ pub fn split_list(s: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timing_windows_are_a_shorter_window_in_a_longer_period() {
+        assert_eq!(windows("5/120"), Ok((5.0, 120.0)));
+        assert_eq!(windows(" 0.5/2"), Ok((0.5, 2.0)));
+        for bad in [
+            "5", "5/5", "6/5", "0/5", "0.01/5", "nan/5", "5/inf", "-1/5", "5/1e9", "/", "5/", "a/b",
+        ] {
+            assert!(windows(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn seconds_are_finite_positive_and_bounded() {

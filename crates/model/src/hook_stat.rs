@@ -75,7 +75,7 @@ pub const SWITCHED_CALLS: HookStat = HookStat {
 pub const UNTIMED_CALLS: HookStat = HookStat {
     name: "untimed_calls",
     column: "untimed",
-    help: "Calls counted but not timed (--sample N: one call in N is timed).",
+    help: "Calls counted but not timed (--sample N: one call in N is timed; --timing-windows: calls outside the windows).",
     unit: StatUnit::Calls,
     needs: Needs::Timing,
     value: |h| Some(h.untimed as f64),
@@ -89,6 +89,16 @@ pub const TIME: HookStat = HookStat {
     unit: StatUnit::Nanoseconds,
     needs: Needs::Timing,
     value: |h| Some(h.sum_ns as f64),
+    missing: dash,
+};
+
+pub const TIME_ESTIMATE: HookStat = HookStat {
+    name: "time_estimate",
+    column: "est_time",
+    help: "Every call's time, estimated at each timing window's close: the calls since the hook's last estimate × that window's mean (--timing-windows).",
+    unit: StatUnit::Nanoseconds,
+    needs: Needs::Timing,
+    value: |h| h.time_estimate_ns.map(|v| v as f64),
     missing: dash,
 };
 
@@ -227,6 +237,21 @@ pub const SAMPLED_TABLE: [HookStat; 10] = [
     TIMED_CALLS,
     SWITCHED_CALLS,
     UNTIMED_CALLS,
+    DENIED_CALLS,
+    DROPPED_CALLS,
+];
+
+/// The same table under `--timing-windows`: the untimed calls and every call's estimated time.
+pub const WINDOWED_TABLE: [HookStat; 11] = [
+    MIN,
+    MAX,
+    AVE,
+    P50,
+    P99,
+    TIMED_CALLS,
+    SWITCHED_CALLS,
+    UNTIMED_CALLS,
+    TIME_ESTIMATE,
     DENIED_CALLS,
     DROPPED_CALLS,
 ];

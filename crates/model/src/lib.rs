@@ -25,6 +25,6 @@ pub use provenance::{
 };
 pub use trace::{
     Bucket, CgroupBreakdown, CgroupCalls, CgroupHook, CgroupResult, Excluded, HookResult,
-    LsmHookResult, NotUsed, ProbeInfo, SyscallHook, SyscallResult, TraceOptions, TraceResult,
-    TRACE_SCHEMA,
+    LsmHookResult, NotUsed, ProbeInfo, SyscallHook, SyscallResult, TimingWindows, TraceOptions,
+    TraceResult, TRACE_SCHEMA,
 };

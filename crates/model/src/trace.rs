@@ -114,6 +114,43 @@ pub struct TraceOptions {
     /// others counted only; None: every call timed.
     #[serde(default)]
     pub sample_every: Option<u32>,
+    /// `--timing-windows ON/EVERY`: every call timed during windows of ON
+    /// seconds, one opening every EVERY seconds, the others counted only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing_windows: Option<TimingWindows>,
+}
+
+impl TraceOptions {
+    /// Which calls were timed, when not every one was: `--sample N` or
+    /// `--timing-windows`.
+    pub fn timing_note(&self) -> Option<String> {
+        match (self.sample_every, &self.timing_windows) {
+            (Some(n), _) => Some(format!("about 1 call in {n} timed")),
+            (None, Some(w)) => Some(format!(
+                "every call timed in windows of {} s every {} s ({} closed)",
+                w.on_s, w.every_s, w.closed
+            )),
+            (None, None) => None,
+        }
+    }
+}
+
+/// `--timing-windows`: when calls are timed, and how many windows have closed.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TimingWindows {
+    /// How long each window keeps the entries attached, in seconds.
+    pub on_s: f64,
+    /// A window opens every this many seconds.
+    pub every_s: f64,
+    /// Windows opened and closed so far (the time estimates move at each close).
+    #[serde(default)]
+    pub closed: u64,
+    /// Entries attached or released so far, and the time lsmpmon spent
+    /// doing so, in ms (what the windows cost beyond the probes).
+    #[serde(default)]
+    pub entry_changes: u64,
+    #[serde(default)]
+    pub changing_ms: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -239,6 +276,11 @@ pub struct HookResult {
     /// switched out); 0 when every call is timed.
     #[serde(default)]
     pub untimed: u64,
+    /// `--timing-windows`: every call's time, estimated at each window's
+    /// close as the calls since the hook's last estimate × that window's mean
+    /// (never decreases); None otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_estimate_ns: Option<u64>,
     /// The timed calls by duration: [low_ns, high_ns) and count, sorted, empty
     /// buckets left out (log-linear, 16 a power of two; log2 before 2026-11-29).
     pub hist: Vec<Bucket>,

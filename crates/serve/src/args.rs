@@ -5,9 +5,10 @@ use clap::{Args, ValueEnum};
 
 use trace::EngineArgs;
 
-/// serve's `--sample` unless told: one call in this many timed (BENCHMARKS.md
-/// §16: what it costs per call, and how close its p50/p99 stay).
-pub const DEFAULT_SAMPLE: u32 = 64;
+/// serve's timing unless told (`--timing-windows ON/EVERY`, seconds): every
+/// call counted, every call timed in windows of ON seconds, one every EVERY
+/// (BENCHMARKS.md §16: what it costs per call, and how close its p50/p99 stay).
+pub const DEFAULT_WINDOWS: (f64, f64) = (5.0, 60.0);
 
 #[derive(Args, Debug, Clone)]
 pub struct ServeArgs {

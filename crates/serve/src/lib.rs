@@ -57,15 +57,15 @@ pub fn main(args: ServeArgs) -> Result<i32> {
     })
 }
 
-/// The engine as serve runs it: sampled timing unless told otherwise (and
-/// with it, `--method auto` weighs cost per call).
+/// The engine as serve runs it: timing windows unless told otherwise
+/// (`--sample N` for per-call sampling, `--sample 1` to time every call).
 fn engine_args(args: &ServeArgs) -> trace::EngineArgs {
     let e = &args.engine;
     // --syscall-time sums the timed calls' time per syscall: every call then.
-    let timing = !(e.count_only || e.empty_probes || e.syscall_time);
+    let timing = !(e.count_only || e.empty_probes || e.syscall_time || e.sample.is_some());
     trace::EngineArgs {
         by_cgroup: args.by.contains(&By::Cgroup),
-        sample: e.sample.or(timing.then_some(args::DEFAULT_SAMPLE)),
+        timing_windows: e.timing_windows.or(timing.then_some(args::DEFAULT_WINDOWS)),
         ..e.clone()
     }
 }
@@ -78,6 +78,7 @@ fn serve(
 ) -> Result<()> {
     while !live.stopped() {
         live.answer_ctl()?;
+        live.tick();
         let first = match scrapes.recv_timeout(Duration::from_millis(20)) {
             Ok(ask) => ask,
             Err(mpsc::RecvTimeoutError::Timeout) => continue,
@@ -138,8 +139,15 @@ mod tests {
 
     #[test]
     fn serve_samples_its_timing_unless_told_otherwise() {
-        assert_eq!(engine(&[]).sample_every(), Some(args::DEFAULT_SAMPLE));
+        assert_eq!(engine(&[]).timing_windows, Some(args::DEFAULT_WINDOWS));
+        assert_eq!(engine(&[]).sample_every(), None);
+        let w = engine(&["--timing-windows", "2/30"]);
+        assert_eq!(w.timing_windows, Some((2.0, 30.0)));
         assert_eq!(engine(&["--sample", "16"]).sample_every(), Some(16));
+        assert_eq!(engine(&["--sample", "16"]).timing_windows, None);
+        assert_eq!(engine(&["--sample", "1"]).timing_windows, None);
+        assert_eq!(engine(&["--count-only"]).timing_windows, None);
+        assert_eq!(engine(&["--syscall-time"]).timing_windows, None);
         // Every call timed, and nothing timed, are asked for by name.
         assert_eq!(engine(&["--sample", "1"]).sample_every(), None);
         assert_eq!(engine(&["--count-only"]).sample_every(), None);
@@ -154,5 +162,16 @@ mod tests {
             assert!(cli.is_err(), "--sample {bad}");
         }
         assert!(Cli::try_parse_from(["serve", "--sample", "8", "--count-only"]).is_err());
+        for bad in ["5", "60/5", "0/60", "nan/60", "5/1e12", "5/60/1"] {
+            let cli = Cli::try_parse_from(["serve", "--timing-windows", bad]);
+            assert!(cli.is_err(), "--timing-windows {bad}");
+        }
+        for clash in ["--sample", "--count-only", "--syscall-time"] {
+            let mut argv = vec!["serve", "--timing-windows", "5/60", clash];
+            if clash == "--sample" {
+                argv.push("8");
+            }
+            assert!(Cli::try_parse_from(&argv).is_err(), "{clash}");
+        }
     }
 }

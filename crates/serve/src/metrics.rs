@@ -1,7 +1,7 @@
 //! A trace snapshot as Prometheus metric families. Every per-hook figure is
 //! a counter that only grows: `serve` refuses `trace ctl reset`.
 use super::exposition::{Family, Kind, Sample, Value};
-use model::hook_stat::{HookStat, Needs, StatUnit, COUNTERS, UNTIMED_CALLS};
+use model::hook_stat::{HookStat, Needs, StatUnit, COUNTERS, TIME, TIME_ESTIMATE, UNTIMED_CALLS};
 use model::{HookResult, TraceResult};
 
 /// The histogram's `le` bounds: powers of two from 128 ns to 16 µs, where
@@ -137,6 +137,9 @@ struct Timing {
     /// `--sample N`: N, by which the timed calls' time is scaled to
     /// estimate all calls' (1: every call timed).
     scale: f64,
+    /// `--timing-windows`: the hooks' time counters are the windows'
+    /// estimates; the other time families hold the timed calls' own time.
+    windows: bool,
 }
 
 impl Timing {
@@ -146,18 +149,29 @@ impl Timing {
             timed,
             histograms: timed && !r.options.lean,
             scale: r.options.sample_every.unwrap_or(1) as f64,
+            windows: r.options.timing_windows.is_some(),
         }
     }
 
+    /// Some calls are counted only.
     fn sampled(&self) -> bool {
-        self.scale > 1.0
+        self.scale > 1.0 || self.windows
     }
 
     /// Time counters' help: as measured, or estimated from the sample.
     fn time_help(&self, measured: &'static str) -> &'static str {
-        match self.sampled() {
-            true => "Time in the hook calls, estimated under --sample N: the timed calls' time × N (lsmpmon_timing_sample_every).",
-            false => measured,
+        match (self.scale > 1.0, self.windows) {
+            (true, _) => "Time in the hook calls, estimated under --sample N: the timed calls' time × N (lsmpmon_timing_sample_every).",
+            (false, true) => "Time in the calls timed in windows (--timing-windows): not every call's; lsmpmon_hook_time_seconds_total estimates that.",
+            (false, false) => measured,
+        }
+    }
+
+    /// The hook's time counter: under --timing-windows, the windows' estimate.
+    fn hook_time(&self, stat: &HookStat) -> (HookStat, &'static str) {
+        match (self.windows, stat.name == TIME.name) {
+            (true, true) => (TIME_ESTIMATE, "Time in the hook calls, estimated under --timing-windows: at each window's close, the hook's calls since its last estimate × that window's mean (lsmpmon_timing_windows_closed_total)."),
+            _ => (*stat, self.time_help(stat.help)),
         }
     }
 }
@@ -169,20 +183,20 @@ fn hook_families(out: &mut Families, prefix: &str, rows: &[Row], timing: Timing)
     let shown = |stat: &HookStat| stat.needs == Needs::Counting || timing.timed;
     let untimed = timing.sampled().then_some(UNTIMED_CALLS);
     for stat in COUNTERS.iter().chain(&untimed).filter(|s| shown(s)) {
+        let (valued, help) = match stat.unit {
+            StatUnit::Nanoseconds => timing.hook_time(stat),
+            StatUnit::Calls => (*stat, stat.help),
+        };
         let samples = rows
             .iter()
             .map(|r| {
-                let v = stat.metric_value(r.stats).unwrap_or(0.0);
+                let v = valued.metric_value(r.stats).unwrap_or(0.0);
                 match stat.unit {
                     StatUnit::Calls => count(&r.labels, v as u64),
                     StatUnit::Nanoseconds => number(&r.labels, v * timing.scale),
                 }
             })
             .collect();
-        let help = match stat.unit {
-            StatUnit::Nanoseconds => timing.time_help(stat.help),
-            StatUnit::Calls => stat.help,
-        };
         out.add(&stat.counter_name(prefix), help, Counter, samples);
     }
     let mut decisions = Vec::new();
@@ -233,9 +247,10 @@ fn syscall_families(out: &mut Families, r: &TraceResult, timing: Timing) {
             time.push(number(&pairs, h.sum_ns as f64 * timing.scale / NS_PER_S));
         }
     }
-    let help = match timing.sampled() {
-        true => "Hook calls by the syscall they were made in, estimated under --sample N: the timed calls × N.",
-        false => "Hook calls by the syscall they were made in ((none), (irq), (softirq) outside one).",
+    let help = match (timing.scale > 1.0, timing.windows) {
+        (true, _) => "Hook calls by the syscall they were made in, estimated under --sample N: the timed calls × N.",
+        (false, true) => "Hook calls timed in windows (--timing-windows) by the syscall they were made in: the timed calls only.",
+        (false, false) => "Hook calls by the syscall they were made in ((none), (irq), (softirq) outside one).",
     };
     out.add(
         "lsmpmon_syscall_hook_calls_total",
@@ -398,6 +413,29 @@ fn engine_families(out: &mut Families, r: &TraceResult, own: Own) {
         Gauge,
         vec![count(&[], r.options.sample_every.unwrap_or(1) as u64)],
     );
+    if let Some(w) = &r.options.timing_windows {
+        let help = "How long each timing window keeps the hooks' entries attached (serve's --timing-windows ON).";
+        out.add(
+            "lsmpmon_timing_window_seconds",
+            help,
+            Gauge,
+            vec![number(&[], w.on_s)],
+        );
+        let help = "A timing window opens every this many seconds (--timing-windows EVERY).";
+        out.add(
+            "lsmpmon_timing_window_every_seconds",
+            help,
+            Gauge,
+            vec![number(&[], w.every_s)],
+        );
+        let help = "Timing windows closed: the hooks' time estimates move at each close.";
+        out.add(
+            "lsmpmon_timing_windows_closed_total",
+            help,
+            Counter,
+            vec![count(&[], w.closed)],
+        );
+    }
     let help = "Time the probes have been recording.";
     out.add(
         "lsmpmon_traced_seconds_total",
@@ -615,6 +653,38 @@ mod tests {
         ] {
             assert_eq!(value(&text, series), value(&plain, series), "{series}");
         }
+    }
+
+    /// --timing-windows: the hook's time counter is the windows' estimate
+    /// (not the timed calls' time, nor × anything), the untimed calls have
+    /// their counter, and the windows are described by their own series.
+    #[test]
+    fn windowed_time_is_the_estimate_and_the_windows_are_told() {
+        let plain = exposition(&fixture(), Breakdown::default());
+        assert!(!plain.contains("lsmpmon_timing_windows_closed_total"));
+        let mut r = fixture();
+        r.options.timing_windows = Some(model::TimingWindows {
+            on_s: 5.0,
+            every_s: 60.0,
+            closed: 3,
+            entry_changes: 0,
+            changing_ms: 0.0,
+        });
+        let open = r.hooks.iter_mut().find(|h| h.hook == "file_open").unwrap();
+        open.untimed = 90_000;
+        open.time_estimate_ns = Some(7_250_000_000);
+        let text = exposition(&r, Breakdown::default());
+        let time = "lsmpmon_hook_time_seconds_total{hook=\"file_open\"}";
+        assert_eq!(value(&text, time), 7.25);
+        let untimed = "lsmpmon_hook_untimed_calls_total{hook=\"file_open\"}";
+        assert_eq!(value(&text, untimed), 90_000.0);
+        assert_eq!(value(&text, "lsmpmon_timing_windows_closed_total"), 3.0);
+        assert_eq!(value(&text, "lsmpmon_timing_window_seconds"), 5.0);
+        assert_eq!(value(&text, "lsmpmon_timing_window_every_seconds"), 60.0);
+        assert!(text.contains("estimated under --timing-windows"));
+        // The timed calls' histogram is theirs, unscaled.
+        let count = "lsmpmon_hook_duration_seconds_count{hook=\"file_open\"}";
+        assert_eq!(value(&text, count), value(&plain, count));
     }
 
     #[test]

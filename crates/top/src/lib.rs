@@ -71,9 +71,9 @@ pub fn main(args: TopArgs) -> Result<i32> {
             "lsmpmon top sorts by time and --count-only times nothing: use lsmpmon serve --count-only or lsmpmon trace --count-only",
         ));
     }
-    if args.engine.sample_every().is_some() {
+    if args.engine.sampled() {
         return Err(usage(
-            "lsmpmon top ranks hooks by each interval's time, which --sample would estimate from a few calls: drop --sample (lsmpmon serve samples)",
+            "lsmpmon top ranks hooks by each interval's time, which --sample or --timing-windows would estimate from a few calls: drop it (lsmpmon serve samples)",
         ));
     }
     check_terminal()?;

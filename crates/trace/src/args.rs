@@ -150,6 +150,13 @@ pub struct EngineArgs {
     /// timed calls' time per syscall).
     #[arg(long, conflicts_with_all = ["count_only", "empty_probes", "syscall_time"], value_parser = clap::builder::RangedU64ValueParser::<u32>::new().range(1..=crate::intf::lsmpmon_limits::LSMPMON_MAX_SAMPLE as u64))]
     pub sample: Option<u32>,
+    /// Time every call during windows of ON seconds, one opening every
+    /// EVERY seconds (ON/EVERY, e.g. 5/120), and count every call: between
+    /// windows only the exits are attached, which costs about what
+    /// --count-only does. Each hook's time is estimated at each window's close
+    /// (its calls × the window's mean). fentry/fexit only (5.17+). serve's default.
+    #[arg(long, value_name = "ON/EVERY", value_parser = base::parse::windows, conflicts_with_all = ["sample", "count_only", "empty_probes", "syscall_time"])]
+    pub timing_windows: Option<(f64, f64)>,
     /// How long the trace is to run, if known (`trace --duration`): what
     /// `--method auto` weighs (attach/choose.rs). Not an option of its own.
     #[arg(skip)]
@@ -160,6 +167,11 @@ impl EngineArgs {
     /// --sample N for N > 1; None when every call is timed.
     pub fn sample_every(&self) -> Option<u32> {
         self.sample.filter(|&n| n > 1)
+    }
+
+    /// Only some calls are timed (--sample N, --timing-windows).
+    pub fn sampled(&self) -> bool {
+        self.sample_every().is_some() || self.timing_windows.is_some()
     }
 }
 

@@ -132,6 +132,7 @@ pub fn hook_result(
         dropped: s.dropped,
         nested_probes: s.nested,
         untimed: s.untimed,
+        time_estimate_ns: None,
         hist,
     }
 }

@@ -27,6 +27,7 @@ mod session;
 mod setup;
 mod skel;
 pub mod tables;
+mod windows;
 
 use std::{
     mem::MaybeUninit,
@@ -207,7 +208,10 @@ fn attach_all<'obj>(
         empty: args.empty_probes,
         count_only: args.count_only,
         by_cgroup: args.by_cgroup,
-        sample_every: args.sample_every().unwrap_or(1),
+        sample_every: match args.timing_windows {
+            Some(_) => lim::LSMPMON_SAMPLE_WINDOWED,
+            None => args.sample_every().unwrap_or(1),
+        },
     };
     let attacher = Attacher::new(choice, args.method, options, kfuncs);
 
@@ -222,7 +226,7 @@ fn attach_all<'obj>(
     session.probe.preemption = preemptible
         .map(|m| format!("{m}: the probes run with preemption disabled (bpf_preempt_disable)"));
     session.measure_floor();
-    if args.sample_every().is_some() {
+    if args.sampled() {
         session.measure_sample_skew(args.comm.as_deref());
     }
     // Under --sample a nested pair also runs the entry's and the exit's test
@@ -231,6 +235,10 @@ fn attach_all<'obj>(
     session.set_nested_cost(session.probe.pair_cost_ns.map(|c| c + 2.0 * skew_ns));
     // The ready gate: nothing is recorded until every hook is attached.
     session.set_enabled(true);
+    if let Some((on_s, every_s)) = args.timing_windows {
+        let rows = session.hooks.len() + 1; // and the calibration probe's
+        session.windows = Some(windows::Windows::new(on_s, every_s, rows, Instant::now()));
+    }
     Ok((session, guard))
 }
 
@@ -299,6 +307,8 @@ fn start<'obj>(
         elapsed: Duration::ZERO,
         baseline: Default::default(),
         cgroups: cgroups::Cgroups::new(args.max_cgroups),
+        windows: None,
+        settle_windows: false,
     })
 }
 
@@ -316,10 +326,11 @@ fn choose_method(
     }
     // The method is in the result (probe.method, the text's probe line): a
     // trace refused a moment later prints its one line and nothing else.
-    let weigh = choose::Weigh::of(args.weigh, args.expected_s, args.sample_every().is_some());
+    let weigh = choose::Weigh::of(args.weigh, args.expected_s, args.sampled());
     let wants = choose::Wants {
         count_only: args.count_only,
         syscall_time: args.syscall_time,
+        windows: args.timing_windows.is_some(),
     };
     let choice = choose::choose(&offer, args.method, weigh, wants)?;
     if choice.method.family.is(&attach::KPROBE) && args.method.is_auto() {
@@ -385,12 +396,22 @@ fn trace_options(args: &EngineArgs) -> TraceOptions {
         per_lsm: args.per_lsm,
         by_cgroup: args.by_cgroup,
         sample_every: args.sample_every(),
+        timing_windows: args
+            .timing_windows
+            .map(|(on_s, every_s)| model::TimingWindows {
+                on_s,
+                every_s,
+                closed: 0,
+                entry_changes: 0,
+                changing_ms: 0.0,
+            }),
     }
 }
 
 /// Reads the result, releases the probes and prints; COMMAND's failure is ours.
 fn finish(mut session: Session, args: &TraceArgs, status: Option<i32>) -> Result<i32> {
     // Read everything before detaching: detaching cannot lose a measurement.
+    session.settle_windows = true;
     let mut result = session.snapshot()?;
     base::say!("lsmpmon: detaching ...");
     result.probe.detach_ms = Some(session.attacher.free(args.engine.detach));
@@ -465,6 +486,7 @@ fn watch(s: &mut Session, args: &TraceArgs, server: Option<&ctl::Server>) -> Res
             };
             answer::answer(s, req, &view, answer::Reset::Allowed)?;
         }
+        s.tick_windows();
         std::thread::sleep(Duration::from_millis(20));
     }
 }

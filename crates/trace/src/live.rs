@@ -75,6 +75,12 @@ impl Live<'_, '_> {
         }
     }
 
+    /// --timing-windows: attaches or releases entries as the windows say;
+    /// call it from the caller's loop (it takes a few milliseconds at most).
+    pub fn tick(&mut self) {
+        self.session.tick_windows();
+    }
+
     /// SIGINT or SIGTERM has arrived: the caller should return.
     pub fn stopped(&self) -> bool {
         command::stopped()

@@ -120,15 +120,12 @@ fn probe_lines(out: &mut String, r: &TraceResult, unit: &str) {
     if let Some(pre) = &p.preemption {
         let _ = writeln!(out, "preemption: {pre}");
     }
-    if let Some(n) = r.options.sample_every {
+    if let Some(note) = r.options.timing_note() {
         let skew = match p.sample_skew_ns {
             Some(s) => format!("its exit's test, {s:.0} {unit}, taken out of each timed call"),
             None => "no exit test to take out (a session's cookie) or not measured".into(),
         };
-        let _ = writeln!(
-            out,
-            "sampled: about 1 call in {n} timed, every call counted; {skew}"
-        );
+        let _ = writeln!(out, "sampled: {note}, every call counted; {skew}");
     }
     if let Some(n) = p.kretprobe_maxactive {
         let _ = writeln!(

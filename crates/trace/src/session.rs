@@ -10,6 +10,7 @@ use anyhow::Result;
 
 use super::attach::{Attacher, Skipped};
 use super::skel::LsmpmonSkel;
+use super::windows::{Timed, Windows};
 use super::{arrays, cgroups, collect, cpu_stats::CpuStats, hooks::Hook};
 use crate::intf::{
     lsmpmon_hook_stats, lsmpmon_limits as lim, lsmpmon_syscall_cell, lsmpmon_syscall_time,
@@ -27,6 +28,8 @@ pub struct Baseline {
     times: Times,
     misses: Vec<Skipped>,
     cgroups: cgroups::Cells,
+    /// --timing-windows: each row's time estimate.
+    estimates: Vec<f64>,
 }
 
 type Cells = BTreeMap<(u32, u32), lsmpmon_syscall_cell>;
@@ -55,6 +58,11 @@ pub struct Session<'obj> {
     pub baseline: Baseline,
     /// --by cgroup: names, and which cgroups have rows of their own.
     pub cgroups: cgroups::Cgroups,
+    /// --timing-windows: when the entries are attached, and the estimates.
+    pub windows: Option<Windows>,
+    /// --timing-windows: the calls since the last window valued at each
+    /// hook's mean (the trace's end) rather than left for the next window.
+    pub settle_windows: bool,
 }
 
 impl Session<'_> {
@@ -79,6 +87,28 @@ impl Session<'_> {
         self.write_bss(|b| &mut b.nested_cost_ns, ns);
     }
 
+    /// --timing-windows: attaches or releases entries as the windows say
+    /// (a few milliseconds at most: called from the caller's loop).
+    pub fn tick_windows(&mut self) {
+        let Some(w) = self.windows.as_mut() else {
+            return;
+        };
+        let stats = &self.stats;
+        w.tick(&mut self.attacher, || timed_rows(stats), Instant::now());
+    }
+
+    /// --timing-windows: each stats row's time estimate, in ns.
+    fn estimates(&self) -> Vec<f64> {
+        let Some(w) = &self.windows else {
+            return Vec::new();
+        };
+        let rows = timed_rows(&self.stats);
+        match self.settle_windows {
+            true => w.settled(&rows),
+            false => (0..rows.len()).map(|i| w.estimate_ns(i)).collect(),
+        }
+    }
+
     fn elapsed_ns(&self) -> u64 {
         let running = self.enabled_at.map(|t| t.elapsed()).unwrap_or_default();
         (self.elapsed + running).as_nanos() as u64
@@ -99,6 +129,7 @@ impl Session<'_> {
             times: raw.times,
             misses: raw.misses,
             cgroups: raw.cgroups,
+            estimates: self.estimates(),
         };
         self.stats.restart_extremes();
         self.elapsed = Duration::ZERO;
@@ -295,12 +326,22 @@ impl Session<'_> {
             self.probe.kretprobe_missed = Some(misses.iter().map(|m| m.lost_returns).sum());
         }
         let subtract = self.floor_to_subtract();
+        let estimates = self.estimates();
+        if let (Some(w), Some(o)) = (&self.windows, self.options.timing_windows.as_mut()) {
+            o.closed = w.closed;
+            o.entry_changes = w.changes;
+            o.changing_ms = w.changing.as_secs_f64() * 1e3;
+        }
         let mut hooks = Vec::new();
         let mut per_lsm = Vec::new();
         for (i, h) in self.hooks.iter().enumerate() {
             let mut r = collect::hook_result(h, &stats[i], subtract, !self.options.lean);
             if self.options.count_only {
                 collect::untimed(&mut r);
+            }
+            if let Some(e) = estimates.get(i) {
+                let before = self.baseline.estimates.get(i).copied().unwrap_or(0.0);
+                r.time_estimate_ns = Some((e - before).max(0.0).round() as u64);
             }
             match &h.lsm {
                 None => hooks.push(r),
@@ -342,4 +383,9 @@ impl Session<'_> {
             cgroups,
         })
     }
+}
+
+/// Every stats row's calls and timed calls, as the windows read them.
+fn timed_rows(stats: &CpuStats) -> Vec<Timed> {
+    stats.sum().iter().map(Timed::from).collect()
 }

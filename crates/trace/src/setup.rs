@@ -71,7 +71,7 @@ pub fn plan(args: &EngineArgs, discovery: hooks::Discovery, kbtf: &btf::KernelBt
 /// The filters, as read-only data the verifier sees (it prunes what is off).
 fn set_filters(ro: &mut types::rodata, args: &EngineArgs) -> Result<()> {
     ro.self_tgid = std::process::id();
-    ro.sampling = args.sample_every().is_some() as u8;
+    ro.sampling = args.sampled() as u8;
     if let Some(pid) = args.pid {
         ro.filter_tgid = pid;
     }

@@ -57,12 +57,14 @@ pub fn hooks(t: &TraceResult, hooks: &[&HookResult], what: &str) -> Table {
         (Some(f), false) => format!("probe floor {f:.0} {u} not subtracted"),
         (None, _) => "no probe floor measured".into(),
     };
-    let (stats, sampled): (&[HookStat], String) = match t.options.sample_every {
-        Some(n) => (
-            &hook_stat::SAMPLED_TABLE,
-            format!("; sampled: about 1 call in {n} timed, the rest counted as untimed"),
-        ),
-        None => (&hook_stat::TABLE, String::new()),
+    let stats: &[HookStat] = match (&t.options.sample_every, &t.options.timing_windows) {
+        (Some(_), _) => &hook_stat::SAMPLED_TABLE,
+        (None, Some(_)) => &hook_stat::WINDOWED_TABLE,
+        (None, None) => &hook_stat::TABLE,
+    };
+    let sampled = match t.options.timing_note() {
+        Some(note) => format!("; sampled: {note}, the rest counted as untimed"),
+        None => String::new(),
     };
     Table {
         form: base::form::Form::Hooks,
@@ -175,8 +177,8 @@ pub fn per_syscall(t: &TraceResult, top: Option<usize>, per_syscall: usize) -> T
         title: format!(
             "per syscall (hook time attributed to the caller's syscall, {}{})",
             unit(t),
-            match t.options.sample_every {
-                Some(n) => format!("; the timed calls only, about 1 in {n}"),
+            match t.options.timing_note() {
+                Some(note) => format!("; the timed calls only: {note}"),
                 None => String::new(),
             }
         ),

@@ -152,6 +152,8 @@ pub struct Offer {
     pub fsession_multi: Option<u32>,
     /// BPF_TRACE_FEXIT_MULTI's value, if the kernel has it.
     pub fexit_multi: Option<u32>,
+    /// BPF_TRACE_FENTRY_MULTI's value (--timing-windows' entries in one link).
+    pub fentry_multi: Option<u32>,
     /// BPF_TRACE_FSESSION's value, if the kernel has it and its kfuncs.
     pub fsession: Option<u32>,
     /// kprobe.multi links (BPF_TRACE_KPROBE_MULTI and CONFIG_FPROBE).
@@ -176,6 +178,7 @@ impl Offer {
         Self {
             fsession_multi: kbtf.attach_types.get("BPF_TRACE_FSESSION_MULTI").copied(),
             fexit_multi: kbtf.attach_types.get("BPF_TRACE_FEXIT_MULTI").copied(),
+            fentry_multi: kbtf.attach_types.get("BPF_TRACE_FENTRY_MULTI").copied(),
             fsession: kbtf
                 .attach_types
                 .get("BPF_TRACE_FSESSION")
@@ -201,6 +204,9 @@ pub struct Wants {
     pub count_only: bool,
     /// `--syscall-time`: fentry tracing of the syscall.
     pub syscall_time: bool,
+    /// `--timing-windows`: fentry programs attached and released during the
+    /// trace (fentry/fexit only).
+    pub windows: bool,
 }
 
 impl Wants {
@@ -210,6 +216,12 @@ impl Wants {
             return Some((
                 "--count-only has no kprobe program: use --method auto or fentry-fexit",
                 "no counting program (--count-only)",
+            ));
+        }
+        if self.windows && !family.is(&super::fentry::FAMILY) {
+            return Some((
+                "--timing-windows attaches fentry programs in its windows: use --method auto or fentry-fexit",
+                "no fentry programs to attach in windows (--timing-windows)",
             ));
         }
         if self.syscall_time && !family.syscall_time {
@@ -223,6 +235,9 @@ impl Wants {
 
     /// When no method the kernel offers can serve this trace.
     fn unmet(self) -> &'static str {
+        if self.windows {
+            return "--timing-windows needs kernel 5.17 or later (fentry/fexit): use --sample N instead";
+        }
         match self.count_only {
             true => "--count-only needs kernel 5.17 or later (fexit tracing): trace without it",
             false => "--syscall-time needs kernel 5.17 or later (fentry tracing)",
@@ -312,6 +327,7 @@ mod tests {
         Offer {
             fsession_multi: multi,
             fexit_multi: multi.map(|m| m + 1),
+            fentry_multi: None,
             fsession,
             kprobe_multi: false,
             kprobe_session: None,
@@ -580,5 +596,41 @@ mod tests {
         assert!(e.to_string().contains("use --method auto or kprobe"), "{e}");
         let k = choose(&old, MethodArg::AUTO, SHORT, Wants::default()).unwrap();
         assert_eq!(k.method, chosen(&kprobe::FAMILY, 0));
+    }
+
+    /// Timing windows attach fentry programs: auto takes fentry/fexit even
+    /// where a multi-link is offered, another method by name is refused, and
+    /// a kernel without fentry/fexit is told to sample instead.
+    #[test]
+    fn timing_windows_take_fentry_fexit_or_say_why_not() {
+        let windows = Wants {
+            windows: true,
+            ..Wants::default()
+        };
+        let c = choose(
+            &offer(Some(55), Some(56), true),
+            MethodArg::AUTO,
+            SHORT,
+            windows,
+        )
+        .unwrap();
+        assert_eq!(c.method, chosen(&fentry::FAMILY, 0));
+        assert!(c
+            .not_used
+            .iter()
+            .any(|n| n.reason.contains("--timing-windows")));
+        let e = choose(
+            &offer(Some(55), Some(56), true),
+            by_name(&multi::FAMILY),
+            SHORT,
+            windows,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("use --method auto or fentry-fexit"),
+            "{e}"
+        );
+        let e = choose(&offer(None, None, false), MethodArg::AUTO, SHORT, windows).unwrap_err();
+        assert!(e.to_string().contains("use --sample N"), "{e}");
     }
 }

@@ -3,6 +3,7 @@
 use libbpf_sys::bpf_insn;
 
 use super::super::cpu_stats;
+use crate::intf::lsmpmon_limits::LSMPMON_SAMPLE_WINDOWED;
 use crate::intf::lsmpmon_patch::{
     LSMPMON_PATCH_BY_CGROUP, LSMPMON_PATCH_CALIBRATION, LSMPMON_PATCH_EMPTY, LSMPMON_PATCH_HOOK_ID,
     LSMPMON_PATCH_LEAN, LSMPMON_PATCH_MULTI, LSMPMON_PATCH_NO_PREEMPT, LSMPMON_PATCH_RET_SLOT,
@@ -52,6 +53,12 @@ impl HookConsts {
             calibration: false,
             options,
         }
+    }
+
+    /// --timing-windows, for a hook's copies (the calibration probe's pair
+    /// stays attached: it measures a timed call).
+    pub fn windowed(&self) -> bool {
+        self.options.sample_every == LSMPMON_SAMPLE_WINDOWED && !self.calibration
     }
 
     /// The value for marker `marker` (enum lsmpmon_patch).

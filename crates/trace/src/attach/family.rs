@@ -89,4 +89,6 @@ pub struct Build<'a> {
     pub returns: Option<ReturnProbes>,
     /// Taken by `auto`, not asked for by name.
     pub auto: bool,
+    /// --timing-windows: entries attached only during windows.
+    pub windowed: bool,
 }

@@ -4,6 +4,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use super::family::{Build, Family};
 use super::interface::Method;
+use super::multi::MultiEntry;
 use super::probe::{self, Probe, Target};
 use super::template::{Kind, Template};
 
@@ -16,8 +17,9 @@ pub static FAMILY: Family = Family {
     name: "fentry/fexit",
     arg: "fentry-fexit",
     help: "An fentry and an fexit program per hook (5.17+: the exit reads the return with bpf_get_func_ret()); refused where the kernel lacks it.",
+    // attach[0]: BPF_TRACE_FENTRY_MULTI where the kernel has it (--timing-windows).
     offered: |o| match o.func_ret {
-        true => Ok([0, 0]),
+        true => Ok([o.fentry_multi.unwrap_or(0), 0]),
         false => Err("the kernel lacks bpf_get_func_ret() (5.17)"),
     },
     refused_missing: "--method fentry-fexit: this kernel lacks bpf_get_func_ret() (5.17): \
@@ -34,16 +36,26 @@ pub static FAMILY: Family = Family {
     },
     build: |b: Build| {
         let [entry, exit] = b.programs;
+        let entry_multi = match (b.windowed, b.attach[0]) {
+            (true, m) if m != 0 => Some((b.template)(WINDOW_ENTRY, Kind::FentryMulti(m))?),
+            _ => None,
+        };
         Ok(Box::new(FentryFexit {
             entry: (b.template)(entry, Kind::Fentry)?,
             exit: (b.template)(exit, Kind::Fexit)?,
+            entry_multi,
         }))
     },
 };
 
+/// --timing-windows' one entry program for every hook (BPF_TRACE_FENTRY_MULTI).
+pub const WINDOW_ENTRY: &str = "hook_window_entry";
+
 pub struct FentryFexit {
     pub entry: Template,
     pub exit: Template,
+    /// --timing-windows on 7.x: every hook's entry in one multi-link.
+    pub entry_multi: Option<Template>,
 }
 
 impl Method for FentryFexit {
@@ -55,10 +67,38 @@ impl Method for FentryFexit {
         "fentry/fexit probe pairs"
     }
 
+    fn window_entries(&self, targets: &[Target]) -> Option<Result<MultiEntry, String>> {
+        let t = self.entry_multi.as_ref()?;
+        Some(MultiEntry::load(t, targets))
+    }
+
     fn attach(&self, target: &Target) -> Result<Probe, String> {
+        if target.consts.windowed() {
+            return self.attach_exit(target);
+        }
         probe::pair(target, &self.entry, &self.exit, |_, t, prog| {
             tracing_link(prog, t.attach_type())
         })
+    }
+}
+
+impl FentryFexit {
+    /// --timing-windows: both copies loaded, the exit attached; the entry
+    /// waits for the first window.
+    fn attach_exit(&self, target: &Target) -> Result<Probe, String> {
+        let hook_id = target.consts.hook_id;
+        let exit = self.exit.load(target.consts, target.btf_id)?;
+        let link = tracing_link(&exit, self.exit.attach_type())?;
+        if self.entry_multi.is_some() {
+            return Ok(Probe::new(hook_id, exit, link));
+        }
+        let entry = self.entry.load(target.consts, target.btf_id)?;
+        Ok(Probe::windowed(
+            hook_id,
+            vec![entry, exit],
+            link,
+            self.entry.attach_type(),
+        ))
     }
 }
 

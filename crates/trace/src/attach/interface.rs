@@ -16,6 +16,15 @@ pub trait Method {
 
     /// One probe for every target at once, where the method has it (None:
     /// the targets are attached one by one).
+    /// --timing-windows: every hook's entry in one multi-link, made and
+    /// dropped at each window, where the method and kernel have one.
+    fn window_entries(
+        &self,
+        _targets: &[Target],
+    ) -> Option<Result<super::multi::MultiEntry, String>> {
+        None
+    }
+
     fn attach_batch(&self, _targets: &[Target]) -> Option<Result<Probe, String>> {
         None
     }

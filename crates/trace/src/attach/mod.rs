@@ -28,7 +28,7 @@ mod probe;
 mod session;
 mod template;
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
@@ -89,6 +89,8 @@ pub struct Attacher {
     refused: Option<(&'static str, String)>,
     probes: Vec<Probe>,
     calibration: Option<Probe>,
+    /// --timing-windows on 7.x: every hook's entry in one multi-link.
+    window_link: Option<multi::MultiEntry>,
 }
 
 impl Attacher {
@@ -113,11 +115,17 @@ impl Attacher {
             refused: None,
             probes: Vec::new(),
             calibration: None,
+            window_link: None,
         }
     }
 
     pub fn options(&self) -> ProbeOptions {
         self.options
+    }
+
+    /// --timing-windows.
+    fn windowed(&self) -> bool {
+        self.options.sample_every == crate::intf::lsmpmon_limits::LSMPMON_SAMPLE_WINDOWED
     }
 
     /// The programs the hooks' copies are made from: the method's, or
@@ -141,7 +149,8 @@ impl Attacher {
             if prog.prog_type() == libbpf_rs::ProgramType::Tracing {
                 prog.set_attach_target(0, Some(function.to_string()))?;
             }
-            prog.set_autoload(wanted.contains(&name.as_str()));
+            let window_entry = name == fentry::WINDOW_ENTRY && self.windowed();
+            prog.set_autoload(wanted.contains(&name.as_str()) || window_entry);
         }
         if !self.choice.family.syscall_time {
             // Task storage (5.11) only serves --syscall-time, refused for kprobes.
@@ -177,6 +186,7 @@ impl Attacher {
             programs,
             returns: self.returns.take(),
             auto: self.asked.is_auto(),
+            windowed: self.windowed(),
         })?;
         self.method = Some(method);
         Ok(())
@@ -317,7 +327,22 @@ impl Attacher {
                 format!(", {} failed", failed.len())
             }
         );
+        // Only the hooks whose exits are attached: an entry alone leaves frames open.
+        let attached: Vec<Target> = targets
+            .iter()
+            .filter(|t| probes.iter().any(|p| p.hook_id == t.consts.hook_id))
+            .cloned()
+            .collect();
+        let window_link = match method.window_entries(&attached).filter(|_| self.windowed()) {
+            Some(Ok(m)) => Some(m),
+            Some(Err(e)) => {
+                base::say!("lsmpmon: warning: no multi-link for the timing windows ({e}): each hook's entry in turn");
+                None
+            }
+            None => None,
+        };
         self.probes = probes;
+        self.window_link = window_link;
         Ok(Attached {
             hooks_attached: self.probes.len(),
             failed,
@@ -334,6 +359,51 @@ impl Attacher {
 
     pub fn calibrated(&self) -> bool {
         self.calibration.is_some()
+    }
+
+    /// --timing-windows: attaches (`open`) or releases the hooks' entries,
+    /// from hook `from` on, until `budget` is spent; the next hook to do
+    /// (`probes().len()` when all are done), and the entries the kernel
+    /// refused.
+    pub fn step_window(
+        &mut self,
+        open: bool,
+        only: &[usize],
+        from: usize,
+        budget: Duration,
+    ) -> (usize, Vec<String>) {
+        if let Some(m) = self.window_link.as_mut() {
+            return match m.set(open) {
+                Ok(_) => (only.len(), Vec::new()),
+                Err(e) => {
+                    // Each hook's own entry from now on, where it has one.
+                    self.window_link = None;
+                    (from, vec![e])
+                }
+            };
+        }
+        let start = Instant::now();
+        let mut refused = Vec::new();
+        let mut i = from;
+        while i < only.len() && start.elapsed() < budget {
+            if let Some(p) = self.probes.get_mut(only[i]) {
+                if let Err(e) = p.set_window(open) {
+                    refused.push(e);
+                }
+            }
+            i += 1;
+        }
+        (i, refused)
+    }
+
+    /// --timing-windows: one link opens every hook's entry at once (7.x).
+    pub fn window_by_link(&self) -> bool {
+        self.window_link.is_some()
+    }
+
+    /// Each probe's hook id (its statistics row), in probe order.
+    pub fn probe_hooks(&self) -> Vec<u32> {
+        self.probes.iter().map(|p| p.hook_id).collect()
     }
 
     /// Probe runs the kernel skipped so far, per hook probe (not the calibration's).
@@ -376,6 +446,11 @@ impl Attacher {
             let (l, p) = probe.into_fds();
             links.extend(l);
             progs.extend(p);
+        }
+        if let Some(m) = self.window_link.take() {
+            let (l, p) = m.into_fds();
+            links.extend(l);
+            progs.push(p);
         }
         let removal = self.method.as_ref().and_then(|m| m.after_detach());
         detach::release(links, progs, removal, mode)

@@ -92,6 +92,51 @@ pub fn link_all(multi: &Template, targets: &[Target]) -> Result<Probe, String> {
     Ok(Probe::new(ALL_HOOKS, prog, link))
 }
 
+/// --timing-windows on 7.x: one entry program for every hook, loaded once,
+/// and its multi-link, made when a window opens and dropped when it closes
+/// (tens of ms for every hook, where one trampoline at a time takes ≈ 20).
+pub struct MultiEntry {
+    prog: OwnedFd,
+    attach_type: u32,
+    targets: Vec<(u32, u64)>,
+    link: Option<OwnedFd>,
+}
+
+impl MultiEntry {
+    pub fn load(template: &Template, targets: &[Target]) -> Result<Self, String> {
+        let first = targets.first().ok_or("no hook to attach")?;
+        Ok(Self {
+            prog: template.load(first.consts, 0)?,
+            attach_type: template.attach_type(),
+            targets: targets
+                .iter()
+                .map(|h| (h.btf_id, cookie(h.consts.hook_id, h.returns_int)))
+                .collect(),
+            link: None,
+        })
+    }
+
+    /// Makes (`open`) or drops the link; Ok(false) if it already was so.
+    pub fn set(&mut self, open: bool) -> Result<bool, String> {
+        match (open, self.link.is_some()) {
+            (true, false) => {
+                self.link = Some(link(&self.prog, self.attach_type, &self.targets)?);
+                Ok(true)
+            }
+            (false, true) => {
+                self.link = None;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// (link, program) for detaching.
+    pub fn into_fds(self) -> (Option<OwnedFd>, OwnedFd) {
+        (self.link, self.prog)
+    }
+}
+
 /// `union bpf_attr` as BPF_LINK_CREATE reads it for a tracing multi-link
 /// (the 7.x UAPI: link_create.tracing_multi after prog_fd, target_fd,
 /// attach_type and flags).

@@ -10,6 +10,7 @@ use crate::hooks::Hook;
 pub const ALL_HOOKS: u32 = u32::MAX;
 
 /// A kernel function to probe: its constants and BTF id.
+#[derive(Clone)]
 pub struct Target<'a> {
     pub consts: HookConsts,
     pub btf_id: u32,
@@ -42,6 +43,14 @@ pub struct Probe {
     progs: Vec<OwnedFd>,
     /// One per program, but for a side LSMPMON_TEST_SKIP_PROBE left unattached.
     links: Vec<OwnedFd>,
+    /// --timing-windows: the entry (`progs[0]`), attached only during a window.
+    window: Option<WindowEntry>,
+}
+
+/// An entry program attached and released by the timing windows.
+struct WindowEntry {
+    attach_type: u32,
+    link: Option<OwnedFd>,
 }
 
 impl Probe {
@@ -50,6 +59,7 @@ impl Probe {
             hook_id,
             progs: vec![prog],
             links: vec![link],
+            window: None,
         }
     }
 
@@ -59,6 +69,45 @@ impl Probe {
             hook_id,
             progs,
             links,
+            window: None,
+        }
+    }
+
+    /// An fentry/fexit pair whose exit (`exit_link`) stays attached and
+    /// whose entry (`progs[0]`) is attached only during timing windows.
+    pub fn windowed(
+        hook_id: u32,
+        progs: Vec<OwnedFd>,
+        exit_link: OwnedFd,
+        attach_type: u32,
+    ) -> Self {
+        Self {
+            hook_id,
+            progs,
+            links: vec![exit_link],
+            window: Some(WindowEntry {
+                attach_type,
+                link: None,
+            }),
+        }
+    }
+
+    /// Attaches (`open`) or releases the window's entry; Ok(false) if it
+    /// already was so, or this probe has none.
+    pub fn set_window(&mut self, open: bool) -> Result<bool, String> {
+        let Some(w) = self.window.as_mut() else {
+            return Ok(false);
+        };
+        match (open, w.link.is_some()) {
+            (true, false) => {
+                w.link = Some(super::fentry::tracing_link(&self.progs[0], w.attach_type)?);
+                Ok(true)
+            }
+            (false, true) => {
+                w.link = None;
+                Ok(true)
+            }
+            _ => Ok(false),
         }
     }
 
@@ -68,7 +117,9 @@ impl Probe {
     }
 
     /// (links, programs): what detaching closes, links first.
-    pub fn into_fds(self) -> (Vec<OwnedFd>, Vec<OwnedFd>) {
+    pub fn into_fds(mut self) -> (Vec<OwnedFd>, Vec<OwnedFd>) {
+        let window = self.window.and_then(|w| w.link);
+        self.links.extend(window);
         (self.links, self.progs)
     }
 }
@@ -131,6 +182,7 @@ pub fn pair(
         hook_id: target.consts.hook_id,
         progs,
         links,
+        window: None,
     })
 }
 

@@ -30,6 +30,9 @@ pub enum Kind {
     /// --count-only's one fexit program for many functions, attached by one
     /// multi-link (BPF_TRACE_FEXIT_MULTI, its value in the kernel's BTF).
     FexitMulti(u32),
+    /// --timing-windows' entry program for many functions, attached by one
+    /// multi-link during each window (BPF_TRACE_FENTRY_MULTI).
+    FentryMulti(u32),
     /// The fallback for kernels without bpf_get_func_ret() (before 5.17).
     Kprobe,
     Kretprobe,
@@ -51,6 +54,7 @@ impl Kind {
             Kind::Session(_) => (libbpf_sys::BPF_PROG_TYPE_TRACING, c"lsmpmon_session"),
             Kind::SessionMulti(_) => (libbpf_sys::BPF_PROG_TYPE_TRACING, c"lsmpmon_multi"),
             Kind::FexitMulti(_) => (libbpf_sys::BPF_PROG_TYPE_TRACING, c"lsmpmon_count"),
+            Kind::FentryMulti(_) => (libbpf_sys::BPF_PROG_TYPE_TRACING, c"lsmpmon_window"),
             Kind::Kprobe => (libbpf_sys::BPF_PROG_TYPE_KPROBE, c"lsmpmon_kentry"),
             Kind::Kretprobe => (libbpf_sys::BPF_PROG_TYPE_KPROBE, c"lsmpmon_kexit"),
             Kind::KprobeMulti => (libbpf_sys::BPF_PROG_TYPE_KPROBE, c"lsmpmon_kmentry"),
@@ -103,6 +107,7 @@ impl Template {
                     self.kind,
                     Kind::SessionMulti(_)
                         | Kind::FexitMulti(_)
+                        | Kind::FentryMulti(_)
                         | Kind::KprobeMulti
                         | Kind::KretprobeMulti
                         | Kind::KprobeSession(_)
@@ -130,7 +135,10 @@ impl Template {
         match self.kind {
             Kind::Fentry => libbpf_sys::BPF_TRACE_FENTRY,
             Kind::Fexit => libbpf_sys::BPF_TRACE_FEXIT,
-            Kind::Session(t) | Kind::SessionMulti(t) | Kind::FexitMulti(t) => t,
+            Kind::Session(t)
+            | Kind::SessionMulti(t)
+            | Kind::FexitMulti(t)
+            | Kind::FentryMulti(t) => t,
             Kind::Kprobe | Kind::Kretprobe => 0,
             Kind::KprobeMulti | Kind::KretprobeMulti => libbpf_sys::BPF_TRACE_KPROBE_MULTI,
             Kind::KprobeSession(t) => t,

@@ -538,6 +538,12 @@ static __always_inline bool sampling_on(void)
 	return PATCHED(LSMPMON_PATCH_SAMPLE) > 1 && !PATCHED(LSMPMON_PATCH_CALIBRATION);
 }
 
+/* --timing-windows: an entry, attached only during a window, times every call. */
+static __always_inline bool windowed(void)
+{
+	return PATCHED(LSMPMON_PATCH_SAMPLE) == LSMPMON_SAMPLE_WINDOWED;
+}
+
 /*
  * --sample N: is this call left untimed? Each CPU times one call, then draws
  * how many calls until its next timed one (1..2N-1, mean N).
@@ -573,7 +579,7 @@ static __always_inline int entry_timing(void)
 {
 	struct lsmpmon_cpu *c;
 
-	if (!sampling_on())
+	if (!sampling_on() || windowed())
 		return TIME_DRAWN;
 	c = this_cpu();
 	if (!c)

@@ -53,6 +53,25 @@ int BPF_PROG(hook_exit_np)
 }
 
 /*
+ * --timing-windows on a kernel with BPF_TRACE_FENTRY_MULTI: every hook's
+ * entry, by one multi-link made for each window; the link's cookie names the
+ * hook. The exits are the hooks' own (hook_exit, hook_exit_np), whose frames
+ * it opens: the same trampoline, so the same call key.
+ */
+SEC("fentry/security_file_permission")
+int BPF_PROG(hook_window_entry)
+{
+	int timing = entry_timing();
+
+	if (timing == TIME_NOT)
+		return 0;
+	preempt_off();
+	on_timed_entry(ctx, false, true, timing);
+	preempt_on();
+	return 0;
+}
+
+/*
  * `trace --empty-probes`, a benchmark of the attach method itself: loaded as
  * both the fentry and the fexit program of every hook, it records nothing.
  */

@@ -54,6 +54,12 @@ enum lsmpmon_limits {
 	LSMPMON_COMM_LEN = 16,
 	/* --sample's largest N: the draw 1..2N-1 fits lsmpmon_cpu.sample_left. */
 	LSMPMON_MAX_SAMPLE = 32768,
+	/*
+	 * LSMPMON_PATCH_SAMPLE's value under --timing-windows: the exits, always
+	 * attached, count a call with no frame as untimed; the entries, attached
+	 * only during a window, time every call (no draw).
+	 */
+	LSMPMON_SAMPLE_WINDOWED = 32769,
 };
 
 /*
