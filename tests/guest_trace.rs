@@ -1264,6 +1264,9 @@ run() {
         script += &format!("run {m} '--sample 8 --by cgroup' SAMPLED-{m}\nrun {m} '' FULL-{m}\n");
     }
     script += "run fentry-fexit '--sample 8 --per-lsm' NESTED\n";
+    script += "lsmpmon trace --json --timing-windows 0.5/1.5 --comm workload --hooks 'inode_getattr,file_open' \
+        -o /tmp/r.json -- workload stat 1000000 /tmp/d/file > /dev/null 2> /tmp/err || cat /tmp/err\n\
+        echo \"WINDOWED $(tr -d '\\n' < /tmp/r.json)\"\n";
     script +=
         "lsmpmon trace --sample 8 --hooks inode_getattr -- workload stat 50 /tmp/d/file 2>&1 \
         | grep -A2 '^per hook' | sed 's/^/TABLE /'\n";
@@ -1347,6 +1350,41 @@ run() {
         .split_whitespace()
         .collect();
     assert!(columns.contains(&"untimed"), "{columns:?}");
+    let full = tagged(&text, "FULL-fentry-fexit");
+    windowed(&tagged(&text, "WINDOWED"), hook(&full, "inode_getattr"));
+}
+
+/// --timing-windows: every call counted, the calls in windows timed (a
+/// share of them, not all, not none), and each hook's time estimated from
+/// the windows as timing every call gives it.
+fn windowed(w: &serde_json::Value, full_getattr: &serde_json::Value) {
+    validate("trace.schema.json", &w.to_string());
+    let windows = &w["options"]["timing_windows"];
+    assert!(windows["closed"].as_u64().unwrap() >= 2, "{windows}");
+    let getattr = hook(w, "inode_getattr");
+    let calls = getattr["calls"].as_u64().unwrap();
+    let timed = getattr["count"].as_u64().unwrap();
+    assert!(calls >= 1_000_000, "{getattr}");
+    assert!(
+        timed > calls / 10 && timed < calls * 9 / 10,
+        "{timed} of {calls} timed in windows of 0.5 s every 1.5 s"
+    );
+    assert_eq!(getattr["untimed"].as_u64().unwrap() + timed, calls);
+    let p50 = |h: &serde_json::Value| h["p50_ns"].as_f64().unwrap();
+    assert!(
+        (p50(getattr) / p50(full_getattr) - 1.0).abs() <= 0.05,
+        "p50 {} in windows against {} timing every call",
+        p50(getattr),
+        p50(full_getattr)
+    );
+    // Every call valued, not only the timed ones (the full run is shorter:
+    // its mean has a cold first call in it, the p50 does not).
+    let estimate = getattr["time_estimate_ns"].as_f64().unwrap();
+    let want = calls as f64 * p50(full_getattr);
+    assert!(
+        (estimate / want - 1.0).abs() <= 0.10,
+        "estimate {estimate} ns for {calls} calls, {want} at the full run's p50"
+    );
 }
 
 #[test]

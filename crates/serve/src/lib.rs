@@ -58,14 +58,27 @@ pub fn main(args: ServeArgs) -> Result<i32> {
 }
 
 /// The engine as serve runs it: timing windows unless told otherwise
-/// (`--sample N` for per-call sampling, `--sample 1` to time every call).
+/// (`--sample N` for per-call sampling, `--sample 1` to time every call);
+/// with `--by cgroup`, per-call sampling, which times every cgroup's calls
+/// whenever they come.
 fn engine_args(args: &ServeArgs) -> trace::EngineArgs {
     let e = &args.engine;
+    let by_cgroup = args.by.contains(&By::Cgroup);
     // --syscall-time sums the timed calls' time per syscall: every call then.
-    let timing = !(e.count_only || e.empty_probes || e.syscall_time || e.sample.is_some());
+    let told = e.count_only
+        || e.empty_probes
+        || e.syscall_time
+        || e.sample.is_some()
+        || e.timing_windows.is_some();
+    let (timing_windows, sample) = match (told, by_cgroup) {
+        (true, _) => (e.timing_windows, e.sample),
+        (false, false) => (Some(args::DEFAULT_WINDOWS), None),
+        (false, true) => (None, Some(args::DEFAULT_SAMPLE)),
+    };
     trace::EngineArgs {
-        by_cgroup: args.by.contains(&By::Cgroup),
-        timing_windows: e.timing_windows.or(timing.then_some(args::DEFAULT_WINDOWS)),
+        by_cgroup,
+        timing_windows,
+        sample,
         ..e.clone()
     }
 }
@@ -148,6 +161,17 @@ mod tests {
         assert_eq!(engine(&["--sample", "1"]).timing_windows, None);
         assert_eq!(engine(&["--count-only"]).timing_windows, None);
         assert_eq!(engine(&["--syscall-time"]).timing_windows, None);
+        // By cgroup: each CPU draws its timed calls, whenever a cgroup runs.
+        let by = engine(&["--by", "cgroup"]);
+        assert_eq!(
+            (by.timing_windows, by.sample_every()),
+            (None, Some(args::DEFAULT_SAMPLE))
+        );
+        let by = engine(&["--by", "cgroup", "--timing-windows", "2/30"]);
+        assert_eq!(
+            (by.timing_windows, by.sample_every()),
+            (Some((2.0, 30.0)), None)
+        );
         // Every call timed, and nothing timed, are asked for by name.
         assert_eq!(engine(&["--sample", "1"]).sample_every(), None);
         assert_eq!(engine(&["--count-only"]).sample_every(), None);
