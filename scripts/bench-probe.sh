@@ -7,7 +7,12 @@
 #                                          (-> results/probe-7.3-multi-session.json)
 #   MODES="default count" OPS=stat SCOPES=one OUT=bench/x scripts/bench-probe.sh 6.1
 #                                          a smaller run of the same loops (modes: default
-#                                          lean count empty; OUT: the JSON's path without .json)
+#                                          lean count empty sampleN windowsON/EVERY; OUT: the
+#                                          JSON's path without .json)
+#   METHODS=auto MODES="count windows5/120" OPS=stat SCOPES=all N=60000000 REPEAT=1 \
+#     OUT=results/probe-6.1-windows scripts/bench-probe.sh 6.1
+#                                          serve's default timing windows against count-only,
+#                                          over loops long enough for two windows (about 4 min)
 # Writes results/probe-<kernel>.json and prints a table.
 . "$(dirname "$0")/bench-common.sh"
 N=${N:-20000}
@@ -45,7 +50,8 @@ else
 fi
 for method in $METHODS; do
   for mode in '"$MODES"'; do
-    case $mode in lean) L=--lean ;; count) L=--count-only ;; empty) L=--empty-probes ;; sample*) L="--sample ${mode#sample}" ;; *) L= ;; esac
+    case $mode in lean) L=--lean ;; count) L=--count-only ;; empty) L=--empty-probes ;; sample*) L="--sample ${mode#sample}" ;;
+      windows*) L="--timing-windows ${mode#windows}" ;; *) L= ;; esac
     for op in '"$OPS"'; do
       [ $op = stat ] && H=inode_getattr || H=file_open
       for scope in '"$SCOPES"'; do

@@ -51,6 +51,9 @@ def parse(kernel, raw_path, commit):
                 "detach_ms": trace["probe"]["detach_ms"],
                 "hooks_attached": trace["probe"]["hooks_attached"],
                 "floor_ns": trace["probe"]["floor_ns"],
+                "timing_windows": trace["options"].get("timing_windows"),
+                "timed_share": (sum(h["count"] for h in trace["hooks"]) / sum(h["calls"] for h in trace["hooks"])
+                                if sum(h["calls"] for h in trace["hooks"]) else None),
                 "provenance": trace["provenance"],
             })
         elif parts[0] == "detachbg":
