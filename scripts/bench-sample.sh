@@ -6,11 +6,17 @@
 # method serve's sampled default takes), hooks with at least MIN_CALLS calls.
 #   scripts/bench-sample.sh [KERNEL...]      default: 6.1 7.3
 #   SAMPLES="1 8 64 256" N=60000 scripts/bench-sample.sh 6.1
-# Writes results/sample-<kernel>.json and prints a table. The per-call cost
-# of each N is bench-probe.sh's (MODES="count sample64 default").
+#   WINDOWS=1/4 WN=2000000 SAMPLES= scripts/bench-sample.sh 6.1 7.3
+#                                          --timing-windows 1/4 against timing every call on
+#                                          loops of WN stat() and WN/3 open()+close() (several
+#                                          windows), each hook's time estimate too
+# Writes results/sample-<kernel>.json (-windows.json with WINDOWS) and prints a table. The
+# per-call cost of each N is bench-probe.sh's (MODES="count sample64 windows5/120 default").
 . "$(dirname "$0")/bench-common.sh"
 N=${N:-60000}
-SAMPLES=${SAMPLES:-1 8 64 256}
+SAMPLES=${SAMPLES-1 8 64 256}
+WINDOWS=${WINDOWS:-}
+WN=${WN:-2000000}
 MIN_CALLS=${MIN_CALLS:-1000}
 
 GUEST='
@@ -22,11 +28,19 @@ for s in '"$SAMPLES"'; do
     sh -c "$W stat $N /tmp/x; $W open_close $((N / 3)) /tmp/x" > /dev/null 2>&1
   echo "sample $s $(tr -d "\n" < /tmp/r.json)"
 done
+if [ -n "'"$WINDOWS"'" ]; then
+  for t in full windows; do
+    [ $t = full ] && T="--method fentry-fexit --sample 1" || T="--timing-windows '"$WINDOWS"'"
+    lsmpmon trace --json --detach wait $T --comm workload -o /tmp/r.json -- \
+      sh -c "$W stat '"$WN"' /tmp/x; $W open_close $(('"$WN"' / 3)) /tmp/x" > /dev/null 2>&1
+    echo "$t 0 $(tr -d "\n" < /tmp/r.json)"
+  done
+fi
 '
 
 for k in ${@:-6.1 7.3}; do
   echo "bench-sample: kernel $k ..." >&2
-  out=${OUT:-results/sample-$k}
+  out=${OUT:-results/sample-$k${WINDOWS:+-windows}}
   "$LSMPMON" vm run --timeout 3600 --kernel "$k" --copy "$WORKLOAD" -- sh -c "$GUEST" > "$out.raw"
   python3 scripts/sample_report.py "$k" "$out.raw" "$(git rev-parse --short HEAD)" "$MIN_CALLS" > "$out.json"
   rm -f "$out.raw"
