@@ -297,6 +297,7 @@ mod tests {
             SWITCHED_CALLS,
             UNTIMED_CALLS,
             TIME,
+            TIME_ESTIMATE,
             DROPPED_CALLS,
             MIN,
             MAX,

@@ -145,10 +145,11 @@ pub struct TimingWindows {
     /// Windows opened and closed so far (the time estimates move at each close).
     #[serde(default)]
     pub closed: u64,
-    /// Entries attached or released so far, and the time lsmpmon spent
-    /// doing so, in ms (what the windows cost beyond the probes).
+    /// Entries attached or released so far (one multi-link counts once).
     #[serde(default)]
     pub entry_changes: u64,
+    /// The time lsmpmon spent attaching and releasing them, in ms (what the
+    /// windows cost beyond the probes).
     #[serde(default)]
     pub changing_ms: f64,
 }

@@ -70,10 +70,13 @@ fn engine_args(args: &ServeArgs) -> trace::EngineArgs {
         || e.syscall_time
         || e.sample.is_some()
         || e.timing_windows.is_some();
-    let (timing_windows, sample) = match (told, by_cgroup) {
+    // Windows need fentry/fexit (5.17+): elsewhere, and for another
+    // --method, per-call sampling.
+    let windows = !by_cgroup && trace::timing_windows_possible(e.method);
+    let (timing_windows, sample) = match (told, windows) {
         (true, _) => (e.timing_windows, e.sample),
-        (false, false) => (Some(args::DEFAULT_WINDOWS), None),
-        (false, true) => (None, Some(args::DEFAULT_SAMPLE)),
+        (false, true) => (Some(args::DEFAULT_WINDOWS), None),
+        (false, false) => (None, Some(args::DEFAULT_SAMPLE)),
     };
     trace::EngineArgs {
         by_cgroup,
@@ -165,6 +168,12 @@ mod tests {
         let by = engine(&["--by", "cgroup"]);
         assert_eq!(
             (by.timing_windows, by.sample_every()),
+            (None, Some(args::DEFAULT_SAMPLE))
+        );
+        // Another method than fentry/fexit: no windows, per-call sampling.
+        let other = engine(&["--method", "kprobe"]);
+        assert_eq!(
+            (other.timing_windows, other.sample_every()),
             (None, Some(args::DEFAULT_SAMPLE))
         );
         let by = engine(&["--by", "cgroup", "--timing-windows", "2/30"]);

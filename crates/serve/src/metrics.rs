@@ -406,13 +406,15 @@ fn engine_families(out: &mut Families, r: &TraceResult, own: Own) {
         Counter,
         vec![count(&[], p.recursion_misses)],
     );
-    let help = "One hook call in this many is timed (serve's --sample; 1: every call); the time counters are the timed calls' time × this.";
-    out.add(
-        "lsmpmon_timing_sample_every",
-        help,
-        Gauge,
-        vec![count(&[], r.options.sample_every.unwrap_or(1) as u64)],
-    );
+    if r.options.timing_windows.is_none() {
+        let help = "One hook call in this many is timed (serve's --sample; 1: every call); the time counters are the timed calls' time × this.";
+        out.add(
+            "lsmpmon_timing_sample_every",
+            help,
+            Gauge,
+            vec![count(&[], r.options.sample_every.unwrap_or(1) as u64)],
+        );
+    }
     if let Some(w) = &r.options.timing_windows {
         let help = "How long each timing window keeps the hooks' entries attached (serve's --timing-windows ON).";
         out.add(
@@ -681,6 +683,8 @@ mod tests {
         assert_eq!(value(&text, "lsmpmon_timing_windows_closed_total"), 3.0);
         assert_eq!(value(&text, "lsmpmon_timing_window_seconds"), 5.0);
         assert_eq!(value(&text, "lsmpmon_timing_window_every_seconds"), 60.0);
+        // No "1 call in 1 timed" under windows.
+        assert!(!text.contains("lsmpmon_timing_sample_every"));
         assert!(text.contains("estimated under --timing-windows"));
         // The timed calls' histogram is theirs, unscaled.
         let count = "lsmpmon_hook_duration_seconds_count{hook=\"file_open\"}";

@@ -230,9 +230,15 @@ fn attach_all<'obj>(
         session.measure_sample_skew(args.comm.as_deref());
     }
     // Under --sample a nested pair also runs the entry's and the exit's test
-    // for a timed call, each about the skew measured for the exit's.
+    // for a timed call, each about the skew measured for the exit's; under
+    // --timing-windows only the exit's (the entry's returns on constants).
     let skew_ns = session.probe.sample_skew_ns.unwrap_or(0.0);
-    session.set_nested_cost(session.probe.pair_cost_ns.map(|c| c + 2.0 * skew_ns));
+    let tests = if args.timing_windows.is_some() {
+        1.0
+    } else {
+        2.0
+    };
+    session.set_nested_cost(session.probe.pair_cost_ns.map(|c| c + tests * skew_ns));
     // The ready gate: nothing is recorded until every hook is attached.
     session.set_enabled(true);
     if let Some((on_s, every_s)) = args.timing_windows {
@@ -413,6 +419,9 @@ fn finish(mut session: Session, args: &TraceArgs, status: Option<i32>) -> Result
     // Read everything before detaching: detaching cannot lose a measurement.
     session.settle_windows = true;
     let mut result = session.snapshot()?;
+    if result.options.timing_windows.is_some_and(|w| w.closed == 0) {
+        base::say!("lsmpmon: warning: no timing window closed in this trace (the first opens after ON seconds): calls were counted, few or none timed");
+    }
     base::say!("lsmpmon: detaching ...");
     result.probe.detach_ms = Some(session.attacher.free(args.engine.detach));
     base::say!(
@@ -432,6 +441,13 @@ fn finish(mut session: Session, args: &TraceArgs, status: Option<i32>) -> Result
         }
         _ => 0,
     })
+}
+
+/// Can `--timing-windows` run here with `method`? It needs fentry/fexit,
+/// which needs bpf_get_func_ret() (5.17, as attach/choose.rs decides).
+pub fn timing_windows_possible(method: choose::MethodArg) -> bool {
+    let fentry = method.family().is_none_or(|f| f.is(&attach::FENTRY));
+    fentry && kernel_version() >= (5, 17)
 }
 
 /// (major, minor) of the running kernel.

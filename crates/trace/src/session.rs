@@ -10,7 +10,7 @@ use anyhow::Result;
 
 use super::attach::{Attacher, Skipped};
 use super::skel::LsmpmonSkel;
-use super::windows::{Timed, Windows};
+use super::windows::{Estimate, Timed, Windows};
 use super::{arrays, cgroups, collect, cpu_stats::CpuStats, hooks::Hook};
 use crate::intf::{
     lsmpmon_hook_stats, lsmpmon_limits as lim, lsmpmon_syscall_cell, lsmpmon_syscall_time,
@@ -28,8 +28,8 @@ pub struct Baseline {
     times: Times,
     misses: Vec<Skipped>,
     cgroups: cgroups::Cells,
-    /// --timing-windows: each row's time estimate.
-    estimates: Vec<f64>,
+    /// --timing-windows: each row's time estimate, settled at the reset.
+    estimates: Vec<Option<Estimate>>,
 }
 
 type Cells = BTreeMap<(u32, u32), lsmpmon_syscall_cell>;
@@ -97,15 +97,16 @@ impl Session<'_> {
         w.tick(&mut self.attacher, || timed_rows(stats), Instant::now());
     }
 
-    /// --timing-windows: each stats row's time estimate, in ns.
-    fn estimates(&self) -> Vec<f64> {
+    /// --timing-windows: each stats row's time estimate (`settled`: the
+    /// calls since the last window valued at the hook's mean).
+    fn estimates(&self, settled: bool) -> Vec<Option<Estimate>> {
         let Some(w) = &self.windows else {
             return Vec::new();
         };
         let rows = timed_rows(&self.stats);
-        match self.settle_windows {
+        match settled {
             true => w.settled(&rows),
-            false => (0..rows.len()).map(|i| w.estimate_ns(i)).collect(),
+            false => (0..rows.len()).map(|i| w.estimate(i)).collect(),
         }
     }
 
@@ -129,7 +130,9 @@ impl Session<'_> {
             times: raw.times,
             misses: raw.misses,
             cgroups: raw.cgroups,
-            estimates: self.estimates(),
+            // Settled: the calls before the reset are valued now, not by
+            // the next window's close.
+            estimates: self.estimates(true),
         };
         self.stats.restart_extremes();
         self.elapsed = Duration::ZERO;
@@ -326,7 +329,7 @@ impl Session<'_> {
             self.probe.kretprobe_missed = Some(misses.iter().map(|m| m.lost_returns).sum());
         }
         let subtract = self.floor_to_subtract();
-        let estimates = self.estimates();
+        let estimates = self.estimates(self.settle_windows);
         if let (Some(w), Some(o)) = (&self.windows, self.options.timing_windows.as_mut()) {
             o.closed = w.closed;
             o.entry_changes = w.changes;
@@ -339,9 +342,9 @@ impl Session<'_> {
             if self.options.count_only {
                 collect::untimed(&mut r);
             }
-            if let Some(e) = estimates.get(i) {
-                let before = self.baseline.estimates.get(i).copied().unwrap_or(0.0);
-                r.time_estimate_ns = Some((e - before).max(0.0).round() as u64);
+            if let Some(e) = estimates.get(i).copied().flatten() {
+                let before = self.baseline.estimates.get(i).copied().flatten();
+                r.time_estimate_ns = Some(e.since(before, subtract.unwrap_or(0.0)));
             }
             match &h.lsm {
                 None => hooks.push(r),

@@ -6,10 +6,11 @@
 //! since its last estimate × the window's mean, so the estimate never
 //! decreases (a Prometheus counter).
 //!
-//! Attaching or releasing an entry rebuilds its hook's trampoline (≈ 15
-//! virtual ms on 6.1): the entries are attached and released a few at a time,
-//! within [`STEP_BUDGET`] per tick, so that the caller's loop (serve's
-//! scrapes, trace ctl) keeps answering.
+//! Attaching or releasing an entry rebuilds its hook's trampoline (≈ 20
+//! virtual ms on 6.1, ≈ 15 of them CPU): the entries are attached and released
+//! a few at a time, one at least and then until [`STEP_BUDGET`] is spent per
+//! tick, so that the caller's loop (serve's scrapes, trace ctl) keeps
+//! answering. On 7.x one multi-link opens every entry at once.
 use std::time::{Duration, Instant};
 
 use super::attach::Attacher;
@@ -48,6 +49,22 @@ impl From<&lsmpmon_hook_stats> for Timed {
             timed: s.count,
             sum_ns: s.sum_ns,
         }
+    }
+}
+
+/// A hook's estimated time: `calls` valued at their windows' means, `ns` in all.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Estimate {
+    pub calls: u64,
+    pub ns: f64,
+}
+
+impl Estimate {
+    /// Since `before` (a reset), less `floor_ns` a call (--subtract-floor).
+    pub fn since(self, before: Option<Estimate>, floor_ns: f64) -> u64 {
+        let b = before.unwrap_or_default();
+        let calls = self.calls.saturating_sub(b.calls) as f64;
+        (self.ns - b.ns - floor_ns * calls).max(0.0).round() as u64
     }
 }
 
@@ -160,23 +177,31 @@ impl Windows {
         }
     }
 
-    /// Row `i`'s estimated time in its calls so far, in ns.
-    pub fn estimate_ns(&self, i: usize) -> f64 {
-        self.estimate_ns.get(i).copied().unwrap_or(0.0)
+    /// Row `i`'s estimate so far: its calls valued, and their time in ns;
+    /// None before a window timed any of its calls.
+    pub fn estimate(&self, i: usize) -> Option<Estimate> {
+        let calls = *self.estimated_calls.get(i)?;
+        (calls > 0).then(|| Estimate {
+            calls,
+            ns: self.estimate_ns[i],
+        })
     }
 
     /// The estimates as they would stand if every call not yet estimated ran
     /// at its hook's mean over every timed call so far (a trace's end).
-    pub fn settled(&self, now: &[Timed]) -> Vec<f64> {
+    pub fn settled(&self, now: &[Timed]) -> Vec<Option<Estimate>> {
         now.iter()
             .enumerate()
             .map(|(i, n)| {
-                let rest = n.calls.saturating_sub(self.estimated_calls[i]);
-                let mean_ns = match n.timed {
-                    0 => 0.0,
-                    t => n.sum_ns as f64 / t as f64,
-                };
-                self.estimate_ns(i) + rest as f64 * mean_ns
+                let done = self.estimate(i).unwrap_or_default();
+                let rest = n.calls.saturating_sub(done.calls);
+                match n.timed {
+                    0 => self.estimate(i),
+                    t => Some(Estimate {
+                        calls: done.calls + rest,
+                        ns: done.ns + rest as f64 * (n.sum_ns as f64 / t as f64),
+                    }),
+                }
             })
             .collect()
     }
@@ -214,15 +239,22 @@ mod tests {
         let mut w = windows();
         w.at_open = vec![t(0, 0, 0), t(0, 0, 0)];
         w.close(&[t(1000, 100, 10_000), t(50, 0, 0)]);
-        assert_eq!(w.estimate_ns(0), 100_000.0); // 1000 calls × 100 ns
-        assert_eq!(w.estimate_ns(1), 0.0); // not timed: its calls wait
+        assert_eq!(w.estimate(0).unwrap().ns, 100_000.0); // 1000 calls × 100 ns
+        assert_eq!(w.estimate(1), None); // not timed: its calls wait
         w.at_open = vec![t(5000, 100, 10_000), t(60, 0, 0)];
         w.close(&[t(6000, 200, 40_000), t(80, 10, 500)]);
         // 5000 new calls at (40000 - 10000) / 100 = 300 ns.
-        assert_eq!(w.estimate_ns(0), 100_000.0 + 5000.0 * 300.0);
+        let e = w.estimate(0).unwrap();
+        assert_eq!((e.calls, e.ns), (6000, 100_000.0 + 5000.0 * 300.0));
         // Hook 1's 80 calls, kept since the first window, at 50 ns.
-        assert_eq!(w.estimate_ns(1), 80.0 * 50.0);
+        assert_eq!(w.estimate(1).unwrap().ns, 80.0 * 50.0);
         assert_eq!(w.closed, 2);
+        // Less a floor of 10 ns a call, since a reset at the first close.
+        let first = Estimate {
+            calls: 1000,
+            ns: 100_000.0,
+        };
+        assert_eq!(e.since(Some(first), 10.0), 5000 * 300 - 5000 * 10);
     }
 
     /// An estimate only grows, whatever the windows' means do.
@@ -235,8 +267,9 @@ mod tests {
             w.at_open = vec![c, c];
             c = t(c.calls + 100 * k as u64, c.timed + 10, c.sum_ns + 10 * mean);
             w.close(&[c, c]);
-            assert!(w.estimate_ns(0) >= last);
-            last = w.estimate_ns(0);
+            let now = w.estimate(0).unwrap_or_default().ns;
+            assert!(now >= last);
+            last = now;
         }
     }
 
@@ -259,6 +292,11 @@ mod tests {
         w.at_open = vec![t(0, 0, 0), t(0, 0, 0)];
         w.close(&[t(100, 10, 1000), t(0, 0, 0)]);
         let s = w.settled(&[t(300, 20, 4000), t(7, 0, 0)]);
-        assert_eq!(s, vec![100.0 * 100.0 + 200.0 * 200.0, 0.0]);
+        let first = Estimate {
+            calls: 300,
+            ns: 100.0 * 100.0 + 200.0 * 200.0,
+        };
+        // A hook never timed has no estimate, not 0.
+        assert_eq!(s, vec![Some(first), None]);
     }
 }

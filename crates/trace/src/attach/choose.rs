@@ -110,7 +110,7 @@ impl Weigh {
             (None, Some(d)) if d >= LONG_TRACE_S => (Weigh::PerCall, "--duration of 120 s or more"),
             (None, _) if sampled => (
                 Weigh::PerCall,
-                "--sample, serve's default: probes that stay, whose cost per call adds up",
+                "--sample or --timing-windows (serve's default): probes that stay, whose cost per call adds up",
             ),
             (None, _) => (
                 Weigh::AttachTime,

@@ -72,6 +72,10 @@ impl Method for FentryFexit {
         Some(MultiEntry::load(t, targets))
     }
 
+    fn drop_window_link(&mut self) {
+        self.entry_multi = None;
+    }
+
     fn attach(&self, target: &Target) -> Result<Probe, String> {
         if target.consts.windowed() {
             return self.attach_exit(target);

@@ -14,8 +14,6 @@ pub trait Method {
     /// Loads one function's probes and attaches them.
     fn attach(&self, target: &Target) -> Result<Probe, String>;
 
-    /// One probe for every target at once, where the method has it (None:
-    /// the targets are attached one by one).
     /// --timing-windows: every hook's entry in one multi-link, made and
     /// dropped at each window, where the method and kernel have one.
     fn window_entries(
@@ -25,6 +23,12 @@ pub trait Method {
         None
     }
 
+    /// --timing-windows: the kernel refused the multi-link: each hook gets
+    /// an entry of its own, attached in turn.
+    fn drop_window_link(&mut self) {}
+
+    /// One probe for every target at once, where the method has it (None:
+    /// the targets are attached one by one).
     fn attach_batch(&self, _targets: &[Target]) -> Option<Result<Probe, String>> {
         None
     }

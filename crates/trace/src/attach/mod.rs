@@ -37,6 +37,7 @@ pub use detach::DetachMode;
 pub use probe::{Skipped, Target};
 
 pub use family::{Family, FAMILIES};
+pub use fentry::FAMILY as FENTRY;
 pub use kprobe::FAMILY as KPROBE;
 
 use self::choose::{Choice, Chosen, MethodArg, NotUsed};
@@ -287,6 +288,25 @@ impl Attacher {
         Ok(attached)
     }
 
+    /// --timing-windows: the entries' multi-link where the method and
+    /// kernel have one (tried once now); else each hook gets its own entry.
+    fn prepare_window_link(&mut self, targets: &[Target]) {
+        if !self.windowed() {
+            return;
+        }
+        let Some(method) = self.method.as_mut() else {
+            return;
+        };
+        match method.window_entries(targets) {
+            Some(Ok(m)) => self.window_link = Some(m),
+            Some(Err(e)) => {
+                base::say!("lsmpmon: warning: the kernel refused the timing windows' multi-link ({e}): each hook's entry in turn");
+                method.drop_window_link();
+            }
+            None => {}
+        }
+    }
+
     /// One probe per hook; a hook that fails is reported, unless the
     /// kernel refuses the first one (then it refuses them all: lockdown).
     fn attach_each(
@@ -295,6 +315,7 @@ impl Attacher {
         hooks: &[Hook],
         start: Instant,
     ) -> Result<Attached> {
+        self.prepare_window_link(targets);
         let method = self.method()?;
         let mut probes = Vec::with_capacity(targets.len());
         let mut failed = Vec::new();
@@ -327,22 +348,11 @@ impl Attacher {
                 format!(", {} failed", failed.len())
             }
         );
-        // Only the hooks whose exits are attached: an entry alone leaves frames open.
-        let attached: Vec<Target> = targets
-            .iter()
-            .filter(|t| probes.iter().any(|p| p.hook_id == t.consts.hook_id))
-            .cloned()
-            .collect();
-        let window_link = match method.window_entries(&attached).filter(|_| self.windowed()) {
-            Some(Ok(m)) => Some(m),
-            Some(Err(e)) => {
-                base::say!("lsmpmon: warning: no multi-link for the timing windows ({e}): each hook's entry in turn");
-                None
-            }
-            None => None,
-        };
         self.probes = probes;
-        self.window_link = window_link;
+        if let Some(m) = self.window_link.as_mut() {
+            let hooks: Vec<u32> = self.probes.iter().map(|p| p.hook_id).collect();
+            m.keep(&hooks);
+        }
         Ok(Attached {
             hooks_attached: self.probes.len(),
             failed,
@@ -373,14 +383,10 @@ impl Attacher {
         budget: Duration,
     ) -> (usize, Vec<String>) {
         if let Some(m) = self.window_link.as_mut() {
-            return match m.set(open) {
-                Ok(_) => (only.len(), Vec::new()),
-                Err(e) => {
-                    // Each hook's own entry from now on, where it has one.
-                    self.window_link = None;
-                    (from, vec![e])
-                }
-            };
+            // Refused now (it was made once at attach): this window times
+            // nothing, the next tries again.
+            let refused = m.set(open).err();
+            return (only.len(), refused.into_iter().collect());
         }
         let start = Instant::now();
         let mut refused = Vec::new();
@@ -409,6 +415,11 @@ impl Attacher {
     /// Probe runs the kernel skipped so far, per hook probe (not the calibration's).
     pub fn misses(&self) -> Vec<Skipped> {
         let lost = self.method().map(|m| m.lost_returns()).unwrap_or_default();
+        let window = self.window_link.as_ref().map(|m| Skipped {
+            hook_id: probe::ALL_HOOKS,
+            recursion: m.recursion_misses(),
+            lost_returns: 0,
+        });
         self.probes
             .iter()
             .map(|p| Skipped {
@@ -416,6 +427,7 @@ impl Attacher {
                 recursion: p.recursion_misses(),
                 lost_returns: lost.get(&p.hook_id).copied().unwrap_or(0),
             })
+            .chain(window)
             .collect()
     }
 

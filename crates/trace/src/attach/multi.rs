@@ -103,17 +103,27 @@ pub struct MultiEntry {
 }
 
 impl MultiEntry {
+    /// Loads the program and makes and drops the link once, so that a
+    /// kernel refusing it is known before the first window.
     pub fn load(template: &Template, targets: &[Target]) -> Result<Self, String> {
         let first = targets.first().ok_or("no hook to attach")?;
-        Ok(Self {
+        let mut cookies: Vec<(u32, u64)> = targets
+            .iter()
+            .map(|h| (h.btf_id, cookie(h.consts.hook_id, h.returns_int)))
+            .collect();
+        // Fault injection for the tests, as in link_all.
+        if std::env::var_os("LSMPMON_TEST_REFUSE_MULTI").is_some() {
+            cookies.push(cookies[0]);
+        }
+        let mut entry = Self {
             prog: template.load(first.consts, 0)?,
             attach_type: template.attach_type(),
-            targets: targets
-                .iter()
-                .map(|h| (h.btf_id, cookie(h.consts.hook_id, h.returns_int)))
-                .collect(),
+            targets: cookies,
             link: None,
-        })
+        };
+        entry.set(true)?;
+        entry.set(false)?;
+        Ok(entry)
     }
 
     /// Makes (`open`) or drops the link; Ok(false) if it already was so.
@@ -129,6 +139,18 @@ impl MultiEntry {
             }
             _ => Ok(false),
         }
+    }
+
+    /// Keeps only the hooks `attached` (an entry without its exit would
+    /// leave its frames open).
+    pub fn keep(&mut self, attached: &[u32]) {
+        let hook = |c: u64| (c & LSMPMON_MULTI_HOOK_MASK as u64) as u32;
+        self.targets.retain(|t| attached.contains(&hook(t.1)));
+    }
+
+    /// Probe runs the kernel skipped (recursion).
+    pub fn recursion_misses(&self) -> u64 {
+        super::probe::recursion_misses(&self.prog)
     }
 
     /// (link, program) for detaching.

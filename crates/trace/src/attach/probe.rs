@@ -199,7 +199,7 @@ fn skipped_by_test(side: &str, function: &str) -> bool {
 
 /// Programs the kernel skipped because a BPF program was already running on
 /// that CPU (`recursion_misses`, 5.12+).
-fn recursion_misses(prog: &OwnedFd) -> u64 {
+pub fn recursion_misses(prog: &OwnedFd) -> u64 {
     let mut info = libbpf_sys::bpf_prog_info::default();
     let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
     // libbpf-rs reads program info only while iterating every program.
