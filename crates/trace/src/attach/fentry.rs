@@ -72,6 +72,21 @@ impl Method for FentryFexit {
         Some(MultiEntry::load(t, targets))
     }
 
+    fn attach_window_calibration(
+        &self,
+        target: &Target,
+    ) -> Option<Result<(Probe, MultiEntry), String>> {
+        let t = self.entry_multi.as_ref()?;
+        let pair = || {
+            let exit = self.exit.load(target.consts, target.btf_id)?;
+            let link = tracing_link(&exit, self.exit.attach_type())?;
+            let mut entry = MultiEntry::load(t, std::slice::from_ref(target))?;
+            entry.set(true)?;
+            Ok((Probe::new(target.consts.hook_id, exit, link), entry))
+        };
+        Some(pair())
+    }
+
     fn drop_window_link(&mut self) {
         self.entry_multi = None;
     }

@@ -23,6 +23,16 @@ pub trait Method {
         None
     }
 
+    /// --timing-windows with the multi-link: the calibration probe as a
+    /// window times a call (its exit, and its entry by a multi-link of its
+    /// own, kept attached), so that the pair cost is that pair's.
+    fn attach_window_calibration(
+        &self,
+        _target: &Target,
+    ) -> Option<Result<(Probe, super::multi::MultiEntry), String>> {
+        None
+    }
+
     /// --timing-windows: the kernel refused the multi-link: each hook gets
     /// an entry of its own, attached in turn.
     fn drop_window_link(&mut self) {}

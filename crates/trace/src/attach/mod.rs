@@ -92,6 +92,8 @@ pub struct Attacher {
     calibration: Option<Probe>,
     /// --timing-windows on 7.x: every hook's entry in one multi-link.
     window_link: Option<multi::MultiEntry>,
+    /// ... and the calibration probe's entry, by a multi-link of its own.
+    calibration_link: Option<multi::MultiEntry>,
 }
 
 impl Attacher {
@@ -117,6 +119,7 @@ impl Attacher {
             probes: Vec::new(),
             calibration: None,
             window_link: None,
+            calibration_link: None,
         }
     }
 
@@ -363,7 +366,17 @@ impl Attacher {
     /// The calibration probe (calibrate.rs), with the method the hooks got;
     /// false if it could not be attached.
     pub fn attach_calibration(&mut self, target: &Target) -> bool {
-        self.calibration = self.method().ok().and_then(|m| m.attach(target).ok());
+        let Ok(method) = self.method() else {
+            return false;
+        };
+        let windowed = self.window_link.is_some();
+        match method.attach_window_calibration(target).filter(|_| windowed) {
+            Some(Ok((probe, entry))) => {
+                self.calibration = Some(probe);
+                self.calibration_link = Some(entry);
+            }
+            _ => self.calibration = method.attach(target).ok(),
+        }
         self.calibration.is_some()
     }
 
@@ -459,7 +472,7 @@ impl Attacher {
             links.extend(l);
             progs.extend(p);
         }
-        if let Some(m) = self.window_link.take() {
+        for m in self.window_link.take().into_iter().chain(self.calibration_link.take()) {
             let (l, p) = m.into_fds();
             links.extend(l);
             progs.push(p);
