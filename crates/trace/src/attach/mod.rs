@@ -370,7 +370,10 @@ impl Attacher {
             return false;
         };
         let windowed = self.window_link.is_some();
-        match method.attach_window_calibration(target).filter(|_| windowed) {
+        match method
+            .attach_window_calibration(target)
+            .filter(|_| windowed)
+        {
             Some(Ok((probe, entry))) => {
                 self.calibration = Some(probe);
                 self.calibration_link = Some(entry);
@@ -472,7 +475,12 @@ impl Attacher {
             links.extend(l);
             progs.extend(p);
         }
-        for m in self.window_link.take().into_iter().chain(self.calibration_link.take()) {
+        for m in self
+            .window_link
+            .take()
+            .into_iter()
+            .chain(self.calibration_link.take())
+        {
             let (l, p) = m.into_fds();
             links.extend(l);
             progs.push(p);
