@@ -80,16 +80,21 @@ impl Method for MultiSession {
 pub fn link_all(multi: &Template, targets: &[Target]) -> Result<Probe, String> {
     let first = targets.first().ok_or("no hook to attach")?;
     let prog = multi.load(first.consts, 0)?;
-    let mut cookies: Vec<(u32, u64)> = targets
+    let link = link(&prog, multi.attach_type(), &functions(targets))?;
+    Ok(Probe::new(ALL_HOOKS, prog, link))
+}
+
+/// Each target's (BTF id, cookie), as a multi-link names them.
+fn functions(targets: &[Target]) -> Vec<(u32, u64)> {
+    let mut ids: Vec<(u32, u64)> = targets
         .iter()
         .map(|h| (h.btf_id, cookie(h.consts.hook_id, h.returns_int)))
         .collect();
     // Fault injection for the tests: a BTF id twice, which the kernel refuses.
     if std::env::var_os("LSMPMON_TEST_REFUSE_MULTI").is_some() {
-        cookies.push(cookies[0]);
+        ids.extend(ids.first().copied());
     }
-    let link = link(&prog, multi.attach_type(), &cookies)?;
-    Ok(Probe::new(ALL_HOOKS, prog, link))
+    ids
 }
 
 /// --timing-windows on 7.x: one entry program for every hook, loaded once,
@@ -107,18 +112,10 @@ impl MultiEntry {
     /// kernel refusing it is known before the first window.
     pub fn load(template: &Template, targets: &[Target]) -> Result<Self, String> {
         let first = targets.first().ok_or("no hook to attach")?;
-        let mut cookies: Vec<(u32, u64)> = targets
-            .iter()
-            .map(|h| (h.btf_id, cookie(h.consts.hook_id, h.returns_int)))
-            .collect();
-        // Fault injection for the tests, as in link_all.
-        if std::env::var_os("LSMPMON_TEST_REFUSE_MULTI").is_some() {
-            cookies.push(cookies[0]);
-        }
         let mut entry = Self {
             prog: template.load(first.consts, 0)?,
             attach_type: template.attach_type(),
-            targets: cookies,
+            targets: functions(targets),
             link: None,
         };
         entry.set(true)?;

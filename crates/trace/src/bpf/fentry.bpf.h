@@ -21,17 +21,22 @@ int BPF_PROG(hook_exit)
  * lazy): each probe runs with preemption disabled. Programs of their own, so
  * that the ones above stay as they were on the kernels that need no guard.
  */
-SEC("fentry/security_file_permission")
-int BPF_PROG(hook_entry_np)
+static __always_inline int on_entry_np(void *ctx, bool sess)
 {
 	int timing = entry_timing();
 
 	if (timing == TIME_NOT)
 		return 0;
 	preempt_off();
-	on_timed_entry(ctx, false, false, timing);
+	on_timed_entry(ctx, false, sess, timing);
 	preempt_on();
 	return 0;
+}
+
+SEC("fentry/security_file_permission")
+int BPF_PROG(hook_entry_np)
+{
+	return on_entry_np(ctx, false);
 }
 
 SEC("fexit/security_file_permission")
@@ -61,14 +66,8 @@ int BPF_PROG(hook_exit_np)
 SEC("fentry/security_file_permission")
 int BPF_PROG(hook_window_entry)
 {
-	int timing = entry_timing();
-
-	if (timing == TIME_NOT)
-		return 0;
-	preempt_off();
-	on_timed_entry(ctx, false, true, timing);
-	preempt_on();
-	return 0;
+	/* preempt_off() is a no-op where the copy is not patched for it. */
+	return on_entry_np(ctx, true);
 }
 
 /*
