@@ -532,16 +532,26 @@ static __always_inline void take_cookie(void *ctx, struct lsmpmon_cpu *c, int kp
 		*kept = hook | HOOK_KEPT;
 }
 
-/* --sample N with N > 1 in a probe that samples (the calibration probe times every call). */
+/*
+ * --sample N (N > 1) or --timing-windows: the probes keep the books of
+ * untimed calls. The calibration probe keeps them too, so that the pair cost
+ * it measures is the real probes' (it only never draws: drawing()).
+ */
 static __always_inline bool sampling_on(void)
 {
-	return PATCHED(LSMPMON_PATCH_SAMPLE) > 1 && !PATCHED(LSMPMON_PATCH_CALIBRATION);
+	return PATCHED(LSMPMON_PATCH_SAMPLE) > 1;
 }
 
 /* --timing-windows: an entry, attached only during a window, times every call. */
 static __always_inline bool windowed(void)
 {
 	return PATCHED(LSMPMON_PATCH_SAMPLE) == LSMPMON_SAMPLE_WINDOWED;
+}
+
+/* Does an entry draw which calls to time? Under --sample, except in the calibration probe. */
+static __always_inline bool drawing(void)
+{
+	return sampling_on() && !windowed() && !PATCHED(LSMPMON_PATCH_CALIBRATION);
 }
 
 /*
@@ -579,7 +589,7 @@ static __always_inline int entry_timing(void)
 {
 	struct lsmpmon_cpu *c;
 
-	if (!sampling_on() || windowed())
+	if (!drawing())
 		return TIME_DRAWN;
 	c = this_cpu();
 	if (!c)
@@ -619,7 +629,7 @@ static __always_inline int on_timed_entry(void *ctx, int kp, bool sess, int timi
 	c->used = used + FRAME_SIZE;
 	*(__u32 *)&f->hook = hook_of(c, sess); /* hook, and nested = 0 */
 	if (sampling_on())
-		f->forced = timing == TIME_FORCED;
+		f->forced = timing == TIME_FORCED ? LSMPMON_FRAME_FORCED : 0;
 	f->key = call_key(ctx, kp);
 	/* Last, so that the probe's own bookkeeping stays out of the sample. */
 	f->start_ns = bpf_ktime_get_ns();
@@ -857,6 +867,9 @@ static __always_inline void finish(void *ctx, struct lsmpmon_cpu *c, struct lsmp
 	if (below) {
 		asm volatile("%0 &= 0xff" : "+r"(below)); /* as in on_exit() */
 		top_frame(c, below)->nested += nested + 1;
+		/* The call below contains the untimed call's exit too. */
+		if (sampling_on() && (f->forced & LSMPMON_FRAME_TAINTED))
+			top_frame(c, below)->forced |= LSMPMON_FRAME_TAINTED;
 	}
 	if (forced) {
 		count_untimed(ctx, c, kp, sess);
@@ -963,6 +976,12 @@ static __always_inline int on_exit_at(void *ctx, __u64 now, int kp, bool sess)
 	if (PATCHED(LSMPMON_PATCH_CALIBRATION))
 		return 0;
 	if (PATCHED(LSMPMON_PATCH_SAMPLE) > 1) {
+		/* This exit ran inside the call on top, whose time it spoils. */
+		used = c->used;
+		if (used >= FRAME_SIZE) {
+			asm volatile("%0 &= 0xff" : "+r"(used));
+			top_frame(c, used)->forced |= LSMPMON_FRAME_TAINTED;
+		}
 		if (enabled && call_ok(ctx, c, kp, sess))
 			count_untimed(ctx, c, kp, sess);
 		return 0;

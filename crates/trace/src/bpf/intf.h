@@ -187,11 +187,19 @@ struct lsmpmon_frame {
 	 */
 	__u16 nested;
 	/*
-	 * --sample: 1 if the call is timed only because it runs inside a timed
-	 * one (so that its probes' cost comes out of that one's time), not by
-	 * its own draw: its statistics count it as untimed.
+	 * --sample: LSMPMON_FRAME_FORCED if the call is timed only because it
+	 * runs inside a timed one (so that its probes' cost comes out of that
+	 * one's time), not by its own draw; LSMPMON_FRAME_TAINTED if a traced
+	 * call ran inside it whose entry was not timed (a window opening or
+	 * closing meanwhile), so that its exit's cost cannot be taken out. Either
+	 * way its statistics count it as untimed.
 	 */
 	__u32 forced;
+};
+
+enum lsmpmon_frame_marks {
+	LSMPMON_FRAME_FORCED = 1,
+	LSMPMON_FRAME_TAINTED = 2,
 };
 
 /*

@@ -39,12 +39,12 @@ static __always_inline void session_entry(void *ctx, __u64 *cookie)
 	if (!call_ok(ctx, c, false, true))
 		return;
 	/* As entry_timing(): a call inside a timed one is timed, for that one's sake. */
-	if (sampling_on() && !c->session_depth && sampled_out(c)) {
+	if (drawing() && !c->session_depth && sampled_out(c)) {
 		*cookie = LSMPMON_COOKIE_UNTIMED;
 		return;
 	}
 	v = 1;
-	if (sampling_on() && c->session_depth)
+	if (drawing() && c->session_depth)
 		v |= LSMPMON_COOKIE_FORCED;
 	c->session_depth++;
 	v |= (__u64)(c->sessions_done & LSMPMON_COOKIE_DONE_MASK) << LSMPMON_COOKIE_DONE_SHIFT;
