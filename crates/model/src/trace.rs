@@ -179,13 +179,18 @@ pub struct ProbeInfo {
     /// What one probe pair adds to the call around it; taken out of a call's
     /// time once per probe pair that ran inside it (`nested_probes`).
     pub pair_cost_ns: Option<f64>,
-    /// `--sample`: what the exit's test for a timed call adds inside it
-    /// (the calibration probe's floor with that test less without), already
-    /// taken out of every timed call, and twice more out of each nested
-    /// probe pair (`pair_cost_ns`: its entry's test and its exit's); None
-    /// without --sample.
+    /// `--sample`, `--timing-windows`: what the exit's test for a timed call
+    /// adds inside it (the calibration probe's floor with that test less
+    /// without), already taken out of every timed call; None without them.
     #[serde(default)]
     pub sample_skew_ns: Option<f64>,
+    /// What is taken out of a call's time for each probe pair nested in it:
+    /// `pair_cost_ns` when every call is timed; plus the exit's test
+    /// (`sample_skew_ns`) under `--timing-windows`; under `--sample`, the
+    /// pair of a call timed only for the outer one's sake (measured) plus
+    /// its entry's test. None when the pair cost is not measured.
+    #[serde(default)]
+    pub nested_cost_ns: Option<f64>,
     pub hooks_found: usize,
     pub hooks_attached: usize,
     pub attach_ms: f64,

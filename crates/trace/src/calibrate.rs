@@ -54,6 +54,13 @@ pub fn runs(driver: &ProgramMut, comm: Option<&str>) -> bool {
     time_test_run(driver).is_some()
 }
 
+/// The time of one test run in ns, the fastest block's (under `comm`, as
+/// [`run`]); None if the kernel refuses test runs.
+pub fn test_run_ns(driver: &ProgramMut, comm: Option<&str>) -> Option<f64> {
+    let _name = comm.map(|c| task_name::Scoped::set(&task_name::comm(c)));
+    time_test_run(driver).map(|d| d.as_secs_f64() * 1e9)
+}
+
 /// Attaches the calibration probe with `attach` (false: it could not be),
 /// and returns the pair cost in ns (None if test runs do not work here).
 /// The probe records the floor while the runs are timed: the caller reads it

@@ -229,16 +229,8 @@ fn attach_all<'obj>(
     if args.sampled() {
         session.measure_sample_skew(args.comm.as_deref());
     }
-    // Under --sample a nested pair also runs the entry's and the exit's test
-    // for a timed call, each about the skew measured for the exit's; under
-    // --timing-windows only the exit's (the entry's returns on constants).
-    let skew_ns = session.probe.sample_skew_ns.unwrap_or(0.0);
-    let tests = if args.timing_windows.is_some() {
-        1.0
-    } else {
-        2.0
-    };
-    session.set_nested_cost(session.probe.pair_cost_ns.map(|c| c + tests * skew_ns));
+    session.probe.nested_cost_ns = nested_cost(&mut session, args);
+    session.set_nested_cost(session.probe.nested_cost_ns);
     // The ready gate: nothing is recorded until every hook is attached.
     session.set_enabled(true);
     if let Some((on_s, every_s)) = args.timing_windows {
@@ -246,6 +238,24 @@ fn attach_all<'obj>(
         session.windows = Some(windows::Windows::new(on_s, every_s, rows, Instant::now()));
     }
     Ok((session, guard))
+}
+
+/// What a probe pair nested in a timed call adds to its time. Every call is
+/// timed: the pair cost. Under --timing-windows a nested call is timed as
+/// any other, and its exit's test for a frame (the skew) runs too. Under
+/// --sample it is booked as untimed (its own pair, measured), and its entry
+/// runs a test about as long as the exit's.
+fn nested_cost(session: &mut Session, args: &EngineArgs) -> Option<f64> {
+    let pair_ns = session.probe.pair_cost_ns?;
+    let skew_ns = session.probe.sample_skew_ns.unwrap_or(0.0);
+    if args.timing_windows.is_some() {
+        return Some(pair_ns + skew_ns);
+    }
+    if !args.sampled() {
+        return Some(pair_ns);
+    }
+    let forced_ns = session.measure_forced_pair(args.comm.as_deref());
+    Some(forced_ns.map_or(pair_ns + 2.0 * skew_ns, |f| f + skew_ns))
 }
 
 /// Loads the BPF object, attaches every probe and calibrates: a session
@@ -363,6 +373,7 @@ fn probe_info(
         floor_ns: None,
         pair_cost_ns,
         sample_skew_ns: None,
+        nested_cost_ns: None,
         floor_samples: 0,
         hooks_found: plan.hooks.len(),
         hooks_attached: attached.hooks_attached,

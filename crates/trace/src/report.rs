@@ -103,7 +103,12 @@ fn probe_lines(out: &mut String, r: &TraceResult, unit: &str) {
     let nested: u64 = r.hooks.iter().map(|h| h.nested_probes).sum::<u64>()
         + r.per_lsm.iter().map(|l| l.stats.nested_probes).sum::<u64>();
     let pair = match p.pair_cost_ns {
-        Some(c) => format!("pair cost {c:.0} {unit}, taken out {nested} times (nested probes)"),
+        Some(c) => match p.nested_cost_ns {
+            Some(n) if (n - c).abs() >= 0.5 => format!(
+                "pair cost {c:.0} {unit}, a nested pair {n:.0} {unit} taken out {nested} times"
+            ),
+            _ => format!("pair cost {c:.0} {unit}, taken out {nested} times (nested probes)"),
+        },
         None if nested > 0 => {
             format!("pair cost not measured: {nested} nested probe pairs are in the figures")
         }

@@ -95,6 +95,8 @@ impl Session<'_> {
         };
         let stats = &self.stats;
         w.tick(&mut self.attacher, || timed_rows(stats), Instant::now());
+        let timing = w.timing();
+        self.write_bss(|b| &mut b.window_timing, timing as u8);
     }
 
     /// --timing-windows: each stats row's time estimate (`settled`: the
@@ -177,6 +179,24 @@ impl Session<'_> {
         let skew = (with_test - floor).max(0.0);
         self.probe.sample_skew_ns = Some(skew);
         self.write_bss(|b| &mut b.sample_skew_ns, skew.round() as u64);
+    }
+
+    /// `--sample`: the cost of a probe pair nested in a timed call, which is
+    /// timed for that call's sake and booked as untimed: the pair cost plus
+    /// what the calibration probe's test runs take longer when booked so
+    /// (with the exit's test) than when timed. The entry's test is not in it.
+    pub fn measure_forced_pair(&mut self, comm: Option<&str>) -> Option<f64> {
+        let pair = self.probe.pair_cost_ns?;
+        if !self.attacher.calibrated() {
+            return None;
+        }
+        let timed = super::calibrate::test_run_ns(&self.skel.progs.test_run_driver, comm)?;
+        self.write_bss(|b| &mut b.calibrate_forced, 1);
+        self.write_bss(|b| &mut b.calibrate_skew, 1);
+        let forced = super::calibrate::test_run_ns(&self.skel.progs.test_run_driver, comm);
+        self.write_bss(|b| &mut b.calibrate_skew, 0);
+        self.write_bss(|b| &mut b.calibrate_forced, 0);
+        Some(pair + forced? - timed)
     }
 
     /// Writes `v` to a field of the probes' .bss (shared, mmapped).

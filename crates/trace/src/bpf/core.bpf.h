@@ -39,6 +39,18 @@ __u64 nested_cost_ns = 0;
  */
 __u64 sample_skew_ns = 0;
 __u8 calibrate_skew = 0;
+/*
+ * --sample: the calibration probe's calls are booked as a call nested in a
+ * timed one is (timed for that one's sake, counted as untimed), so that user
+ * space can time that pair: the nested cost under --sample.
+ */
+__u8 calibrate_forced = 0;
+/*
+ * --timing-windows: 0 while a window's entries are being attached or
+ * released or settle (trace/windows.rs): an entry then leaves its call
+ * untimed.
+ */
+__u8 window_timing = 0;
 
 /* Only for --syscall-time: when the task entered its current syscall. */
 struct task_ctx {
@@ -609,6 +621,8 @@ static __always_inline int on_timed_entry(void *ctx, int kp, bool sess, int timi
 	/* The calibration probe runs before tracing is enabled. */
 	if (!enabled && !PATCHED(LSMPMON_PATCH_CALIBRATION))
 		return 0;
+	if (windowed() && !window_timing && !PATCHED(LSMPMON_PATCH_CALIBRATION))
+		return 0;
 	c = this_cpu();
 	if (!c)
 		return 0;
@@ -628,8 +642,12 @@ static __always_inline int on_timed_entry(void *ctx, int kp, bool sess, int timi
 	f->key = 0;
 	c->used = used + FRAME_SIZE;
 	*(__u32 *)&f->hook = hook_of(c, sess); /* hook, and nested = 0 */
-	if (sampling_on())
-		f->forced = timing == TIME_FORCED ? LSMPMON_FRAME_FORCED : 0;
+	if (sampling_on()) {
+		bool forced = timing == TIME_FORCED ||
+			      (PATCHED(LSMPMON_PATCH_CALIBRATION) && calibrate_forced);
+
+		f->forced = forced ? LSMPMON_FRAME_FORCED : 0;
+	}
 	f->key = call_key(ctx, kp);
 	/* Last, so that the probe's own bookkeeping stays out of the sample. */
 	f->start_ns = bpf_ktime_get_ns();
