@@ -1273,6 +1273,20 @@ run() {
         || cat /tmp/err\n\
         grep -q 'refused the timing windows' /tmp/err && echo WARNED\n\
         echo \"REFUSED $(tr -d '\\n' < /tmp/r.json)\"\n";
+    // 7.3: IMA's file_post_open calls a hook of its own (current_getlsmprop_subj),
+    // whose probe pair comes out of it.
+    if series == "7.3" {
+        for (tag, opt) in [
+            ("POST-FULL", "--method fentry-fexit"),
+            ("POST-WINDOWS", "--timing-windows 0.5/1.5"),
+        ] {
+            script += &format!(
+                "lsmpmon trace --json {opt} --comm workload --hooks file_post_open,current_getlsmprop_subj \
+                -o /tmp/r.json -- workload open_close 200000 /tmp/d/file > /dev/null 2> /tmp/err || cat /tmp/err\n\
+                echo \"{tag} $(tr -d '\\n' < /tmp/r.json)\"\n"
+            );
+        }
+    }
     script +=
         "lsmpmon trace --sample 8 --hooks inode_getattr -- workload stat 50 /tmp/d/file 2>&1 \
         | grep -A2 '^per hook' | sed 's/^/TABLE /'\n";
@@ -1363,6 +1377,28 @@ run() {
     // Refused, the multi-link is said to be, and each hook's entry does its work.
     assert_eq!(text.lines().any(|l| l == "WARNED"), by_link, "{text}");
     windowed(&tagged(&text, "REFUSED"), full_getattr, false);
+    if series == "7.3" {
+        nested_in_windows(&tagged(&text, "POST-FULL"), &tagged(&text, "POST-WINDOWS"));
+    }
+}
+
+/// A hook with a nested hook in it reads in windows as timing every call
+/// does (its nested pair calibrated as the windows' own; no call timed while
+/// a window's entries settle).
+fn nested_in_windows(full: &serde_json::Value, windows: &serde_json::Value) {
+    let (f, w) = (
+        hook(full, "file_post_open"),
+        hook(windows, "file_post_open"),
+    );
+    assert!(w["count"].as_u64().unwrap() > 10_000, "{w}");
+    assert!(w["nested_probes"].as_u64().unwrap() > 10_000, "{w}");
+    for q in ["p50_ns", "p99_ns"] {
+        let (a, b) = (w[q].as_f64().unwrap(), f[q].as_f64().unwrap());
+        assert!(
+            (a / b - 1.0).abs() <= 0.05,
+            "file_post_open {q} {a} in windows against {b} timing every call"
+        );
+    }
 }
 
 /// --timing-windows: every call counted, the calls in windows timed (a
