@@ -105,10 +105,11 @@ impl Session<'_> {
         let Some(w) = &self.windows else {
             return Vec::new();
         };
-        let rows = timed_rows(&self.stats);
         match settled {
-            true => w.settled(&rows),
-            false => (0..rows.len()).map(|i| w.estimate(i)).collect(),
+            true => w.settled(&timed_rows(&self.stats)),
+            // No second reading of the counters (a scrape's): one row a
+            // hook, and the calibration probe's.
+            false => (0..=self.hooks.len()).map(|i| w.estimate(i)).collect(),
         }
     }
 
