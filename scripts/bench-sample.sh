@@ -10,6 +10,9 @@
 #                                          --timing-windows 1/4 against timing every call on
 #                                          loops of WN stat() and WN/3 open()+close() (several
 #                                          windows), each hook's time estimate too
+#   DRAWS=5 ...                            each in DRAWS boots, draw d with the guest's clock at
+#                                          2000-01-01 plus d s (another slab order and hash salt;
+#                                          what a change of layout alone moves, BENCHMARKS §20)
 # Writes results/sample-<kernel>.json (-windows.json with WINDOWS) and prints a table. The
 # per-call cost of each N is bench-probe.sh's (MODES="count sample64 windows5/120 default").
 . "$(dirname "$0")/bench-common.sh"
@@ -18,6 +21,7 @@ SAMPLES=${SAMPLES-1 8 64 256}
 WINDOWS=${WINDOWS:-}
 WN=${WN:-2000000}
 MIN_CALLS=${MIN_CALLS:-1000}
+DRAWS=${DRAWS:-1}
 
 GUEST='
 set -e
@@ -41,8 +45,15 @@ fi
 for k in ${@:-6.1 7.3}; do
   echo "bench-sample: kernel $k ..." >&2
   out=${OUT:-results/sample-$k${WINDOWS:+-windows}}
-  "$LSMPMON" vm run --timeout 3600 --kernel "$k" --copy "$WORKLOAD" -- sh -c "$GUEST" > "$out.raw"
-  python3 scripts/sample_report.py "$k" "$out.raw" "$(git rev-parse --short HEAD)" "$MIN_CALLS" > "$out.json"
-  rm -f "$out.raw"
+  raws=()
+  for d in $(seq 0 $((DRAWS - 1))); do
+    [ "$DRAWS" = 1 ] || echo "bench-sample: kernel $k, draw $d ..." >&2
+    rtc="clock=vm,base=2000-01-01T00:$(printf %02d $((d / 60))):$(printf %02d $((d % 60)))"
+    "$LSMPMON" vm run --timeout 3600 --rtc "$rtc" --kernel "$k" --copy "$WORKLOAD" \
+      -- sh -c "$GUEST" > "$out.$d.raw"
+    raws+=("$out.$d.raw")
+  done
+  python3 scripts/sample_report.py "$k" "$(git rev-parse --short HEAD)" "$MIN_CALLS" "${raws[@]}" > "$out.json"
+  rm -f "${raws[@]}"
   python3 scripts/sample_report.py --table "$out.json"
 done

@@ -5,7 +5,38 @@ import json
 import sys
 
 
-def parse(kernel, raw_path, commit, min_calls):
+def parse(kernel, commit, min_calls, raw_paths):
+    """One report; rows of each draw (boot) carry its number."""
+    runs = [parse_draw(p, min_calls) for p in raw_paths]
+    rows = [dict(r, draw=d) for d, (rs, _, _) in enumerate(runs) for r in rs]
+    first, windows = runs[0][1], runs[0][2]
+    return {
+        "benchmark": "sampled-timing", "kernel": kernel, "commit": commit,
+        "mode": "guest, QEMU TCG -icount shift=0 (virtual ns)",
+        "min_calls": min_calls, "draws": len(runs), "rows": rows,
+        "across_draws": across(rows) if len(runs) > 1 else [],
+        "timing_windows": windows,
+        "provenance": first["provenance"],
+    }
+
+
+def across(rows):
+    """Per N and hook: the smallest and largest offsets over the draws."""
+    groups = {}
+    for r in rows:
+        if r["sample_every"] != 1:
+            groups.setdefault((str(r["sample_every"]), r["hook"]), []).append(r)
+    out = []
+    for (n, hook), rs in sorted(groups.items()):
+        row = {"sample_every": n, "hook": hook, "draws": len(rs)}
+        for k in ("p50_off_pct", "p99_off_pct", "ave_off_pct", "estimate_off_pct"):
+            vals = [r[k] for r in rs if r[k] is not None]
+            row[k] = [min(vals), max(vals)] if vals else None
+        out.append(row)
+    return out
+
+
+def parse_draw(raw_path, min_calls):
     traces, windowed = {}, {}
     for line in open(raw_path):
         tag, n, text = line.split(" ", 2)
@@ -17,13 +48,8 @@ def parse(kernel, raw_path, commit, min_calls):
     if windowed:
         rows += compare({1: windowed["full"], "windows": windowed["windows"]}, min_calls)
     first = traces.get(1) or windowed["full"]
-    return {
-        "benchmark": "sampled-timing", "kernel": kernel, "commit": commit,
-        "mode": "guest, QEMU TCG -icount shift=0 (virtual ns)",
-        "min_calls": min_calls, "rows": rows,
-        "timing_windows": windowed.get("windows", {}).get("options", {}).get("timing_windows"),
-        "provenance": first["provenance"],
-    }
+    windows = windowed.get("windows", {}).get("options", {}).get("timing_windows")
+    return rows, first, windows
 
 
 def compare(traces, min_calls):
@@ -53,6 +79,9 @@ def compare(traces, min_calls):
 
 def table(path):
     d = json.load(open(path))
+    if d.get("across_draws"):
+        across_table(d)
+        return
     print(f"{'kernel':<7} {'N':>4} {'hook':<16} {'calls':>7} {'timed':>7} "
           f"{'p50':>6} {'off %':>6} {'p99':>6} {'off %':>6} {'ave':>7} {'off %':>6} {'est off %':>9}")
     pct = lambda v: f"{v:+.1f}" if v is not None else "-"
@@ -63,8 +92,20 @@ def table(path):
               f"{pct(r['ave_off_pct']):>6} {pct(r.get('estimate_off_pct')):>9}")
 
 
+def across_table(d):
+    span = lambda v: f"{v[0]:+.1f} … {v[1]:+.1f}" if v else "-"
+    print(f"{d['kernel']}, {d['draws']} draws: offsets against timing every call in the same boot, "
+          "smallest … largest (%)")
+    print(f"{'N':>8} {'hook':<24} {'p50':>14} {'p99':>14} {'mean':>14} {'estimate':>14}")
+    for r in d["across_draws"]:
+        print(f"{r['sample_every']:>8} {r['hook']:<24} {span(r['p50_off_pct']):>14} "
+              f"{span(r['p99_off_pct']):>14} {span(r['ave_off_pct']):>14} "
+              f"{span(r['estimate_off_pct']):>14}")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "--table":
         table(sys.argv[2])
     else:
-        print(json.dumps(parse(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])), indent=1))
+        kernel, commit, min_calls, *raws = sys.argv[1:]
+        print(json.dumps(parse(kernel, commit, int(min_calls), raws), indent=1))
