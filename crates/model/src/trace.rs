@@ -272,10 +272,12 @@ pub struct HookResult {
     /// Why this int hook's return is not an access decision (no allow/deny).
     pub not_a_decision: Option<String>,
     /// Calls not measured: the CPU's hook stack was full, the kernel skipped
-    /// the probe (recursion misses), or an impossible delta.
+    /// the probe (recursion misses), or an impossible delta. Under
+    /// `--sample` and `--timing-windows` a call that found the stack full is
+    /// counted in `untimed` instead.
     pub dropped: u64,
     /// lsmpmon probe pairs that ran inside the timed calls; their calibrated
-    /// cost (`probe.pair_cost_ns`) is already taken out of the timings.
+    /// cost (`probe.nested_cost_ns`) is already taken out of the timings.
     #[serde(default)]
     pub nested_probes: u64,
     /// `--sample N`: calls counted but not timed (not drawn, or drawn and

@@ -631,7 +631,9 @@ static __always_inline int on_timed_entry(void *ctx, int kp, bool sess, int timi
 		return 0;
 	used = c->used;
 	if (used >= STACK_SIZE) {
-		stats_of(c, sess)->dropped++;
+		/* --sample: its exit counts it as untimed (and spoils the calls below). */
+		if (!sampling_on())
+			stats_of(c, sess)->dropped++;
 		return 0;
 	}
 	/*
