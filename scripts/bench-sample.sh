@@ -10,7 +10,7 @@
 #                                          --timing-windows 1/4 against timing every call on
 #                                          loops of WN stat() and WN/3 open()+close() (several
 #                                          windows), each hook's time estimate too
-#   DRAWS=5 ...                            each in DRAWS boots, draw d with the guest's clock at
+#   DRAWS=5 [FIRST_DRAW=0] ...             each in DRAWS boots, draw d with the guest's clock at
 #                                          2000-01-01 plus d s (another slab order and hash salt;
 #                                          what a change of layout alone moves, BENCHMARKS §20)
 # Writes results/sample-<kernel>.json (-windows.json with WINDOWS) and prints a table. The
@@ -22,6 +22,7 @@ WINDOWS=${WINDOWS:-}
 WN=${WN:-2000000}
 MIN_CALLS=${MIN_CALLS:-1000}
 DRAWS=${DRAWS:-1}
+FIRST_DRAW=${FIRST_DRAW:-0}
 
 GUEST='
 set -e
@@ -46,7 +47,7 @@ for k in ${@:-6.1 7.3}; do
   echo "bench-sample: kernel $k ..." >&2
   out=${OUT:-results/sample-$k${WINDOWS:+-windows}}
   raws=()
-  for d in $(seq 0 $((DRAWS - 1))); do
+  for d in $(seq "$FIRST_DRAW" $((FIRST_DRAW + DRAWS - 1))); do
     [ "$DRAWS" = 1 ] || echo "bench-sample: kernel $k, draw $d ..." >&2
     rtc="clock=vm,base=2000-01-01T00:$(printf %02d $((d / 60))):$(printf %02d $((d % 60)))"
     "$LSMPMON" vm run --timeout 3600 --rtc "$rtc" --kernel "$k" --copy "$WORKLOAD" \

@@ -8,7 +8,8 @@ import sys
 def parse(kernel, commit, min_calls, raw_paths):
     """One report; rows of each draw (boot) carry its number."""
     runs = [parse_draw(p, min_calls) for p in raw_paths]
-    rows = [dict(r, draw=d) for d, (rs, _, _) in enumerate(runs) for r in rs]
+    draw_of = lambda p: int(p.rsplit(".", 2)[-2])  # <out>.<draw>.raw
+    rows = [dict(r, draw=draw_of(p)) for p, (rs, _, _) in zip(raw_paths, runs) for r in rs]
     first, windows = runs[0][1], runs[0][2]
     return {
         "benchmark": "sampled-timing", "kernel": kernel, "commit": commit,
