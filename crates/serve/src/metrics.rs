@@ -372,12 +372,19 @@ fn engine_families(out: &mut Families, r: &TraceResult, own: Own) {
     };
     let help = "What an empty kernel function measures through the probe pair.";
     out.add("lsmpmon_probe_floor_seconds", help, Gauge, secs(p.floor_ns));
-    let help = "What one probe pair adds to the call around it (taken out of nested calls).";
+    let help = "What one probe pair adds to the call around it.";
     out.add(
         "lsmpmon_probe_pair_cost_seconds",
         help,
         Gauge,
         secs(p.pair_cost_ns),
+    );
+    let help = "What is taken out of a call's time for each probe pair nested in it (the pair cost, and under sampled timing the tests it runs).";
+    out.add(
+        "lsmpmon_probe_nested_cost_seconds",
+        help,
+        Gauge,
+        secs(p.nested_cost_ns),
     );
     let gauge = |v: usize| vec![count(&[], v as u64)];
     out.add(
@@ -612,6 +619,15 @@ mod tests {
         assert!(text.contains("# TYPE lsmpmon_hook_calls_total counter"));
         assert!(text.contains("# TYPE lsmpmon_hook_duration_seconds histogram"));
         assert_eq!(value(&text, "lsmpmon_probe_floor_seconds"), 176e-9);
+        // The nested pairs' cost only where it was measured.
+        assert!(!text.contains("\nlsmpmon_probe_nested_cost_seconds "));
+        let mut sampled = fixture();
+        sampled.probe.nested_cost_ns = Some(1037.0);
+        let nested = value(
+            &exposition(&sampled, Breakdown::default()),
+            "lsmpmon_probe_nested_cost_seconds",
+        );
+        assert!((nested - 1037e-9).abs() < 1e-15, "{nested}");
         assert_eq!(
             value(&text, "lsmpmon_hooks_attached"),
             r.probe.hooks_attached as f64
