@@ -187,8 +187,8 @@ pub struct ProbeInfo {
     /// What is taken out of a call's time for each probe pair nested in it:
     /// `pair_cost_ns` when every call is timed; plus the exit's test
     /// (`sample_skew_ns`) under `--timing-windows`; under `--sample`, the
-    /// pair of a call timed only for the outer one's sake (measured) plus
-    /// its entry's test. None when the pair cost is not measured.
+    /// pair of a call timed only for the outer one's sake, with its exit's
+    /// test (measured). None when the pair cost is not measured.
     #[serde(default)]
     pub nested_cost_ns: Option<f64>,
     pub hooks_found: usize,

@@ -243,8 +243,9 @@ fn attach_all<'obj>(
 /// What a probe pair nested in a timed call adds to its time. Every call is
 /// timed: the pair cost. Under --timing-windows a nested call is timed as
 /// any other, and its exit's test for a frame (the skew) runs too. Under
-/// --sample it is booked as untimed (its own pair, measured), and its entry
-/// runs a test about as long as the exit's.
+/// --sample it is booked as untimed: that pair, measured with its exit's
+/// test. Its entry's test is not in it, and adding the skew for it took
+/// 16–27 ns too many out of a hook with a nested one (7.3, BENCHMARKS §16).
 fn nested_cost(session: &mut Session, args: &EngineArgs) -> Option<f64> {
     let pair_ns = session.probe.pair_cost_ns?;
     let skew_ns = session.probe.sample_skew_ns.unwrap_or(0.0);
@@ -255,7 +256,7 @@ fn nested_cost(session: &mut Session, args: &EngineArgs) -> Option<f64> {
         return Some(pair_ns);
     }
     let forced_ns = session.measure_forced_pair(args.comm.as_deref());
-    Some(forced_ns.map_or(pair_ns + 2.0 * skew_ns, |f| f + skew_ns))
+    Some(forced_ns.unwrap_or(pair_ns + skew_ns))
 }
 
 /// Loads the BPF object, attaches every probe and calibrates: a session
