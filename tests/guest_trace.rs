@@ -1281,7 +1281,7 @@ run() {
             ("POST-WINDOWS", "--timing-windows 0.5/1.5"),
         ] {
             script += &format!(
-                "lsmpmon trace --json {opt} --comm workload --hooks file_post_open,current_getlsmprop_subj \
+                "rm -f /tmp/r.json; lsmpmon trace --json {opt} --comm workload --hooks file_post_open,current_getlsmprop_subj \
                 -o /tmp/r.json -- workload open_close 200000 /tmp/d/file > /dev/null 2> /tmp/err || cat /tmp/err\n\
                 echo \"{tag} $(tr -d '\\n' < /tmp/r.json)\"\n"
             );

@@ -280,8 +280,10 @@ pub struct HookResult {
     /// cost (`probe.nested_cost_ns`) is already taken out of the timings.
     #[serde(default)]
     pub nested_probes: u64,
-    /// `--sample N`: calls counted but not timed (not drawn, or drawn and
-    /// switched out); 0 when every call is timed.
+    /// `--sample N`, `--timing-windows`: calls counted but not timed (not
+    /// drawn or outside a window; switched out; timed only for a timed call
+    /// around them; spoiled by a traced call inside them without a frame);
+    /// 0 when every call is timed.
     #[serde(default)]
     pub untimed: u64,
     /// `--timing-windows`: every call's time, estimated at each window's

@@ -1,6 +1,8 @@
 //! `--timing-windows ON/EVERY`: the hooks' exits stay attached and count
-//! every call; their entries are attached for ON seconds every EVERY
-//! seconds, and every call that begins while its entry is attached is timed.
+//! every call; every EVERY seconds their entries are attached, left to
+//! settle ([`SETTLE`]), then time every call that begins in the next ON
+//! seconds, and are released. The entries stay attached for longer than
+//! ON (the attach, the settle, the release), but time calls only for ON.
 //! Between windows a call costs about what `--count-only` costs (BENCHMARKS.md
 //! §16). At each window's close each hook's time is estimated: the calls
 //! since its last estimate × the window's mean, so the estimate never
@@ -137,7 +139,8 @@ impl Windows {
             }
             Phase::Opening(from) => self.step(attacher, true, from),
             Phase::Settling(until) if now >= until => Phase::Open(now + self.on),
-            Phase::Open(until) if now >= until => self.step(attacher, false, 0),
+            // The gate closes (session.rs) a tick before any entry is released.
+            Phase::Open(until) if now >= until => Phase::Closing(0),
             Phase::Closing(from) => self.step(attacher, false, from),
             phase => phase,
         };

@@ -26,9 +26,9 @@ const volatile __u8 sampling = 0;
 /* 0 until every hook is attached (the ready gate); then toggled by `trace ctl`. */
 __u32 enabled = 0;
 /*
- * What one probe pair adds to the call around it, measured by user space
- * (trace/calibrate.rs) before tracing starts: taken out of a call's time once
- * per probe pair that ran inside it.
+ * What one probe pair nested in a call adds to it, measured by user space
+ * before tracing starts (trace/calibrate.rs, and session.rs under --sample;
+ * probe.nested_cost_ns): taken out of a call's time once per such pair.
  */
 __u64 nested_cost_ns = 0;
 /*
@@ -642,14 +642,14 @@ static __always_inline int on_timed_entry(void *ctx, int kp, bool sess, int timi
 	 */
 	f = top_frame(c, used + FRAME_SIZE);
 	f->key = 0;
+	/* Unmarked before the claim: an interrupt's exit may taint it after. */
+	if (sampling_on())
+		f->forced = 0;
 	c->used = used + FRAME_SIZE;
 	*(__u32 *)&f->hook = hook_of(c, sess); /* hook, and nested = 0 */
-	if (sampling_on()) {
-		bool forced = timing == TIME_FORCED ||
-			      (PATCHED(LSMPMON_PATCH_CALIBRATION) && calibrate_forced);
-
-		f->forced = forced ? LSMPMON_FRAME_FORCED : 0;
-	}
+	if (sampling_on() && (timing == TIME_FORCED ||
+			      (PATCHED(LSMPMON_PATCH_CALIBRATION) && calibrate_forced)))
+		f->forced |= LSMPMON_FRAME_FORCED;
 	f->key = call_key(ctx, kp);
 	/* Last, so that the probe's own bookkeeping stays out of the sample. */
 	f->start_ns = bpf_ktime_get_ns();
@@ -869,7 +869,8 @@ static __always_inline void finish(void *ctx, struct lsmpmon_cpu *c, struct lsmp
 	struct lsmpmon_hook_stats *s = stats_of(c, sess);
 	__u64 delta_ns = now_ns - f->start_ns, probes_ns;
 	__u32 nested = f->nested;
-	bool forced = sampling_on() && f->forced;
+	/* Read before the frame is released (an interrupt may reuse it). */
+	__u32 marks = sampling_on() ? f->forced : 0;
 	__u64 below = used - FRAME_SIZE;
 
 	c->used = below;
@@ -888,10 +889,10 @@ static __always_inline void finish(void *ctx, struct lsmpmon_cpu *c, struct lsmp
 		asm volatile("%0 &= 0xff" : "+r"(below)); /* as in on_exit() */
 		top_frame(c, below)->nested += nested + 1;
 		/* The call below contains the untimed call's exit too. */
-		if (sampling_on() && (f->forced & LSMPMON_FRAME_TAINTED))
+		if (marks & LSMPMON_FRAME_TAINTED)
 			top_frame(c, below)->forced |= LSMPMON_FRAME_TAINTED;
 	}
-	if (forced) {
+	if (marks) {
 		count_untimed(ctx, c, kp, sess);
 		return;
 	}
@@ -938,7 +939,7 @@ static __always_inline bool exit_untimed(void *ctx, int kp, bool sess, bool guar
 
 	if (PATCHED(LSMPMON_PATCH_SAMPLE) <= 1)
 		return false;
-	/* The calibration probe (always timed) runs the test when told: calibrate_skew. */
+	/* The calibration probe (always framed) runs the test when told: calibrate_skew. */
 	if (PATCHED(LSMPMON_PATCH_CALIBRATION) && !calibrate_skew)
 		return false;
 	c = this_cpu();
@@ -996,14 +997,16 @@ static __always_inline int on_exit_at(void *ctx, __u64 now, int kp, bool sess)
 	if (PATCHED(LSMPMON_PATCH_CALIBRATION))
 		return 0;
 	if (PATCHED(LSMPMON_PATCH_SAMPLE) > 1) {
-		/* This exit ran inside the call on top, whose time it spoils. */
+		/* A filtered-out call is as out as when every call is timed. */
+		if (!enabled || !call_ok(ctx, c, kp, sess))
+			return 0;
+		/* This traced exit ran inside the call on top, whose time it spoils. */
 		used = c->used;
 		if (used >= FRAME_SIZE) {
 			asm volatile("%0 &= 0xff" : "+r"(used));
 			top_frame(c, used)->forced |= LSMPMON_FRAME_TAINTED;
 		}
-		if (enabled && call_ok(ctx, c, kp, sess))
-			count_untimed(ctx, c, kp, sess);
+		count_untimed(ctx, c, kp, sess);
 		return 0;
 	}
 	/* Only traced tasks have open calls (and lsmpmon's own are not kept). */

@@ -187,12 +187,13 @@ struct lsmpmon_frame {
 	 */
 	__u16 nested;
 	/*
-	 * --sample: LSMPMON_FRAME_FORCED if the call is timed only because it
-	 * runs inside a timed one (so that its probes' cost comes out of that
-	 * one's time), not by its own draw; LSMPMON_FRAME_TAINTED if a traced
-	 * call ran inside it whose entry was not timed (a window opening or
-	 * closing meanwhile), so that its exit's cost cannot be taken out. Either
-	 * way its statistics count it as untimed.
+	 * --sample, --timing-windows: LSMPMON_FRAME_FORCED if the call is timed
+	 * only because it runs inside a timed one (so that its probes' cost
+	 * comes out of that one's time), not by its own draw;
+	 * LSMPMON_FRAME_TAINTED if a traced call ran inside it without a frame
+	 * (its entry attached after it began, gated by a window, skipped by the
+	 * kernel, or the stack full), so that its exit's cost cannot be taken
+	 * out. Either way its statistics count it as untimed.
 	 */
 	__u32 forced;
 };
