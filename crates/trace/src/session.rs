@@ -163,7 +163,7 @@ impl Session<'_> {
             return;
         };
         // A session's exit tests its cookie, which the floor already holds.
-        if self.probe.method.contains("session") && !self.probe.method.contains("kprobe") {
+        if self.books_by_cookie() {
             return;
         }
         let row = self.hooks.len();
@@ -190,9 +190,7 @@ impl Session<'_> {
         let pair = self.probe.pair_cost_ns?;
         // A session's calibration entry books its call by its cookie, not by
         // calibrate_forced: the pair cost is all there is to measure.
-        let session =
-            self.probe.method.contains("session") && !self.probe.method.contains("kprobe");
-        if !self.attacher.calibrated() || session {
+        if !self.attacher.calibrated() || self.books_by_cookie() {
             return None;
         }
         let timed = super::calibrate::test_run_ns(&self.skel.progs.test_run_driver, comm)?;
@@ -202,6 +200,12 @@ impl Session<'_> {
         self.write_bss(|b| &mut b.calibrate_skew, 0);
         self.write_bss(|b| &mut b.calibrate_forced, 0);
         Some(pair + forced? - timed)
+    }
+
+    /// The fentry session multi-link: its entry and exit share a cookie,
+    /// which says whether the call is timed (no frame test, no forced frame).
+    fn books_by_cookie(&self) -> bool {
+        self.probe.method.contains("session") && !self.probe.method.contains("kprobe")
     }
 
     /// Writes `v` to a field of the probes' .bss (shared, mmapped).
