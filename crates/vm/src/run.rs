@@ -40,7 +40,10 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         extra.push(initramfs::Entry::host(host, &guest, 0o755));
         copied_bytes += bytes;
     }
-    initramfs::check_fits(copied_bytes + bin_bytes, args.memory_mb)?;
+    initramfs::check_fits(
+        copied_bytes + initramfs::lsmpmon_slot(bin_bytes),
+        args.memory_mb,
+    )?;
     forward::check_free(&args.forwards)?;
     let mut qemu_args = Vec::new();
     let kernel = if args.forwards.is_empty() {

@@ -177,8 +177,11 @@ fn prepare(plan: &GuestPlan) -> Result<()> {
         fs::write(path, text)?;
     }
     fs::create_dir_all(WORK_DIR)?;
-    fs::create_dir_all("/usr/libexec")?;
-    fs::copy(LSMPMON, WORKLOAD).context("copying the workload")?;
+    // The host puts the workload in the initramfs (host::cell::guest_files).
+    if !Path::new(WORKLOAD).is_file() {
+        fs::create_dir_all("/usr/libexec")?;
+        fs::copy(LSMPMON, WORKLOAD).context("copying the workload")?;
+    }
     Ok(())
 }
 
