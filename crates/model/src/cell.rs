@@ -40,6 +40,11 @@ pub struct CellResult {
     pub options: RunOptions,
     pub time: TimeMode,
     pub lsmpmon_version: String,
+    /// The git commit of the lsmpmon build that ran the cell (a build from
+    /// a checkout). A build is one more draw of the guest's layout
+    /// (BENCHMARKS §20), so cells of two builds are not one run's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lsmpmon_commit: Option<String>,
     pub hostname: String,
     pub host_cpu: String,
     pub started_unix_s: u64,
@@ -70,6 +75,15 @@ impl CellResult {
     /// Its log directory, found from the results directory it is in.
     pub fn log_path(&self, results: &std::path::Path) -> std::path::PathBuf {
         results.join(&self.log_dir)
+    }
+
+    /// The commit of the build that ran it: recorded by the cell, or (cells
+    /// from before it was) by its guest's benchmark.
+    pub fn build_commit(&self) -> Option<&str> {
+        self.lsmpmon_commit.as_deref().or_else(|| {
+            let bench = self.guest.as_ref()?.bench.as_ref()?;
+            bench.provenance.base.commit.as_deref()
+        })
     }
 }
 

@@ -325,6 +325,12 @@ fn mismatches(cells: &[TaggedCell]) -> Vec<String> {
     if versions.len() > 1 {
         out.push(format!("cells of lsmpmon versions {}", show(&versions)));
     }
+    // A build is a draw of the guest's layout (BENCHMARKS §20): cells of
+    // two builds compare as two draws, not as one run.
+    let builds = distinct(&|c| c.cell.build_commit().map(|b| b.chars().take(12).collect()));
+    if builds.len() > 1 {
+        out.push(format!("cells of lsmpmon builds {}", show(&builds)));
+    }
     // Cells of several plans are not a mismatch: two submissions into one
     // results directory make them, and what their cells must share (this
     // lsmpmon, the kernel packages; configurations by hash in the
@@ -606,6 +612,51 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(again.contains("already holds cells"), "{again}");
+        for d in [a, b, out] {
+            std::fs::remove_dir_all(d).unwrap();
+        }
+    }
+
+    /// Cells of two builds of one version are two layout draws: refused
+    /// unless forced, and then flagged. A cell that does not record its
+    /// build is known by its guest benchmark's commit.
+    #[test]
+    fn cells_of_two_builds_are_refused_unless_forced() {
+        let (a, b) = (temp("ba"), temp("bb"));
+        put(&a, "one", &|v| {
+            v["guest"]["bench"]["provenance"]["commit"] = "a".repeat(40).into();
+        });
+        put(&b, "other", &|v| {
+            v["config"]["name"] = "tomoyo".into();
+            v["lsmpmon_commit"] = "b".repeat(40).into();
+        });
+        let out = temp("bout");
+        let err = merge(&out, &[a.clone(), b.clone()], false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("lsmpmon builds {} (e.g.", "a".repeat(12)))
+                && err.contains(&"b".repeat(12))
+                && err.contains("--force"),
+            "{err}"
+        );
+        let m = merge(&out, &[a.clone(), b.clone()], true).unwrap();
+        assert_eq!(m.forced.len(), 1, "{m:?}");
+        for d in [&a, &b, &out] {
+            std::fs::remove_dir_all(d).unwrap();
+        }
+        // One build on both sides merges without --force.
+        let (a, b) = (temp("sa"), temp("sb"));
+        put(&a, "one", &|v| v["lsmpmon_commit"] = "c".repeat(40).into());
+        put(&b, "other", &|v| {
+            v["config"]["name"] = "tomoyo".into();
+            v["guest"]["bench"]["provenance"]["commit"] = "c".repeat(40).into();
+        });
+        let out = temp("sout");
+        assert_eq!(
+            merge(&out, &[a.clone(), b.clone()], false).unwrap().cells,
+            2
+        );
         for d in [a, b, out] {
             std::fs::remove_dir_all(d).unwrap();
         }

@@ -253,6 +253,7 @@ fn base_result(
             model::TimeMode::Virtual
         },
         lsmpmon_version: env!("CARGO_PKG_VERSION").into(),
+        lsmpmon_commit: base::version::commit().map(String::from),
         hostname: host.hostname,
         host_cpu: bench::cpu_model(),
         started_unix_s: now.as_secs(),
