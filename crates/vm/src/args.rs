@@ -36,7 +36,7 @@ pub struct RunArgs {
     /// Wall-clock seconds before the guest is killed.
     #[arg(long, default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..=604_800))]
     pub timeout: u64,
-    /// Guest memory, MiB (at least 96: a guest does not boot with much less).
+    /// Guest memory, MiB (at least 128: the kernel and twice the initramfs, which holds lsmpmon padded to 24 MiB).
     #[arg(long, default_value_t = 1024, value_parser = memory_mb)]
     pub memory_mb: u32,
     /// tcg: deterministic virtual time (default). kvm only where it works.

@@ -112,8 +112,8 @@ pub fn reserved(guest: &str) -> Option<String> {
 /// The most QEMU loads as an x86 initrd: below the 2 GiB a kernel's boot
 /// header allows (`initrd_addr_max`), and below the guest's memory.
 pub const QEMU_MAX_BYTES: u64 = (2 << 30) - 1;
-/// Guest memory the kernel boots in beside its initramfs: 80 MiB boot with
-/// an 8 MiB initramfs, 76 do not (see `args::MIN_MEMORY_MB`).
+/// Guest memory the kernel boots in beside its initramfs (an 8 MiB
+/// initramfs booted in 80 MiB and not in 76; see `machine::MIN_MEMORY_MB`).
 const BOOT_MB: u64 = 64;
 /// The archive's headers, /init and the run file: far less than this.
 const OWN_BYTES: u64 = 1 << 20;
@@ -158,6 +158,7 @@ pub fn check_fits(files_bytes: u64, memory_mb: u32) -> Result<()> {
 /// pages move every allocation the guest makes after them, so a build's
 /// size alone was a draw of the guest's layout: 300 000 bytes more moved
 /// 6.1's open_close by +0.6 % and creat by -9 % (BENCHMARKS §20).
+/// (`machine::MIN_MEMORY_MB` holds a build of up to 24 MiB, 3 slots.)
 pub const LSMPMON_SLOT_BYTES: u64 = 8 << 20;
 
 /// The initramfs bytes a copy of an lsmpmon of `bytes` takes.

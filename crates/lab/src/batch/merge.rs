@@ -646,8 +646,12 @@ mod tests {
             std::fs::remove_dir_all(d).unwrap();
         }
         // One build on both sides merges without --force.
+        // (What the cell records comes before its benchmark's commit.)
         let (a, b) = (temp("sa"), temp("sb"));
-        put(&a, "one", &|v| v["lsmpmon_commit"] = "c".repeat(40).into());
+        put(&a, "one", &|v| {
+            v["lsmpmon_commit"] = "c".repeat(40).into();
+            v["guest"]["bench"]["provenance"]["commit"] = "d".repeat(40).into();
+        });
         put(&b, "other", &|v| {
             v["config"]["name"] = "tomoyo".into();
             v["guest"]["bench"]["provenance"]["commit"] = "c".repeat(40).into();
