@@ -12,7 +12,8 @@
 #                                          windows), each hook's time estimate too
 #   DRAWS=5 [FIRST_DRAW=0] ...             each in DRAWS boots, draw d with the guest's clock at
 #                                          2000-01-01 plus d s (another slab order and hash salt;
-#                                          what a change of layout alone moves, BENCHMARKS §20)
+#                                          what a change of layout alone moves: BENCHMARKS.md,
+#                                          'What a layout draw moves')
 # Writes results/sample-<kernel>.json (-windows.json with WINDOWS) and prints a table. The
 # per-call cost of each N is bench-probe.sh's (MODES="count sample64 windows5/120 default").
 . "$(dirname "$0")/bench-common.sh"

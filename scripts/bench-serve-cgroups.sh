@@ -6,8 +6,8 @@
 #    bytes, the client's time (tests/helpers/scrape.c, 20 scrapes) and
 #    serve's own (lsmpmon_scrape_duration_seconds);
 #  - the per-call cost of a traced stat() loop under serve with and without
-#    --by cgroup (BENCHMARKS §1's method: added ns per op x ops / calls the
-#    probes counted; the fastest of REPEAT loops).
+#    --by cgroup (the method of BENCHMARKS.md, 'Cost per traced call': added ns
+#    per op x ops / calls the probes counted; the fastest of REPEAT loops).
 #   scripts/bench-serve-cgroups.sh [KERNEL...]      default: 6.1 7.3
 # Writes results/serve-cgroups-<kernel>.json and prints a table.
 . "$(dirname "$0")/bench-common.sh"

@@ -3,7 +3,7 @@
 # under -icount): a scrape of every hook (20 in a row, timed by the client,
 # tests/helpers/scrape.c, and by serve's own lsmpmon_scrape_duration_seconds),
 # the per-call cost of a traced stat() with and without a scrape every
-# second (as BENCHMARKS §1 computes it: added ns per op × ops / calls the
+# second (as BENCHMARKS.md, 'Cost per traced call', computes it: added ns per op × ops / calls the
 # probes counted), the series count and serve's resident memory.
 #   scripts/bench-serve.sh [KERNEL...]      default: 6.1 7.3
 # Writes results/serve-<kernel>.json and prints a table.

@@ -1,6 +1,7 @@
 #!/bin/sh
-# The reference MACs' two scaling curves (BENCHMARKS.md, section 9), as lab
-# runs of none and mac-label/-path/-inode, one results directory per point:
+# The reference MACs' two scaling curves (BENCHMARKS.md, 'Label, path and
+# inode: the reference MACs'), as lab runs of none and mac-label/-path/-inode,
+# one results directory per point:
 #   path depth: `lab run --bench-dir` puts the benchmark's files DEPTH
 #               directories deep (/d1/.../dDEPTH, on the guest's root);
 #   rules:      copies of the mac-* configurations (a --config-dir, searched

@@ -3,7 +3,7 @@
 # cargo-deb (its metadata: [package.metadata.deb] in Cargo.toml), checks it
 # with lintian, and prints its path on standard output.
 #
-#   scripts/package.sh            # needs scripts/setup.sh's packages (lintian)
+#   scripts/package.sh            # needs scripts/setup.sh --tests's packages (lintian)
 #
 # The man pages, shell completions and changelog are generated first from the
 # clap definitions (examples/package_docs.rs). Dates come from the commit, so
@@ -24,7 +24,7 @@ if [ "$(cargo deb --version 2>/dev/null)" != "cargo-deb $CARGO_DEB_VERSION" ]; t
   cargo install --locked --quiet "cargo-deb@$CARGO_DEB_VERSION" >&2 ||
     fail "cargo install cargo-deb@$CARGO_DEB_VERSION failed: see its output above"
 fi
-command -v lintian >/dev/null || fail "lintian not found: run scripts/setup.sh (or apt-get install lintian)"
+command -v lintian >/dev/null || fail "lintian not found: run scripts/setup.sh --tests (or apt-get install lintian)"
 
 # The files' dates: the commit's (or SOURCE_DATE_EPOCH's). Given only to the
 # packaging steps: cargo build would rebuild C dependencies for a new value.

@@ -475,7 +475,7 @@ fn load1() -> String {
 
 const BENCH_CONFIGS: &str = "none,tomoyo,landlock,apparmor,bpf-lsm,selinux-mini";
 
-/// BENCHMARKS.md §15: cells per hour through `nodes` nodes of `cpus`
+/// BENCHMARKS.md, 'The lab on Slurm': cells per hour through `nodes` nodes of `cpus`
 /// CPUs each (the machine's two cores shared), 12 cells (6 configurations
 /// × 2 layout draws). A benchmark, not a test:
 /// `cargo test --release --test cluster -- --ignored --nocapture cells_per_hour`.
@@ -510,7 +510,7 @@ fn cells_per_hour_at_1_and_3_nodes() {
     cells_per_hour(3, 2);
 }
 
-/// BENCHMARKS.md §15: the engine's cost per cell on three nodes, one task
+/// BENCHMARKS.md, 'The lab on Slurm': the engine's cost per cell on three nodes, one task
 /// at a time (`--max-parallel 1`), against `lab run --jobs 1` of the same
 /// cells: each side's own cost is its wall time minus its cells' own.
 #[test]

@@ -363,7 +363,7 @@ fn trace_6_1_counts_filters_and_schema() {
 }
 
 /// The kprobe/kretprobe probes asked for by name on 6.1 (attach 3 s and
-/// release 10.5 s instead of fentry/fexit's 5.3 and 33: BENCHMARKS.md §1)
+/// release 10.5 s instead of fentry/fexit's 5.3 and 33: BENCHMARKS.md, 'Attach and release')
 /// count and classify exactly as fentry/fexit do.
 #[test]
 fn trace_6_1_kprobe_counts_filters_and_schema() {
@@ -642,9 +642,7 @@ fn per_lsm_maps_modules(series: &str) {
         );
     }
     // The inventory (LSMPMON Table 2) is every hook a module implements,
-    // not the two asked for, and not only those a probe can reach:
-    // cred_prepare runs from security_prepare_creds, a name the probes do
-    // not map, so it is never probed.
+    // not the two asked for.
     let implemented = |lsm: &str| -> Vec<String> {
         r["probe"]["implemented"]
             .as_array()
@@ -714,7 +712,8 @@ fn per_lsm_maps_modules(series: &str) {
         .map(|x| x["ave_ns"].as_f64().unwrap() - floor)
         .sum();
     let own_ns = hook_open["ave_ns"].as_f64().unwrap() - floor - modules_ns;
-    // 30 calls on a guest whose layout moves with its boot (BENCHMARKS §17):
+    // 30 calls on a guest whose layout moves with its boot (BENCHMARKS.md,
+    // 'What a layout draw moves'):
     // 7.3 gave 423 ns in one CI run (hook 909, modules 278) and under 400 in
     // the others. A bound on the hook's own cost; each module's row is
     // checked above.
@@ -763,6 +762,112 @@ echo "B $(tr -d '
         assert_eq!(module("apparmor_file_open")["calls"], 0, "{tag}");
         assert_eq!(module("apparmor_file_open")["dropped"], 0, "{tag}");
     }
+}
+
+/// The eight hooks whose callers are not named `security_<hook>`, found in
+/// the kernel's own text (6.1: the functions naming the hook's list head;
+/// 7.3: its static-call sites), each driven and counted; booted with
+/// SELinux, each module function of them (`--per-lsm`) counted too.
+fn hooks_named_otherwise(series: &str, method: &str) {
+    const EIGHT: [&str; 8] = [
+        "cred_prepare",
+        "cred_transfer",
+        "vm_enough_memory",
+        "socket_sock_rcv_skb",
+        "sk_getsecid",
+        "settime",
+        "userns_create",
+        "sb_free_mnt_opts",
+    ];
+    // SELinux parses context= (no policy loaded: the mount is refused) and
+    // frees its options through sb_free_mnt_opts.
+    let script = format!(
+        "mkdir -p /tmp/m && lsmpmon trace --json --per-lsm --hooks '{}' -- sh -c '\
+          workload fork_exec 10 /bin/true && workload session_keyring 5 x && \
+          workload udp 20 x && workload userns 5 x && workload settime 5 x && \
+          workload mount 5 /tmp/m && workload mmap 10 x && \
+          {{ mount -t tmpfs -o context=system_u:object_r:tmp_t:s0 none /tmp/m 2>/dev/null; true; }}'",
+        EIGHT.join(",")
+    );
+    let out = guest(series, &["--lsm", "selinux"], &script);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "guest run failed: {text}");
+    validate("trace.schema.json", &text);
+    let r = json(&text);
+    assert_eq!(
+        r["probe"]["hook_source"]["method"], method,
+        "{}",
+        r["probe"]
+    );
+    let excluded = r["probe"]["excluded"].to_string();
+    for h in EIGHT {
+        assert!(!excluded.contains(&format!("\"{h}\"")), "{h}: {excluded}");
+    }
+    // At least what the workloads did (fork and exec each prepare creds;
+    // other processes add their own).
+    for (h, at_least) in [
+        ("cred_prepare", 20),
+        ("cred_transfer", 5),
+        ("vm_enough_memory", 10),
+        ("socket_sock_rcv_skb", 20),
+        ("sk_getsecid", 20),
+        ("settime", 5),
+        ("userns_create", 5),
+        ("sb_free_mnt_opts", 6),
+    ] {
+        let n = calls(&r, h);
+        assert!(n >= at_least, "{h}: {n} calls, at least {at_least} made");
+    }
+    // One keyring handed over per child: nothing else transfers creds.
+    assert_eq!(calls(&r, "cred_transfer"), 5);
+    assert_eq!(hook(&r, "settime")["function"], "security_settime64");
+    // Each module's function of the eight, as the kernel's table lists them.
+    let implemented = r["probe"]["implemented"].as_array().unwrap();
+    let mut checked = Vec::new();
+    for m in implemented {
+        for h in m["hooks"].as_array().unwrap() {
+            let h = h.as_str().unwrap();
+            if !EIGHT.contains(&h) {
+                continue;
+            }
+            let lsm = m["lsm"].as_str().unwrap();
+            let row = r["per_lsm"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x["lsm"] == lsm && x["hook"] == h)
+                .unwrap_or_else(|| panic!("{lsm}'s {h} not traced: {}", r["probe"]["unmapped"]));
+            // security_free_mnt_opts calls the modules only for options
+            // one parsed, and SELinux parses none (context= is refused)
+            // before a policy is loaded: its function is traced, not called.
+            if h != "sb_free_mnt_opts" {
+                assert!(row["calls"].as_u64().unwrap() > 0, "{lsm} {h}: {row}");
+            }
+            checked.push(row["function"].as_str().unwrap().to_string());
+        }
+    }
+    for f in [
+        "selinux_cred_prepare",
+        "selinux_cred_transfer",
+        "selinux_socket_sock_rcv_skb",
+        "selinux_sk_getsecid",
+        "selinux_userns_create",
+        "selinux_free_mnt_opts",
+        "cap_vm_enough_memory",
+        "cap_settime",
+    ] {
+        assert!(checked.iter().any(|c| c == f), "{f} not in {checked:?}");
+    }
+}
+
+#[test]
+fn trace_6_1_hooks_named_otherwise() {
+    hooks_named_otherwise("6.1", "hook_lists");
+}
+
+#[test]
+fn trace_7_3_hooks_named_otherwise() {
+    hooks_named_otherwise("7.3", "static_calls");
 }
 
 #[test]

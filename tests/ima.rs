@@ -262,7 +262,7 @@ fn module_loads_behave_as_imas_module_check(all: &[serde_json::Value]) {
 /// as in the paper; a kernel without a module to load fails the op in one
 /// line naming what is missing.
 #[test]
-fn on_7_3_every_module_buffer_is_hashed_and_a_kernel_without_modules_says_so() {
+fn own_kernel_on_7_3_every_module_buffer_is_hashed_and_a_kernel_without_modules_says_so() {
     let (tmp, res) = (tmpdir("buffer-tmp"), tmpdir("buffer"));
     let mut c = Command::new(LSMPMON);
     c.args(["lab", "run", "--kernels", "7.3,6.1-nolsm"])

@@ -70,7 +70,17 @@ fn lab_configs_lists_each_configuration_once_in_the_tables_order() {
         .lines()
         .map(String::from)
         .collect();
-    assert_eq!(listed[..3], ["none", "debian-default", "selinux-mini"]);
+    // The baseline, its twins, then the modules.
+    assert_eq!(
+        listed[..5],
+        [
+            "none",
+            "twin-files",
+            "twin-cmdline",
+            "twin-setup",
+            "debian-default"
+        ]
+    );
     let mut sorted = listed.clone();
     sorted.sort();
     assert_eq!(sorted, shipped(), "every shipped one, once");
@@ -87,7 +97,10 @@ fn lab_configs_lists_each_configuration_once_in_the_tables_order() {
     assert_eq!(listed[listed.len() - studies.len()..], studies);
     let out = run(&["--config-dir", FIXTURES, "--comma"]);
     let line = String::from_utf8(out.stdout).unwrap();
-    let others = format!(",mac-inode,crash,hang,permissive,{}\n", studies.join(","));
+    let others = format!(
+        ",mac-inode,planted-create,crash,hang,permissive,{}\n",
+        studies.join(",")
+    );
     assert!(line.ends_with(&others), "{line}");
     assert_eq!(line.lines().count(), 1);
     let out = run(&["--config-dir", "/nonexistent-lsmpmon"]);
@@ -269,9 +282,14 @@ fn every_configuration_proves_itself_and_reruns_repeat() {
 }
 
 /// Reruns `name`'s cell from its own provenance; every op's median within
-/// 0.5 % of the first run's. The guest's clock starts at a fixed date: with
-/// the host's, the kernel's random seeds (slab freelists, hash salts) moved
-/// file ops by up to 0.75 % between boots (BENCHMARKS.md §17).
+/// 0.5 % of the first run's, or within the op's committed 6.1 floor where
+/// that is wider (no verdict can tell such a rerun from a layout draw).
+/// Before the bench settled after an op's untimed prepare, a rerun on a
+/// loaded host moved selinux-mini delete_0k by 0.6 %; every 6.1 floor is
+/// now at most 0.5 %, so that is the bound today.
+/// The guest's clock starts at a fixed date: with the host's, the kernel's
+/// random seeds (slab freelists, hash salts) moved file ops by up to 0.75 %
+/// between boots (BENCHMARKS.md, 'Determinism of a guest').
 fn reruns_within_half_a_percent(res: &Path, all: &[Value], name: &str) {
     let before = cell(all, name).clone();
     let file = res
@@ -285,7 +303,12 @@ fn reruns_within_half_a_percent(res: &Path, all: &[Value], name: &str) {
     assert!(!ops.is_empty());
     for op in ops.iter().map(|r| r["op"].as_str().unwrap()) {
         let (a, b) = (median(&before, op), median(&after, op));
-        assert!(((b - a) / a).abs() < 0.005, "{name} {op}: {a} then {b}");
+        let within = committed_floor(op).map_or(0.005, |(f, _)| f.max(0.005));
+        assert!(
+            ((b - a) / a).abs() <= within,
+            "{name} {op}: {a} then {b} (beyond {:.2} %)",
+            within * 100.0
+        );
     }
 }
 
@@ -301,14 +324,9 @@ fn paper_ops_rerun_within_half_a_percent() {
             .as_secs()
     };
     let started = unix_s();
-    // The atlas's options (3 samples a draw), so that its cells judge these.
-    let out = run_logged(&lab_run(
-        &res,
-        "6.1",
-        "none,selinux-mini",
-        "paper",
-        &["--samples", "3"],
-    ));
+    // The committed floor draws' options (lab's default 11 samples a
+    // draw: a median of 3 moves by more than a build does).
+    let out = run_logged(&lab_run(&res, "6.1", "none,selinux-mini", "paper", &[]));
     succeeded(&out);
     let all = cells(&res);
     for name in ["none", "selinux-mini"] {
@@ -334,16 +352,24 @@ fn paper_ops_rerun_within_half_a_percent() {
     }
 }
 
-/// The committed atlas's passed 6.1 cells: per configuration, each draw's median of `op`.
-fn atlas_draws(op: &str) -> std::collections::BTreeMap<String, Vec<f64>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/atlas/cells");
+/// The committed passed 6.1 cells whose samples were settled (the atlas
+/// predates settled samples: its figures of ops sampled after file ops are
+/// up to 5 % high): per configuration, each draw's median of `op`.
+fn settled_draws(op: &str) -> std::collections::BTreeMap<String, Vec<f64>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+    let dirs = std::fs::read_dir(&root).unwrap().flatten().filter(|d| {
+        let name = d.file_name().to_string_lossy().into_owned();
+        name == "atlas" || name.starts_with("floor-6.1")
+    });
+    let files = dirs.flat_map(|d| std::fs::read_dir(d.path().join("cells")).unwrap().flatten());
     let mut out: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
+    for e in files {
         let c = json(&std::fs::read_to_string(e.path()).unwrap());
         let measured = c["guest"]["bench"]["results"]
             .as_array()
             .is_some_and(|r| r.iter().any(|o| o["op"] == op));
-        if c["kernel"]["series"] == "6.1" && c["status"] == "passed" && measured {
+        let settled = c["guest"]["bench"]["options"]["settled"] == true;
+        if c["kernel"]["series"] == "6.1" && c["status"] == "passed" && measured && settled {
             let name = c["config"]["name"].as_str().unwrap().to_string();
             out.entry(name).or_default().push(median(&c, op));
         }
@@ -351,32 +377,59 @@ fn atlas_draws(op: &str) -> std::collections::BTreeMap<String, Vec<f64>> {
     out
 }
 
+/// The committed layout floor of 6.1 `op` (results/floor.json) as a
+/// fraction, and how many builds it spans.
+fn committed_floor(op: &str) -> Option<(f64, u64)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let t = json(&std::fs::read_to_string(root.join("results/floor.json")).unwrap());
+    let f = t["floors"].as_array()?.iter().find(|f| {
+        f["series"] == "6.1" && f["flavour"] == "cloud" && f["cpus"] == 1 && f["op"] == op
+    })?;
+    Some((f["floor_pct"].as_f64()? / 100.0, f["builds"].as_u64()?))
+}
+
 /// Issue 33: a new binary is another layout draw, so this run's figures
-/// must lie within the committed atlas's median over its draws ± the
-/// kernel's layout floor (the widest spread any 6.1 configuration shows
-/// over its own draws, at least 0.5 %; what the report judges by). A
-/// binary that moves figures beyond layout noise fails here, and the atlas
-/// must be regenerated (scripts/atlas.sh) before it lands.
+/// must lie within the committed settled draws' median ± the kernel's
+/// committed layout floor for the op (only configurations with settled
+/// committed draws are judged: today `none`, whose floor draws are
+/// settled; the atlas is not) (results/floor.json: what settled
+/// draws of `none` across three builds or more spread, at least 0.5 %;
+/// what the report judges one draw by). A binary that moves figures beyond
+/// layout noise fails here, and the committed draws must be made again.
 fn within_the_atlas(c: &Value, name: &str) {
-    let spread = |v: &[f64]| {
-        let (lo, hi) = v
-            .iter()
-            .fold((f64::MAX, f64::MIN), |(l, h), x| (l.min(*x), h.max(*x)));
-        (hi - lo) / lo
-    };
+    // The cell names the build that ran it: this test's executable; the
+    // guest ran the same bytes, zero-filled to their initramfs slot.
+    let sha = |b: &[u8]| format!("{:x}", <sha2::Sha256 as sha2::Digest>::digest(b));
+    let mut exe = std::fs::read(env!("CARGO_BIN_EXE_lsmpmon")).unwrap();
+    assert_eq!(c["lsmpmon_sha256"], sha(&exe).as_str(), "{name}");
+    exe.resize(
+        lsmpmon::vm::initramfs::lsmpmon_slot(exe.len() as u64) as usize,
+        0,
+    );
+    assert_eq!(
+        c["guest"]["bench"]["provenance"]["executable_sha256"],
+        sha(&exe).as_str(),
+        "{name}: the guest ran the host's build"
+    );
     let mut stale = Vec::new();
     for r in c["guest"]["bench"]["results"].as_array().unwrap() {
         let op = r["op"].as_str().unwrap();
-        let all = atlas_draws(op);
-        // An op newer than the atlas (close, creat, truncate) has nothing to judge it.
-        let Some(mine) = all.get(name) else {
+        // No settled committed draws of this configuration (the atlas is
+        // to be made again): nothing to judge it by yet.
+        let Some(mine) = settled_draws(op).remove(name) else {
+            eprintln!("no settled committed draws of 6.1 {name} {op}: not judged");
             continue;
         };
-        assert!(mine.len() >= 5, "the atlas has 5 draws of 6.1 {name}");
+        let (floor, builds) = committed_floor(op).expect("a committed 6.1 floor of every paper op");
+        assert!(
+            builds >= 3,
+            "6.1 {op}'s committed floor spans {builds} builds, not 3"
+        );
+        assert!(mine.len() >= 5, "5 settled draws of 6.1 {name} or more");
         let mut sorted = mine.clone();
         sorted.sort_by(f64::total_cmp);
         let m = sorted[sorted.len() / 2];
-        let floor = all.values().map(|v| spread(v)).fold(0.005, f64::max);
+        let floor = floor.max(0.005);
         let now = r["median"].as_f64().unwrap();
         if ((now - m) / m).abs() > floor {
             stale.push(format!("{op} {now:.0} vs {m:.0} ± {:.2} %", floor * 100.0));
@@ -384,7 +437,7 @@ fn within_the_atlas(c: &Value, name: &str) {
     }
     assert!(
         stale.is_empty(),
-        "results/atlas is stale for 6.1 {name} (this binary moves beyond the layout floor): {}; regenerate it with scripts/atlas.sh",
+        "the committed draws are stale for 6.1 {name} (this binary moves beyond the layout floor): {}; make them again (scripts/atlas.sh, results/floor-6.1*)",
         stale.join(", ")
     );
 }
@@ -436,7 +489,7 @@ fn check_proof(name: &str, p: &Value) {
 /// first use): a real denial, and percentages only against `none` booted on
 /// that same kernel.
 #[test]
-fn smack_proves_its_denial_on_its_own_kernel() {
+fn own_kernel_smack_proves_its_denial() {
     let res = tmpdir("smack");
     let out = run_logged(&lab_run(
         &res,
@@ -473,7 +526,7 @@ fn smack_proves_its_denial_on_its_own_kernel() {
 /// by side and the image-growth form gives A - B from the sizes each build
 /// recorded.
 #[test]
-fn the_framework_alone_is_a_build_without_it_beside_the_same_source() {
+fn own_kernel_the_framework_alone_is_a_build_without_it_beside_the_same_source() {
     let res = tmpdir("framework");
     let out = run_logged(&lab_run(
         &res,
@@ -615,7 +668,7 @@ fn the_forms_read_what_the_cells_hold(res: &Path, b: &Value, a: &Value, ratio: f
 /// prints; both policies, so a small and a large table are compared. Traced:
 /// the cells' probe is fentry/fexit although 7.3 offers a multi-link.
 #[test]
-fn avtab_figures_equal_the_kernels_own_on_its_debug_build() {
+fn own_kernel_avtab_figures_equal_the_kernels_own_on_its_debug_build() {
     let res = tmpdir("avtab");
     let out = run_logged(&lab_run(
         &res,
@@ -685,7 +738,7 @@ fn avtab_figures_equal_the_kernels_own_on_its_debug_build() {
 /// parameter does nothing, and the cell fails naming the kernel to boot.
 /// The avtab-slots form reads the cells.
 #[test]
-fn avtab_slots_follow_the_command_line_on_the_patched_kernel() {
+fn own_kernel_avtab_slots_follow_the_command_line_on_the_patched_kernel() {
     let res = tmpdir("avtab-slots");
     let out = run_logged(&lab_run(
         &res,
@@ -1413,4 +1466,202 @@ fn your_workload_runs_in_each_cell_and_a_failing_one_fails_its_cell() {
     );
     // The op that did not fail is kept.
     assert!(median(c, "null") > 0.0);
+}
+
+/// Issue 52 item 21: tracing more draws than a cell runs is refused
+/// before anything is resolved or written.
+#[test]
+fn trace_draws_beyond_the_draws_are_refused() {
+    let plan = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("trace-draws-plan.json");
+    let _ = std::fs::remove_file(&plan);
+    let out = Command::new(LSMPMON)
+        .args([
+            "lab",
+            "plan",
+            "--draws",
+            "2",
+            "--trace",
+            "--trace-draws",
+            "5",
+            "-o",
+        ])
+        .arg(&plan)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        one_error_line(&out).contains("--trace-draws 5 is more than --draws 2"),
+        "{out:?}"
+    );
+    assert!(!plan.exists());
+}
+
+/// Issue 52 item 19: `lab submit --slurm --resume` of a plan file kept
+/// elsewhere writes its script and logs under the plan's results, not
+/// beside the file; sbatch's own message is passed through (an sbatch
+/// that says "Unknown host" is not answered with advice about --time).
+#[test]
+fn a_resumed_slurm_plan_writes_under_its_results_and_says_what_sbatch_said() {
+    let dir = fresh_dir("lab", "slurm-resume");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for (tool, body) in [
+        ("sbatch", "echo 'sbatch: error: Unknown host' >&2\nexit 1\n"),
+        ("squeue", "exit 0\n"),
+    ] {
+        let p = bin.join(tool);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let results = dir.join("results");
+    let submit = |args: &[&str]| {
+        Command::new(LSMPMON)
+            .env("PATH", &path)
+            .args(["lab", "submit", "--slurm"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = submit(&[
+        "--results",
+        results.to_str().unwrap(),
+        "--kernels",
+        "6.1",
+        "--configs",
+        "none",
+        "--ops",
+        "null",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let line = one_error_line(&out);
+    assert!(
+        line.contains("Unknown host") && !line.contains("--time"),
+        "{line}"
+    );
+    let batch: Vec<PathBuf> = std::fs::read_dir(results.join("batch"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(batch.len(), 1, "{batch:?}");
+    let elsewhere = dir.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::copy(batch[0].join("plan.json"), elsewhere.join("plan.json")).unwrap();
+    std::fs::remove_file(batch[0].join("cells.sbatch")).unwrap();
+    let out = submit(&["--resume", elsewhere.join("plan.json").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_error_line(&out).contains("Unknown host"));
+    assert!(
+        !elsewhere.join("cells.sbatch").exists() && !elsewhere.join("logs").exists(),
+        "written beside the plan file"
+    );
+    assert!(batch[0].join("cells.sbatch").exists());
+}
+
+/// The verdict rule's check on 6.1, one draw a side against the committed
+/// floor: twins of `none` (no module; only files, boot parameters or a
+/// setup's allocations) establish no change on any paper op, and a cost
+/// planted in security_inode_create (about 2 % of a file creation) is
+/// established on the ops that create files and on no other.
+#[test]
+fn twins_of_none_change_nothing_and_a_planted_cost_shows_where_it_was_planted() {
+    let res = tmpdir("twins");
+    let configs = "none,twin-files,twin-cmdline,twin-setup,planted-create";
+    succeeded(&run_logged(&lab_run(&res, "6.1", configs, "paper", &[])));
+    let out = Command::new(LSMPMON)
+        .args(["report", res.to_str().unwrap(), "--form", "table3"])
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json(&String::from_utf8(out.stdout).unwrap());
+    let table = &doc["tables"][0];
+    let header: Vec<&str> = table["header"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h.as_str().unwrap())
+        .collect();
+    // Per configuration, the ops whose change is established.
+    let established = |config: &str| -> Vec<String> {
+        let col = header.iter().position(|h| *h == config).unwrap() - 1;
+        let rows = table["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 22, "every paper op");
+        rows.iter()
+            .filter(|r| {
+                let change = &r["cells"][col]["change"];
+                assert_eq!(change["interval"], "reference_floor", "{config}: {r}");
+                change["established"] == true
+            })
+            .map(|r| {
+                r["label"]
+                    .as_str()
+                    .unwrap()
+                    .split(' ')
+                    .next()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    };
+    // The rule states its false-positive rate (leave-two-out over the
+    // committed draws); one draw a side, it cannot be zero. Hold it: more
+    // established twins than that rate allows with 99.9 % is a broken rule.
+    let floor = json(&std::fs::read_to_string("results/floor.json").unwrap());
+    let rate = floor["error_rates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["series"] == "6.1" && r["flavour"] == "cloud" && r["cpus"] == 1)
+        .expect("6.1's error rate is committed");
+    let rate_pct = rate["rate_pct"].as_f64().unwrap();
+    assert!(rate_pct < 2.0, "the one-draw rule errs too often: {rate}");
+    let twins: Vec<String> = ["twin-files", "twin-cmdline", "twin-setup"]
+        .iter()
+        .flat_map(|t| {
+            established(t)
+                .into_iter()
+                .map(move |op| format!("{t} {op}"))
+        })
+        .collect();
+    let allowed = binomial_upper(3 * 22, rate_pct / 100.0, 0.999);
+    assert!(
+        twins.len() <= allowed,
+        "{} of 66 twin comparisons established (rule's rate {rate_pct} %: at most {allowed}): {twins:?}",
+        twins.len()
+    );
+    let planted = established("planted-create");
+    let elsewhere: Vec<&String> = planted
+        .iter()
+        .filter(|op| !["creat", "create_0k", "create_10k"].contains(&op.as_str()))
+        .collect();
+    for op in ["creat", "create_0k", "create_10k"] {
+        assert!(
+            planted.iter().any(|p| p == op),
+            "plant missed {op}: {planted:?}"
+        );
+    }
+    let allowed = binomial_upper(19, rate_pct / 100.0, 0.999);
+    assert!(
+        elsewhere.len() <= allowed,
+        "plant shows beyond inode_create (at most {allowed}): {elsewhere:?}"
+    );
+}
+
+/// The least k with P(X ≤ k) ≥ `confidence` for X ~ Binomial(n, p).
+fn binomial_upper(n: u32, p: f64, confidence: f64) -> usize {
+    let mut term = (1.0 - p).powi(n as i32);
+    let mut cumulative = term;
+    let mut k = 0;
+    while cumulative < confidence && k < n {
+        term *= (n - k) as f64 / (k + 1) as f64 * p / (1.0 - p);
+        k += 1;
+        cumulative += term;
+    }
+    k as usize
 }

@@ -436,7 +436,7 @@ fn mmdebstrap(mirrors: &Mirrors, partial: &Path) {
         .arg(format!("deb {main} bookworm-updates main"))
         .arg(format!("deb {security} bookworm-security main"))
         .output()
-        .expect("running mmdebstrap (scripts/setup.sh installs it)");
+        .expect("running mmdebstrap (scripts/setup.sh --tests installs it)");
     assert!(
         out.status.success(),
         "mmdebstrap failed:\n{}",

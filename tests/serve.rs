@@ -91,7 +91,7 @@ fn promtool_check(text: &str) {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("promtool (scripts/setup.sh installs prometheus)");
+        .expect("promtool (scripts/setup.sh --tests installs prometheus)");
     child
         .stdin
         .take()

@@ -132,7 +132,8 @@ fn every_request_is_answered_with_the_file_and_errors_fail_the_op() {
          {bench} >/dev/null 2>/tmp/ok; echo ok=$?
          (sleep 1; kill {pid}) &
          {long} >/tmp/mid.out 2>/tmp/mid.err; echo mid=$?; grep FAILED /tmp/mid.err
-         echo mid_rows=$(grep -c web_c8 /tmp/mid.out)
+         echo mid_rows=$(grep web_c8 /tmp/mid.out | grep -vc FAILED)
+         echo mid_named=$(grep -c 'web_c8 FAILED' /tmp/mid.out)
          sleep 2; lsmpmon lab web-server || exit 9
          head -c 4000 /srv/lsmpmon-web/htdocs/f5k > /tmp/short && cat /tmp/short > /srv/lsmpmon-web/htdocs/f5k
          {bench} >/dev/null 2>/tmp/short.err; echo short=$?; grep FAILED /tmp/short.err
@@ -151,6 +152,8 @@ fn every_request_is_answered_with_the_file_and_errors_fail_the_op() {
     // Killed mid-run: the op fails and prints no figure.
     assert!(text.contains("mid=1"), "{text}");
     assert!(text.contains("mid_rows=0"), "{text}");
+    // … and its result names it as failed, with why.
+    assert!(text.contains("mid_named=1"), "{text}");
     assert!(text.contains("short=1"), "{text}");
     assert!(
         text.contains("GET /f5k: Content-Length 4000 but the file has 5120 bytes"),

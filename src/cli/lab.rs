@@ -11,7 +11,7 @@ use base::error::{usage, with_code, EXIT_FAILURE, EXIT_OK};
 use base::parse::split_list;
 use base::table;
 use lab::{self, batch, results, RunOutcome};
-use report::{self, forms::BASELINE, input};
+use report::{self, input, input::BASELINE};
 
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]

@@ -133,6 +133,7 @@ impl RunArgs {
         };
         // What a plan file or a rerun is held to, checked before anything boots.
         options.check().map_err(usage)?;
+        lab::plan::Draws::traced_within(self.draws, self.trace_draws).map_err(usage)?;
         Ok(Request {
             kernels: split_list(&self.kernels),
             flavour: self.flavour.clone(),
@@ -160,10 +161,10 @@ impl RunArgs {
         let Some(p) = &self.workload else {
             return Ok(None);
         };
-        let path = bench::workload::check_program(p).map_err(usage)?;
+        let program = bench::workload::Program::read(p).map_err(usage)?;
         Ok(Some(WorkloadProgram {
-            sha256: base::digest::sha256_file(&path)?,
-            path: bench::workload::recorded_path(&path),
+            path: bench::workload::recorded_path(&program.real),
+            sha256: program.sha256,
             timeout_s: self.workload_timeout_s,
         }))
     }

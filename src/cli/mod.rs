@@ -96,10 +96,33 @@ fn usage_error(e: clap::Error) -> ! {
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
             "a subcommand is needed; see --help".to_string()
         }
+        ErrorKind::ValueValidation => refused_value(&e),
         _ => error::clap_line(&e.to_string()),
     };
     base::say!("lsmpmon: error: {line}");
     std::process::exit(error::EXIT_USAGE);
+}
+
+/// A value a parser refused, with the parser's reason, from clap's fields:
+/// its rendered text breaks at a newline inside the value, and the first
+/// line alone lost the reason.
+fn refused_value(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let text = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.as_str()),
+        _ => None,
+    };
+    let (Some(arg), Some(value)) = (
+        text(ContextKind::InvalidArg),
+        text(ContextKind::InvalidValue),
+    ) else {
+        return error::clap_line(&e.to_string());
+    };
+    let why = std::error::Error::source(e)
+        .map(|s| format!(": {s}"))
+        .unwrap_or_default();
+    let line = format!("invalid value '{value}' for '{arg}'{why}");
+    format!("{}; see --help", base::text::one_line(&line, 1000))
 }
 
 #[cfg(test)]

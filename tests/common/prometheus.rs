@@ -40,7 +40,7 @@ pub fn get(url: &str, timeout_s: u32) -> Option<String> {
     let out = Command::new("curl")
         .args(["-sf", "-m", &timeout_s.to_string(), url])
         .output()
-        .expect("curl (scripts/setup.sh installs it)");
+        .expect("curl (scripts/setup.sh --tests installs it)");
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
@@ -97,7 +97,7 @@ impl Prometheus {
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
-            .expect("prometheus (Debian package prometheus; scripts/setup.sh installs it)");
+            .expect("prometheus (Debian package prometheus; scripts/setup.sh --tests installs it)");
         let p = Prometheus { dir, port, child };
         let start = Instant::now();
         while get(&p.url("/-/ready"), 2).is_none() {

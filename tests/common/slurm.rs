@@ -321,7 +321,7 @@ fn check_tools(tools: &[&str]) {
                 .args(["-c", &format!("command -v {tool}")])
                 .output()
                 .is_ok_and(|o| o.status.success()),
-            "{tool} not found: apt-get install slurm-wlm munge iproute2 util-linux (scripts/setup.sh does)"
+            "{tool} not found: apt-get install slurm-wlm munge iproute2 util-linux (scripts/setup.sh --tests does)"
         );
     }
 }

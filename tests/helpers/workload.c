@@ -20,6 +20,20 @@
  *        each time, while this process stat()s PATH until the child is done:
  *        on a kernel that preempts in kernel mode (preempt=full, lazy) some
  *        wakeups land inside a hook. Prints the number of stats as "n".
+ *
+ * Hooks whose callers are not named security_<hook> (PATH unused unless said):
+ *   workload fork_exec N PROG     N fork + exec PROG (cred_prepare, each twice)
+ *   workload session_keyring N X  N children each join a new session keyring
+ *        and hand it to this process (KEYCTL_SESSION_TO_PARENT), which
+ *        installs it returning from wait() (cred_transfer, once a child)
+ *   workload udp N X              N datagrams from an unconnected socket to
+ *        one bound on 127.0.0.1, each received (sk_getsecid when routed,
+ *        socket_sock_rcv_skb when queued)
+ *   workload userns N X           N children each unshare(CLONE_NEWUSER)
+ *   workload settime N X          N clock_settime(CLOCK_REALTIME, now)
+ *   workload mount N DIR          N tmpfs mounts on DIR, each unmounted
+ *   workload mmap N X             N private writable 8 MiB maps, each unmapped
+ *        (vm_enough_memory)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -27,8 +41,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <linux/keyctl.h>
 #include <linux/landlock.h>
+#include <netinet/in.h>
 #include <sched.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/fanotify.h>
 #include <sys/syscall.h>
@@ -160,10 +180,107 @@ static int rt_preempt(long n, const char *path, long spin_us)
 	return 0;
 }
 
+/* Runs `child` in a new process and waits for it; dies if it failed. */
+static void in_child(void (*child)(const char *), const char *arg)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		child(arg);
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+		die("child");
+}
+
+static void exec_prog(const char *prog)
+{
+	execl(prog, prog, (char *)NULL);
+	die("exec");
+}
+
+static void session_to_parent(const char *unused)
+{
+	(void)unused;
+	if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0)
+		die("keyctl join");
+	if (syscall(SYS_keyctl, KEYCTL_SESSION_TO_PARENT) < 0)
+		die("keyctl session_to_parent");
+}
+
+static void new_userns(const char *unused)
+{
+	(void)unused;
+	if (unshare(CLONE_NEWUSER) < 0)
+		die("unshare");
+}
+
+static void udp(long n)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET };
+	socklen_t len = sizeof(to);
+	char byte = 'x';
+	int rx = socket(AF_INET, SOCK_DGRAM, 0), tx = socket(AF_INET, SOCK_DGRAM, 0);
+
+	to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (rx < 0 || tx < 0 || bind(rx, (void *)&to, sizeof(to)) < 0 ||
+	    getsockname(rx, (void *)&to, &len) < 0)
+		die("udp socket");
+	for (long i = 0; i < n; i++) {
+		if (sendto(tx, &byte, 1, 0, (void *)&to, sizeof(to)) != 1)
+			die("sendto");
+		if (recv(rx, &byte, 1, 0) != 1)
+			die("recv");
+	}
+	close(rx);
+	close(tx);
+}
+
+/* The ops above whose hooks' callers are named otherwise; 2: not one. */
+static int other_named(const char *op, long n, const char *path)
+{
+	struct timespec now;
+
+	if (!strcmp(op, "udp")) {
+		udp(n);
+		return 0;
+	}
+	for (long i = 0; i < n; i++) {
+		if (!strcmp(op, "fork_exec")) {
+			in_child(exec_prog, path);
+		} else if (!strcmp(op, "session_keyring")) {
+			in_child(session_to_parent, path);
+		} else if (!strcmp(op, "userns")) {
+			in_child(new_userns, path);
+		} else if (!strcmp(op, "settime")) {
+			if (clock_gettime(CLOCK_REALTIME, &now) < 0 ||
+			    clock_settime(CLOCK_REALTIME, &now) < 0)
+				die("clock_settime");
+		} else if (!strcmp(op, "mount")) {
+			if (mount("none", path, "tmpfs", 0, NULL) < 0)
+				die("mount");
+			if (umount(path) < 0)
+				die("umount");
+		} else if (!strcmp(op, "mmap")) {
+			size_t size = 8 << 20;
+			void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (p == MAP_FAILED || munmap(p, size) < 0)
+				die("mmap");
+		} else {
+			return 2;
+		}
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: workload stat|open_close|create|prctl|landlock_open|fanotify_slow|rt_preempt N PATH [DELAY_MS|SPIN_US]\n");
+		fprintf(stderr, "usage: workload stat|open_close|create|prctl|landlock_open|fanotify_slow|rt_preempt|fork_exec|session_keyring|udp|userns|settime|mount|mmap N PATH [DELAY_MS|SPIN_US]\n");
 		return 2;
 	}
 	const char *op = argv[1];
@@ -206,6 +323,8 @@ int main(int argc, char **argv)
 		return fanotify_slow(n, path, atol(argv[4]));
 	} else if (!strcmp(op, "rt_preempt") && argc >= 5) {
 		return rt_preempt(n, path, atol(argv[4]));
+	} else if (start = now_ns(), other_named(op, n, path) == 0) {
+		/* done */
 	} else {
 		fprintf(stderr, "workload: unknown operation %s\n", op);
 		return 2;

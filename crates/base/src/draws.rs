@@ -22,6 +22,9 @@ pub enum Interval {
     Bootstrap95,
     /// Smallest to largest change over every pair of draws (few draws).
     PairRange,
+    /// One draw a side: the change ± the kernel's committed layout floor
+    /// for the op (what draws of `none` alone spread over several builds).
+    ReferenceFloor,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -34,8 +37,63 @@ pub struct DrawnChange {
     /// What the baseline's draws alone spread: (max − min) / min, percent,
     /// and never less than virtual time's determinism.
     pub floor_pct: f64,
-    /// The interval excludes 0 and |pct| exceeds the floor.
+    /// The interval excludes 0 and |pct| exceeds the floor, against each
+    /// mode of a side whose draws fall into two.
     pub established: bool,
+    /// A side's draws fall into two modes and the change does not hold
+    /// against each of them: no verdict (the draws, not the modules, decide
+    /// the sign).
+    #[serde(default)]
+    pub two_modes: bool,
+}
+
+/// A gap between two groups of draws must be this many times wider than
+/// the two groups' own ranges together to call them two modes …
+const MODE_GAP_FACTOR: f64 = 4.0;
+/// … and at least this wide, percent of the median (deterministic ops
+/// repeat to hundredths of a percent; a tenth is not a mode).
+const MIN_MODE_GAP_PCT: f64 = 0.5;
+
+/// The draws split at their widest gap when they fall into two modes:
+/// (the lower mode, the upper mode), each sorted; None for one mode or
+/// fewer than three draws.
+pub fn modes(draws: &[f64]) -> Option<(Vec<f64>, Vec<f64>)> {
+    if draws.len() < 3 {
+        return None;
+    }
+    let mut v = draws.to_vec();
+    v.sort_by(f64::total_cmp);
+    let (at, gap) = v
+        .windows(2)
+        .enumerate()
+        .map(|(i, w)| (i + 1, w[1] - w[0]))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let (low, high) = v.split_at(at);
+    let ranges = (low[low.len() - 1] - low[0]) + (high[high.len() - 1] - high[0]);
+    let mid = median(&v);
+    let wide = mid > 0.0 && gap / mid * 100.0 >= MIN_MODE_GAP_PCT;
+    (wide && gap > MODE_GAP_FACTOR * ranges).then(|| (low.to_vec(), high.to_vec()))
+}
+
+/// Whether the change from `base` to `v` keeps its sign beyond the floor
+/// against each mode of either side (a side of one mode is its own).
+fn holds_in_each_mode(
+    higher_is_better: bool,
+    base: &[f64],
+    v: &[f64],
+    floor_pct: f64,
+    pct: f64,
+) -> bool {
+    let split = |xs: &[f64]| match modes(xs) {
+        Some((low, high)) => vec![low, high],
+        None => vec![xs.to_vec()],
+    };
+    split(base).iter().all(|b| {
+        split(v).iter().all(|x| {
+            let p = overhead_pct(higher_is_better, median(b), median(x));
+            p.signum() == pct.signum() && p.abs() > floor_pct
+        })
+    })
 }
 
 /// The smallest and the largest of `values` (±∞ reversed when empty).
@@ -79,6 +137,10 @@ pub fn change_over_floor(
         return None;
     }
     let pct = overhead_pct(higher_is_better, median(base), median(v));
+    // Checked results give finite changes; anything else is no change to judge.
+    if !pct.is_finite() {
+        return None;
+    }
     let (low_pct, high_pct, interval) = if base.len().min(v.len()) >= BOOTSTRAP_FROM {
         let (lo, hi) = bootstrap(higher_is_better, base, v);
         (lo, hi, Interval::Bootstrap95)
@@ -95,13 +157,43 @@ pub fn change_over_floor(
     };
     let floor_pct = spread_pct(base).max(kernel_floor_pct).max(MIN_FLOOR_PCT);
     let excludes_zero = low_pct > 0.0 || high_pct < 0.0;
+    let over = excludes_zero && pct.abs() > floor_pct;
+    let bimodal = modes(base).is_some() || modes(v).is_some();
+    let two_modes = bimodal && !holds_in_each_mode(higher_is_better, base, v, floor_pct, pct);
     Some(DrawnChange {
         pct,
         low_pct,
         high_pct,
         interval,
         floor_pct,
-        established: excludes_zero && pct.abs() > floor_pct,
+        established: over && !two_modes,
+        two_modes,
+    })
+}
+
+/// The change from one draw `base` to one draw `v`, judged against the
+/// kernel's committed floor for the op: established only when it exceeds
+/// what a change of layout alone moved that op (its interval, the change ±
+/// the floor, then excludes 0).
+pub fn against_reference(
+    higher_is_better: bool,
+    base: f64,
+    v: f64,
+    reference_floor_pct: f64,
+) -> Option<DrawnChange> {
+    let pct = overhead_pct(higher_is_better, base, v);
+    if !pct.is_finite() || !reference_floor_pct.is_finite() {
+        return None;
+    }
+    let floor_pct = reference_floor_pct.max(MIN_FLOOR_PCT);
+    Some(DrawnChange {
+        pct,
+        low_pct: pct - floor_pct,
+        high_pct: pct + floor_pct,
+        interval: Interval::ReferenceFloor,
+        floor_pct,
+        established: pct.abs() > floor_pct,
+        two_modes: false,
     })
 }
 
@@ -162,6 +254,27 @@ mod tests {
     }
 
     #[test]
+    fn one_draw_a_side_is_judged_against_the_committed_floor() {
+        // 2 % slower against a floor of 0.8 %: established, interval ± floor.
+        let c = against_reference(false, 100.0, 102.0, 0.8).unwrap();
+        assert!(
+            c.established && c.interval == Interval::ReferenceFloor,
+            "{c:?}"
+        );
+        assert!((c.low_pct - 1.2).abs() < 1e-9 && (c.high_pct - 2.8).abs() < 1e-9);
+        // The same change against a floor of 3 %: within it, no verdict.
+        let c = against_reference(false, 100.0, 102.0, 3.0).unwrap();
+        assert!(!c.established && c.low_pct < 0.0, "{c:?}");
+        // A floor under virtual time's determinism is raised to it.
+        let c = against_reference(false, 100.0, 100.3, 0.0).unwrap();
+        assert!(!c.established && c.floor_pct == MIN_FLOOR_PCT, "{c:?}");
+        // Bandwidth: less is slower.
+        let c = against_reference(true, 100.0, 90.0, 1.0).unwrap();
+        assert!(c.established && c.pct > 0.0, "{c:?}");
+        assert!(against_reference(false, 0.0, 1.0, 1.0).is_none());
+    }
+
+    #[test]
     fn a_change_inside_the_layout_floor_is_not_established() {
         // The baseline's draws spread 6 %; a 3 % change whose draws all lie
         // above the baseline's median is still layout.
@@ -214,5 +327,35 @@ mod tests {
         assert!(c.pct > 0.0 && c.established, "{c:?}");
         // The same inputs give the same interval (a table repeats exactly).
         assert_eq!(change(false, &base, &v), change(false, &base, &v));
+    }
+
+    #[test]
+    fn draws_in_two_modes_are_found_and_one_mode_is_not() {
+        // 7.3 udp `none` in the atlas: one draw in a faster mode.
+        let (low, high) = modes(&[27.37, 27.36, 27.02, 27.35, 27.36]).unwrap();
+        assert_eq!(low, [27.02]);
+        assert_eq!(high, [27.35, 27.36, 27.36, 27.37]);
+        // Draws spread evenly over 0.9 %: one mode.
+        assert!(modes(&[6600.0, 6620.0, 6650.0, 6640.0, 6660.0]).is_none());
+        // A deterministic op a tenth of a percent apart: not a mode.
+        assert!(modes(&[1000.0, 1000.0, 1001.0, 1001.0]).is_none());
+        assert!(modes(&[1.0, 2.0]).is_none());
+    }
+
+    #[test]
+    fn a_change_that_one_mode_of_the_baseline_explains_has_no_verdict() {
+        // What the atlas called an established IMA speed-up on 7.3 udp: it
+        // is below the baseline's slower mode but not its faster one.
+        let none = [27.37, 27.36, 27.02, 27.35, 27.36];
+        let ima = [26.98, 26.99, 26.98, 26.98, 26.98];
+        let c = change(false, &none, &ima).unwrap();
+        assert!(c.two_modes && !c.established, "{c:?}");
+        // A real overhead holds against both modes: it stays established.
+        let tomoyo = [95.0, 95.1, 95.2, 95.0, 95.1];
+        let c = change(false, &none, &tomoyo).unwrap();
+        assert!(c.established && !c.two_modes, "{c:?}");
+        // Two modes on the configuration's side count as well.
+        let c = change(false, &ima, &none).unwrap();
+        assert!(c.two_modes && !c.established, "{c:?}");
     }
 }

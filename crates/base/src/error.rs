@@ -51,12 +51,16 @@ pub fn exit_code(err: &anyhow::Error) -> i32 {
         .unwrap_or(EXIT_FAILURE)
 }
 
-/// The whole chain on one line: "what: why: root cause".
+/// The whole chain on one line: "what: why: root cause", newlines as
+/// spaces and any other control character escaped (a message may quote
+/// bytes lsmpmon did not write).
 pub fn one_line(err: &anyhow::Error) -> String {
-    err.chain()
+    let line = err
+        .chain()
         .map(|e| e.to_string().replace('\n', " "))
         .collect::<Vec<_>>()
-        .join(": ")
+        .join(": ");
+    crate::text::one_line(&line, usize::MAX)
 }
 
 /// clap's multi-line usage error as one line: its first line without the
@@ -82,14 +86,7 @@ pub fn clap_line(rendered: &str) -> String {
     };
     // clap quotes the value it refused: a control character in it is shown
     // escaped, never sent to the terminal.
-    let line: String = line
-        .chars()
-        .map(|c| match c.is_control() {
-            true => c.escape_default().to_string(),
-            false => c.to_string(),
-        })
-        .collect();
-    format!("{line}; see --help")
+    format!("{}; see --help", crate::text::one_line(&line, usize::MAX))
 }
 
 /// An errno as its name where the proofs and matrices use one.

@@ -12,6 +12,7 @@ pub mod secure_fs;
 pub mod stats;
 pub mod table;
 pub mod task_name;
+pub mod text;
 pub mod version;
 
 /// The source tree this build was made from (the workspace's root): where a

@@ -113,6 +113,21 @@ pub fn not_a_link(path: &Path) -> Result<()> {
     }
 }
 
+/// A results directory's `cells/`, if it has one, refused when it is a
+/// symbolic link: the names read from it would be another directory's
+/// (one the results' writer never wrote, such as /etc).
+pub fn cells_dir(results: &Path) -> Result<Option<PathBuf>> {
+    let cells = results.join("cells");
+    match fs::symlink_metadata(&cells) {
+        Ok(m) if m.file_type().is_symlink() => Err(usage(format!(
+            "{} is a symbolic link: cells are read only from a directory of their own (copy them there)",
+            cells.display()
+        ))),
+        Ok(m) if m.is_dir() => Ok(Some(cells)),
+        _ => Ok(None),
+    }
+}
+
 /// Refuses a path that passes through a symbolic link owned by neither root
 /// nor us (a link another user planted in /tmp, pointing into /root): the
 /// kernel's `protected_symlinks` rule, for every component, not only sticky

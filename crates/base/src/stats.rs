@@ -8,7 +8,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// What virtual time repeats to across boots (LAB-FACTS; BENCHMARKS §2).
+/// What virtual time repeats to across boots (LAB-FACTS; BENCHMARKS.md, 'Determinism of a guest').
 pub const VIRTUAL_DETERMINISM_PCT: f64 = 0.5;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -74,11 +74,23 @@ fn shown_p(p: f64) -> String {
     }
 }
 
+/// A change that is not a number (checked results never give one): no verdict.
+fn not_a_figure() -> Judged {
+    (
+        Verdict::CannotTell,
+        "the change is not a figure".into(),
+        None,
+    )
+}
+
 /// The verdict on a change of `overhead` percent between one run a side
 /// (`sa`, `sb`: their samples). Virtual time: exact against its
 /// determinism. Real time: cannot tell; the within-run test is shown for
 /// information only.
 pub fn verdict(virtual_time: bool, overhead: f64, sa: &[f64], sb: &[f64]) -> Judged {
+    if !overhead.is_finite() {
+        return not_a_figure();
+    }
     if virtual_time {
         let v = if overhead.abs() <= VIRTUAL_DETERMINISM_PCT {
             Verdict::WithinNoise
@@ -102,6 +114,9 @@ pub fn verdict(virtual_time: bool, overhead: f64, sa: &[f64], sb: &[f64]) -> Jud
 /// median): a Mann-Whitney U test on them, or "cannot tell" where these
 /// run counts cannot reach p < `alpha` whatever the figures.
 pub fn runs_verdict(overhead: f64, a: &[f64], b: &[f64], alpha: f64) -> Judged {
+    if !overhead.is_finite() {
+        return not_a_figure();
+    }
     let (n1, n2) = (a.len(), b.len());
     let counts = if n1 == n2 {
         format!("{n1} runs a side")

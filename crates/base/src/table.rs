@@ -51,6 +51,10 @@ pub enum Cell {
     /// net time per call).
     Explained {
         explained_ns: f64,
+        /// The part of `explained_ns` the added modules spend in their own
+        /// functions, when `explained_ns` is the whole hooks' time.
+        #[serde(default)]
+        modules_ns: Option<f64>,
         overhead_ns: f64,
         /// The overhead is established over the layout floor.
         established: bool,
@@ -85,29 +89,80 @@ impl Cell {
     }
 }
 
+/// What a form prints where a figure is not a number: a checked result
+/// never gives one, and no form prints "inf" or "NaN".
+pub const NOT_A_FIGURE: &str = "not a figure";
+
+/// A zero without its sign: JSON and charts print -0.0 as "-0.0".
+pub fn unsigned_zero(value: f64) -> f64 {
+    if value == 0.0 {
+        0.0
+    } else {
+        value
+    }
+}
+
+/// The one way a figure becomes text: `decimals` places; a value that
+/// rounds to zero has no sign (never "-0.0"); one that is not finite is
+/// [`NOT_A_FIGURE`].
+pub fn fmt_num(value: f64, decimals: usize) -> String {
+    if !value.is_finite() {
+        return NOT_A_FIGURE.into();
+    }
+    let shown = format!("{value:.decimals$}");
+    match shown.strip_prefix('-') {
+        Some(zero) if zero.chars().all(|c| c == '0' || c == '.') => zero.to_string(),
+        _ => shown,
+    }
+}
+
+/// [`fmt_num`] with its sign: "+1.2", "-0.4", and "0.0" for a value that
+/// rounds to zero.
+pub fn fmt_signed(value: f64, decimals: usize) -> String {
+    let shown = fmt_num(value, decimals);
+    let zero = shown.chars().all(|c| c == '0' || c == '.');
+    if zero || shown.starts_with('-') || !value.is_finite() {
+        shown
+    } else {
+        format!("+{shown}")
+    }
+}
+
 /// A figure with as many digits as it deserves: integers above 1000, one
 /// decimal above 10, three below.
 pub fn fmt_value(value: f64) -> String {
     if value.abs() >= 1000.0 || value.fract() == 0.0 {
-        format!("{value:.0}")
+        fmt_num(value, 0)
     } else if value.abs() >= 10.0 {
-        format!("{value:.1}")
+        fmt_num(value, 1)
     } else {
-        format!("{value:.3}")
+        fmt_num(value, 3)
     }
 }
 
 /// "+1.2 %"; a change that rounds to nothing is "0.0 %", never "-0.0 %".
 pub fn fmt_pct(pct: f64, decimals: usize) -> String {
-    let shown = format!("{pct:+.decimals$}");
-    if shown
-        .trim_start_matches(['+', '-'])
-        .chars()
-        .all(|c| c == '0' || c == '.')
-    {
-        format!("{:.decimals$} %", 0.0)
+    format!("{} %", fmt_signed(pct, decimals))
+}
+
+/// A figure in the CSV form: as Rust writes it exactly, "0" for either
+/// zero, and empty where it is not finite.
+fn csv_num(value: f64) -> String {
+    if !value.is_finite() {
+        String::new()
+    } else if value == 0.0 {
+        "0".into()
     } else {
-        format!("{shown} %")
+        value.to_string()
+    }
+}
+
+/// A figure of the CSV form with `decimals` places; empty where not finite.
+fn csv_fixed(value: f64, decimals: usize) -> String {
+    if value.is_finite() {
+        fmt_num(value, decimals)
+    } else {
+        String::new()
     }
 }
 
@@ -120,11 +175,20 @@ pub fn unexplained(explained_ns: f64, overhead_ns: f64, established: bool) -> bo
     established && !(EXPLAINED_RANGE.0..=EXPLAINED_RANGE.1).contains(&ratio)
 }
 
-fn fmt_explained(explained_ns: f64, overhead_ns: f64, established: bool) -> String {
-    // A sum of non-negative times, printed without a "-0".
+fn fmt_explained(
+    explained_ns: f64,
+    modules_ns: Option<f64>,
+    overhead_ns: f64,
+    established: bool,
+) -> String {
+    // Printed without a "-0".
     let us = |ns: f64| fmt_value(ns / 1e3 + 0.0);
+    let explained = match modules_ns {
+        Some(m) => format!("{} [modules {}]", us(explained_ns), us(m)),
+        None => us(explained_ns),
+    };
     if !established {
-        return format!("{} µs (overhead not established)", us(explained_ns));
+        return format!("{explained} µs (overhead not established)");
     }
     let flag = if unexplained(explained_ns, overhead_ns, established) {
         " ⚑"
@@ -132,10 +196,9 @@ fn fmt_explained(explained_ns: f64, overhead_ns: f64, established: bool) -> Stri
         ""
     };
     format!(
-        "{} of {} µs (×{:.2}){flag}",
-        us(explained_ns),
+        "{explained} of {} µs (×{}){flag}",
         us(overhead_ns),
-        explained_ns / overhead_ns
+        fmt_num(explained_ns / overhead_ns, 2)
     )
 }
 
@@ -143,12 +206,13 @@ pub fn fmt_cell(c: &Cell) -> String {
     match c {
         Cell::Explained {
             explained_ns,
+            modules_ns,
             overhead_ns,
             established,
-        } => fmt_explained(*explained_ns, *overhead_ns, *established),
+        } => fmt_explained(*explained_ns, *modules_ns, *overhead_ns, *established),
         Cell::Missing { why } => why.clone(),
         Cell::Text { text } => text.clone(),
-        Cell::Fixed { value, decimals } => format!("{value:.decimals$}"),
+        Cell::Fixed { value, decimals } => fmt_num(*value, *decimals),
         Cell::Drawn {
             value,
             change,
@@ -157,8 +221,9 @@ pub fn fmt_cell(c: &Cell) -> String {
         } => match change {
             None if *draws > 1 => {
                 format!(
-                    "{} ({draws} draws, spread {spread_pct:.2} %)",
-                    fmt_value(*value)
+                    "{} ({draws} draws, spread {} %)",
+                    fmt_value(*value),
+                    fmt_num(*spread_pct, 2)
                 )
             }
             None => fmt_value(*value),
@@ -177,8 +242,14 @@ pub fn fmt_cell(c: &Cell) -> String {
 /// An established change with its interval, "+246.1 % [+240.2, +251.0]";
 /// any other as layout noise with its interval, never as a bare figure.
 pub fn fmt_drawn(c: &crate::draws::DrawnChange) -> String {
-    let range = format!("[{:+.1}, {:+.1}]", c.low_pct, c.high_pct);
-    if c.established {
+    let range = format!(
+        "[{}, {}]",
+        fmt_signed(c.low_pct, 1),
+        fmt_signed(c.high_pct, 1)
+    );
+    if c.two_modes {
+        format!("two layout modes {range} %")
+    } else if c.established {
         format!("{} {range}", fmt_pct(c.pct, 1))
     } else if c.low_pct > 0.0 || c.high_pct < 0.0 {
         format!("within layout floor {range} %")
@@ -211,18 +282,31 @@ fn verbatim(s: &str) -> String {
     s.to_string()
 }
 
-/// A cell of a Markdown table: a `|` would start a column, `<` a tag.
-fn md_escape(s: &str) -> String {
-    s.replace('|', "\\|")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
 /// User text (a configuration or kernel name, a path, a reason) in Markdown
 /// prose, shown as written: what could start a link, emphasis, code, a tag,
 /// an entity or a block is escaped. `_` inside a word (`CONFIG_IMA`) cannot
 /// start emphasis and stays as it is.
 pub fn md_text(s: &str) -> String {
+    let mut out = md_inline(s);
+    // First on a line (or in a list item), these start a block; so do
+    // digits and a `.` or `)` before a space or the end (an ordered list;
+    // `5.10` is none).
+    if out.starts_with(['-', '+', '=', '#']) {
+        out.insert(0, '\\');
+    }
+    let digits = out.len() - out.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let marker = out[digits..].starts_with(['.', ')'])
+        && matches!(out[digits + 1..].chars().next(), None | Some(' ' | '\t'));
+    if digits > 0 && marker {
+        out.insert(digits, '\\');
+    }
+    out
+}
+
+/// Text inside a line that cannot start a block (a table's cell or header,
+/// a heading's text): escaped as `md_text` escapes, but for the block rule.
+/// One escaping for every Markdown a report writes.
+pub fn md_inline(s: &str) -> String {
     let chars: Vec<char> = s.chars().collect();
     let mut out = String::with_capacity(s.len());
     let mut i = 0;
@@ -250,15 +334,11 @@ pub fn md_text(s: &str) -> String {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '&' => out.push_str("&amp;"),
-            // A line break would end the paragraph or list item.
+            // A line break would end the paragraph, list item or row.
             '\n' | '\r' => out.push(' '),
             c => out.push(c),
         }
         i += 1;
-    }
-    // First on a line (or in a list item), these start a block.
-    if out.starts_with(['-', '+', '=', '#']) {
-        out.insert(0, '\\');
     }
     out
 }
@@ -312,11 +392,11 @@ pub fn markdown(tables: &[Table]) -> String {
         .map(|t| {
             format!(
                 "### {}\n\n{}\n\n{}\n",
-                md_escape(&t.title),
-                comfy(t, presets::ASCII_MARKDOWN, md_escape),
+                md_inline(&t.title),
+                comfy(t, presets::ASCII_MARKDOWN, md_inline),
                 t.notes
                     .iter()
-                    .map(|n| format!("- {}", md_escape(n)))
+                    .map(|n| format!("- {}", md_text(n)))
                     .collect::<Vec<_>>()
                     .join("\n")
             )
@@ -365,19 +445,20 @@ fn csv_fields(c: &Cell) -> [String; 5] {
     ];
     match c {
         Cell::Value { value, pct, mark } => {
-            rec[0] = value.to_string();
-            rec[1] = pct.map(|p| format!("{p:.3}")).unwrap_or_default();
+            rec[0] = csv_num(*value);
+            rec[1] = pct.map(|p| csv_fixed(p, 3)).unwrap_or_default();
             rec[2] = csv_text(mark.as_deref().unwrap_or_default());
         }
-        Cell::Fixed { value, .. } => rec[0] = value.to_string(),
+        Cell::Fixed { value, .. } => rec[0] = csv_num(*value),
         Cell::Explained {
             explained_ns,
+            modules_ns,
             overhead_ns,
             established,
         } => {
-            rec[0] = explained_ns.to_string();
+            rec[0] = csv_num(*explained_ns);
             if *established {
-                rec[1] = format!("{:.3}", explained_ns / overhead_ns * 100.0);
+                rec[1] = csv_fixed(explained_ns / overhead_ns * 100.0, 3);
             }
             rec[2] = if *established {
                 "established"
@@ -385,7 +466,14 @@ fn csv_fields(c: &Cell) -> [String; 5] {
                 "layout noise"
             }
             .into();
-            rec[3] = format!("of an overhead of {overhead_ns:.1} ns per op");
+            rec[3] = match modules_ns {
+                Some(m) => format!(
+                    "of an overhead of {} ns per op; modules {}",
+                    fmt_num(*overhead_ns, 1),
+                    fmt_num(*m, 1)
+                ),
+                None => format!("of an overhead of {} ns per op", fmt_num(*overhead_ns, 1)),
+            };
         }
         Cell::Drawn {
             value,
@@ -393,10 +481,10 @@ fn csv_fields(c: &Cell) -> [String; 5] {
             change,
             spread_pct,
         } => {
-            rec[0] = value.to_string();
-            rec[3] = format!("{draws} draws, spread {spread_pct:.3}");
+            rec[0] = csv_num(*value);
+            rec[3] = format!("{draws} draws, spread {}", fmt_num(*spread_pct, 3));
             if let Some(c) = change {
-                rec[1] = format!("{:.3}", c.pct);
+                rec[1] = csv_fixed(c.pct, 3);
                 rec[2] = if c.established {
                     "established"
                 } else if c.low_pct > 0.0 || c.high_pct < 0.0 {
@@ -406,8 +494,10 @@ fn csv_fields(c: &Cell) -> [String; 5] {
                 }
                 .into();
                 rec[3] = format!(
-                    "[{:.3}, {:.3}] over {draws} draws, floor {:.3}",
-                    c.low_pct, c.high_pct, c.floor_pct
+                    "[{}, {}] over {draws} draws, floor {}",
+                    fmt_num(c.low_pct, 3),
+                    fmt_num(c.high_pct, 3),
+                    fmt_num(c.floor_pct, 3)
                 );
             }
         }
@@ -459,6 +549,33 @@ mod tests {
         );
     }
 
+    /// A table's title, header, labels and notes were escaped for `|` and
+    /// tags only, prose for all of Markdown:
+    /// a configuration named `*x*` was emphasis in one and text in the other.
+    #[test]
+    fn every_part_of_a_markdown_table_escapes_user_text_alike() {
+        let hostile = "*x* [l](u) `c` a|b <i>";
+        let want = md_inline(hostile);
+        let mut t = sample();
+        t.title = hostile.into();
+        t.header[1] = hostile.into();
+        t.rows[0].label = hostile.into();
+        t.rows[0].cells[1] = Cell::Text {
+            text: hostile.into(),
+        };
+        t.notes = vec![hostile.into(), "- not a nested list".into()];
+        let md = markdown(std::slice::from_ref(&t));
+        assert_eq!(want, "\\*x\\* \\[l\\](u) \\`c\\` a\\|b &lt;i&gt;");
+        assert!(md.starts_with(&format!("### {want}\n")), "{md}");
+        // Header, label and text cell; then the first note.
+        assert_eq!(md.matches(want.as_str()).count(), 5, "{md}");
+        assert!(md.contains("\n- \\- not a nested list"), "{md}");
+        assert_eq!(md_text("1. not a list"), "1\\. not a list");
+        assert_eq!(md_text("12) nor this"), "12\\) nor this");
+        assert_eq!(md_text("2026 stays"), "2026 stays");
+        assert!(!md.contains("*x*") && !md.contains("<i>"), "{md}");
+    }
+
     /// Issue 34 item 18: a text cell `=HYPERLINK(…)` was written as it is,
     /// a formula for the spreadsheet that opens the CSV.
     #[test]
@@ -508,6 +625,56 @@ mod tests {
             md_text("5.10, ima-sha1, 6.1-smack"),
             "5.10, ima-sha1, 6.1-smack"
         );
+    }
+
+    /// Issue 52 item 4: "+inf %", "×inf" and `pct=inf` reached every form.
+    #[test]
+    fn no_form_prints_a_figure_that_is_not_finite() {
+        let mut t = sample();
+        let change = crate::draws::DrawnChange {
+            pct: f64::INFINITY,
+            low_pct: f64::NEG_INFINITY,
+            high_pct: f64::NAN,
+            interval: crate::draws::Interval::PairRange,
+            floor_pct: 0.5,
+            established: true,
+            two_modes: false,
+        };
+        t.rows[0].cells = vec![
+            Cell::Value {
+                value: f64::INFINITY,
+                pct: Some(f64::NAN),
+                mark: None,
+            },
+            Cell::Drawn {
+                value: f64::NAN,
+                draws: 5,
+                spread_pct: f64::INFINITY,
+                change: Some(change),
+            },
+        ];
+        t.rows.push(Row {
+            label: "x".into(),
+            cells: vec![
+                Cell::Explained {
+                    explained_ns: 5.0,
+                    modules_ns: Some(f64::NAN),
+                    overhead_ns: 0.0,
+                    established: true,
+                },
+                Cell::fixed(f64::NEG_INFINITY, 2),
+            ],
+        });
+        let all = [
+            text(std::slice::from_ref(&t)),
+            markdown(std::slice::from_ref(&t)),
+            csv(std::slice::from_ref(&t)).unwrap(),
+        ];
+        for out in all {
+            let lower = out.to_lowercase();
+            assert!(!lower.contains("inf") && !lower.contains("nan"), "{out}");
+            assert!(out.contains(NOT_A_FIGURE) || !out.contains('×'), "{out}");
+        }
     }
 
     #[test]

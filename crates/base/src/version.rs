@@ -14,6 +14,15 @@ pub fn commit() -> Option<&'static str> {
     Some(env!("LSMPMON_GIT_COMMIT")).filter(|c| !c.is_empty())
 }
 
+/// The SHA-256 of this executable, read once: the build itself. Two builds
+/// of one commit (a dirty tree, another toolchain) differ here, and a build
+/// is a draw of a guest's layout, so results name their build by it.
+pub fn executable_sha256() -> Option<&'static str> {
+    static HASH: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    HASH.get_or_init(|| crate::digest::sha256_file(std::path::Path::new("/proc/self/exe")).ok())
+        .as_deref()
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -26,5 +35,12 @@ mod tests {
             }
             None => assert_eq!(super::LONG, super::VERSION),
         }
+    }
+
+    #[test]
+    fn the_executables_hash_is_the_hash_of_the_running_file() {
+        let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        let want = crate::digest::sha256_hex(&exe);
+        assert_eq!(super::executable_sha256(), Some(want.as_str()));
     }
 }

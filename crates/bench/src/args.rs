@@ -26,6 +26,9 @@ pub struct BenchArgs {
     /// The program's sha256, taken before anything runs.
     #[arg(skip)]
     pub workload_sha256: Option<String>,
+    /// The private copy of the program that the runs run.
+    #[arg(skip)]
+    pub workload_copy: Option<PathBuf>,
     /// Where file operations run: each op gets a fresh private directory
     /// DIR/<op>.XXXXXX, removed after; DIR is left as it was (made 0700 and
     /// removed if missing). Refused if another user could change it. Keep it
@@ -101,6 +104,7 @@ impl BenchArgs {
                 sha256: self.workload_sha256.clone().unwrap_or_default(),
                 timeout_s: self.workload_timeout_s,
             }),
+            settled: false,
         }
     }
 }

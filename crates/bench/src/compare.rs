@@ -9,7 +9,7 @@ use anyhow::Result;
 
 use base::error::usage;
 use base::stats::{overhead_pct, verdict, Verdict};
-use base::table::{plain, Cell, Row, Table};
+use base::table::{fmt_num, fmt_pct, plain, Cell, Row, Table};
 use model::bench::{BenchProvenance, BenchResult, PathShape, BENCH_SCHEMA};
 use model::identity::Origin;
 use model::provenance::TimeMode;
@@ -120,7 +120,11 @@ pub fn render(rows: &[CompareRow], forced: &[String]) -> String {
                 cells: vec![
                     Cell::text(&r.unit),
                     Cell::fixed(r.base, 2),
-                    Cell::text(format!("{:.2} ({:+.1} %)", r.value, r.overhead_pct)),
+                    Cell::text(format!(
+                        "{} ({})",
+                        fmt_num(r.value, 2),
+                        fmt_pct(r.overhead_pct, 1)
+                    )),
                     Cell::text(match r.verdict {
                         Verdict::WithinNoise => "~noise",
                         Verdict::CannotTell => "cannot tell",

@@ -48,7 +48,7 @@ static int transfer(int fd, void *buf, size_t len, int writing)
  * handle_scheduler() reads LMBENCH_SCHED (unset: nothing more), then the C
  * library's exit(), whose clean-up writes take copy-on-write faults. Both
  * are part of lat_proc's figure (the getenv() ≈ 13 µs of page faults in a
- * 6.1 guest: BENCHMARKS.md §6).
+ * 6.1 guest: BENCHMARKS.md, 'Fidelity to lmbench').
  */
 static void exit_as_lat_proc(void)
 {

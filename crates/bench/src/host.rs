@@ -37,6 +37,7 @@ pub fn provenance() -> BenchProvenance {
         cpu_model: cpu_model(),
         clocksource,
         online_cpus: online_cpus(),
+        workload_contained: None,
     }
 }
 

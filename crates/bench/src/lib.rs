@@ -20,6 +20,7 @@ mod output;
 mod result;
 mod runner;
 mod session;
+mod settle;
 mod stats;
 mod sys;
 mod workdir;
@@ -32,4 +33,3 @@ pub use ops::{
 };
 pub use result::{BenchOptions, BenchProvenance, BenchResult, SCHEMA};
 pub use session::main;
-pub use sys::fd::nr_open;

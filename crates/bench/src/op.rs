@@ -25,6 +25,8 @@ pub struct Ctx {
     /// The user's program the `workload` op runs (`--workload`).
     pub workload: Option<PathBuf>,
     pub workload_timeout_s: u64,
+    /// The workload's own cgroup, where one could be made.
+    pub workload_cgroup: Option<std::sync::Arc<crate::sys::cgroup::Cgroup>>,
 }
 
 /// One benchmark: `prepare` and `finish` are not timed, `run` is.
@@ -60,6 +62,13 @@ pub trait Bench {
     /// serve many clients at once (web): the runner keeps the sampled ones.
     fn take_latencies_ns(&mut self) -> Vec<f64> {
         Vec::new()
+    }
+    /// The most ops one timed run may do, for ops that hold a descriptor
+    /// per op until the run ends (close, creat): the runner then makes a
+    /// sample of runs of at most this many ops, each between its own
+    /// untimed `prepare` and `finish`. None: a sample is one run.
+    fn batch_limit(&mut self) -> Result<Option<u64>> {
+        Ok(None)
     }
     /// The iteration count a sample uses for `iters`: ops whose work comes
     /// in units (whole file mixes shared by all clients) round it up.

@@ -61,6 +61,10 @@ fn table(r: &BenchResult) -> String {
         rows: r.results.iter().map(row).collect(),
     };
     let _ = writeln!(s, "{}", base::table::plain(&t));
+    for f in &r.failed {
+        let what = if f.interrupted { "stopped" } else { "FAILED" };
+        let _ = writeln!(s, "{} {what}: {}", f.op, f.reason);
+    }
     s
 }
 

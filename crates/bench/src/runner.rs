@@ -3,6 +3,10 @@
 //! spread, subtract the clock's own cost. Any error fails the operation.
 //! Samples are taken round-robin across the selected ops, so that a slow
 //! phase of the machine touches every op a little instead of one op wholly.
+//! An op that holds a descriptor per op (close, creat) is timed in batches
+//! that fit the descriptor limit: only the batches' runs are timed, each
+//! less one clock-read pair, and their sum over the sample's ops is the
+//! figure, as one run's would be.
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -20,10 +24,59 @@ pub struct Method {
     pub fixed_iterations: Option<u64>,
 }
 
+/// One sample: its timed nanoseconds (less one clock-read pair per timed
+/// run), what the op did, and the most ops of one timed run when the op
+/// works in batches.
+struct Timed {
+    elapsed_ns: f64,
+    work: Work,
+    batch: Option<u64>,
+}
+
 /// Runs the op `iters` times, counting what it did into `ran` (the ops a
-/// trace of the timed name sees).
-fn timed(b: &mut dyn Bench, iters: u64, clock_ns: f64, ran: &mut u64) -> Result<(f64, Work)> {
+/// trace of the timed name sees). An op with a batch limit runs them as
+/// batches, each prepared and finished untimed; the sample's time is the
+/// sum of the batches' timed runs.
+/// `settle`: wait after each untimed prepare until the kernel's deferred
+/// work is done (see `settle`), so that what the prepare left (hundreds of
+/// files created before a delete op's timed unlinks) is not timed.
+fn timed(
+    b: &mut dyn Bench,
+    iters: u64,
+    clock_ns: f64,
+    ran: &mut u64,
+    settle: bool,
+) -> Result<Timed> {
+    let batch = b.batch_limit()?.map(|n| n.clamp(1, iters));
+    let mut t = Timed {
+        elapsed_ns: 0.0,
+        work: Work::default(),
+        batch,
+    };
+    let mut left = iters;
+    while left > 0 {
+        let n = batch.map_or(left, |most| most.min(left));
+        let (el, work) = timed_run(b, n, clock_ns, ran, settle)?;
+        t.elapsed_ns += el;
+        t.work.ops += work.ops;
+        t.work.bytes += work.bytes;
+        left -= n;
+    }
+    Ok(t)
+}
+
+/// One timed run of `iters` ops between the op's untimed prepare and finish.
+fn timed_run(
+    b: &mut dyn Bench,
+    iters: u64,
+    clock_ns: f64,
+    ran: &mut u64,
+    settle: bool,
+) -> Result<(f64, Work)> {
     b.prepare(iters)?;
+    if settle {
+        crate::settle::settle();
+    }
     let (work, elapsed) = timed_name::timed(|| {
         let start = Instant::now();
         let work = b.run(iters);
@@ -52,6 +105,8 @@ pub struct Prepared<'a> {
     bytes: u64,
     /// Every op run, calibration and warm-up included.
     ops_run: u64,
+    /// The smallest batch a sample was timed in (ops with a batch limit).
+    batch_calls: Option<u64>,
 }
 
 const MAX_ITERS: u64 = 1 << 30;
@@ -65,7 +120,7 @@ pub fn prepare<'a>(def: &'a OpDef, ctx: &Ctx, m: &Method, clock_ns: f64) -> Resu
     let mut ops_run = 0;
     let iters = match m.fixed_iterations {
         Some(n) => {
-            timed(bench.as_mut(), n, clock_ns, &mut ops_run)?;
+            timed(bench.as_mut(), n, clock_ns, &mut ops_run, false)?;
             n
         }
         None => calibrate(bench.as_mut(), m, clock_ns, &mut ops_run)?,
@@ -83,6 +138,7 @@ pub fn prepare<'a>(def: &'a OpDef, ctx: &Ctx, m: &Method, clock_ns: f64) -> Resu
         ops: 0,
         bytes: 0,
         ops_run,
+        batch_calls: None,
     })
 }
 
@@ -99,7 +155,7 @@ fn calibrate(bench: &mut dyn Bench, m: &Method, clock_ns: f64, ran: &mut u64) ->
         if requested_now() {
             bail!("interrupted");
         }
-        let (el, _) = timed(bench, iters, clock_ns, ran)?;
+        let el = timed(bench, iters, clock_ns, ran, false)?.elapsed_ns;
         if el < target && iters < MAX_ITERS {
             iters = bench.whole_iterations(grow(iters, el));
             continue;
@@ -110,7 +166,7 @@ fn calibrate(bench: &mut dyn Bench, m: &Method, clock_ns: f64, ran: &mut u64) ->
         if requested_now() {
             bail!("interrupted");
         }
-        let (again, _) = timed(bench, iters, clock_ns, ran)?;
+        let again = timed(bench, iters, clock_ns, ran, false)?.elapsed_ns;
         if again >= target / 2.0 || iters >= MAX_ITERS {
             return Ok(iters);
         }
@@ -120,8 +176,22 @@ fn calibrate(bench: &mut dyn Bench, m: &Method, clock_ns: f64, ran: &mut u64) ->
 
 impl Prepared<'_> {
     /// Takes one timed sample.
-    pub fn sample(&mut self, clock_ns: f64) -> Result<()> {
-        let (el, work) = timed(self.bench.as_mut(), self.iters, clock_ns, &mut self.ops_run)?;
+    pub fn sample(&mut self, clock_ns: f64, settle: bool) -> Result<()> {
+        let Timed {
+            elapsed_ns: el,
+            work,
+            batch,
+        } = timed(
+            self.bench.as_mut(),
+            self.iters,
+            clock_ns,
+            &mut self.ops_run,
+            settle,
+        )?;
+        self.batch_calls = match (self.batch_calls, batch) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         self.ops += work.ops;
         self.bytes += work.bytes;
         self.latencies_ns.extend(self.bench.take_latencies_ns());
@@ -151,6 +221,7 @@ impl Prepared<'_> {
             proof_ops: self.ops,
             proof_bytes: self.bytes,
             ops_run: timed_name::is_set().then_some(self.ops_run),
+            batch_calls: self.batch_calls,
             helper_rss_kb: self.bench.helper_rss_kb(),
             helper: self.bench.helper(),
             overhead_ns: self.overhead_ns,

@@ -13,30 +13,30 @@ use super::op::{Ctx, OpDef};
 use super::result::{BenchResult, SCHEMA};
 use super::runner::{self, OpResult, Prepared};
 use super::workdir::WorkDir;
-use super::{host, landlock, ops, output};
+use super::{host, landlock, ops, output, sys};
 use base::error::one_line;
-use model::bench::{BenchOptions, PathShape};
+use model::bench::{BenchOptions, FailedOp, PathShape};
 
 /// What went wrong during a run.
 #[derive(Default)]
-struct Outcome<'a> {
-    /// Ops that failed before any interruption.
-    failed: Vec<&'a str>,
+struct Outcome {
+    /// Every op that gave no figures, with why (in the result too).
+    failed: Vec<FailedOp>,
     /// SIGINT or SIGTERM came: ops failing from then on failed because of it.
     interrupted: bool,
 }
 
-impl Outcome<'_> {
+impl Outcome {
     /// The exit: 0, or one line saying what failed or that the run stopped.
     fn verdict(&self) -> Result<i32> {
-        let failed = || {
-            format!(
-                "{} op(s) failed: {}",
-                self.failed.len(),
-                self.failed.join(", ")
-            )
-        };
-        match (self.interrupted, self.failed.is_empty()) {
+        let names: Vec<&str> = self
+            .failed
+            .iter()
+            .filter(|f| !f.interrupted)
+            .map(|f| f.op.as_str())
+            .collect();
+        let failed = || format!("{} op(s) failed: {}", names.len(), names.join(", "));
+        match (self.interrupted, names.is_empty()) {
             (false, true) => Ok(0),
             (false, false) => Err(anyhow!(failed())).context("bench"),
             (true, true) => Err(anyhow!("interrupted (partial results printed)")),
@@ -48,27 +48,61 @@ impl Outcome<'_> {
     }
 }
 
+/// The path the workload's runs run: a private copy of the bytes read, or,
+/// where a confined bench (a lab cell's path-based policy) may not write or
+/// run one, the program read and hashed, by its path.
+fn workload_copy(p: &ops::workload::Program, work: &mut WorkDir) -> std::path::PathBuf {
+    work.op_dir("workload-program")
+        .and_then(|d| p.install(&d))
+        .unwrap_or_else(|e| {
+            base::say!(
+                "bench: the workload runs from {} (no private copy: {}); a change to it during the run is not seen",
+                p.real.display(),
+                one_line(&e)
+            );
+            p.real.clone()
+        })
+}
+
 pub fn main(mut args: BenchArgs) -> Result<i32> {
     args.ops = ops::with_workload(&args.ops, args.workload.is_some())?;
-    if let Some(p) = &args.workload {
-        let program = ops::workload::check_program(p).map_err(base::error::usage)?;
-        args.workload_sha256 = Some(base::digest::sha256_file(&program)?);
-        args.workload = Some(program);
+    // Read and hashed once; the runs run a private copy of these bytes.
+    let program = match &args.workload {
+        Some(p) => Some(ops::workload::Program::read(p).map_err(base::error::usage)?),
+        None => None,
+    };
+    if let Some(p) = &program {
+        args.workload_sha256 = Some(p.sha256.clone());
+        args.workload = Some(p.real.clone());
     }
     let selected = ops::select(&args.ops)?;
     if let Some(name) = &args.untimed_name {
-        super::sys::timed_name::set(name);
+        sys::timed_name::set(name);
     }
     ops::check_iterations(&selected, args.iterations)?;
-    let provenance = host::provenance();
+    let mut provenance = host::provenance();
     let baseline = check_baseline(&args, &selected, &provenance)?;
     let stop = Stop::on_signals()?;
     let mut work = WorkDir::open(&args.dir)?;
+    if let Some(p) = &program {
+        args.workload_copy = Some(workload_copy(p, &mut work));
+    }
+    // Before Landlock: making a cgroup writes below /sys.
+    let cgroup = program.as_ref().map(|_| sys::cgroup::make());
+    provenance.workload_contained = cgroup.as_ref().map(|c| match c {
+        Ok(c) => c.kind.clone(),
+        Err(why) => {
+            base::say!("bench: the workload runs without a cgroup of its own: {why}");
+            format!("none: {why}")
+        }
+    });
+    let workload_cgroup = cgroup.and_then(Result::ok).map(std::sync::Arc::new);
     if let Some(cpu) = args.cpu {
         host::pin(cpu)?;
     }
     let landlock = if args.landlock {
-        let info = landlock::enter_with(work.root(), work.made_root(), args.workload.as_deref())?;
+        let info =
+            landlock::enter_with(work.root(), work.made_root(), args.workload_copy.as_deref())?;
         base::say!("bench: Landlock ABI {} enforcing: {}", info.abi, info.proof);
         Some(info)
     } else {
@@ -78,8 +112,12 @@ pub fn main(mut args: BenchArgs) -> Result<i32> {
     let clock_ns = clock_overhead_ns();
     let mut run = Run {
         clock_ns,
+        // Waiting costs an idle guest in virtual time nothing; a host's
+        // real-time samples are noisier than what it removes.
+        settle: provenance.base.time == model::TimeMode::Virtual,
         stop: &stop,
         outcome: Outcome::default(),
+        workload_cgroup,
     };
     let results = run.measure(&selected, &mut work, &args)?;
     run.outcome.interrupted |= stop.requested();
@@ -91,11 +129,13 @@ pub fn main(mut args: BenchArgs) -> Result<i32> {
         provenance,
         options: BenchOptions {
             dir_path: Some(dir_path),
+            settled: run.settle,
             ..args.options()
         },
         clock_overhead_ns: clock_ns,
         landlock,
         results,
+        failed: run.outcome.failed.clone(),
         wall_s,
     };
     output::print(&result, args.json, baseline.as_ref())?;
@@ -104,21 +144,30 @@ pub fn main(mut args: BenchArgs) -> Result<i32> {
 
 /// What the steps of a run share: the clock's cost, the stop request and
 /// what went wrong so far.
-struct Run<'a, 's> {
+struct Run<'s> {
     clock_ns: f64,
+    /// Wait for the deferred work earlier samples left before each sample.
+    settle: bool,
     stop: &'s Stop,
-    outcome: Outcome<'a>,
+    outcome: Outcome,
+    workload_cgroup: Option<std::sync::Arc<sys::cgroup::Cgroup>>,
 }
 
-impl<'a> Run<'a, '_> {
-    fn op_failed(&mut self, name: &'a str, e: &anyhow::Error) {
-        if self.stop.requested() {
-            base::say!("bench: {name} stopped: {}", one_line(e));
+impl<'a> Run<'_> {
+    fn op_failed(&mut self, name: &str, e: &anyhow::Error) {
+        let reason = one_line(e);
+        let interrupted = self.stop.requested();
+        if interrupted {
+            base::say!("bench: {name} stopped: {reason}");
             self.outcome.interrupted = true;
         } else {
-            base::say!("bench: {name} FAILED: {}", one_line(e));
-            self.outcome.failed.push(name);
+            base::say!("bench: {name} FAILED: {reason}");
         }
+        self.outcome.failed.push(FailedOp {
+            op: name.into(),
+            reason,
+            interrupted,
+        });
     }
 
     /// Calibrates, samples and summarises every selected op.
@@ -168,8 +217,9 @@ impl<'a> Run<'a, '_> {
                 select_fds: args.select_fds,
                 ctx_procs: args.ctx_procs,
                 ctx_size_kib: args.ctx_size,
-                workload: args.workload.clone(),
+                workload: args.workload_copy.clone(),
                 workload_timeout_s: args.workload_timeout_s,
+                workload_cgroup: self.workload_cgroup.clone(),
             };
             base::say!(
                 "bench: calibrating [{}/{}] {}",
@@ -199,7 +249,10 @@ impl<'a> Run<'a, '_> {
                     base::say!("bench: interrupted in sample round {}/{samples}", round + 1);
                     return;
                 }
-                match prepared[i].sample(self.clock_ns) {
+                if self.settle {
+                    super::settle::settle();
+                }
+                match prepared[i].sample(self.clock_ns, self.settle) {
                     Ok(()) => i += 1,
                     Err(e) => {
                         let p = prepared.remove(i);

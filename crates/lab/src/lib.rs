@@ -20,9 +20,11 @@ pub use host::rerun::rerun;
 pub use plan::{resolve, Plan, Request};
 
 pub const DEFAULT_CONFIGS: &str = "none,selinux-mini,apparmor,tomoyo,landlock,ima,bpf-lsm";
-/// Every shipped configuration in the tables' order: the baseline, the
-/// label-based, path-based and stacked modules, then integrity, then BPF.
-pub const TABLE_ORDER: &str = "none,debian-default,selinux-mini,selinux-refpolicy,apparmor,tomoyo,smack,landlock,ima,ima-sha1,ima-tpm,bpf-lsm,mac-label,mac-path,mac-inode";
+/// Every shipped configuration in the tables' order: the baseline and its
+/// twins (no module: what a configuration's mere presence shifts), the
+/// label-based, path-based and stacked modules, then integrity, then BPF,
+/// then the planted cost (no module: what the verdict rule must find).
+pub const TABLE_ORDER: &str = "none,twin-files,twin-cmdline,twin-setup,debian-default,selinux-mini,selinux-refpolicy,apparmor,tomoyo,smack,landlock,ima,ima-sha1,ima-tpm,bpf-lsm,mac-label,mac-path,mac-inode,planted-create";
 
 /// `lab run`: the request checked, the host checked, the kernels fetched,
 /// the plan executed: nothing is downloaded for a run the host cannot make.

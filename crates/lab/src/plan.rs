@@ -50,6 +50,17 @@ impl Draws {
     pub fn is_traced(&self, trace: bool, draw: u32) -> bool {
         trace && self.traced.is_none_or(|n| draw < n)
     }
+
+    /// A matrix's `--trace-draws` within its `--draws`: tracing more draws
+    /// than a cell runs cannot be what was meant.
+    pub fn traced_within(count: u32, traced: Option<u32>) -> Result<(), String> {
+        match traced {
+            Some(t) if t > count => Err(format!(
+                "--trace-draws {t} is more than --draws {count}: give at most {count}, or leave --trace-draws out to trace every draw"
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Where the cells find their inputs and put their results: not part of a

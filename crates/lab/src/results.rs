@@ -83,23 +83,28 @@ impl ResultsDir {
         read_cells(&self.root.join("cells"))
     }
 
+    /// The index of every readable cell, each cell read and dropped in
+    /// turn (a merge of many cells holds their entries, not the cells).
     pub fn write_index(&self) -> Result<Index> {
-        let (cells, _) = self.cells()?;
-        let index = Index {
-            schema: INDEX_SCHEMA.into(),
-            cells: cells
-                .iter()
-                .map(|c| IndexEntry {
+        let mut cells: Vec<IndexEntry> = Vec::new();
+        for p in cell_files(&self.root.join("cells"))? {
+            if let Ok(c) = load_as::<CellResult>("", &p, CELL_SCHEMA, "lab cell") {
+                cells.push(IndexEntry {
                     id: c.id.clone(),
                     file: format!("cells/{}.json", c.id),
-                    kernel: c.kernel.series.clone(),
-                    config: c.config.name.clone(),
+                    kernel: c.kernel.series,
+                    config: c.config.name,
                     status: c.status,
-                    reason: c.reason.clone(),
-                    hostname: c.hostname.clone(),
+                    reason: c.reason,
+                    hostname: c.hostname,
                     started_unix_s: c.started_unix_s,
-                })
-                .collect(),
+                });
+            }
+        }
+        cells.sort_by_key(|c| c.started_unix_s);
+        let index = Index {
+            schema: INDEX_SCHEMA.into(),
+            cells,
         };
         write_atomic(
             &self.root.join("index.json"),
@@ -109,9 +114,8 @@ impl ResultsDir {
     }
 }
 
-pub fn read_cells(dir: &Path) -> Result<(Vec<CellResult>, Vec<String>)> {
-    let mut cells = Vec::new();
-    let mut bad = Vec::new();
+/// The regular `*.json` files of a `cells/` directory, by name.
+fn cell_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut paths: Vec<PathBuf> = fs::read_dir(dir)
         .with_context(|| format!("reading {}", dir.display()))?
         .flatten()
@@ -120,7 +124,13 @@ pub fn read_cells(dir: &Path) -> Result<(Vec<CellResult>, Vec<String>)> {
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     paths.sort();
-    for p in paths {
+    Ok(paths)
+}
+
+pub fn read_cells(dir: &Path) -> Result<(Vec<CellResult>, Vec<String>)> {
+    let mut cells = Vec::new();
+    let mut bad = Vec::new();
+    for p in cell_files(dir)? {
         match load_as::<CellResult>("", &p, CELL_SCHEMA, "lab cell") {
             Ok(c) => cells.push(c),
             Err(e) => bad.push(base::error::one_line(&e)),

@@ -1,6 +1,9 @@
 //! The accounting identity's inputs: for each op of a traced cell, the
-//! module calls its runs made (the difference of two `trace ctl dump`s
-//! around the op, under `bench --timed-name`), and how many runs that was.
+//! hook calls and the module calls its runs made (the difference of two
+//! `trace ctl dump`s around the op, under `bench --timed-name`), and how
+//! many runs that was. A hook's own time (the `security_*` function: the
+//! framework's dispatch, stubs and every module) is the whole hook; the
+//! modules' functions are its part that each module spends.
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
@@ -16,6 +19,38 @@ pub struct OpCalls {
     pub ops_run: u64,
     /// Each module function called during those runs.
     pub calls: Vec<ModuleCalls>,
+    /// Each hook (its `security_*` function) called during those runs;
+    /// None in cells made before the whole hook was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hooks: Option<Vec<HookCalls>>,
+}
+
+/// A hook's `security_*` function: its calls and their time during one op.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct HookCalls {
+    pub hook: String,
+    pub function: String,
+    /// Every call (timed or switched out).
+    pub calls: u64,
+    /// The timed calls, and their time (probe pairs inside already out).
+    pub count: u64,
+    pub sum_ns: u64,
+}
+
+impl HookCalls {
+    pub fn net_ns(&self, floor_ns: f64) -> f64 {
+        net_ns(self.calls, self.count, self.sum_ns, floor_ns)
+    }
+}
+
+/// Time per call of the timed calls less the probe floor (never below
+/// zero), times every call.
+fn net_ns(calls: u64, count: u64, sum_ns: u64, floor_ns: f64) -> f64 {
+    if count == 0 {
+        return 0.0;
+    }
+    let per_call = (sum_ns as f64 / count as f64 - floor_ns).max(0.0);
+    per_call * calls as f64
 }
 
 /// A module's function (`--per-lsm`): its calls and their time during one op.
@@ -34,21 +69,45 @@ pub struct ModuleCalls {
 impl ModuleCalls {
     /// Time per call of the timed calls less the probe floor, times every call.
     pub fn net_ns(&self, floor_ns: f64) -> f64 {
-        if self.count == 0 {
-            return 0.0;
-        }
-        let per_call = (self.sum_ns as f64 / self.count as f64 - floor_ns).max(0.0);
-        per_call * self.calls as f64
+        net_ns(self.calls, self.count, self.sum_ns, floor_ns)
     }
 }
 
 type Key = (String, String);
 
-fn totals(t: Option<&TraceResult>) -> BTreeMap<Key, &HookResult> {
+/// A row's (calls, timed, sum) between two dumps; None if a figure went down.
+type Delta = (u64, u64, u64);
+
+fn delta(before: Option<&HookResult>, after: &HookResult) -> Option<Delta> {
+    let (c0, n0, s0) = before.map_or((0, 0, 0), |b| (b.calls, b.count, b.sum_ns));
+    Some((
+        after.calls.checked_sub(c0)?,
+        after.count.checked_sub(n0)?,
+        after.sum_ns.checked_sub(s0)?,
+    ))
+}
+
+fn reset(op: &str, function: &str) -> anyhow::Error {
+    anyhow::anyhow!("{function}'s figures went down during {op}: the trace was reset")
+}
+
+/// The module rows of a dump by (module, function).
+fn modules(t: Option<&TraceResult>) -> BTreeMap<Key, &HookResult> {
     t.map(|t| {
         t.per_lsm
             .iter()
             .map(|h| ((h.lsm.clone(), h.stats.function.clone()), &h.stats))
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// The hook rows of a dump by (hook, function).
+fn hooks(t: Option<&TraceResult>) -> BTreeMap<Key, &HookResult> {
+    t.map(|t| {
+        t.hooks
+            .iter()
+            .map(|h| ((h.hook.clone(), h.function.clone()), h))
             .collect()
     })
     .unwrap_or_default()
@@ -64,24 +123,13 @@ impl OpCalls {
         before: Option<&TraceResult>,
         after: &TraceResult,
     ) -> anyhow::Result<Self> {
-        let before = totals(before);
+        let (before_modules, before_hooks) = (modules(before), hooks(before));
         let mut calls = Vec::new();
         for h in &after.per_lsm {
             let key = (h.lsm.clone(), h.stats.function.clone());
-            let (c0, n0, s0) = before
-                .get(&key)
-                .map_or((0, 0, 0), |b| (b.calls, b.count, b.sum_ns));
             let s = &h.stats;
-            let (Some(n), Some(timed), Some(sum_ns)) = (
-                s.calls.checked_sub(c0),
-                s.count.checked_sub(n0),
-                s.sum_ns.checked_sub(s0),
-            ) else {
-                anyhow::bail!(
-                    "{}'s figures went down during {op}: the trace was reset",
-                    s.function
-                );
-            };
+            let (n, timed, sum_ns) = delta(before_modules.get(&key).copied(), s)
+                .ok_or_else(|| reset(op, &s.function))?;
             if n > 0 {
                 calls.push(ModuleCalls {
                     lsm: h.lsm.clone(),
@@ -93,11 +141,37 @@ impl OpCalls {
                 });
             }
         }
+        let mut hook_calls = Vec::new();
+        for h in &after.hooks {
+            let key = (h.hook.clone(), h.function.clone());
+            let (n, timed, sum_ns) =
+                delta(before_hooks.get(&key).copied(), h).ok_or_else(|| reset(op, &h.function))?;
+            if n > 0 {
+                hook_calls.push(HookCalls {
+                    hook: h.hook.clone(),
+                    function: h.function.clone(),
+                    calls: n,
+                    count: timed,
+                    sum_ns,
+                });
+            }
+        }
         Ok(OpCalls {
             op: op.into(),
             ops_run,
             calls,
+            hooks: Some(hook_calls),
         })
+    }
+
+    /// The whole hooks' time per run of the op, ns: Σ over every hook of
+    /// calls per run × net time per call (dispatch, stubs and every module
+    /// in it). None when the op ran no counted run or the cell recorded no
+    /// hook rows.
+    pub fn hooks_ns_per_op(&self, floor_ns: f64) -> Option<f64> {
+        let hooks = self.hooks.as_ref().filter(|_| self.ops_run > 0)?;
+        let sum: f64 = hooks.iter().map(|h| h.net_ns(floor_ns)).sum();
+        Some(sum / self.ops_run as f64)
     }
 
     /// Module time per run of the op, ns: Σ over the `lsms`' functions of
@@ -179,5 +253,42 @@ mod tests {
         // A reset in between is refused, not read as a smaller op.
         let err = OpCalls::between("x", 1, Some(&after), &before).unwrap_err();
         assert!(err.to_string().contains("reset"), "{err}");
+    }
+
+    fn with_hooks(rows: Vec<(&str, u64, u64)>) -> TraceResult {
+        let mut t = dump(Vec::new());
+        t.hooks = rows
+            .into_iter()
+            .map(|(hook, calls, sum_ns)| {
+                let mut h = stat("", &format!("security_{hook}"), calls, sum_ns).stats;
+                h.hook = hook.into();
+                h
+            })
+            .collect();
+        t
+    }
+
+    #[test]
+    fn the_whole_hook_is_its_security_function_between_the_dumps() {
+        let before = with_hooks(vec![("inode_getattr", 50, 10_000), ("file_open", 7, 7_000)]);
+        let after = with_hooks(vec![
+            ("inode_getattr", 250, 60_000),
+            ("file_open", 7, 7_000),
+            ("file_permission", 100, 15_000),
+        ]);
+        let op = OpCalls::between("stat", 100, Some(&before), &after).unwrap();
+        let hooks = op.hooks.as_ref().unwrap();
+        let names: Vec<&str> = hooks.iter().map(|h| h.hook.as_str()).collect();
+        assert_eq!(names, ["inode_getattr", "file_permission"]);
+        // 2 × (250 − 100) + 1 × (150 − 100) per op: the stub-only dispatch counts.
+        let ns = op.hooks_ns_per_op(100.0).unwrap();
+        assert!((ns - 350.0).abs() < 1e-9, "{ns}");
+        // An op with no hook call has a whole-hook time of zero, not none.
+        let idle = OpCalls::between("null", 10, Some(&after), &after).unwrap();
+        assert_eq!(idle.hooks_ns_per_op(100.0), Some(0.0));
+        // A cell from before hook rows were recorded says so.
+        let old: OpCalls = serde_json::from_str(r#"{"op":"stat","ops_run":5,"calls":[]}"#).unwrap();
+        assert_eq!(old.hooks_ns_per_op(0.0), None);
+        assert!(OpCalls::between("x", 1, Some(&after), &before).is_err());
     }
 }

@@ -22,7 +22,22 @@ pub struct BenchResult {
     pub clock_overhead_ns: f64,
     pub landlock: Option<LandlockInfo>,
     pub results: Vec<OpResult>,
+    /// The ops that failed (or were stopped), each with its one-line reason:
+    /// beside the ones that ran, never silently missing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<FailedOp>,
     pub wall_s: f64,
+}
+
+/// An op that gave no figures, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FailedOp {
+    pub op: String,
+    /// One line, escaped (what the op's program printed is quoted in it).
+    pub reason: String,
+    /// It failed because SIGINT or SIGTERM stopped the run.
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -37,6 +52,13 @@ pub struct BenchProvenance {
     /// before it was recorded ran on one.
     #[serde(default = "one_cpu")]
     pub online_cpus: usize,
+    /// With `--workload`: what holds everything the program starts, a new
+    /// session too, so that it dies with the bench ("cgroup v2"; results
+    /// made before runs started in it may say "cgroup v1 (pids)"), or
+    /// "none: " and why (a leftover may then outlive a bench
+    /// killed by SIGKILL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload_contained: Option<String>,
 }
 
 fn one_cpu() -> usize {
@@ -69,6 +91,11 @@ pub struct BenchOptions {
     /// The user's program the `workload` op ran (`--workload`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<WorkloadProgram>,
+    /// Each sample waited until the deferred work (RCU callbacks) the
+    /// samples before it left had run (virtual time); false in results
+    /// from before, whose figures depend on the ops sampled beside them.
+    #[serde(default)]
+    pub settled: bool,
 }
 
 /// A user's program as the `workload` op: where it was, what it was (its
@@ -179,6 +206,14 @@ pub struct OpResult {
     /// warm-up included (what divides a trace of the name into calls per op).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ops_run: Option<u64>,
+    /// Ops that hold a descriptor per call (close, creat): the calls of the
+    /// smallest batch a sample was timed in. Such a sample is timed as
+    /// batches, each opened (or closed) untimed; its time is the sum of the
+    /// batches' timed parts, each less one clock-read pair, and the figure
+    /// is that sum over the sample's calls. Below the usual batch when the
+    /// descriptor limit left less room.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_calls: Option<u64>,
     /// Subtracted from every sample (ctx: lat_ctx's token passing in one process).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overhead_ns: Option<f64>,

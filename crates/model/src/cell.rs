@@ -42,9 +42,13 @@ pub struct CellResult {
     pub lsmpmon_version: String,
     /// The git commit of the lsmpmon build that ran the cell (a build from
     /// a checkout). A build is one more draw of the guest's layout
-    /// (BENCHMARKS §20), so cells of two builds are not one run's.
+    /// (BENCHMARKS.md, 'What a build moves'), so cells of two builds are not one run's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lsmpmon_commit: Option<String>,
+    /// The SHA-256 of the lsmpmon executable that ran the cell: the build
+    /// itself (one commit built twice may differ).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lsmpmon_sha256: Option<String>,
     pub hostname: String,
     pub host_cpu: String,
     pub started_unix_s: u64,
@@ -75,6 +79,14 @@ impl CellResult {
     /// Its log directory, found from the results directory it is in.
     pub fn log_path(&self, results: &std::path::Path) -> std::path::PathBuf {
         results.join(&self.log_dir)
+    }
+
+    /// The build that ran it: its executable's hash, or (cells from before
+    /// that was recorded) its commit.
+    pub fn build(&self) -> Option<&str> {
+        self.lsmpmon_sha256
+            .as_deref()
+            .or_else(|| self.build_commit())
     }
 
     /// The commit of the build that ran it: recorded by the cell, or (cells

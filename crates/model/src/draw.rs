@@ -14,7 +14,7 @@ pub const MAX_DRAWS: u32 = 64;
 /// `RTC_FIXED_BASE` (what every cell ran with before draws), draw d
 /// boots d seconds later. The kernel seeds its random pool from that clock,
 /// so each draw is another slab freelist order, hash salt and userland
-/// layout, and each repeats exactly (BENCHMARKS.md §17).
+/// layout, and each repeats exactly (BENCHMARKS.md, 'Determinism of a guest').
 pub fn rtc_base_of_draw(draw: u32) -> String {
     if draw == 0 {
         return RTC_FIXED_BASE.into();

@@ -9,6 +9,7 @@ pub mod cell;
 pub mod check;
 pub mod compare;
 pub mod draw;
+pub mod floor;
 pub mod hist;
 pub mod hook_stat;
 pub mod identity;
@@ -24,7 +25,7 @@ pub use provenance::{
     Environment, ImageSizes, KernelRef, PackageRef, Provenance, SectionSizes, TimeMode,
 };
 pub use trace::{
-    Bucket, CgroupBreakdown, CgroupCalls, CgroupHook, CgroupResult, Excluded, HookResult,
-    LsmHookResult, NotUsed, ProbeInfo, SyscallHook, SyscallResult, TimingWindows, TraceOptions,
-    TraceResult, TRACE_SCHEMA,
+    Bucket, CallerMethod, CgroupBreakdown, CgroupCalls, CgroupHook, CgroupResult, Excluded,
+    HookResult, HookSource, LsmHookResult, NotUsed, ProbeInfo, SyscallHook, SyscallResult,
+    TimingWindows, TraceOptions, TraceResult, TRACE_SCHEMA,
 };

@@ -17,6 +17,9 @@ pub struct Provenance {
     /// The git commit that lsmpmon was built from (a build from a checkout).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
+    /// The SHA-256 of the executable that measured: the build itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executable_sha256: Option<String>,
     pub kernel_release: String,
     /// From securityfs `lsm`, in the kernel's order.
     pub active_lsms: Vec<String>,
@@ -182,6 +185,7 @@ pub fn collect() -> Provenance {
         tool: "lsmpmon".into(),
         version: version::VERSION.into(),
         commit: version::commit().map(String::from),
+        executable_sha256: version::executable_sha256().map(String::from),
         kernel_release: field(&uts.release),
         active_lsms: active_lsms(),
         environment,

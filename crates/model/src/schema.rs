@@ -6,6 +6,7 @@ use schemars::{generate::SchemaSettings, JsonSchema, Schema};
 use super::bench::{BenchResult, BENCH_SCHEMA};
 use super::cell::{CellResult, CELL_SCHEMA};
 use super::compare::{CompareResult, COMPARE_SCHEMA};
+use super::floor::{FloorTable, FLOOR_SCHEMA};
 use super::index::{Index, INDEX_SCHEMA};
 use super::report::{ReportResult, REPORT_SCHEMA};
 use super::trace::{TraceResult, TRACE_SCHEMA};
@@ -36,6 +37,10 @@ pub fn all() -> Vec<(&'static str, Schema)> {
         (
             "compare.schema.json",
             of::<CompareResult>("compare", COMPARE_SCHEMA),
+        ),
+        (
+            "floor.schema.json",
+            of::<FloorTable>("layout floor", FLOOR_SCHEMA),
         ),
     ]
 }

@@ -218,10 +218,39 @@ pub struct ProbeInfo {
     #[serde(default)]
     pub other_probes: Vec<String>,
     /// --per-lsm: every hook each LSM implements in the kernel's hook
-    /// tables, probed or not (some the kernel calls directly, not through a
-    /// security_* function); empty without --per-lsm and in older results.
+    /// tables, probed or not; empty without --per-lsm and in older results.
     #[serde(default)]
     pub implemented: Vec<LsmHooks>,
+    /// How each hook's callers were found; None in older results (which
+    /// used the name rule).
+    #[serde(default)]
+    pub hook_source: Option<HookSource>,
+}
+
+/// How the functions that run each hook were found.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct HookSource {
+    pub method: CallerMethod,
+    /// What was read (how many functions, sites), or why the kernel's text
+    /// could not be read.
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CallerMethod {
+    /// Up to 6.8: the functions whose code names the hook's list head in
+    /// `security_hook_heads` (decoded through /proc/kcore).
+    HookLists,
+    /// 6.9+: the functions holding the hook's static-call and static-branch
+    /// sites (the kernel's site tables) or naming its slots in
+    /// `static_calls_table`.
+    StaticCalls,
+    /// Where the kernel's text cannot be read (no /proc/kcore, lockdown):
+    /// hook X is run by `security_X` (or `security_<obj>_alloc`/`_free` for
+    /// `<obj>_alloc_security`/`_free_security`). Hooks whose function is
+    /// named otherwise are excluded with that reason.
+    NameRule,
 }
 
 /// The hooks one LSM implements, sorted.
@@ -248,7 +277,19 @@ pub struct NotUsed {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct HookResult {
     pub hook: String,
+    /// The traced function that runs the hook (the first of `callers`).
     pub function: String,
+    /// A hook run by several functions (6.1's `inode_init_security`:
+    /// `security_inode_init_security` and `security_old_inode_init_security`):
+    /// each, traced, their figures summed in this row. Empty for one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub callers: Vec<String>,
+    /// Other hooks these functions run, whose calls and time are inside this
+    /// row's and in no row of their own (7.x's `inode_xattr_skipcap` inside
+    /// `security_inode_setxattr`; 6.1's `cred_free` when
+    /// `security_prepare_creds` fails).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also_runs: Vec<String>,
     /// count + cs_count + untimed.
     pub calls: u64,
     /// Calls without a context switch: the timed ones.

@@ -1,14 +1,16 @@
 //! The accounting identity, LSMPMON's reason to exist: an op's overhead
-//! over `none` against what the configuration's modules spent in it — Σ
-//! over their functions of calls per op × net time per call, from the
-//! traced run op by op. Explained within ×0.5 … ×1.5 the identity holds;
-//! an established overhead outside it is flagged (⚑): something other than
-//! the modules' hooks moves that figure.
+//! over `none` against what its hooks spent in it — Σ over the hooks'
+//! `security_*` functions of calls per op × net time per call, in the
+//! configuration less in `none` (the framework's dispatch, stubs and every
+//! module), split into the part the added modules spend in their own
+//! functions and the rest; from the traced run op by op. Explained within
+//! ×0.5 … ×1.5 the identity holds; an established overhead outside it is
+//! flagged (⚑): something other than the hooks moves that figure.
 use super::forms::{self, baseline, draws, median, missing};
-use super::input::Run;
+use super::input::{ops, Run};
 use base::papers;
 use base::table::{Cell, Row, Table, EXPLAINED_RANGE};
-use model::bench::Unit;
+use model::{account::OpCalls, bench::Unit};
 
 /// The op's median over the run's draws (ns per op).
 fn drawn_median(every_draw: &[&Run], c: &Run, op: &str) -> Option<f64> {
@@ -32,14 +34,35 @@ pub fn added_modules(c: &Run, base: &Run) -> Vec<String> {
     m
 }
 
-/// The module ns per op of `c`'s traced draw, if it was traced op by op.
-fn explained_ns(every_draw: &[&Run], c: &Run, base: &Run, op: &str) -> Option<f64> {
+/// The op's calls in `c`'s draw traced op by op, and that trace's probe floor.
+fn traced_calls<'a>(every_draw: &[&'a Run], c: &Run, op: &str) -> Option<(&'a OpCalls, f64)> {
     let traced = draws(every_draw, c)
         .into_iter()
         .find(|r| !r.op_calls.is_empty())?;
     let t = forms::trace(traced)?;
     let calls = traced.op_calls.iter().find(|o| o.op == op)?;
-    calls.module_ns_per_op(&added_modules(traced, base), forms::floor(t))
+    Some((calls, forms::floor(t)))
+}
+
+/// What the hooks explain of an op's overhead, ns per op: the whole hooks'
+/// time in `c` less in the baseline (dispatch, stubs and every module), and
+/// the part the modules `c` adds spend in their own functions. Cells made
+/// before hook rows were recorded give the modules' part alone.
+struct Explanation {
+    hooks_ns: Option<f64>,
+    modules_ns: f64,
+}
+
+fn explained(every_draw: &[&Run], c: &Run, base: &Run, op: &str) -> Option<Explanation> {
+    let (calls, floor) = traced_calls(every_draw, c, op)?;
+    let modules_ns = calls.module_ns_per_op(&added_modules(c, base), floor)?;
+    let hooks_ns = traced_calls(every_draw, base, op).and_then(|(b, base_floor)| {
+        Some(calls.hooks_ns_per_op(floor)? - b.hooks_ns_per_op(base_floor)?)
+    });
+    Some(Explanation {
+        hooks_ns,
+        modules_ns,
+    })
 }
 
 /// An op the traced run ran but could not count by name (its work runs
@@ -61,7 +84,7 @@ fn cell(every_draw: &[&Run], c: &Run, base: &Run, op: &str) -> Cell {
     ) else {
         return Cell::missing("not run");
     };
-    let Some(explained_ns) = explained_ns(every_draw, c, base, op) else {
+    let Some(e) = explained(every_draw, c, base, op) else {
         return Cell::missing(if counted_elsewhere(every_draw, c, op) {
             "runs under other names"
         } else {
@@ -70,9 +93,11 @@ fn cell(every_draw: &[&Run], c: &Run, base: &Run, op: &str) -> Cell {
     };
     let established = forms::drawn_cell(every_draw, c, op, Some(base))
         .is_some_and(|cell| matches!(cell, Cell::Drawn { change: Some(ch), .. } if ch.established));
+    use base::table::unsigned_zero;
     Cell::Explained {
-        explained_ns,
-        overhead_ns: v - b,
+        explained_ns: unsigned_zero(e.hooks_ns.unwrap_or(e.modules_ns)),
+        modules_ns: e.hooks_ns.map(|_| unsigned_zero(e.modules_ns)),
+        overhead_ns: unsigned_zero(v - b),
         established,
     }
 }
@@ -89,7 +114,7 @@ pub fn table(kernel: &str, cols: &[&Run], every_draw: &[&Run]) -> Option<Table> 
         .filter(|c| c.config != base.config)
         .copied()
         .collect();
-    let ops: Vec<String> = forms::ops(base)
+    let ops: Vec<String> = ops(base)
         .iter()
         .filter(|o| o.unit == Unit::NsPerOp)
         .map(|o| o.op.clone())
@@ -107,15 +132,15 @@ pub fn table(kernel: &str, cols: &[&Run], every_draw: &[&Run]) -> Option<Table> 
     Some(Table {
         form: base::form::Form::Account,
         title: format!(
-            "Explained by hooks ({}'s accounting): module time per op against the overhead over `{}`, kernel {kernel}",
+            "Explained by hooks ({}'s accounting): hook time per op against the overhead over `{}`, kernel {kernel}",
             papers::cite(&papers::LSMPMON, "Table 4"),
             base.config
         ),
         kernel: kernel.into(),
         notes: vec![
             format!(
-                "Each cell: the time per op of the functions of the modules the configuration adds (those it measures, and those active in it but not in the baseline): Σ calls per op × time per call (probe floor out), from its traced draw, where each op ran in its own workload, traced only while it ran (bench --untimed-name, trace --comm); then \"of\" the op's untraced overhead over `{}` (medians over draws), and their ratio. Not counted: hooks in interrupt context (over loopback, tcp and udp receive in a softirq, which belongs to no task), the security_* dispatch itself (before 6.9 a walk over every active module's list: what Debian's default stack adds beyond its modules' functions), and IMA before 6.9, which the VFS calls directly, not through LSM hooks. ⚑: an established overhead (Table 3 form) explained below ×{} or above ×{}: the modules' hooks do not account for it (the layout, the harness, or work outside the measured modules' functions: the security_* dispatch, other subsystems). An overhead within layout noise has no ratio.",
-                base.config, EXPLAINED_RANGE.0, EXPLAINED_RANGE.1
+                "Each cell: what the hooks spend per op in the configuration less in `{}` — Σ over every hook's security_* function of calls per op × time per call (probe floor out): the framework's dispatch, its stubs and every module — and, in brackets, the part of it the modules the configuration adds (those it measures, and those active in it but not in the baseline) spend in their own functions; from each side's traced draw, where each op ran in its own workload, traced only while it ran (bench --untimed-name, trace --comm); then \"of\" the op's untraced overhead over `{}` (medians over draws), and their ratio. Cells traced before hook rows were recorded show the modules' functions alone, without brackets. Not counted: hooks in interrupt context that ran while no task of the op's was current, and IMA before 6.9, which the VFS calls directly, not through LSM hooks; a hook called inside another hook is counted in both. ⚑: an established overhead (Table 3 form) explained below ×{} or above ×{}: the hooks do not account for it (the layout, the harness, or work outside the hooks). An overhead within layout noise has no ratio.",
+                base.config, base.config, EXPLAINED_RANGE.0, EXPLAINED_RANGE.1
             ),
         ],
         header: std::iter::once("operation".to_string())

@@ -85,6 +85,7 @@ pub fn grouped_bars(
             .disable_x_mesh()
             .x_labels(0)
             .y_desc(y_label)
+            .y_label_formatter(&tick)
             .draw()
             .map_err(err)?;
         label_categories(&root, &chart, categories, lo - pad)?;
@@ -159,6 +160,7 @@ pub fn lines(
             .configure_mesh()
             .x_desc(x_label)
             .y_desc(y_label)
+            .y_label_formatter(&tick)
             .x_label_formatter(&|x| format!("{x:.0}"))
             .draw()
             .map_err(err)?;
@@ -302,6 +304,7 @@ pub fn strip(title: &str, categories: &[String], samples: &[Vec<f64>]) -> Result
             .disable_x_mesh()
             .x_labels(0)
             .y_desc("% from the op's median")
+            .y_label_formatter(&tick)
             .draw()
             .map_err(err)?;
         label_categories(&root, &chart, categories, -(far + pad))?;
@@ -348,6 +351,14 @@ fn short_ns(v: u64) -> String {
         1_000..=999_999 => format!("{}k", v / 1_000),
         _ => format!("{}M", v / 1_000_000),
     }
+}
+
+/// An axis tick as plotters prints it, but a tick at zero that the range's
+/// steps left a hair below it (-1e-17) is "0.0", never "-0.0".
+fn tick(y: &f64) -> String {
+    use plotters::coord::ranged1d::ValueFormatter;
+    let y = if y.abs() < 1e-9 { 0.0 } else { *y };
+    <plotters::coord::types::RangedCoordf64 as ValueFormatter<f64>>::format(&y)
 }
 
 #[cfg(test)]

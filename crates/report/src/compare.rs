@@ -7,11 +7,11 @@
 //! runs' figures decides.
 use anyhow::Result;
 
-use super::forms::{floor, latest, ops, timed, trace};
-use super::input::Run;
+use super::forms::{floor, latest, timed, trace};
+use super::input::{ops, Run};
 use base::error::usage;
 use base::stats::{self, median, overhead_pct, runs_verdict, verdict, VIRTUAL_DETERMINISM_PCT};
-use base::table::{Cell, Row, Table};
+use base::table::{fmt_num, fmt_signed, Cell, Row, Table};
 use model::compare::Change;
 use model::provenance::TimeMode;
 use model::trace::HookResult;
@@ -116,9 +116,15 @@ fn drawn(p: &Pair) -> bool {
 /// interval excludes 0 and it exceeds A's own spread over its draws).
 fn draws_verdict(higher_is_better: bool, a: &[f64], b: &[f64]) -> stats::Judged {
     let Some(c) = base::draws::change(higher_is_better, a, b) else {
+        // The run column counts the draws; this figure may be in fewer
+        // (only the traced draws time hooks).
         return (
             stats::Verdict::CannotTell,
-            "fewer than 2 draws a side".into(),
+            format!(
+                "{} vs {} draws have this figure: A needs 2 or more to judge against",
+                a.len(),
+                b.len()
+            ),
             None,
         );
     };
@@ -128,12 +134,12 @@ fn draws_verdict(higher_is_better: bool, a: &[f64], b: &[f64]) -> stats::Judged 
         (true, false) => stats::Verdict::Faster,
     };
     let test = format!(
-        "{} draws vs {}: [{:+.1}, {:+.1}] %, layout floor {:.1} %",
+        "{} draws vs {}: [{}, {}] %, layout floor {} %",
         a.len(),
         b.len(),
-        c.low_pct,
-        c.high_pct,
-        c.floor_pct
+        fmt_signed(c.low_pct, 1),
+        fmt_signed(c.high_pct, 1),
+        fmt_num(c.floor_pct, 1)
     );
     (v, test, None)
 }
@@ -185,6 +191,29 @@ pub fn check_origins(pairs: &[Pair], force: bool) -> Result<Vec<String>> {
         )));
     }
     Ok(diffs)
+}
+
+/// A and B measured by different lsmpmon builds (as `lab merge` refuses
+/// without --force): a build is a draw of the guest's layout and its own
+/// benchmark code, so a change may be the build's.
+pub fn builds_warning(a: &[Run], b: &[Run]) -> Option<String> {
+    let (ba, bb) = (builds(a), builds(b));
+    if ba == bb && ba.len() <= 1 {
+        return None;
+    }
+    Some(format!(
+        "WARNING: A and B were measured by different lsmpmon builds ({} in A, {} in B): a change may be the build's; compare results of one build",
+        ba.join(", "),
+        bb.join(", ")
+    ))
+}
+
+/// The builds that measured `runs`, each once.
+fn builds(runs: &[Run]) -> Vec<&str> {
+    let mut v: Vec<&str> = runs.iter().map(|r| r.build.as_str()).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 fn samples<'a>(run: &'a Run, op: &str) -> &'a [f64] {
@@ -321,13 +350,13 @@ pub fn changes(pairs: &[Pair], alpha: f64) -> Vec<Change> {
 
 /// A and B traced by different attach methods: their hook times carry
 /// different probe costs (a kprobe against an fentry/fexit pair, a 7.3
-/// multi-link against fentry/fexit: BENCHMARKS.md §1).
+/// multi-link against fentry/fexit: BENCHMARKS.md, 'Cost per traced call').
 fn method_note((a, b): (&Run, &Run)) -> Option<String> {
     let method = |r: &Run| Some(r.trace.as_ref()?.probe.method.clone());
     let (ma, mb) = (method(a)?, method(b)?);
     (ma != mb).then(|| {
         format!(
-            "{} on {}: traced with {ma} in A and {mb} in B: hook times include different probe costs (BENCHMARKS.md §1)",
+            "{} on {}: traced with {ma} in A and {mb} in B: hook times include different probe costs (BENCHMARKS.md, 'Cost per traced call')",
             a.config, a.kernel
         )
     })
@@ -386,5 +415,19 @@ pub fn table(changes: &[Change], pairs: &[Pair], forced: &[String]) -> Table {
                 ],
             })
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Draws whose interval bounds round to zero print "0.0", never "-0.0".
+    #[test]
+    fn an_interval_of_draws_has_no_negative_zero() {
+        let (v, test, _) = draws_verdict(false, &[100.0, 100.00001, 100.0], &[100.0, 100.0]);
+        assert_eq!(v, stats::Verdict::WithinNoise);
+        assert!(!test.contains("-0.0"), "{test}");
+        assert!(test.contains("[0.0, 0.0] %"), "{test}");
     }
 }

@@ -1,7 +1,7 @@
 //! The papers' tables from runs: the Table 3 form (operations ×
 //! configurations: value and % over the baseline), the Table 4 form (hooks ×
 //! configurations: floor-subtracted ns per call) and the footprint.
-use super::input::Run;
+use super::input::{ops, Run, BASELINE};
 use base::papers;
 use base::stats::overhead_pct;
 use base::table::{Cell, Row, Table};
@@ -23,7 +23,6 @@ pub const PAPER_HOOKS: &[&str] = &[
     "file_open",
 ];
 const TOP_HOOKS: usize = 10;
-pub const BASELINE: &str = "none";
 
 /// The newest run per (kernel, configuration, layout draw), ordered by the
 /// kernel's label, the configuration and the draw.
@@ -141,11 +140,6 @@ fn header(cols: &[&Run], first: &str) -> Vec<String> {
         .collect()
 }
 
-/// Each op the run's benchmark measured.
-pub fn ops(c: &Run) -> &[OpResult] {
-    c.bench.as_ref().map_or(&[], |b| &b.results)
-}
-
 /// The op's result, if the run measured it.
 pub fn op<'a>(c: &'a Run, op: &str) -> Option<&'a OpResult> {
     ops(c).iter().find(|o| o.op == op)
@@ -222,10 +216,31 @@ pub fn drawn_cell(every_draw: &[&Run], c: &Run, name: &str, base: Option<&Run>) 
     };
     let mine = figures(c);
     let base_draws = base.map_or(0, |b| draws(every_draw, b).len());
-    if missing(c).is_some() || mine.is_empty() || mine.len().max(base_draws) < 2 {
+    if missing(c).is_some() || mine.is_empty() {
         return None;
     }
     let unit = op(c, name)?.unit;
+    let shown = |v: f64| if unit == Unit::NsPerOp { v / 1e3 } else { v };
+    if mine.len().max(base_draws) < 2 {
+        if !c.from_lab {
+            return None;
+        }
+        // One draw a side: judged against the kernel's committed floor, or
+        // no change shown where there is none to judge it by.
+        let change = base
+            .filter(|b| b.config != c.config && b.alike == c.alike)
+            .and_then(|b| figures(b).first().copied())
+            .zip(super::floor::reference(&c.kernel, name))
+            .and_then(|(b, f)| {
+                base::draws::against_reference(unit.higher_is_better(), b, mine[0], f.floor_pct)
+            });
+        return Some(Cell::Drawn {
+            value: shown(mine[0]),
+            draws: 1,
+            spread_pct: 0.0,
+            change,
+        });
+    }
     let value = base::stats::median(&mine);
     let floor = kernel_floor_pct(every_draw, c, name);
     let change = base
@@ -234,11 +249,7 @@ pub fn drawn_cell(every_draw: &[&Run], c: &Run, name: &str, base: Option<&Run>) 
             base::draws::change_over_floor(unit.higher_is_better(), &figures(b), &mine, floor)
         });
     Some(Cell::Drawn {
-        value: if unit == Unit::NsPerOp {
-            value / 1e3
-        } else {
-            value
-        },
+        value: shown(value),
         draws: mine.len(),
         spread_pct: base::draws::spread_pct(&mine),
         change,
@@ -275,12 +286,38 @@ pub fn kernel_floor_pct(every_draw: &[&Run], of: &Run, op: &str) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// The one-draw rule's measured false-positive rate on each kernel among
+/// `cols` (empty where none is committed).
+fn error_rate_note(cols: &[&Run]) -> String {
+    let mut seen: Vec<&model::identity::KernelId> = Vec::new();
+    let mut parts = Vec::new();
+    for c in cols {
+        if seen.contains(&&c.kernel) {
+            continue;
+        }
+        seen.push(&c.kernel);
+        if let Some(r) = super::floor::error_rate(&c.kernel) {
+            parts.push(format!(
+                "{}: {} % ({} of {})",
+                c.kernel, r.rate_pct, r.false_positives, r.comparisons
+            ));
+        }
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!(
+        " This rule's false-positive rate, measured on the committed draws of `none` and its twins (each pair of draws of an op judged against the floor of the others): {}.",
+        parts.join("; ")
+    )
+}
+
 /// How the Table 3 form's figures were drawn: one sentence for its notes.
 fn draws_note(every_draw: &[&Run], cols: &[&Run]) -> String {
     let counts: Vec<usize> = cols.iter().map(|c| draws(every_draw, c).len()).collect();
     let most = counts.iter().copied().max().unwrap_or(0);
     if most < 2 {
-        return "One layout draw a configuration: a difference below the kernel's layout floor (what a change of boot layout alone moves a figure; BENCHMARKS §17: up to 17 % on 6.12 file ops) is not a result; run with --draws to get intervals.".into();
+        return format!("One layout draw a configuration: each change is judged against the kernel's committed layout floor for the op (what {} or more layout draws of `none` alone spread, results/floor.json): shown with the interval change ± floor, established only beyond it; a change below it reads \"layout noise\" or \"within layout floor\". Where no floor is committed for the kernel and op no change is shown; run with --draws for changes judged by their own draws.{}", model::floor::MIN_REFERENCE_DRAWS, error_rate_note(cols));
     }
     let base = cols.iter().find(|c| c.config == BASELINE);
     let one_draw_base = if base.is_some_and(|b| draws(every_draw, b).len() == 1) {
@@ -603,7 +640,9 @@ fn drawn_a_minus_b(every_draw: &[&Run], c: &Run, base: &Run) -> Option<Cell> {
         value,
         pct: None,
         mark: Some(format!(
-            "[{lo:+.0}, {hi:+.0}], {}×{} draws",
+            "[{}, {}], {}×{} draws",
+            base::table::fmt_signed(lo, 0),
+            base::table::fmt_signed(hi, 0),
             mine.len(),
             theirs.len()
         )),
@@ -625,7 +664,7 @@ pub fn footprint(kernel: &str, cols: &[&Run], every_draw: &[&Run]) -> Table {
         ),
         kernel: kernel.into(),
         notes: vec![format!(
-            "memory: MemTotal − MemFree − Buffers − Cached − SReclaimable after setup, KiB (cells from this version: after sync and dropping the caches, read until two reads agree within 64 KiB); A − B is minus `{BASELINE}` on the same kernel package and options (– where `{BASELINE}` did not pass or was measured otherwise); with draws, the median's difference and [the range over every pair of draws] — one draw of A − B moves by MiB with the layout. LSM slab caches: KiB in the slab caches named after a module (avtab, avc, sidtab, ebitmap, hashtab, aa_, tomoyo, landlock, iint, smack, …; a module's kmalloc memory is not among them; – for cells made before). Added: bytes of files, programs and libraries the configuration puts in the guest. Cells that record the per-CPU free lists (`per_cpu_free_kib`) count their pages as free; older cells count them as used, which alone moves a boot's figure by MiB on 6.12 (BENCHMARKS §5)."
+            "memory: MemTotal − MemFree − Buffers − Cached − SReclaimable after setup, KiB (cells from this version: after sync and dropping the caches, read until two reads agree within 64 KiB); A − B is minus `{BASELINE}` on the same kernel package and options (– where `{BASELINE}` did not pass or was measured otherwise); with draws, the median's difference and [the range over every pair of draws] — one draw of A − B moves by MiB with the layout. LSM slab caches: KiB in the slab caches named after a module (avtab, avc, sidtab, ebitmap, hashtab, aa_, tomoyo, landlock, iint, smack, …; a module's kmalloc memory is not among them; – for cells made before). Added: bytes of files, programs and libraries the configuration puts in the guest. Cells that record the per-CPU free lists (`per_cpu_free_kib`) count their pages as free; older cells count them as used, which alone moves a boot's figure by MiB on 6.12 (see the atlas in BENCHMARKS.md)."
         )],
         header: header(cols, "figure"),
         rows: vec![

@@ -4,10 +4,8 @@
 //! without CONFIG_SECURITY (`<series>-nolsm`) against its builds of the same
 //! source and options with the framework (booted as `none`: capability
 //! only), and against Debian's build of the release.
-use super::forms::{
-    self, draws, kernel_floor_pct, median, op_names, unit_label, version, BASELINE,
-};
-use super::input::Run;
+use super::forms::{self, draws, kernel_floor_pct, median, op_names, unit_label, version};
+use super::input::{Run, BASELINE};
 use base::draws::change_over_floor;
 use base::form::Form;
 use base::papers;

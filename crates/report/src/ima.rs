@@ -2,8 +2,8 @@
 //! `ima` ops: mmap and open-read latency by case with the hook's share over
 //! `none`, and the re-hash latency by file size with the throughput it
 //! implies. One table of each per kernel.
-use super::forms::{by_kernel, median, missing, op, time_mode, BASELINE};
-use super::input::Run;
+use super::forms::{by_kernel, median, missing, op, time_mode};
+use super::input::{Run, BASELINE};
 use base::papers;
 use base::table::{Cell, Row, Table};
 use bench::op_names;

@@ -11,7 +11,7 @@ use anyhow::Result;
 
 use base::error::usage;
 use model::account::OpCalls;
-use model::bench::{BenchResult, Unit, BENCH_SCHEMA};
+use model::bench::{BenchResult, OpResult, Unit, BENCH_SCHEMA};
 use model::cell::{CellResult, CellStatus, Footprint, ProofKind, ProofReport, CELL_SCHEMA};
 use model::identity::{Alike, KernelId, Origin};
 use model::provenance::TimeMode;
@@ -34,6 +34,9 @@ pub struct Run {
     pub started_unix_s: u64,
     /// Its layout draw (a lab cell run with --draws; 0 otherwise).
     pub draw: u32,
+    /// A lab cell's guest clock where it is not a layout draw's (a rerun
+    /// with `--rtc clock=host`, say): it counts as draw 0, which is said.
+    pub clock_not_a_draw: Option<String>,
     /// Runs with equal identities were measured alike (same kernel package
     /// or release, samples, time mode): only then is a percentage between them shown.
     pub alike: Alike,
@@ -54,6 +57,8 @@ pub struct Run {
     pub policy_load_ms: Option<f64>,
     pub bytes_added: Option<u64>,
     pub origin: Origin,
+    /// The lsmpmon that measured it: its version, and its commit where recorded.
+    pub build: String,
     /// A lab cell's kernel: its packages and, for a kernel lsmpmon built,
     /// its image sizes.
     pub kernel_ref: Option<model::KernelRef>,
@@ -96,6 +101,14 @@ impl Run {
     }
 }
 
+/// The configuration every other is measured against.
+pub const BASELINE: &str = "none";
+
+/// Each op the run's benchmark measured.
+pub fn ops(c: &Run) -> &[OpResult] {
+    c.bench.as_ref().map_or(&[], |b| &b.results)
+}
+
 /// Every run in PATHS (files or lab result directories) that counts (see
 /// [`counting`]). A file that is not an lsmpmon result is an error naming
 /// it, never a run; with `skip` it is named on stderr and left out.
@@ -103,10 +116,26 @@ pub fn load(paths: &[PathBuf], skip: bool) -> Result<Vec<Run>> {
     Ok(load_counting(paths, skip)?.0)
 }
 
-/// The runs that count, and a line for each run another one superseded.
+/// The runs that count, and a line for each run another one superseded
+/// (and one for the copies of single results read once).
 pub fn load_counting(paths: &[PathBuf], skip: bool) -> Result<(Vec<Run>, Vec<String>)> {
+    let (runs, singles) = load_every(paths, skip)?;
+    let (runs, mut lines) = counting(runs);
+    lines.extend(singles.copies_line());
+    Ok((runs, lines))
+}
+
+/// Every run in PATHS, each copy of one read once, none superseded: a
+/// cell run again by another build is another layout draw (what the floor
+/// is made of), not a replacement.
+pub fn load_all(paths: &[PathBuf], skip: bool) -> Result<Vec<Run>> {
+    Ok(load_every(paths, skip)?.0)
+}
+
+fn load_every(paths: &[PathBuf], skip: bool) -> Result<(Vec<Run>, SinglesSeen)> {
     let mut runs = Vec::new();
     let mut cells = CellsSeen::default();
+    let mut singles = SinglesSeen::default();
     for p in paths {
         let meta =
             fs::metadata(p).map_err(|e| usage(format!("cannot read {}: {e}", p.display())))?;
@@ -122,11 +151,15 @@ pub fn load_counting(paths: &[PathBuf], skip: bool) -> Result<(Vec<Run>, Vec<Str
                 load_entry(&f)
             };
             match entry {
-                Ok((r, key)) => {
-                    if let Some(key) = key {
-                        cells.add(key, &f)?;
+                Ok((r, Seen::Cell(key))) => {
+                    if cells.add(key, &f)? {
+                        runs.push(r)
                     }
-                    runs.push(r)
+                }
+                Ok((r, Seen::Single(contents))) => {
+                    if singles.first(contents, &f) {
+                        runs.push(r)
+                    }
                 }
                 Err(e) if skip => {
                     base::say!("lsmpmon: skipping {}", base::error::one_line(&e))
@@ -142,7 +175,56 @@ pub fn load_counting(paths: &[PathBuf], skip: bool) -> Result<(Vec<Run>, Vec<Str
     }
     one_unit_per_op(&runs)?;
     label_standalone(&mut runs);
-    Ok(counting(runs))
+    Ok((runs, singles))
+}
+
+/// What identifies a result read: a cell by its id and start time, a
+/// single result by its contents (a copy of one run is that run).
+enum Seen {
+    Cell(CellKey),
+    Single(String),
+}
+
+/// The single results read so far, and the copies left out.
+#[derive(Default)]
+struct SinglesSeen {
+    first: HashMap<String, PathBuf>,
+    copies: Vec<(PathBuf, PathBuf)>,
+}
+
+impl SinglesSeen {
+    /// Whether `path` is the first file with these contents.
+    fn first(&mut self, contents: String, path: &Path) -> bool {
+        match self.first.get(&contents) {
+            // The same file given twice is simply read once.
+            Some(first) if first == path => false,
+            Some(first) => {
+                self.copies.push((path.to_path_buf(), first.clone()));
+                false
+            }
+            None => {
+                self.first.insert(contents, path.to_path_buf());
+                true
+            }
+        }
+    }
+
+    /// One line saying how many copies were left out, naming the first.
+    fn copies_line(&self) -> Option<String> {
+        let n = self.copies.len();
+        let (copy, of) = self.copies.first()?;
+        let more = match n - 1 {
+            0 => String::new(),
+            1 => " and 1 more".into(),
+            k => format!(" and {k} more"),
+        };
+        Some(format!(
+            "{n} identical {} of results already read left out, each counted once (a copy of one run is not another run): {} is {}{more}",
+            if n == 1 { "copy" } else { "copies" },
+            copy.display(),
+            of.display()
+        ))
+    }
 }
 
 /// A cell's identity (id and start time) and its contents.
@@ -159,7 +241,8 @@ struct CellKey {
 struct CellsSeen(HashMap<(String, u64), (String, PathBuf)>);
 
 impl CellsSeen {
-    fn add(&mut self, key: CellKey, path: &Path) -> Result<()> {
+    /// Whether the cell is new (not a copy of one already read).
+    fn add(&mut self, key: CellKey, path: &Path) -> Result<bool> {
         let id = (key.id, key.started_unix_s);
         match self.0.get(&id) {
             Some((contents, first)) if *contents != key.contents => Err(usage(format!(
@@ -169,10 +252,10 @@ impl CellsSeen {
                 id.0,
                 id.1
             ))),
-            Some(_) => Ok(()),
+            Some(_) => Ok(false),
             None => {
                 self.0.insert(id, (key.contents, path.to_path_buf()));
-                Ok(())
+                Ok(true)
             }
         }
     }
@@ -247,13 +330,14 @@ pub fn counting(runs: Vec<Run>) -> (Vec<Run>, Vec<String>) {
             let k = kept.iter().find(|k| same_cell(k, d))?;
             (k.source != d.source).then(|| {
                 format!(
-                    "{} ({} on {}, {}): superseded by {} (the newest {}run)",
+                    "{} ({} on {}, {}): superseded by {} (the newest {}run){}",
                     d.source.display(),
                     d.config,
                     d.kernel,
                     d.status,
                     k.source.display(),
-                    if k.passed() { "passed " } else { "" }
+                    if k.passed() { "passed " } else { "" },
+                    why_it_matters(k, d)
                 )
             })
         })
@@ -261,12 +345,53 @@ pub fn counting(runs: Vec<Run>) -> (Vec<Run>, Vec<String>) {
     (kept, superseded)
 }
 
+/// What a reader of a superseded line must know: runs of one draw whose
+/// figures differ (one is shown, the other is not), and a run whose clock
+/// is not a draw's, counted as draw 0.
+fn why_it_matters(kept: &Run, dropped: &Run) -> String {
+    let mut out = String::new();
+    if let Some(d) = figures_differ(kept, dropped) {
+        out.push_str(&format!(
+            "; their figures differ ({d}): only the kept one is shown"
+        ));
+    }
+    for r in [kept, dropped] {
+        if let Some(clock) = &r.clock_not_a_draw {
+            out.push_str(&format!(
+                "; {}'s guest clock {clock:?} is not a layout draw's: it counts as draw 0",
+                r.source.display()
+            ));
+        }
+    }
+    out
+}
+
+/// The first benchmark op whose medians in two passed virtual-time runs
+/// differ beyond its determinism (0.5 %): `a` kept, `b` left out.
+fn figures_differ(a: &Run, b: &Run) -> Option<String> {
+    let exact = |r: &Run| r.passed() && r.time == TimeMode::Virtual;
+    if !exact(a) || !exact(b) {
+        return None;
+    }
+    let (xa, xb) = (a.bench.as_ref()?, b.bench.as_ref()?);
+    xa.results.iter().find_map(|x| {
+        let y = xb.results.iter().find(|y| y.op == x.op)?;
+        let (m, n) = (x.summary.median, y.summary.median);
+        let pct = base::stats::overhead_pct(false, m, n);
+        (pct.abs() > base::stats::VIRTUAL_DETERMINISM_PCT).then(|| {
+            format!(
+                "{} median {} {unit} kept, {} {unit} left out",
+                x.op,
+                base::table::fmt_value(m),
+                base::table::fmt_value(n),
+                unit = x.unit.name()
+            )
+        })
+    })
+}
+
 fn result_files(dir: &Path) -> Result<Vec<PathBuf>> {
-    let cells = if dir.join("cells").is_dir() {
-        dir.join("cells")
-    } else {
-        dir.to_path_buf()
-    };
+    let cells = base::secure_fs::cells_dir(dir)?.unwrap_or_else(|| dir.to_path_buf());
     let mut files: Vec<PathBuf> = fs::read_dir(&cells)
         .map_err(|e| usage(format!("cannot read {}: {e}", cells.display())))?
         .flatten()
@@ -289,8 +414,8 @@ pub fn load_file(p: &Path) -> Result<Run> {
     Ok(load_entry(p)?.0)
 }
 
-/// The run in `p`, and for a cell its identity.
-fn load_entry(p: &Path) -> Result<(Run, Option<CellKey>)> {
+/// The run in `p`, and what identifies it.
+fn load_entry(p: &Path) -> Result<(Run, Seen)> {
     let readable = [CELL_SCHEMA, BENCH_SCHEMA, TRACE_SCHEMA];
     Ok(match read::load_one_of("", p, &readable, "report")? {
         AnyResult::Cell(c) => {
@@ -299,17 +424,28 @@ fn load_entry(p: &Path) -> Result<(Run, Option<CellKey>)> {
                 started_unix_s: c.started_unix_s,
                 contents: serde_json::to_string(&c)?,
             };
-            (from_cell(p, &c), Some(key))
+            (from_cell(p, &c), Seen::Cell(key))
         }
         AnyResult::Bench(b) => {
             let origin = Origin::of_bench(&b.provenance);
+            let build = build_name(
+                &b.provenance.base.version,
+                b.provenance.base.commit.as_deref(),
+            );
             let (alike, started) = (Alike::of_bench(&b), b.provenance.base.started_unix_s);
-            (standalone(p, origin, alike, started, Some(*b), None), None)
+            let seen = Seen::Single(serde_json::to_string(&b)?);
+            let mut run = standalone(p, origin, alike, started, Some(*b), None);
+            run.build = build;
+            (run, seen)
         }
         AnyResult::Trace(t) => {
             let origin = Origin::of_trace(&t.provenance);
+            let build = build_name(&t.provenance.version, t.provenance.commit.as_deref());
             let (alike, started) = (Alike::of_trace(&t), t.provenance.started_unix_s);
-            (standalone(p, origin, alike, started, None, Some(*t)), None)
+            let seen = Seen::Single(serde_json::to_string(&t)?);
+            let mut run = standalone(p, origin, alike, started, None, Some(*t));
+            run.build = build;
+            (run, seen)
         }
         other => {
             return Err(usage(format!(
@@ -320,6 +456,15 @@ fn load_entry(p: &Path) -> Result<(Run, Option<CellKey>)> {
             )))
         }
     })
+}
+
+/// An lsmpmon build as `lab merge` names it: the version, and the commit's
+/// first 12 digits where one was recorded.
+fn build_name(version: &str, commit: Option<&str>) -> String {
+    match commit {
+        Some(c) => format!("{version} ({})", c.chars().take(12).collect::<String>()),
+        None => version.to_string(),
+    }
 }
 
 fn from_cell(p: &Path, c: &CellResult) -> Run {
@@ -334,6 +479,9 @@ fn from_cell(p: &Path, c: &CellResult) -> Run {
         time: c.time,
         started_unix_s: c.started_unix_s,
         draw: c.options.draw(),
+        clock_not_a_draw: model::draw::draw_of_rtc(&c.options.rtc)
+            .is_none()
+            .then(|| c.options.rtc.clone()),
         alike: Alike::of_cell(c),
         measured: guest
             .proof
@@ -343,6 +491,7 @@ fn from_cell(p: &Path, c: &CellResult) -> Run {
         active_lsms: guest.active_lsms.clone(),
         op_calls: guest.op_calls.clone().unwrap_or_default(),
         origin: Origin::of_cell(c),
+        build: build_name(&c.lsmpmon_version, c.build_commit()),
         bench: guest.bench,
         trace: guest.trace,
         traced_bench: guest.traced_bench,
@@ -404,11 +553,13 @@ fn standalone(
         time: origin.time,
         started_unix_s,
         draw: 0,
+        clock_not_a_draw: None,
         alike,
         measured_lsms: traced_lsms(trace.as_ref()),
         active_lsms: Vec::new(),
         measured: None,
         origin,
+        build: String::new(),
         bench,
         trace,
         traced_bench: None,

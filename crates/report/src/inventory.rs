@@ -4,8 +4,8 @@
 //! --per-lsm` found them) and how many of them the ops called, with the
 //! busiest ones: what the module's cost in the other forms is made of.
 use super::account::added_modules;
-use super::forms::{self, baseline, draws, BASELINE};
-use super::input::Run;
+use super::forms::{self, baseline, draws};
+use super::input::{Run, BASELINE};
 use base::papers;
 use base::table::{Cell, Row, Table};
 use model::trace::TraceResult;

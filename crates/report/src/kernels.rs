@@ -3,8 +3,8 @@
 //! configuration measured on two kernels or more, its ops × kernels, each
 //! figure with its % over `none` on the same kernel package, and what
 //! changed in the kernel between them that is known to move LSM costs.
-use super::forms::{self, BASELINE};
-use super::input::Run;
+use super::forms;
+use super::input::{Run, BASELINE};
 use base::table::{Cell, Row, Table};
 use base::{papers, stats};
 use model::bench::Unit;

@@ -6,6 +6,7 @@ mod avc;
 mod avtab_slots;
 pub mod charts;
 pub mod compare;
+pub mod floor;
 pub mod forms;
 mod framework;
 mod html;
@@ -25,7 +26,7 @@ mod test_runs;
 
 mod webstone;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
@@ -96,6 +97,10 @@ pub struct ReportArgs {
     /// Print the papers' reference list and exit.
     #[arg(long, exclusive = true)]
     pub papers: bool,
+    /// Print, as JSON, the layout floor the `none` draws in RESULTS give per kernel and op
+    /// (what results/floor.json holds, against which one draw a side is judged) and exit.
+    #[arg(long, conflicts_with_all = ["form", "format", "order", "syscalls"])]
+    pub make_floor: bool,
 }
 
 #[derive(Args, Debug)]
@@ -235,6 +240,14 @@ fn forced_merges(inputs: &[PathBuf]) -> Result<Vec<String>> {
                     .iter()
                     .map(|f| format!("WARNING: {} was merged with --force: {f}", dir.display())),
             );
+            // The merge kept one run of each such cell: the other's figures
+            // are not in the tables, so the disagreement is said beside them.
+            out.extend(m.disagreements.iter().map(|d| {
+                format!(
+                    "WARNING: {} was merged from runs that disagree, one kept: {d}",
+                    dir.display()
+                )
+            }));
         }
     }
     Ok(out)
@@ -306,6 +319,26 @@ fn emit(output: Option<&PathBuf>, text: &str) -> Result<()> {
     })
 }
 
+/// `report --make-floor`: the floor of the `none` draws given, as JSON.
+fn make_floor(runs: &[Run], args: &ReportArgs) -> Result<i32> {
+    let from = args
+        .results
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let table = floor::from_runs(runs, from);
+    if table.floors.is_empty() {
+        return Err(usage(
+            "the results hold no passed lab cell of `none`: no floor to make",
+        ));
+    }
+    emit(
+        args.output.as_ref(),
+        &(serde_json::to_string_pretty(&table)? + "\n"),
+    )?;
+    Ok(EXIT_OK)
+}
+
 pub fn main(args: ReportArgs) -> Result<i32> {
     if args.papers {
         let list: String = base::papers::ALL
@@ -322,6 +355,9 @@ pub fn main(args: ReportArgs) -> Result<i32> {
         base::output::stdout(&list)?;
         return Ok(EXIT_OK);
     }
+    if args.make_floor {
+        return make_floor(&input::load_all(&args.results, args.skip_invalid)?, &args);
+    }
     let (runs, superseded) = input::load_counting(&args.results, args.skip_invalid)?;
     let mut warnings = input::warnings(&runs);
     warnings.extend(superseded);
@@ -333,6 +369,7 @@ pub fn main(args: ReportArgs) -> Result<i32> {
     let mut syscalls = args.syscalls.as_deref().map(split_list).unwrap_or_default();
     let mut seen = std::collections::HashSet::new();
     syscalls.retain(|s| seen.insert(s.clone()));
+    syscalls::check_names(&runs, &syscalls).map_err(usage)?;
     let mut tables = tables(&runs, &split_list(&args.order), &syscalls);
     if tables.is_empty() {
         return Err(usage(
@@ -366,12 +403,28 @@ pub fn main(args: ReportArgs) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
+/// One side of `compare`: its runs, each line about what was left out said
+/// on stderr (superseded runs, copies counted once).
+fn compare_side(side: &str, path: &Path) -> Result<Vec<Run>> {
+    let (runs, left_out) = input::load_counting(std::slice::from_ref(&path.to_path_buf()), false)?;
+    for line in left_out {
+        base::say!("lsmpmon: {side}: {line}");
+    }
+    for line in forced_merges(std::slice::from_ref(&path.to_path_buf()))? {
+        base::say!("lsmpmon: {side}: {line}");
+    }
+    Ok(runs)
+}
+
 pub fn compare_main(args: CompareArgs) -> Result<i32> {
-    let a = input::load(std::slice::from_ref(&args.a), false)?;
-    let b = input::load(std::slice::from_ref(&args.b), false)?;
+    let a = compare_side("A", &args.a)?;
+    let b = compare_side("B", &args.b)?;
     input::one_unit_per_op(a.iter().chain(&b))?;
     let pairs = compare::pair(&a, &b)?;
     let forced = compare::check_origins(&pairs, args.force)?;
+    if let Some(w) = compare::builds_warning(&a, &b) {
+        base::say!("lsmpmon: {w}");
+    }
     let changes = compare::changes(&pairs, args.alpha);
     if changes.is_empty() {
         return Err(usage(

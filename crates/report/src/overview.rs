@@ -2,7 +2,7 @@
 //! change over `none` with its interval and verdict (the HTML colours it
 //! as a heat map). The per-kernel tables follow.
 use super::forms::{self, baseline, by_kernel, drawn_cell, latest, op_cell};
-use super::input::Run;
+use super::input::{self, Run};
 use base::table::{Cell, Row, Table};
 use bench::op_names;
 
@@ -47,7 +47,7 @@ fn table(
 ) -> Table {
     let rows = configs
         .iter()
-        .filter(|c| *c != forms::BASELINE)
+        .filter(|c| *c != input::BASELINE)
         .map(|config| Row {
             label: config.clone(),
             cells: kernels
@@ -67,11 +67,11 @@ fn table(
         .collect();
     Table {
         form: base::form::Form::Overview,
-        title: format!("Overview: {op} (µs) and its change over `{}`, configuration × kernel", forms::BASELINE),
+        title: format!("Overview: {op} (µs) and its change over `{}`, configuration × kernel", input::BASELINE),
         kernel: String::new(),
         notes: vec![format!(
-            "The median over layout draws and its change over `{}` on the same kernel, with its interval; only a change marked with a plain percentage is established (its interval excludes 0 and it exceeds the kernel's layout floor); \"layout noise\" and \"within layout floor\" are not results. Each kernel's Table 3 form below has every op.",
-            forms::BASELINE
+            "The median over layout draws and its change over `{}` on the same kernel, with its interval; only a change marked with a plain percentage is established (its interval excludes 0 and it exceeds the kernel's layout floor); \"layout noise\", \"within layout floor\" and \"two layout modes\" (a side's draws fall into two groups and the change does not hold against each) are not results. Each kernel's Table 3 form below has every op.",
+            input::BASELINE
         )],
         header: std::iter::once("configuration".to_string())
             .chain(kernels.iter().map(|(k, _)| k.to_string()))

@@ -3,8 +3,8 @@
 //! side by side against `none` on one kernel — time per operation, the hooks
 //! whose cost differs, footprint, policy load time, and how the policy fills
 //! the kernel's avtab and AVC hash tables.
-use super::forms::{baseline, figure_row, hook_cost, op_cell, ops, table4_hooks, time_mode};
-use super::input::Run;
+use super::forms::{baseline, figure_row, hook_cost, op_cell, table4_hooks, time_mode};
+use super::input::{ops, Run};
 use base::papers;
 use base::table::{Cell, Row, Table};
 use model::cell::{AvtabEval, Footprint};

@@ -66,7 +66,7 @@ fn draw_notes(cols: &[&Run], all: &[&Run], sys: &str, hooks: &[String]) -> Vec<S
         .filter_map(|c| {
             // Draws of this very cell: its kernel, configuration, identity and ops.
             let ops = |r: &Run| -> Vec<String> {
-                super::forms::ops(r).iter().map(|o| o.op.clone()).collect()
+                super::input::ops(r).iter().map(|o| o.op.clone()).collect()
             };
             let traced: Vec<&Run> = super::forms::draws(all, c)
                 .into_iter()
@@ -250,6 +250,39 @@ fn table(group: &str, cols: &[&Run], all: &[&Run], sys: &str) -> Table {
         header,
         rows,
     }
+}
+
+/// How many known names a refusal lists.
+const NAMES_LISTED: usize = 24;
+
+/// Names given to `--syscalls` that no trace in `runs` recorded are
+/// refused, with the names the traces did record (a typo would otherwise
+/// give no table and no reason).
+pub fn check_names(runs: &[Run], asked: &[String]) -> Result<(), String> {
+    let mut known: Vec<&str> = runs
+        .iter()
+        .filter_map(trace)
+        .flat_map(|t| t.syscalls.iter().map(|s| s.syscall.as_str()))
+        .collect();
+    known.sort_unstable();
+    known.dedup();
+    let unknown: Vec<&str> = asked
+        .iter()
+        .map(String::as_str)
+        .filter(|a| !known.contains(a))
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let listed = match known.len() {
+        0 => "none: the results hold no per-syscall trace".to_string(),
+        n if n > NAMES_LISTED => format!("{}, … ({n} in all)", known[..NAMES_LISTED].join(", ")),
+        _ => known.join(", "),
+    };
+    Err(format!(
+        "--syscalls {}: not a syscall the traces recorded; they recorded {listed}",
+        unknown.join(",")
+    ))
 }
 
 /// Tables 6/7 for the given syscalls, or each group's busiest ones.

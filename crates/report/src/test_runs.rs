@@ -44,6 +44,7 @@ pub fn run(series: &str, flavour: &str, cpus: u32, config: &str, medians: &[(&st
         time: TimeMode::Virtual,
         started_unix_s: 1,
         draw: 0,
+        clock_not_a_draw: None,
         alike: Alike::of_bench(&bench),
         measured_lsms: Vec::new(),
         active_lsms: Vec::new(),
@@ -57,5 +58,6 @@ pub fn run(series: &str, flavour: &str, cpus: u32, config: &str, medians: &[(&st
         bytes_added: None,
         kernel_ref: None,
         origin,
+        build: String::new(),
     }
 }

@@ -1,8 +1,8 @@
 //! The LSM paper's Webstone tables: connections per second with 8, 16, 24
 //! and 32 clients, per configuration and CPU count (UP vs SMP), and the
 //! request latency percentiles behind them (bench ops web_c8 … web_c32).
-use super::forms::{op, time_mode, BASELINE};
-use super::input::Run;
+use super::forms::{op, time_mode};
+use super::input::{Run, BASELINE};
 use base::papers;
 use base::table::{Cell, Row, Table};
 use bench::op_names;

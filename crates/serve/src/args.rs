@@ -7,12 +7,12 @@ use trace::EngineArgs;
 
 /// serve's timing unless told (`--timing-windows ON/EVERY`, seconds): every
 /// call counted, every call timed in windows of ON seconds, one every EVERY
-/// (BENCHMARKS.md §16: what it costs per call, and how close its p50/p99 stay).
+/// (BENCHMARKS.md, 'serve's own cost': what it costs per call, and how close its p50/p99 stay).
 pub const DEFAULT_WINDOWS: (f64, f64) = (5.0, 120.0);
 
 /// serve's `--sample` unless told, with `--by cgroup`: a cgroup busy only
 /// between windows would show no time, so each CPU draws one call in this
-/// many instead (BENCHMARKS.md §16).
+/// many instead (BENCHMARKS.md, 'serve's own cost').
 pub const DEFAULT_SAMPLE: u32 = 64;
 
 #[derive(Args, Debug, Clone)]

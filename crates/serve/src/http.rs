@@ -283,7 +283,7 @@ mod tests {
             .args(["-s", "-m", &max_s.to_string(), "-w", "\n%{http_code}"])
             .arg(format!("http://127.0.0.1:{port}{path}"))
             .output()
-            .expect("curl (scripts/setup.sh installs it)");
+            .expect("curl (scripts/setup.sh --tests installs it)");
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         let (body, code) = text.rsplit_once('\n')?;
         Some((code.parse().ok().filter(|c| *c != 0)?, body.to_string()))

@@ -2,7 +2,7 @@
 //! a counter that only grows: `serve` refuses `trace ctl reset`.
 use super::exposition::{Family, Kind, Sample, Value};
 use model::hook_stat::{HookStat, Needs, StatUnit, COUNTERS, TIME, TIME_ESTIMATE, UNTIMED_CALLS};
-use model::{HookResult, TraceResult};
+use model::{HookResult, ProbeInfo, TraceResult};
 
 /// The histogram's `le` bounds: powers of two from 128 ns to 16 µs, where
 /// most hook calls fall, then every fourth to 1 ms; slower calls in `+Inf`.
@@ -351,21 +351,53 @@ fn cpu_families(out: &mut Families, per_cpu: &[Vec<HookResult>], timing: Timing)
     }
 }
 
+/// The engine's own families: what it is, what probing costs, how many
+/// hooks it holds, how it times them, and how long it has run.
 fn engine_families(out: &mut Families, r: &TraceResult, own: Own) {
-    use Kind::{Counter, Gauge};
-    let p = &r.probe;
+    build_info_family(out, r);
+    probe_cost_families(out, &r.probe);
+    hook_count_families(out, r);
+    timing_families(out, r);
+    let help = "Time the probes have been recording.";
+    out.add(
+        "lsmpmon_traced_seconds_total",
+        help,
+        Kind::Counter,
+        vec![number(&[], r.elapsed_ns as f64 / NS_PER_S)],
+    );
+    let help = "Reading the probes' maps and building this scrape's metrics.";
+    out.add(
+        "lsmpmon_scrape_duration_seconds",
+        help,
+        Kind::Gauge,
+        vec![number(&[], own.scrape_seconds)],
+    );
+}
+
+/// lsmpmon, the kernel and the attach method, as labels of one series.
+fn build_info_family(out: &mut Families, r: &TraceResult) {
     let lsms = r.provenance.active_lsms.join(",");
     let commit = r.provenance.commit.as_deref().unwrap_or("");
     let info = [
         ("version", r.provenance.version.as_str()),
         ("commit", commit),
         ("kernel_release", r.provenance.kernel_release.as_str()),
-        ("method", p.method.as_str()),
+        ("method", r.probe.method.as_str()),
         ("active_lsms", lsms.as_str()),
         ("time", r.provenance.time.name()),
     ];
     let help = "lsmpmon, the kernel and how it is probed (value 1). time: real or virtual (a guest's instruction count).";
-    out.add("lsmpmon_build_info", help, Gauge, vec![count(&info, 1)]);
+    out.add(
+        "lsmpmon_build_info",
+        help,
+        Kind::Gauge,
+        vec![count(&info, 1)],
+    );
+}
+
+/// What the probes themselves cost, as calibrated (absent where not).
+fn probe_cost_families(out: &mut Families, p: &ProbeInfo) {
+    use Kind::Gauge;
     let secs = |ns: Option<f64>| {
         ns.map(|v| vec![number(&[], v / NS_PER_S)])
             .unwrap_or_default()
@@ -386,6 +418,12 @@ fn engine_families(out: &mut Families, r: &TraceResult, own: Own) {
         Gauge,
         secs(p.nested_cost_ns),
     );
+}
+
+/// How many hooks were found, attached and called, and the probe runs skipped.
+fn hook_count_families(out: &mut Families, r: &TraceResult) {
+    use Kind::{Counter, Gauge};
+    let p = &r.probe;
     let gauge = |v: usize| vec![count(&[], v as u64)];
     out.add(
         "lsmpmon_hooks_found",
@@ -413,6 +451,11 @@ fn engine_families(out: &mut Families, r: &TraceResult, own: Own) {
         Counter,
         vec![count(&[], p.recursion_misses)],
     );
+}
+
+/// How the hook calls are timed: one in N, or in timing windows.
+fn timing_families(out: &mut Families, r: &TraceResult) {
+    use Kind::{Counter, Gauge};
     if r.options.timing_windows.is_none() {
         let help = "One hook call in this many is timed (serve's --sample; 1: every call); the time counters are the timed calls' time × this.";
         out.add(
@@ -445,20 +488,6 @@ fn engine_families(out: &mut Families, r: &TraceResult, own: Own) {
             vec![count(&[], w.closed)],
         );
     }
-    let help = "Time the probes have been recording.";
-    out.add(
-        "lsmpmon_traced_seconds_total",
-        help,
-        Counter,
-        vec![number(&[], r.elapsed_ns as f64 / NS_PER_S)],
-    );
-    let help = "Reading the probes' maps and building this scrape's metrics.";
-    out.add(
-        "lsmpmon_scrape_duration_seconds",
-        help,
-        Gauge,
-        vec![number(&[], own.scrape_seconds)],
-    );
 }
 
 /// Every family of one scrape; `per_cpu` is read only with `by.cpu`.
@@ -882,7 +911,7 @@ mod tests {
     }
 
     /// Prometheus' own parser and linter (`promtool check metrics`, from
-    /// Debian's prometheus package: scripts/setup.sh) accepts the exposition.
+    /// Debian's prometheus package: scripts/setup.sh --tests) accepts the exposition.
     #[test]
     fn promtool_accepts_the_exposition() {
         use std::io::Write;
@@ -900,7 +929,7 @@ mod tests {
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
-            .expect("promtool (Debian package prometheus; scripts/setup.sh installs it)");
+            .expect("promtool (Debian package prometheus; scripts/setup.sh --tests installs it)");
         child
             .stdin
             .take()

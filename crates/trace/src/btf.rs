@@ -140,6 +140,10 @@ fn signature(btf: &Btf, f: &types::Func) -> Option<(Vec<ArgType>, ArgType)> {
     Some((params, ret))
 }
 
+fn vmlinux() -> Result<Btf<'static>> {
+    Btf::from_vmlinux().map_err(|e| usage(format!("cannot read kernel BTF: {e}")))
+}
+
 impl KernelBtf {
     /// Every function in vmlinux BTF whose name passes `keep`, and the layout
     /// of the structs named in `structs`.
@@ -150,12 +154,32 @@ impl KernelBtf {
                  trace in a guest instead: lsmpmon vm run -- lsmpmon trace ...",
             ));
         }
-        let btf = Btf::from_vmlinux().map_err(|e| usage(format!("cannot read kernel BTF: {e}")))?;
+        let btf = vmlinux()?;
         let mut kbtf = Self {
             funcs: HashMap::new(),
             attach_types: HashMap::new(),
             structs: HashMap::new(),
         };
+        kbtf.read(&btf, keep, structs);
+        Ok(kbtf)
+    }
+
+    /// Reads the functions named in `names` too (a hook's caller found in
+    /// the kernel's text need not be among those `load` kept).
+    pub fn add_funcs(&mut self, names: &std::collections::BTreeSet<String>) -> Result<()> {
+        let names: std::collections::BTreeSet<&str> = names
+            .iter()
+            .map(String::as_str)
+            .filter(|n| !self.funcs.contains_key(*n))
+            .collect();
+        if !names.is_empty() {
+            self.read(&vmlinux()?, |n| names.contains(n), &[]);
+        }
+        Ok(())
+    }
+
+    fn read(&mut self, btf: &Btf, keep: impl Fn(&str) -> bool, structs: &[&str]) {
+        let kbtf = self;
         for id in 1..btf.len() as u32 {
             let Some(t) = btf.type_by_id::<BtfType>(TypeId::from(id)) else {
                 continue;
@@ -166,7 +190,7 @@ impl KernelBtf {
                     let n = name(&t);
                     if structs.contains(&n.as_str()) && !kbtf.structs.contains_key(&n) {
                         if let Ok(s) = types::Struct::try_from(t) {
-                            kbtf.structs.insert(n, layout(&btf, &s));
+                            kbtf.structs.insert(n, layout(btf, &s));
                         }
                     }
                 }
@@ -177,7 +201,7 @@ impl KernelBtf {
                     }
                     let Some((params, ret)) = types::Func::try_from(t)
                         .ok()
-                        .and_then(|f| signature(&btf, &f))
+                        .and_then(|f| signature(btf, &f))
                     else {
                         continue;
                     };
@@ -191,7 +215,6 @@ impl KernelBtf {
                 _ => {}
             }
         }
-        Ok(kbtf)
     }
 
     fn read_attach_types(&mut self, t: BtfType) {

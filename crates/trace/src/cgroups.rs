@@ -125,10 +125,16 @@ impl Cgroups {
             let Some(h) = hooks.get(*hook as usize).filter(|h| h.lsm.is_none()) else {
                 continue;
             };
-            by_cgroup.entry(*id).or_default().push(CgroupHook {
-                hook: h.name.clone(),
-                calls: as_reported(c, h, floor_ns),
-            });
+            // A hook's callers in one row.
+            let rows = by_cgroup.entry(*id).or_default();
+            let calls = as_reported(c, h, floor_ns);
+            match rows.iter_mut().find(|r| r.hook == h.name) {
+                Some(r) => r.calls.add(&calls),
+                None => rows.push(CgroupHook {
+                    hook: h.name.clone(),
+                    calls,
+                }),
+            }
         }
         let unknown =
             |id: &u64| *id != 0 && !self.names.contains_key(id) && !self.missing.contains(id);
@@ -307,6 +313,30 @@ mod tests {
             names,
             [("/system.slice/a.scope", 60), ("/b", 30), (OTHER, 502)]
         );
+    }
+
+    #[test]
+    fn a_hooks_callers_are_one_row_in_a_cgroup() {
+        let root = Scratch::new();
+        let mut second = hook("xfrm_decode_session");
+        second.function = "security_skb_classify_flow".into();
+        let hooks = [hook("xfrm_decode_session"), second, hook("file_open")];
+        let mut cells = Cells::new();
+        cells.insert((0, 0), calls(4));
+        cells.insert((0, 1), calls(6));
+        cells.insert((0, 2), calls(1));
+        let mut cg = Cgroups::under(root.path().to_path_buf(), 2);
+        let b = cg.breakdown(&cells, &hooks, 0, None);
+        let rows: Vec<(&str, u64, u64)> = b.cgroups[0]
+            .hooks
+            .iter()
+            .map(|h| (h.hook.as_str(), h.calls.calls, h.calls.sum_ns))
+            .collect();
+        assert_eq!(
+            rows,
+            [("xfrm_decode_session", 10, 1000), ("file_open", 1, 100)]
+        );
+        assert_eq!(b.cgroups[0].total.calls, 11);
     }
 
     #[test]

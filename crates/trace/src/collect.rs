@@ -111,6 +111,8 @@ pub fn hook_result(
     HookResult {
         hook: hook.name.clone(),
         function: hook.function.clone(),
+        callers: Vec::new(),
+        also_runs: Vec::new(),
         calls,
         count: s.count,
         cs_count: s.cs_count,
@@ -137,6 +139,57 @@ pub fn hook_result(
     }
 }
 
+/// The stats rows reported as one, in row order: a hook's callers together
+/// (one row a hook), each LSM function alone.
+pub fn row_groups(hooks: &[Hook]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut of_hook: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, h) in hooks.iter().enumerate() {
+        if h.lsm.is_some() {
+            groups.push(vec![i]);
+            continue;
+        }
+        match of_hook.get(h.name.as_str()) {
+            Some(&g) => groups[g].push(i),
+            None => {
+                of_hook.insert(&h.name, groups.len());
+                groups.push(vec![i]);
+            }
+        }
+    }
+    groups
+}
+
+/// One hook's figures from all its callers' rows: the counters summed (a
+/// call of any caller is a call of the hook); allow/deny only if each
+/// caller returns the int it decided.
+pub fn group_result(
+    hooks: &[Hook],
+    group: &[usize],
+    stats: &[lsmpmon_hook_stats],
+    floor_ns: Option<f64>,
+    full: bool,
+) -> HookResult {
+    let first = &hooks[group[0]];
+    let mut s = stats[group[0]];
+    let mut hook = first.clone();
+    for &i in &group[1..] {
+        add_stats(&mut s, &stats[i]);
+        hook.returns_int &= hooks[i].returns_int;
+        for a in &hooks[i].also_runs {
+            if !hook.also_runs.contains(a) {
+                hook.also_runs.push(a.clone());
+            }
+        }
+    }
+    let mut r = hook_result(&hook, &s, floor_ns, full);
+    if group.len() > 1 {
+        r.callers = group.iter().map(|&i| hooks[i].function.clone()).collect();
+    }
+    r.also_runs = hook.also_runs;
+    r
+}
+
 /// A --count-only hook: its probe counted every call in `count`, and timed
 /// none of them.
 pub fn untimed(r: &mut HookResult) {
@@ -156,7 +209,8 @@ pub fn syscalls(
     floor_ns: Option<f64>,
 ) -> Vec<SyscallResult> {
     let floor = floor_ns.unwrap_or(0.0);
-    let mut by_slot: BTreeMap<u32, Vec<SyscallHook>> = BTreeMap::new();
+    // A hook's callers in one row.
+    let mut by_hook: BTreeMap<(u32, &str), (u64, u64)> = BTreeMap::new();
     for ((hook_id, slot), c) in cells {
         if c.count == 0 {
             continue;
@@ -164,12 +218,18 @@ pub fn syscalls(
         let Some(hook) = hooks.get(*hook_id as usize).filter(|h| h.lsm.is_none()) else {
             continue;
         };
-        let sum = (c.sum_ns as f64 - floor * c.count as f64).max(0.0);
-        by_slot.entry(*slot).or_default().push(SyscallHook {
-            hook: hook.name.clone(),
-            count: c.count,
+        let cell = by_hook.entry((*slot, hook.name.as_str())).or_default();
+        cell.0 += c.count;
+        cell.1 += c.sum_ns;
+    }
+    let mut by_slot: BTreeMap<u32, Vec<SyscallHook>> = BTreeMap::new();
+    for ((slot, hook), (count, sum_ns)) in by_hook {
+        let sum = (sum_ns as f64 - floor * count as f64).max(0.0);
+        by_slot.entry(slot).or_default().push(SyscallHook {
+            hook: hook.to_string(),
+            count,
             sum_ns: sum.round() as u64,
-            ave_ns: sum / c.count as f64,
+            ave_ns: sum / count as f64,
         });
     }
     let mut out: Vec<SyscallResult> = by_slot
@@ -258,6 +318,7 @@ mod tests {
             args: 2,
             lsm: None,
             also: Vec::new(),
+            also_runs: Vec::new(),
         };
         let s = lsmpmon_hook_stats {
             count: 4,
@@ -273,6 +334,87 @@ mod tests {
         assert_eq!(r.ave_ns, 800.0);
         assert_eq!((r.min_ns, r.max_ns, r.sum_ns), (700, 1000, 3200));
         assert_eq!((r.allow, r.deny), (Some(3), Some(2)));
+    }
+
+    fn caller(hook: &str, function: &str, returns_int: bool) -> Hook {
+        Hook {
+            name: hook.into(),
+            function: function.into(),
+            returns_int,
+            ..Hook::default()
+        }
+    }
+
+    #[test]
+    fn a_hooks_callers_are_one_row_and_modules_stay_apart() {
+        let hooks = [
+            caller("xfrm_decode_session", "security_xfrm_decode_session", true),
+            caller("file_open", "security_file_open", true),
+            Hook {
+                lsm: Some("selinux".into()),
+                ..caller("file_open", "selinux_file_open", true)
+            },
+            // A void caller of the same hook: no allow/deny for the row.
+            Hook {
+                also_runs: vec!["sk_getsecid".into()],
+                ..caller("xfrm_decode_session", "security_skb_classify_flow", false)
+            },
+        ];
+        let groups = row_groups(&hooks);
+        assert_eq!(groups, [vec![0, 3], vec![1], vec![2]]);
+        let row = |count, sum_ns, min_ns, max_ns, deny| lsmpmon_hook_stats {
+            count,
+            sum_ns,
+            min_ns,
+            max_ns,
+            deny,
+            ..Default::default()
+        };
+        let stats = [
+            row(3, 900, 200, 400, 1),
+            row(0, 0, 0, 0, 0),
+            row(0, 0, 0, 0, 0),
+            row(1, 100, 100, 100, 0),
+        ];
+        let r = group_result(&hooks, &groups[0], &stats, None, true);
+        assert_eq!((r.calls, r.sum_ns, r.min_ns, r.max_ns), (4, 1000, 100, 400));
+        assert_eq!(r.ave_ns, 250.0);
+        assert_eq!(r.function, "security_xfrm_decode_session");
+        assert_eq!(
+            r.callers,
+            ["security_xfrm_decode_session", "security_skb_classify_flow"]
+        );
+        assert_eq!(r.also_runs, ["sk_getsecid"]);
+        assert_eq!((r.allow, r.deny), (None, None));
+        let one = group_result(&hooks, &groups[1], &stats, None, true);
+        assert!(one.callers.is_empty() && one.also_runs.is_empty());
+        assert_eq!(one.allow, Some(0));
+    }
+
+    #[test]
+    fn a_hooks_callers_share_one_syscall_row() {
+        let hooks = [
+            caller("xfrm_decode_session", "security_xfrm_decode_session", true),
+            caller("xfrm_decode_session", "security_skb_classify_flow", false),
+            Hook {
+                lsm: Some("selinux".into()),
+                ..caller("xfrm_decode_session", "selinux_xfrm_decode_session", true)
+            },
+        ];
+        let cell = |count, sum_ns| lsmpmon_syscall_cell { count, sum_ns };
+        let cells: BTreeMap<(u32, u32), lsmpmon_syscall_cell> = [
+            ((0, 45), cell(2, 300)),
+            ((1, 45), cell(1, 200)),
+            ((2, 45), cell(3, 90)),
+        ]
+        .into_iter()
+        .collect();
+        let out = syscalls(&hooks, &cells, None, Some(50.0));
+        assert_eq!(out.len(), 1);
+        let rows = &out[0].hooks;
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        // 3 calls, 500 ns less a 50 ns floor each; the module's not counted.
+        assert_eq!((rows[0].count, rows[0].sum_ns), (3, 350));
     }
 
     #[test]

@@ -1,6 +1,9 @@
-//! Which LSM hooks exist on this kernel: a traceable `security_X` with a
-//! `bpf_lsm_X` twin in BTF is hook `X`. Nothing here lists hooks by name but
-//! the deny list, each entry with its reason.
+//! Which LSM hooks exist on this kernel and which functions run them: the
+//! hooks are the members of the kernel's hook table (hook_table.rs), their
+//! callers are read from the kernel's text and site tables (callers.rs).
+//! Nothing here lists hooks by name but the deny list, each entry with its
+//! reason; the name rule (`security_X`) is only the fallback where the
+//! kernel's text cannot be read, and the result says so.
 use std::{
     collections::{BTreeMap, BTreeSet, HashSet},
     fs,
@@ -9,9 +12,12 @@ use std::{
 use anyhow::Result;
 use serde::Serialize;
 
-use super::btf::{ArgType, Func, KernelBtf};
+use super::btf::{ArgType, KernelBtf};
+use super::callers::{self, Assignment};
+use super::hook_table::{HookTable, Layout};
 use crate::intf::lsmpmon_obj_kind as obj;
 use base::error::usage;
+use model::{CallerMethod, HookSource};
 
 /// Hooks the tracer must stay off, and why.
 pub const DENY_LIST: &[(&str, &str)] = &[(
@@ -19,6 +25,7 @@ pub const DENY_LIST: &[(&str, &str)] = &[(
     "the tracer's per-task stack lives in task storage, which is torn down around this hook",
 )];
 
+/// One traced function: a hook's caller, or (`lsm`) one LSM's implementation.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Hook {
     /// The LSM hook's name, as in `lsm_hook_defs.h`: `inode_create`.
@@ -45,31 +52,108 @@ pub struct Hook {
     /// and `file_ioctl_compat`): one probe, reported under each.
     #[serde(skip)]
     pub also: Vec<String>,
+    /// A hook's caller that runs other hooks too: their time is in this
+    /// function's, reported under `name` (callers.rs, `assign`).
+    #[serde(skip)]
+    pub also_runs: Vec<String>,
 }
 
 pub use model::Excluded;
 
 pub struct Discovery {
+    /// Every traced function, sorted by hook: a hook with several callers
+    /// has one entry each.
     pub hooks: Vec<Hook>,
     pub excluded: Vec<Excluded>,
+    pub source: HookSource,
 }
 
-/// All LSM hooks of the running kernel, sorted by name.
-pub fn discover(btf: &KernelBtf) -> Result<Discovery> {
+/// All LSM hooks of the running kernel and the functions that run them.
+pub fn discover(btf: &mut KernelBtf) -> Result<Discovery> {
+    let table = HookTable::from_btf(btf);
+    let twins: BTreeSet<String> = btf
+        .funcs
+        .keys()
+        .filter_map(|f| f.strip_prefix("bpf_lsm_"))
+        .map(String::from)
+        .collect();
+    let (assignment, source) = assign_callers(btf, table.as_ref(), &twins)?;
+    let btf = &*btf;
+    let all: BTreeSet<&str> = match &table {
+        Some(t) => t.hooks().collect(),
+        None => twins.iter().map(String::as_str).collect(),
+    };
+    let mut excluded = helpers_not_hooks(&twins, &all, table.as_ref());
+    let (mut hooks, untraced) = targets(btf, all, &assignment, &source);
+    excluded.extend(untraced);
+    if hooks.is_empty() {
+        return Err(no_hooks(btf));
+    }
+    hooks.sort_by(|a, b| a.name.cmp(&b.name).then(a.function.cmp(&b.function)));
+    excluded.sort_by(|a, b| a.hook.cmp(&b.hook));
+    Ok(Discovery {
+        hooks,
+        excluded,
+        source,
+    })
+}
+
+/// Each hook's callers ([`find_callers`]), added to `btf`'s functions.
+fn assign_callers(
+    btf: &mut KernelBtf,
+    table: Option<&HookTable>,
+    twins: &BTreeSet<String>,
+) -> Result<(Assignment, HookSource)> {
+    let (mut assignment, source) = find_callers(btf, table, twins);
+    // A denied hook stays untraced inside another's caller too (no probe on
+    // its modules' functions).
+    for hooks in assignment.also.values_mut() {
+        hooks.retain(|h| !DENY_LIST.iter().any(|(d, _)| d == h));
+    }
+    assignment.also.retain(|_, hooks| !hooks.is_empty());
+    // A caller found in the kernel's text need not be named security_*
+    // (7.x's inode_free_by_rcu).
+    btf.add_funcs(&assignment.callers.values().flatten().cloned().collect())?;
+    Ok((assignment, source))
+}
+
+/// The bpf_lsm_* functions that are no hook of the kernel's hook table.
+fn helpers_not_hooks(
+    twins: &BTreeSet<String>,
+    all: &BTreeSet<&str>,
+    table: Option<&HookTable>,
+) -> Vec<Excluded> {
+    let heads = table.map_or("security_hook_heads", |t| t.struct_name());
+    twins
+        .iter()
+        .filter(|t| !all.contains(t.as_str()))
+        .map(|name| Excluded {
+            hook: name.to_string(),
+            reason: format!(
+                "a BPF-LSM helper, not a hook: bpf_lsm_{name} is no member of struct {heads}"
+            ),
+        })
+        .collect()
+}
+
+/// Every hook's callers as probe targets, and the hooks (or callers) that
+/// cannot be traced, with the reason.
+fn targets(
+    btf: &KernelBtf,
+    all: BTreeSet<&str>,
+    assignment: &Assignment,
+    source: &HookSource,
+) -> (Vec<Hook>, Vec<Excluded>) {
     let traceable = traceable_functions();
     let mut hooks = Vec::new();
     let mut excluded = Vec::new();
-    for twin in btf.funcs.keys() {
-        let Some(name) = twin.strip_prefix("bpf_lsm_") else {
-            continue;
-        };
-        let Some((function, f)) = security_function(btf, name) else {
-            excluded.push(Excluded {
-                hook: name.into(),
-                reason: "no security_* function calls it (called directly by the kernel)".into(),
-            });
-            continue;
-        };
+    let inside: BTreeSet<&str> = assignment
+        .also
+        .values()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    for name in all {
         if let Some((_, why)) = DENY_LIST.iter().find(|(h, _)| *h == name) {
             excluded.push(Excluded {
                 hook: name.into(),
@@ -77,57 +161,141 @@ pub fn discover(btf: &KernelBtf) -> Result<Discovery> {
             });
             continue;
         }
-        if let Some(t) = &traceable {
-            if !t.contains(function.as_str()) {
+        let Some(functions) = assignment.callers.get(name) else {
+            if !inside.contains(name) {
                 excluded.push(Excluded {
                     hook: name.into(),
-                    reason: format!(
-                        "{function} is not in available_filter_functions (inlined or notrace)"
-                    ),
+                    reason: no_caller(source),
                 });
-                continue;
+            }
+            continue;
+        };
+        for function in functions {
+            match target(btf, traceable.as_ref(), name, function, assignment) {
+                Ok(h) => hooks.push(h),
+                Err(reason) => excluded.push(Excluded {
+                    hook: name.into(),
+                    reason,
+                }),
             }
         }
-        hooks.push(Hook {
-            name: name.into(),
-            function: function.clone(),
-            btf_id: f.btf_id,
-            object: object_arg(&f.params),
-            returns_int: f.ret == ArgType::Int,
-            not_a_decision: super::returns::not_a_decision(name),
-            args: f.params.len(),
-            lsm: None,
-            also: Vec::new(),
-        });
     }
-    if hooks.is_empty() {
-        // Without the framework the security_* hooks are empty inline functions.
-        if !btf.funcs.contains_key("security_file_open") {
-            return Err(usage(
-                "this kernel has no LSM framework (built without CONFIG_SECURITY): there is no hook to trace; bench measures it",
-            ));
-        }
-        return Err(usage(
-            "no LSM hooks found in kernel BTF (no bpf_lsm_* functions: CONFIG_BPF_LSM off?)",
-        ));
-    }
-    hooks.sort_by(|a, b| a.name.cmp(&b.name));
-    excluded.sort_by(|a, b| a.hook.cmp(&b.hook));
-    Ok(Discovery { hooks, excluded })
+    (hooks, excluded)
 }
 
-/// The kernel function that runs hook `name`: `security_<name>`, or for the
-/// blob hooks `<obj>_alloc_security` / `<obj>_free_security` the kernel's
+/// Why no hook could be found at all.
+fn no_hooks(btf: &KernelBtf) -> anyhow::Error {
+    // Without the framework the security_* hooks are empty inline functions.
+    if !btf.funcs.contains_key("security_file_open") {
+        return usage(
+            "this kernel has no LSM framework (built without CONFIG_SECURITY): there is no hook to trace; bench measures it",
+        );
+    }
+    usage("no LSM hooks found in kernel BTF (no bpf_lsm_* functions: CONFIG_BPF_LSM off?)")
+}
+
+fn no_caller(source: &HookSource) -> String {
+    match source.method {
+        CallerMethod::NameRule => {
+            "no function named security_<hook> (the name rule: the kernel's text could not be read, see the callers' source)".into()
+        }
+        _ => "no function in the kernel's text runs it".into(),
+    }
+}
+
+/// The callers from the kernel itself, or by the name rule where its text
+/// cannot be read (said in the source's detail).
+fn find_callers(
+    btf: &KernelBtf,
+    table: Option<&HookTable>,
+    twins: &BTreeSet<String>,
+) -> (Assignment, HookSource) {
+    let found = match table {
+        Some(t) => callers::find(t, btf).map(|f| (t.layout, f)),
+        None => Err(anyhow::anyhow!(
+            "neither struct security_hook_heads nor struct lsm_static_calls_table is in kernel BTF"
+        )),
+    };
+    match found {
+        Ok((layout, f)) => (
+            callers::assign(&f.refs),
+            HookSource {
+                method: match layout {
+                    Layout::Lists => CallerMethod::HookLists,
+                    Layout::StaticCalls => CallerMethod::StaticCalls,
+                },
+                detail: f.detail,
+            },
+        ),
+        Err(e) => {
+            let hooks: Vec<&str> = match table {
+                Some(t) => t.hooks().collect(),
+                None => twins.iter().map(String::as_str).collect(),
+            };
+            let why = format!(
+                "the kernel's text could not be read: {}",
+                base::error::one_line(&e)
+            );
+            (
+                name_rule(btf, &hooks),
+                HookSource {
+                    method: CallerMethod::NameRule,
+                    detail: why,
+                },
+            )
+        }
+    }
+}
+
+/// The fallback: hook `X` is run by `security_X`, or for the blob hooks
+/// `<obj>_alloc_security` / `<obj>_free_security` by the kernel's
 /// `security_<obj>_alloc` / `security_<obj>_free`.
-fn security_function<'a>(btf: &'a KernelBtf, name: &str) -> Option<(String, &'a Func)> {
-    let direct = format!("security_{name}");
-    let short = name
-        .strip_suffix("_security")
-        .map(|s| format!("security_{s}"));
-    [Some(direct), short]
-        .into_iter()
-        .flatten()
-        .find_map(|f| btf.funcs.get(&f).map(|func| (f, func)))
+fn name_rule(btf: &KernelBtf, hooks: &[&str]) -> Assignment {
+    let mut a = Assignment::default();
+    for name in hooks {
+        let direct = format!("security_{name}");
+        let short = name
+            .strip_suffix("_security")
+            .map(|s| format!("security_{s}"));
+        if let Some(f) = [Some(direct), short]
+            .into_iter()
+            .flatten()
+            .find(|f| btf.funcs.contains_key(f))
+        {
+            a.callers.insert(name.to_string(), vec![f]);
+        }
+    }
+    a
+}
+
+/// Hook `name`'s caller `function` as a probe target, or why it cannot be.
+fn target(
+    btf: &KernelBtf,
+    traceable: Option<&HashSet<String>>,
+    name: &str,
+    function: &str,
+    assignment: &Assignment,
+) -> std::result::Result<Hook, String> {
+    let Some(f) = btf.funcs.get(function) else {
+        return Err(format!("its caller {function} is not in kernel BTF"));
+    };
+    if traceable.is_some_and(|t| !t.contains(function)) {
+        return Err(format!(
+            "its caller {function} is not in available_filter_functions (inlined or notrace)"
+        ));
+    }
+    Ok(Hook {
+        name: name.into(),
+        function: function.into(),
+        btf_id: f.btf_id,
+        object: object_arg(&f.params),
+        returns_int: f.ret == ArgType::Int,
+        not_a_decision: super::returns::not_a_decision(name),
+        args: f.params.len(),
+        lsm: None,
+        also: Vec::new(),
+        also_runs: assignment.also.get(function).cloned().unwrap_or_default(),
+    })
 }
 
 /// The first `struct file *`, `struct dentry *` or `struct path *` argument.
@@ -143,7 +311,13 @@ pub fn object_arg(params: &[ArgType]) -> Option<(u32, u8)> {
 /// Each LSM's implementation of the selected hooks, as traceable targets;
 /// those that cannot be traced are returned with the reason.
 pub fn lsm_targets(btf: &KernelBtf, hooks: &[Hook]) -> Result<(Vec<Hook>, Vec<Excluded>)> {
-    let names: Vec<String> = hooks.iter().map(|h| h.name.clone()).collect();
+    // Each hook once, and those that run inside another's caller too.
+    let names: BTreeSet<String> = hooks
+        .iter()
+        .flat_map(|h| std::iter::once(&h.name).chain(&h.also_runs))
+        .cloned()
+        .collect();
+    let names: Vec<String> = names.into_iter().collect();
     let impls = super::lsm_tables::discover(btf, &names)?;
     let traceable = traceable_functions();
     let mut targets = Vec::new();
@@ -189,6 +363,7 @@ pub fn lsm_targets(btf: &KernelBtf, hooks: &[Hook]) -> Result<(Vec<Hook>, Vec<Ex
             args: f.params.len(),
             lsm: Some(i.lsm),
             also: Vec::new(),
+            also_runs: Vec::new(),
         });
     }
     Ok((targets, unmapped))
@@ -241,24 +416,28 @@ pub fn select(hooks: Vec<Hook>, globs: &str) -> Result<Vec<Hook>> {
             "--hooks names no hook: see lsmpmon trace --list-hooks",
         ));
     }
+    // A hook traced only inside another's caller selects that caller.
+    let own: HashSet<&str> = hooks.iter().map(|h| h.name.as_str()).collect();
+    let matches = |p: &glob::Pattern, h: &Hook| {
+        p.matches(&h.name)
+            || p.matches(&h.function)
+            || (h.also_runs.iter()).any(|a| !own.contains(a.as_str()) && p.matches(a))
+    };
     for p in &patterns {
-        if !hooks
-            .iter()
-            .any(|h| p.matches(&h.name) || p.matches(&h.function))
-        {
+        if !hooks.iter().any(|h| matches(p, h)) {
             return Err(usage(format!(
                 "no LSM hook matches '{}': see lsmpmon trace --list-hooks",
                 p.as_str()
             )));
         }
     }
+    let keep: Vec<bool> = (hooks.iter())
+        .map(|h| patterns.iter().any(|p| matches(p, h)))
+        .collect();
     Ok(hooks
         .into_iter()
-        .filter(|h| {
-            patterns
-                .iter()
-                .any(|p| p.matches(&h.name) || p.matches(&h.function))
-        })
+        .zip(keep)
+        .filter_map(|(h, k)| k.then_some(h))
         .collect())
 }
 
@@ -277,6 +456,7 @@ mod tests {
             args: 1,
             lsm: None,
             also: Vec::new(),
+            also_runs: Vec::new(),
         }
     }
 

@@ -6,6 +6,7 @@ pub mod arrays;
 pub mod attach;
 pub mod btf;
 mod calibrate;
+pub mod callers;
 pub mod cgroups;
 pub mod collect;
 mod command;
@@ -14,8 +15,10 @@ pub mod ctl;
 mod filter_values;
 mod guard;
 pub mod hist;
+pub mod hook_table;
 pub mod hooks;
 pub mod intf;
+pub mod kernel_mem;
 pub mod kfuncs;
 pub mod live;
 pub mod lsm_tables;
@@ -25,8 +28,10 @@ pub mod report;
 pub mod returns;
 mod session;
 mod setup;
+pub mod site_tables;
 mod skel;
 pub mod tables;
+pub mod text_refs;
 mod windows;
 
 use std::{
@@ -39,7 +44,7 @@ use anyhow::{Context, Result};
 use libbpf_rs::{skel::Skel, OpenObject};
 
 use crate::intf::lsmpmon_limits as lim;
-use attach::{choose, Attacher, HookConsts, ProbeOptions, Target};
+use attach::{choose, offer, Attacher, HookConsts, ProbeOptions, Target};
 use base::error::usage;
 use base::output::stdout;
 use cpu_stats::CpuStats;
@@ -72,17 +77,17 @@ fn check_root() -> Result<()> {
 
 fn discover(args: &EngineArgs) -> Result<(hooks::Discovery, btf::KernelBtf)> {
     let all = args.per_lsm;
-    let kbtf = btf::KernelBtf::load(
+    let mut kbtf = btf::KernelBtf::load(
         |n| {
             all || n.starts_with("security_")
                 || n.starts_with("bpf_lsm_")
                 || n == calibrate::FUNCTION
-                || n == choose::FPROBE_FUNCTION
+                || n == offer::FPROBE_FUNCTION
                 || Kfuncs::ALL.iter().any(|(_, k)| *k == n)
         },
-        if all { lsm_tables::STRUCTS } else { &[] },
+        lsm_tables::STRUCTS,
     )?;
-    let mut d = hooks::discover(&kbtf)?;
+    let mut d = hooks::discover(&mut kbtf)?;
     d.hooks = hooks::select(d.hooks, &args.hooks)?;
     if d.hooks.len() >= lim::LSMPMON_MAX_HOOKS as usize {
         return Err(usage(format!(
@@ -95,10 +100,27 @@ fn discover(args: &EngineArgs) -> Result<(hooks::Discovery, btf::KernelBtf)> {
 }
 
 fn list_hooks(d: &hooks::Discovery) -> String {
-    let mut out = String::new();
+    let method = serde_json::to_value(d.source.method).unwrap_or_default();
+    let mut out = format!(
+        "# callers found by {}: {}\n",
+        method.as_str().unwrap_or("?"),
+        d.source.detail
+    );
+    let mut inside: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
     for h in &d.hooks {
         let obj = if h.object.is_some() { "object" } else { "-" };
         out += &format!("{:<32} {:<40} {obj}\n", h.name, h.function);
+        for a in &h.also_runs {
+            inside.entry(a).or_default().push(&h.function);
+        }
+    }
+    for (hook, functions) in inside {
+        if !d.hooks.iter().any(|h| h.name == hook) {
+            out += &format!(
+                "{hook:<32} (inside {}: timed there)\n",
+                functions.join(", ")
+            );
+        }
     }
     for e in &d.excluded {
         out += &format!("# excluded {}: {}\n", e.hook, e.reason);
@@ -107,8 +129,7 @@ fn list_hooks(d: &hooks::Discovery) -> String {
 }
 
 /// Raises the descriptor limits to what attaching needs, never lowering
-/// either (a lab guest raised the hard one to `nr_open` for the benchmark
-/// that runs under this trace).
+/// either (the command that runs under this trace inherits them).
 fn raise_nofile(needed: u64) {
     let mut cur = libc::rlimit {
         rlim_cur: 0,
@@ -245,7 +266,7 @@ fn attach_all<'obj>(
 /// any other, and its exit's test for a frame (the skew) runs too. Under
 /// --sample it is booked as untimed: that pair, measured with its exit's
 /// test. Its entry's test is not in it, and adding the skew for it took
-/// 16–27 ns too many out of a hook with a nested one (7.3, BENCHMARKS §16).
+/// 16–27 ns too many out of a hook with a nested one (7.3, BENCHMARKS.md, 'serve's own cost').
 fn nested_cost(session: &mut Session, args: &EngineArgs) -> Option<f64> {
     let pair_ns = session.probe.pair_cost_ns?;
     let skew_ns = session.probe.sample_skew_ns.unwrap_or(0.0);
@@ -335,7 +356,7 @@ fn choose_method(
     kbtf: &btf::KernelBtf,
     kfuncs: &Kfuncs,
 ) -> Result<choose::Choice> {
-    let offer = choose::Offer::read(kbtf, kfuncs, kernel_version());
+    let offer = offer::Offer::read(kbtf, kfuncs, kernel_version());
     if args.weigh.is_some() && !args.method.is_auto() {
         return Err(usage(
             "--weigh only applies to --method auto: drop --weigh or --method",
@@ -394,6 +415,7 @@ fn probe_info(
         kretprobe_missed: None,
         other_probes: guard.other_probes.clone(),
         implemented: plan.implemented.clone(),
+        hook_source: Some(plan.source.clone()),
     }
 }
 

@@ -2,11 +2,10 @@
 //! tables through /proc/kcore: `security_hook_heads` (lists, up to 6.8) or
 //! `static_calls_table` (static calls, 6.9+). Struct layouts come from BTF,
 //! function names from /proc/kallsyms: no LSM function is guessed by name.
-use std::{collections::HashMap, fs::File, io::Read, os::unix::fs::FileExt};
-
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use super::btf::{KernelBtf, Struct};
+use super::kernel_mem::{Kallsyms, Kcore};
 use base::error::usage;
 
 /// The BTF structs the walk needs.
@@ -16,6 +15,8 @@ pub const STRUCTS: &[&str] = &[
     "lsm_static_calls_table",
     "lsm_static_call",
     "lsm_id",
+    "static_call_site",
+    "jump_entry",
 ];
 
 /// One LSM's implementation of one hook.
@@ -27,113 +28,14 @@ pub struct Impl {
     pub function: Option<String>,
 }
 
-/// Reads kernel virtual memory from /proc/kcore (an ELF core file).
-struct Kcore {
-    file: File,
-    /// (virtual address, size, file offset) of each PT_LOAD segment.
-    segments: Vec<(u64, u64, u64)>,
-}
-
-impl Kcore {
-    fn open() -> Result<Self> {
-        let mut file = File::open("/proc/kcore").map_err(|e| {
-            usage(format!(
-                "--per-lsm reads the kernel's hook tables from /proc/kcore: {e} (needs root, CONFIG_PROC_KCORE, no lockdown)"
-            ))
-        })?;
-        let mut eh = [0u8; 64];
-        file.read_exact(&mut eh)?;
-        if &eh[..4] != b"\x7fELF" || eh[4] != 2 {
-            bail!("/proc/kcore is not a 64-bit ELF file");
-        }
-        let u16_at = |b: &[u8], o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
-        let u64_at = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
-        let (phoff, phentsize, phnum) = (u64_at(&eh, 32), u16_at(&eh, 54), u16_at(&eh, 56));
-        let mut segments = Vec::new();
-        for i in 0..u64::from(phnum) {
-            let mut ph = vec![0u8; usize::from(phentsize)];
-            file.read_exact_at(&mut ph, phoff + i * u64::from(phentsize))?;
-            let p_type = u32::from_le_bytes(ph[0..4].try_into().unwrap());
-            if p_type == 1 {
-                segments.push((u64_at(&ph, 16), u64_at(&ph, 32), u64_at(&ph, 8)));
-            }
-        }
-        Ok(Self { file, segments })
-    }
-
-    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
-        let (vaddr, _, off) = self
-            .segments
-            .iter()
-            .find(|(v, size, _)| addr >= *v && addr + buf.len() as u64 <= v + size)
-            .with_context(|| format!("kernel address {addr:#x} is not in /proc/kcore"))?;
-        self.file.read_exact_at(buf, off + (addr - vaddr))?;
-        Ok(())
-    }
-
-    fn u64(&self, addr: u64) -> Result<u64> {
-        let mut b = [0u8; 8];
-        self.read(addr, &mut b)?;
-        Ok(u64::from_le_bytes(b))
-    }
-
-    fn cstr(&self, addr: u64) -> Result<String> {
-        let mut b = [0u8; 32];
-        self.read(addr, &mut b)?;
-        let end = b.iter().position(|c| *c == 0).unwrap_or(b.len());
-        Ok(String::from_utf8_lossy(&b[..end]).into_owned())
-    }
-}
-
-struct Kallsyms {
-    by_addr: HashMap<u64, String>,
-    by_name: HashMap<String, u64>,
-}
-
-impl Kallsyms {
-    fn load() -> Result<Self> {
-        let text = std::fs::read_to_string("/proc/kallsyms").context("reading /proc/kallsyms")?;
-        let mut by_addr = HashMap::new();
-        let mut by_name = HashMap::new();
-        for line in text.lines() {
-            let mut f = line.split_whitespace();
-            let (Some(addr), Some(kind), Some(name)) = (f.next(), f.next(), f.next()) else {
-                continue;
-            };
-            if f.next().is_some() {
-                continue; // module symbol
-            }
-            let Ok(addr) = u64::from_str_radix(addr, 16) else {
-                continue;
-            };
-            if is_function(kind) {
-                by_addr.entry(addr).or_insert_with(|| name.to_string());
-            }
-            by_name.insert(name.to_string(), addr);
-        }
-        if by_name.values().all(|a| *a == 0) {
-            return Err(usage(
-                "/proc/kallsyms shows no addresses: run as root with kernel.kptr_restrict < 2",
-            ));
-        }
-        Ok(Self { by_addr, by_name })
-    }
-}
-
-/// A text symbol, strong or weak: from 7.x the BPF LSM's default hooks
-/// (`bpf_lsm_file_open`, ...) are weak (`W` in /proc/kallsyms).
-fn is_function(kind: &str) -> bool {
-    matches!(kind, "t" | "T" | "w" | "W")
-}
-
-fn member(s: &Struct, name: &str, what: &str) -> Result<u64> {
+pub(crate) fn member(s: &Struct, name: &str, what: &str) -> Result<u64> {
     s.members
         .get(name)
         .map(|m| m.offset)
         .with_context(|| format!("struct {what} has no member {name} in this kernel's BTF"))
 }
 
-fn layout<'a>(btf: &'a KernelBtf, name: &str) -> Result<&'a Struct> {
+pub(crate) fn layout<'a>(btf: &'a KernelBtf, name: &str) -> Result<&'a Struct> {
     btf.structs
         .get(name)
         .with_context(|| format!("struct {name} is not in this kernel's BTF"))
@@ -142,10 +44,10 @@ fn layout<'a>(btf: &'a KernelBtf, name: &str) -> Result<&'a Struct> {
 /// Every (hook, LSM, function) the kernel's hook tables hold for `hooks`.
 pub fn discover(btf: &KernelBtf, hooks: &[String]) -> Result<Vec<Impl>> {
     let syms = Kallsyms::load()?;
-    let core = Kcore::open()?;
+    let core = Kcore::open("--per-lsm")?;
     let mut impls = Vec::new();
-    let name_of = |addr: u64| syms.by_addr.get(&addr).cloned();
-    if let Some(&heads) = syms.by_name.get("security_hook_heads") {
+    let name_of = |addr: u64| syms.function_named_at(addr).map(String::from);
+    if let Some(heads) = syms.addr("security_hook_heads") {
         // Up to 6.8: one hlist of security_hook_list per hook.
         let table = layout(btf, "security_hook_heads")?;
         let node = layout(btf, "security_hook_list")?;
@@ -174,7 +76,7 @@ pub fn discover(btf: &KernelBtf, hooks: &[String]) -> Result<Vec<Impl>> {
                 n = core.u64(node_addr + off_list)?;
             }
         }
-    } else if let Some(&calls) = syms.by_name.get("static_calls_table") {
+    } else if let Some(calls) = syms.addr("static_calls_table") {
         // 6.9+: an array of static-call slots per hook.
         let table = layout(btf, "lsm_static_calls_table")?;
         let slot = layout(btf, "lsm_static_call")?;
@@ -210,20 +112,4 @@ pub fn discover(btf: &KernelBtf, hooks: &[String]) -> Result<Vec<Impl>> {
         ));
     }
     Ok(impls)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_function;
-
-    #[test]
-    fn weak_functions_are_functions_data_is_not() {
-        // As 7.3 lists them: "ffffffff816258a0 W bpf_lsm_file_open".
-        for kind in ["T", "t", "W", "w"] {
-            assert!(is_function(kind), "{kind}");
-        }
-        for kind in ["D", "d", "R", "r", "B", "b", "V", "v", "A"] {
-            assert!(!is_function(kind), "{kind}");
-        }
-    }
 }

@@ -216,6 +216,24 @@ impl Session<'_> {
         }
     }
 
+    /// --timing-windows: the time estimate of a group of rows (one hook's
+    /// callers), since the last reset.
+    fn estimate_of(
+        &self,
+        group: &[usize],
+        estimates: &[Option<Estimate>],
+        subtract: Option<f64>,
+    ) -> Option<u64> {
+        let mut total = None;
+        for &i in group {
+            if let Some(e) = estimates.get(i).copied().flatten() {
+                let before = self.baseline.estimates.get(i).copied().flatten();
+                *total.get_or_insert(0) += e.since(before, subtract.unwrap_or(0.0));
+            }
+        }
+        total
+    }
+
     /// The counters now; the per-syscall cells (a map read of hooks × 512
     /// entries, most of a reading's cost) only `with_cells`.
     fn raw(&self, with_cells: bool) -> Result<Raw> {
@@ -318,14 +336,13 @@ impl Session<'_> {
     /// attach, resets not taken out: for `serve`, which refuses them.
     pub fn per_cpu(&self) -> Vec<Vec<model::HookResult>> {
         let subtract = self.floor_to_subtract();
+        let groups = collect::row_groups(&self.hooks);
         (0..self.stats.cpus())
             .map(|cpu| {
                 let rows = self.stats.cpu_rows(cpu);
-                self.hooks
-                    .iter()
-                    .zip(&rows)
-                    .filter(|(h, _)| h.lsm.is_none())
-                    .map(|(h, s)| collect::hook_result(h, s, subtract, false))
+                (groups.iter())
+                    .filter(|g| self.hooks[g[0]].lsm.is_none())
+                    .map(|g| collect::group_result(&self.hooks, g, &rows, subtract, false))
                     .collect()
             })
             .collect()
@@ -366,15 +383,14 @@ impl Session<'_> {
         }
         let mut hooks = Vec::new();
         let mut per_lsm = Vec::new();
-        for (i, h) in self.hooks.iter().enumerate() {
-            let mut r = collect::hook_result(h, &stats[i], subtract, !self.options.lean);
+        for g in collect::row_groups(&self.hooks) {
+            let full = !self.options.lean;
+            let mut r = collect::group_result(&self.hooks, &g, &stats, subtract, full);
             if self.options.count_only {
                 collect::untimed(&mut r);
             }
-            if let Some(e) = estimates.get(i).copied().flatten() {
-                let before = self.baseline.estimates.get(i).copied().flatten();
-                r.time_estimate_ns = Some(e.since(before, subtract.unwrap_or(0.0)));
-            }
+            r.time_estimate_ns = self.estimate_of(&g, &estimates, subtract);
+            let h = &self.hooks[g[0]];
             match &h.lsm {
                 None => hooks.push(r),
                 Some(lsm) => {

@@ -27,6 +27,8 @@ pub struct Plan {
     pub unmapped: Vec<Excluded>,
     /// --per-lsm: every hook each LSM implements.
     pub implemented: Vec<model::trace::LsmHooks>,
+    /// How the hooks' callers were found.
+    pub source: model::HookSource,
 }
 
 pub fn plan(args: &EngineArgs, discovery: hooks::Discovery, kbtf: &btf::KernelBtf) -> Result<Plan> {
@@ -65,6 +67,7 @@ pub fn plan(args: &EngineArgs, discovery: hooks::Discovery, kbtf: &btf::KernelBt
         not_filterable,
         unmapped,
         implemented,
+        source: discovery.source,
     })
 }
 

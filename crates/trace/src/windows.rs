@@ -3,8 +3,8 @@
 //! settle ([`SETTLE`]), then time every call that begins in the next ON
 //! seconds, and are released. The entries stay attached for longer than
 //! ON (the attach, the settle, the release), but time calls only for ON.
-//! Between windows a call costs about what `--count-only` costs (BENCHMARKS.md
-//! §16). At each window's close each hook's time is estimated: the calls
+//! Between windows a call costs about what `--count-only` costs (BENCHMARKS.md,
+//! 'Cost per traced call'). At each window's close each hook's time is estimated: the calls
 //! since its last estimate × the window's mean, so the estimate never
 //! decreases (a Prometheus counter).
 //!

@@ -157,7 +157,7 @@ pub fn check_fits(files_bytes: u64, memory_mb: u32) -> Result<()> {
 /// ELF image (which the loader ignores) to the next multiple of this. Its
 /// pages move every allocation the guest makes after them, so a build's
 /// size alone was a draw of the guest's layout: 300 000 bytes more moved
-/// 6.1's open_close by +0.6 % and creat by -9 % (BENCHMARKS §20).
+/// 6.1's open_close by +0.6 % and creat by -9 % (BENCHMARKS.md, 'What a build moves').
 /// (`machine::MIN_MEMORY_MB` holds a build of up to 24 MiB, 3 slots.)
 pub const LSMPMON_SLOT_BYTES: u64 = 8 << 20;
 

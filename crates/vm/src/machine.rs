@@ -43,7 +43,7 @@ impl Machine {
 /// The kernel seeds its random pool with the wall clock at boot (slab
 /// freelist order, hash salts, userland ASLR follow): with the host's date
 /// there two boots of the same guest differed by up to 0.75 % on file ops,
-/// with a fixed one they repeat exactly (BENCHMARKS.md §17).
+/// with a fixed one they repeat exactly (BENCHMARKS.md, 'Determinism of a guest').
 pub use model::draw::RTC_FIXED_BASE;
 /// QEMU -rtc by default: `clock=vm,base=` [`RTC_FIXED_BASE`].
 pub const RTC_DEFAULT: &str = "clock=vm,base=2000-01-01";
@@ -56,7 +56,7 @@ pub const RTC_DEFAULT: &str = "clock=vm,base=2000-01-01";
 /// between runs); with `sleep=on` the idle guest waits the millisecond in
 /// host time, swtpm has answered, and a poll costs one interval (on a quiet
 /// host: medians within 3 %). Whether swtpm answers before the first read
-/// stays host time's decision (a busy host: tens of µs; BENCHMARKS.md §8).
+/// stays host time's decision (a busy host: tens of µs; BENCHMARKS.md, 'IMA: Tables 1-3').
 /// Code that never idles counts instructions exactly as with `sleep=off`.
 pub const ICOUNT_WITH_TPM: &str = "shift=0,sleep=on";
 
@@ -74,7 +74,8 @@ impl Machine {
     /// userland before COMMAND. QEMU 7.2 stops virtual time when a guest with
     /// two vCPUs boots under -icount (before "x86: Booting SMP
     /// configuration:"); booted with `maxcpus=1`, the second comes online by
-    /// hotplug and time runs on (found with 6.1, BENCHMARKS.md §17).
+    /// hotplug and time runs on (found with 6.1; BENCHMARKS.md, 'Two and four
+    /// CPUs in virtual time').
     pub fn hotplugs_cpus(&self) -> bool {
         self.cpus > 1 && self.accel == Accel::Tcg && self.icount != "off"
     }

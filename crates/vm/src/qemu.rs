@@ -224,6 +224,12 @@ fn status(b: &Boot, ports: &Ports) -> Result<i32> {
     ))
 }
 
+/// A guest's progress line as passed on: its bytes escaped (they reach a
+/// terminal), at most this many characters ...
+const MAX_LINE_CHARS: usize = 1000;
+/// ... and at most this many bytes held while waiting for its newline.
+const MAX_LINE_BYTES: usize = 64 << 10;
+
 /// COMMAND's stdout and stderr, followed as QEMU writes them.
 struct Forward {
     out: Tail,
@@ -251,7 +257,12 @@ impl Forward {
                 self.err.copy_to(&mut self.pending);
                 while let Some(nl) = self.pending.iter().position(|&c| c == b'\n') {
                     let line: Vec<u8> = self.pending.drain(..=nl).collect();
-                    progress(String::from_utf8_lossy(&line).trim_end());
+                    progress(&base::text::escaped(line.trim_ascii_end(), MAX_LINE_CHARS));
+                }
+                // A guest that never ends its line is still shown, bounded.
+                if self.pending.len() > MAX_LINE_BYTES {
+                    let line: Vec<u8> = self.pending.drain(..).collect();
+                    progress(&base::text::escaped(&line, MAX_LINE_CHARS));
                 }
             }
         }
@@ -337,5 +348,33 @@ mod tests {
         assert_eq!(parse_status("status 0"), Some(0));
         assert_eq!(parse_status(""), None);
         assert_eq!(parse_status("status x"), None);
+    }
+
+    /// A guest's stderr reaches the progress lines (and a terminal)
+    /// escaped and bounded, even a line that never ends.
+    #[test]
+    fn progress_lines_are_escaped_and_bounded() {
+        let dir = std::env::temp_dir().join(format!("lsmpmon-forward-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let ports = Ports::new(&dir);
+        let mut bytes = b"lab: stage bench\r\n\x1b[2K\rall fine \xff\n".to_vec();
+        bytes.extend(vec![b'y'; MAX_LINE_BYTES + 1]);
+        fs::write(&ports.stderr, &bytes).unwrap();
+        let lines = std::sync::Mutex::new(Vec::<String>::new());
+        let progress = |l: &str| lines.lock().unwrap().push(l.to_string());
+        let cancel = AtomicBool::new(false);
+        let output = Output::Quiet {
+            progress: &progress,
+            cancel: &cancel,
+        };
+        Forward::new(&ports).step(&output);
+        let _ = fs::remove_dir_all(&dir);
+        let lines = lines.into_inner().unwrap();
+        assert_eq!(
+            lines[..2],
+            ["lab: stage bench", r"\u{1b}[2K\rall fine \xff"]
+        );
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[2].chars().count(), MAX_LINE_CHARS + 1);
     }
 }

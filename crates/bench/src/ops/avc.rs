@@ -205,6 +205,7 @@ mod tests {
             ctx_size_kib: 0,
             workload: None,
             workload_timeout_s: 1,
+            workload_cgroup: None,
         };
         let mut op = AvcOpen::new(&ctx, 16).unwrap();
         assert!(root.join("avc-types/avc-100015").is_file());

@@ -6,13 +6,14 @@ use std::{
     os::fd::{AsRawFd, OwnedFd, RawFd},
 };
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 
 use crate::op::{group, Bench, Ctx, OpDef, Unit, Work};
 use crate::op_names;
 use crate::sys::{
     child::{self, Child, WithEnds},
     fd::{close_in_child, pipe, read_full, socketpair, write_full},
+    fd_limit::{self, Raised},
     file::create_new,
 };
 
@@ -314,10 +315,24 @@ struct Select {
     fds: Vec<i32>,
     write: bool,
     _keep: Vec<Box<dyn std::any::Any>>,
+    /// Declared last: put back after the descriptors are closed.
+    _raised: Option<Raised>,
+}
+
+/// Room for the `need` descriptors `--select-fds` asks for, held as long
+/// as the op lives: the soft limit raised toward the hard one if it must be.
+fn select_room(c: &Ctx, need: u64) -> Result<Option<Raised>> {
+    fd_limit::fit(need).map_err(|e| {
+        anyhow!(
+            "--select-fds {} needs {need} descriptors: {e}: lower --select-fds",
+            c.select_fds
+        )
+    })
 }
 
 impl Select {
     fn files(c: &Ctx) -> Result<Self> {
+        let raised = select_room(c, c.select_fds as u64)?;
         // Kept as files: an error half-way (EMFILE) closes those made so far.
         let mut fds = Vec::new();
         let mut keep: Vec<Box<dyn std::any::Any>> = Vec::new();
@@ -330,10 +345,13 @@ impl Select {
             fds,
             write: true,
             _keep: keep,
+            _raised: raised,
         })
     }
 
     fn tcp(c: &Ctx) -> Result<Self> {
+        // Both ends of each connection, and the listener.
+        let raised = select_room(c, 2 * c.select_fds as u64 + 1)?;
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
         let mut keep: Vec<Box<dyn std::any::Any>> = Vec::new();
@@ -350,6 +368,7 @@ impl Select {
             fds,
             write: false,
             _keep: keep,
+            _raised: raised,
         })
     }
 }

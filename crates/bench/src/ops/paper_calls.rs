@@ -2,14 +2,16 @@
 //! Table 6, under SELinux), `creat` (Table 7, under TOMOYO) and
 //! `truncate(2)` by path (Table 4's `path_truncate`). Each op times that one
 //! syscall alone: the descriptors it closes are opened untimed before, and
-//! those it creates are closed untimed after.
+//! those it creates are closed untimed after, a batch at a time
+//! (`BATCH_CALLS`, or what the descriptor limit leaves room for).
 use std::{ffi::CString, os::fd::RawFd, path::PathBuf};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 
 use crate::op::{group, Bench, Ctx, OpDef, Unit, Work};
 use crate::sys::{
-    fd::{check, nr_open},
+    fd::check,
+    fd_limit::{self, Raised},
     file::write_new,
 };
 
@@ -25,71 +27,49 @@ pub fn ops() -> Vec<OpDef> {
     )
 }
 
-/// The descriptor limit during a `close` or `creat` sample: raised (the
-/// soft limit to the hard one, and as root the hard one to the kernel's
-/// `nr_open`: a guest's is 4096), and put back as it was after, so that
-/// other ops and their children run with the limits they were given.
-struct FdLimit {
-    was: libc::rlimit,
-    now: u64,
+/// The calls of one timed batch of `close` and `creat`, which hold a
+/// descriptor per call until the batch ends: the same on every machine
+/// whose descriptor limit has room for it (a non-root user's default of
+/// 1 024 has). What one call costs depends on the batch it is made in (the
+/// descriptors and files the process holds, the slabs the batch's files
+/// came from, the directory's size): a fixed batch keeps the limit,
+/// --sample-ms and the op's own speed out of the figure.
+const BATCH_CALLS: u64 = 512;
+
+/// The batches of one op: their size and whether a smaller one was said.
+struct Batches {
+    op: &'static str,
+    noted: bool,
 }
 
-impl FdLimit {
-    fn raise() -> Result<Self> {
-        let mut was = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: a valid rlimit to fill.
-        check(
-            unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut was) }.into(),
-            "getrlimit",
-        )?;
-        let nr_open = nr_open().unwrap_or(0);
-        let mut want = libc::rlimit {
-            rlim_cur: was.rlim_max.max(nr_open),
-            rlim_max: was.rlim_max.max(nr_open),
-        };
-        // SAFETY: a valid rlimit; raising the hard limit needs root.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) } != 0 {
-            want.rlim_cur = was.rlim_max;
-            want.rlim_max = was.rlim_max;
-            // SAFETY: raising the soft limit to the hard one is always allowed.
-            check(
-                unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) }.into(),
-                "setrlimit",
-            )?;
-        }
-        Ok(Self {
-            was,
-            now: want.rlim_cur,
-        })
+impl Batches {
+    fn new(op: &'static str) -> Self {
+        Self { op, noted: false }
     }
 
-    /// The raised limit for a sample of `iters` new descriptors, or a
-    /// refusal of one that would not fit beside those the process holds
-    /// (the limit then put back at once).
-    fn fit(self, op: &str, iters: u64) -> Result<Self> {
-        let held = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64);
-        if held + iters + SPARE_FDS > self.now {
-            bail!(
-                "{op}: a sample of {iters} calls needs as many open descriptors, beside the {held} held, above this process's limit of {}: raise `ulimit -Hn` or lower --sample-ms",
-                self.now
+    /// The calls of the next batch, `BATCH_CALLS` or what the limit leaves
+    /// room for (said once).
+    fn limit(&mut self) -> Result<Option<u64>> {
+        let n = fd_limit::batch_calls(self.op, BATCH_CALLS)?;
+        if n < BATCH_CALLS && !std::mem::replace(&mut self.noted, true) {
+            base::say!(
+                "bench: {} times batches of {n} calls, not {BATCH_CALLS}: the descriptor limit leaves no more room; compare its figure only with others of {n} (batch_calls)",
+                self.op
             );
         }
-        Ok(self)
+        Ok(Some(n))
+    }
+
+    /// `iters` as whole batches, at least one: every timed call is made in
+    /// a batch of the same size.
+    fn whole(&self, iters: u64) -> u64 {
+        match fd_limit::batch_calls(self.op, BATCH_CALLS) {
+            Ok(n) => iters.div_ceil(n).max(1) * n,
+            // Said when the batch is asked for.
+            Err(_) => iters,
+        }
     }
 }
-
-impl Drop for FdLimit {
-    fn drop(&mut self) {
-        // SAFETY: the limits as they were (root may raise them again).
-        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &self.was) };
-    }
-}
-
-/// Descriptors left for what else the process opens meanwhile.
-const SPARE_FDS: u64 = 16;
 
 fn c_path(p: &std::path::Path) -> Result<CString> {
     Ok(CString::new(p.as_os_str().as_encoded_bytes())?)
@@ -114,7 +94,8 @@ struct Close {
     path: CString,
     file: PathBuf,
     fds: Vec<RawFd>,
-    limit: Option<FdLimit>,
+    batches: Batches,
+    raised: Option<Raised>,
 }
 
 impl Close {
@@ -125,14 +106,23 @@ impl Close {
             path: c_path(&file)?,
             file,
             fds: Vec::new(),
-            limit: None,
+            batches: Batches::new("close"),
+            raised: None,
         })
     }
 }
 
 impl Bench for Close {
+    fn batch_limit(&mut self) -> Result<Option<u64>> {
+        self.batches.limit()
+    }
+
+    fn whole_iterations(&self, iters: u64) -> u64 {
+        self.batches.whole(iters)
+    }
+
     fn prepare(&mut self, iters: u64) -> Result<()> {
-        self.limit = Some(FdLimit::raise()?.fit("close", iters)?);
+        self.raised = fd_limit::fit(iters).context("close")?;
         self.fds.reserve(iters as usize);
         for _ in 0..iters {
             // SAFETY: valid path; the descriptor is kept in self.fds.
@@ -150,7 +140,7 @@ impl Bench for Close {
 
     fn finish(&mut self) -> Result<()> {
         let closed = close_all(&mut self.fds);
-        self.limit = None;
+        self.raised = None;
         closed
     }
 }
@@ -168,7 +158,8 @@ struct Creat {
     dir: PathBuf,
     names: Vec<CString>,
     fds: Vec<RawFd>,
-    limit: Option<FdLimit>,
+    batches: Batches,
+    raised: Option<Raised>,
 }
 
 impl Creat {
@@ -177,7 +168,8 @@ impl Creat {
             dir: c.dir.clone(),
             names: Vec::new(),
             fds: Vec::new(),
-            limit: None,
+            batches: Batches::new("creat"),
+            raised: None,
         })
     }
 
@@ -193,8 +185,16 @@ impl Creat {
 }
 
 impl Bench for Creat {
+    fn batch_limit(&mut self) -> Result<Option<u64>> {
+        self.batches.limit()
+    }
+
+    fn whole_iterations(&self, iters: u64) -> u64 {
+        self.batches.whole(iters)
+    }
+
     fn prepare(&mut self, iters: u64) -> Result<()> {
-        self.limit = Some(FdLimit::raise()?.fit("creat", iters)?);
+        self.raised = fd_limit::fit(iters).context("creat")?;
         self.fds.reserve(iters as usize);
         self.names = (0..iters)
             .map(|i| c_path(&self.dir.join(format!("c{i}"))))
@@ -219,7 +219,7 @@ impl Bench for Creat {
         // (the error above) is not in fds, and unlink would report it.
         self.names.truncate(self.fds.len());
         let removed = self.remove_all();
-        self.limit = None;
+        self.raised = None;
         removed?;
         if std::fs::read_dir(&self.dir)?.next().is_some() {
             bail!("files left behind in {}", self.dir.display());

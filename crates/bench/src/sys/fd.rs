@@ -12,13 +12,6 @@ pub fn check(ret: i64, what: &str) -> Result<i64> {
     Ok(ret)
 }
 
-/// The most descriptors the kernel lets a process hold (`fs.nr_open`).
-pub fn nr_open() -> Option<u64> {
-    std::fs::read_to_string("/proc/sys/fs/nr_open")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-}
-
 /// A new descriptor from a libc call that returns one (or -1).
 pub fn owned(ret: i32, what: &str) -> Result<OwnedFd> {
     check(ret.into(), what)?;

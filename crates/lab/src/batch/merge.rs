@@ -10,7 +10,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -83,6 +83,7 @@ pub fn merge(out: &Path, dirs: &[PathBuf], force: bool) -> Result<Merged> {
             out.display()
         )));
     }
+    logs_target(out)?;
     let mut merged = Merged {
         schema: MERGE_SCHEMA.into(),
         inputs: dirs.to_vec(),
@@ -90,36 +91,124 @@ pub fn merge(out: &Path, dirs: &[PathBuf], force: bool) -> Result<Merged> {
         skipped,
         ..Merged::default()
     };
-    for group in by_identity(all).into_values() {
-        let keep = choose(&group, &mut merged);
+    let absent = |name: &str| fs::symlink_metadata(out.join(name)).is_err();
+    let mut written = Written {
+        made: ["logs", "index.json", "merge.json"]
+            .into_iter()
+            .filter(|n| absent(n))
+            .map(|n| out.join(n))
+            .collect(),
+        ..Written::default()
+    };
+    let wrote = write_cells(out, by_identity(all), &mut merged, &mut written)
+        .and_then(|()| out_dir.write_index())
+        .and_then(|_| files::write_json(&out.join("merge.json"), &merged));
+    if let Err(e) = wrote {
+        // OUT held no cell when the merge began: it is left so, and a
+        // retry is not refused as a directory that already holds cells.
+        written.remove();
+        return Err(e);
+    }
+    Ok(merged)
+}
+
+/// What a merge wrote into OUT, removed again when it fails part way.
+#[derive(Default)]
+struct Written {
+    files: Vec<PathBuf>,
+    dirs: Vec<PathBuf>,
+    /// What OUT did not have before the merge (`logs/`, the index, the record).
+    made: Vec<PathBuf>,
+}
+
+impl Written {
+    fn remove(&self) {
+        for f in &self.files {
+            let _ = fs::remove_file(f);
+        }
+        for d in &self.dirs {
+            let _ = fs::remove_dir_all(d);
+        }
+        for p in &self.made {
+            let _ = if p.is_dir() {
+                fs::remove_dir_all(p)
+            } else {
+                fs::remove_file(p)
+            };
+        }
+    }
+}
+
+fn write_cells(
+    out: &Path,
+    groups: BTreeMap<Identity, Vec<TaggedCell>>,
+    merged: &mut Merged,
+    written: &mut Written,
+) -> Result<()> {
+    for group in groups.into_values() {
+        let keep = choose(&group, merged);
         // Byte for byte, but never through a link already in OUT, and
         // without the source's mode (a set-id bit stays behind).
         let bytes = base::secure_fs::read_regular("a cell", &keep.file, MAX_CELL_BYTES)?;
-        base::secure_fs::write_atomic(&tagged::cell_path(out, &keep.cell.id), &bytes)?;
-        copy_logs(keep, out)?;
+        let path = tagged::cell_path(out, &keep.cell.id);
+        base::secure_fs::write_atomic(&path, &bytes)?;
+        written.files.push(path);
+        if let Some(logs) = copy_logs(keep, out)? {
+            written.dirs.push(logs);
+        }
         merged.cells += 1;
     }
-    out_dir.write_index()?;
-    files::write_json(&out.join("merge.json"), &merged)?;
-    Ok(merged)
+    Ok(())
+}
+
+/// OUT's `logs/`, if there is one, must be a directory and not a link: it
+/// is checked before the first cell is written.
+fn logs_target(out: &Path) -> Result<()> {
+    let out_logs = out.join("logs");
+    if fs::symlink_metadata(&out_logs).is_ok() && !real_dir(&out_logs) {
+        return Err(usage(format!(
+            "{} is not a directory (a symbolic link?): the logs are not written through it; remove it or merge into a new directory",
+            out_logs.display()
+        )));
+    }
+    Ok(())
 }
 
 /// The cells of every input, and a line for each file that is not one. A
 /// cell id met twice is one cell when both files say the same; two
 /// different cells under one id are refused as `report` refuses them (the
-/// merge would otherwise keep whichever input came first).
+/// merge would otherwise keep whichever input came first). Each cell is
+/// kept only as far as the merge reads it ([`slim`]) and compared by the
+/// digest of its contents, so a merge of many cells holds a little of each.
 fn read_inputs(dirs: &[PathBuf]) -> Result<(Vec<TaggedCell>, Vec<String>)> {
-    let mut by_id: BTreeMap<String, (TaggedCell, serde_json::Value)> = BTreeMap::new();
+    let mut by_id: BTreeMap<String, (TaggedCell, String)> = BTreeMap::new();
     let mut skipped = Vec::new();
     for d in dirs {
-        if !d.join("cells").is_dir() {
+        if base::secure_fs::cells_dir(d)?.is_none() {
             return Err(usage(format!(
                 "{} is not a lab results directory (no cells/)",
                 d.display()
             )));
         }
-        let (cells, bad) = tagged::read_all(d)?;
-        if cells.is_empty() && bad.is_empty() {
+        let mut any = false;
+        let bad = tagged::read_each(d, |c| {
+            any = true;
+            let digest = base::digest::sha256_hex(&serde_json::to_vec(&c.cell)?);
+            match by_id.get(&c.cell.id) {
+                Some((first, v)) if *v != digest => Err(usage(format!(
+                    "{} and {}: two different cells with id {}: remove the wrong one",
+                    first.file.display(),
+                    c.file.display(),
+                    c.cell.id
+                ))),
+                Some(_) => Ok(()),
+                None => {
+                    by_id.insert(c.cell.id.clone(), (slim(c), digest));
+                    Ok(())
+                }
+            }
+        })?;
+        if !any && bad.is_empty() {
             return Err(usage(format!(
                 "{} holds no cell (cells/ is empty): leave it out",
                 d.display()
@@ -129,58 +218,58 @@ fn read_inputs(dirs: &[PathBuf]) -> Result<(Vec<TaggedCell>, Vec<String>)> {
             base::say!("lsmpmon: skipping {b}");
             skipped.push(b);
         }
-        for c in cells {
-            let value = serde_json::to_value(&c.cell)?;
-            match by_id.get(&c.cell.id) {
-                Some((first, v)) if *v != value => {
-                    return Err(usage(format!(
-                        "{} and {}: two different cells with id {}: remove the wrong one",
-                        first.file.display(),
-                        c.file.display(),
-                        c.cell.id
-                    )))
-                }
-                Some(_) => {}
-                None => {
-                    by_id.insert(c.cell.id.clone(), (c, value));
-                }
-            }
-        }
     }
     let mut all: Vec<TaggedCell> = by_id.into_values().map(|(c, _)| c).collect();
     all.sort_by_key(|c| c.cell.started_unix_s);
     Ok((all, skipped))
 }
 
+/// What the merge reads of a cell: its identity, status, build and kernel,
+/// and its untraced benchmark's summaries (`differs`). The file is copied
+/// byte for byte, so nothing dropped here is lost.
+fn slim(mut c: TaggedCell) -> TaggedCell {
+    c.cell.guest = c.cell.guest.take().map(|g| model::cell::GuestReport {
+        bench: g.bench.map(|mut b| {
+            for r in &mut b.results {
+                r.samples = Vec::new();
+            }
+            b
+        }),
+        ..Default::default()
+    });
+    c
+}
+
 /// The cell's log directory, when it is where the cell says, relative to
 /// the results directory it was read from (older cells named absolute
-/// paths: those stay where they are).
-fn copy_logs(c: &TaggedCell, out: &Path) -> Result<()> {
+/// paths: those stay where they are). Returns the directory it made.
+fn copy_logs(c: &TaggedCell, out: &Path) -> Result<Option<PathBuf>> {
     let rel = Path::new(&c.cell.log_dir);
     let Some(src_results) = c.file.parent().and_then(Path::parent) else {
-        return Ok(());
+        return Ok(None);
     };
     let from = src_results.join(rel);
     if c.cell.log_dir != log_rel(&c.cell.id) || fs::symlink_metadata(&from).is_err() {
-        return Ok(());
+        return Ok(None);
     }
-    let out_logs = out.join("logs");
-    if fs::symlink_metadata(&out_logs).is_ok() && !real_dir(&out_logs) {
-        return Err(usage(format!(
-            "{} is not a directory (a symbolic link?): the logs are not written through it",
-            out_logs.display()
-        )));
-    }
+    logs_target(out)?;
     if !real_dir(&src_results.join("logs")) || !real_dir(&from) {
         base::say!(
             "lsmpmon: {} is not a directory (a symbolic link?): the logs of {} are not copied",
             from.display(),
             c.cell.id
         );
-        return Ok(());
+        return Ok(None);
     }
-    base::secure_fs::copy_tree(&from, &out.join(rel))
-        .with_context(|| format!("copying the logs of {}", c.cell.id))
+    let to = out.join(rel);
+    let made = fs::symlink_metadata(&to).is_err();
+    if let Err(e) = base::secure_fs::copy_tree(&from, &to) {
+        if made {
+            let _ = fs::remove_dir_all(&to);
+        }
+        return Err(e.context(format!("copying the logs of {}", c.cell.id)));
+    }
+    Ok(made.then_some(to))
 }
 
 /// A directory and not a link to one.
@@ -325,9 +414,9 @@ fn mismatches(cells: &[TaggedCell]) -> Vec<String> {
     if versions.len() > 1 {
         out.push(format!("cells of lsmpmon versions {}", show(&versions)));
     }
-    // A build is a draw of the guest's layout (BENCHMARKS §20): cells of
+    // A build is a draw of the guest's layout (BENCHMARKS.md, 'What a build moves'): cells of
     // two builds compare as two draws, not as one run.
-    let builds = distinct(&|c| c.cell.build_commit().map(|b| b.chars().take(12).collect()));
+    let builds = distinct(&|c| c.cell.build().map(|b| b.chars().take(12).collect()));
     if builds.len() > 1 {
         out.push(format!("cells of lsmpmon builds {}", show(&builds)));
     }
@@ -523,6 +612,55 @@ mod tests {
         std::fs::remove_file(victim).unwrap();
     }
 
+    /// A linked OUT/logs is found before the first cell is written: OUT is
+    /// left as it was, and the same merge succeeds once the link is gone.
+    #[test]
+    fn a_linked_target_logs_leaves_the_target_as_it_was() {
+        let (a, out) = (temp("llog-a"), temp("llog-out"));
+        put(&a, "one", &|_| ());
+        put(&a, "two", &|v| v["config"]["name"] = "tomoyo".into());
+        for id in ["one", "two"] {
+            std::fs::create_dir_all(a.join("logs").join(id)).unwrap();
+            std::fs::write(a.join("logs").join(id).join("console.log"), "boot\n").unwrap();
+        }
+        std::os::unix::fs::symlink(&a, out.join("logs")).unwrap();
+        let err = merge(&out, std::slice::from_ref(&a), false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("logs is not a directory"), "{err}");
+        let left: Vec<_> = std::fs::read_dir(out.join("cells")).unwrap().collect();
+        assert!(
+            left.is_empty(),
+            "cells written before the refusal: {left:?}"
+        );
+        assert!(!out.join("index.json").exists() && !out.join("merge.json").exists());
+        std::fs::remove_file(out.join("logs")).unwrap();
+        let m = merge(&out, std::slice::from_ref(&a), false).unwrap();
+        assert_eq!(m.cells, 2);
+        assert!(out.join("logs/two/console.log").exists());
+        for d in [a, out] {
+            std::fs::remove_dir_all(d).unwrap();
+        }
+    }
+
+    /// An input whose cells/ is a link (to /etc, say) is not read: its
+    /// names are another directory's.
+    #[test]
+    fn a_linked_cells_directory_is_not_followed() {
+        let (real, a, out) = (temp("lcells-real"), temp("lcells-a"), temp("lcells-out"));
+        put(&real, "one", &|_| ());
+        std::fs::remove_dir_all(a.join("cells")).unwrap();
+        std::os::unix::fs::symlink(real.join("cells"), a.join("cells")).unwrap();
+        let err = merge(&out, std::slice::from_ref(&a), false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("cells is a symbolic link"), "{err}");
+        assert!(!tagged::cell_path(&out, "one").exists());
+        for d in [real, a, out] {
+            std::fs::remove_dir_all(d).unwrap();
+        }
+    }
+
     #[test]
     fn one_id_with_two_different_cells_is_refused() {
         let (a, b, out) = (temp("id-a"), temp("id-b"), temp("id-out"));
@@ -663,6 +801,21 @@ mod tests {
         );
         for d in [a, b, out] {
             std::fs::remove_dir_all(d).unwrap();
+        }
+        // One commit built twice (a dirty tree, another toolchain) is two builds.
+        let (a, b) = (temp("ha"), temp("hb"));
+        for (dir, name, hash) in [(&a, "none", "e"), (&b, "tomoyo", "f")] {
+            put(dir, name, &|v| {
+                v["config"]["name"] = name.into();
+                v["lsmpmon_commit"] = "c".repeat(40).into();
+                v["lsmpmon_sha256"] = hash.repeat(64).into();
+            });
+        }
+        let out = temp("hout");
+        let err = merge(&out, &[a.clone(), b.clone()], false).unwrap_err();
+        assert!(err.to_string().contains(&"f".repeat(12)), "{err}");
+        for d in [a, b, out] {
+            let _ = std::fs::remove_dir_all(d);
         }
     }
 

@@ -178,7 +178,7 @@ impl Matrix {
         let n = self.kernels.len() * self.configs.len() * self.cpus.len() * self.draws as usize;
         let traced_ok = self
             .trace_draws
-            .is_none_or(|t| (1..=MAX_DRAWS).contains(&t));
+            .is_none_or(|t| (1..=self.draws).contains(&t));
         let checks = [
             (
                 !(1..=MAX_DRAWS).contains(&self.draws) || !traced_ok,
@@ -323,6 +323,24 @@ pub fn plan_id(matrix: &Matrix) -> Result<String> {
     Ok(sha256_hex(&serde_json::to_vec(matrix)?))
 }
 
+/// A plan of 6.1 and 6.12 × none and tomoyo × 1 and 2 CPUs (8 cells)
+/// whose results go to `results`, kept at `plan_path`.
+#[cfg(test)]
+pub(crate) fn for_tests(results: &Path, plan_path: &Path) -> PlanFile {
+    let matrix = tests::matrix();
+    let paths = Paths {
+        results: results.to_path_buf(),
+        ..tests::paths()
+    };
+    PlanFile {
+        schema: PLAN_SCHEMA.into(),
+        id: plan_id(&matrix).unwrap(),
+        cells: cells(&matrix, &paths, plan_path).unwrap(),
+        matrix,
+        paths,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -342,7 +360,7 @@ mod tests {
         }
     }
 
-    fn matrix() -> Matrix {
+    pub(super) fn matrix() -> Matrix {
         Matrix {
             lsmpmon_version: "0.0.0".into(),
             kernels: vec![kernel("6.1", "aa"), kernel("6.12", "bb")],
@@ -370,7 +388,7 @@ mod tests {
         }
     }
 
-    fn paths() -> Paths {
+    pub(super) fn paths() -> Paths {
         Paths {
             config_dirs: Vec::new(),
             cache_dir: "/c".into(),

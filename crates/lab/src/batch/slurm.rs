@@ -33,8 +33,8 @@ impl Engine for Slurm {
         for tool in ["sbatch", "squeue"] {
             if which(tool).is_none() {
                 return Err(usage(format!(
-                    "{tool} not found: install Slurm's commands (apt-get install slurm-wlm; \
-                     scripts/setup.sh does), or run the plan's cells with `lab cell`"
+                    "{tool} not found: install Slurm's commands (apt-get install slurm-wlm munge; \
+                     scripts/setup.sh --tests does), or run the plan's cells with `lab cell`"
                 )));
             }
         }
@@ -220,8 +220,11 @@ impl Slurm {
             format!("Slurm cannot read its configuration ({first}): SLURM_CONF names the cluster's slurm.conf")
         } else if let Doing::Queue = doing {
             format!("squeue failed ({first}): `squeue` by hand says more")
+        } else if has("time limit") {
+            format!("Slurm rejected the job array ({first}): give a --time within the partition's limit (`scontrol show partition`)")
         } else {
-            format!("Slurm rejected the job array ({first}): check --time, --max-parallel, --sbatch-arg and the partition's limits (`scontrol show partition`)")
+            // sbatch's own words say what is wrong; no option is blamed.
+            format!("Slurm rejected the job array: {first} (correct what it names; `sbatch --test-only` checks a job without submitting it)")
         };
         usage(line)
     }
@@ -348,6 +351,14 @@ mod tests {
             rejected.contains("rejected") && rejected.contains("node configuration"),
             "{rejected}"
         );
+        // sbatch's own words pass through; no option it did not name is blamed.
+        let host = line("sbatch: error: Unknown host\n");
+        assert!(
+            host.contains("rejected the job array: Unknown host") && !host.contains("--time"),
+            "{host}"
+        );
+        let time = line("sbatch: error: Batch job submission failed: Requested time limit is invalid (missing or exceeds some limit)\n");
+        assert!(time.contains("give a --time within"), "{time}");
         assert_eq!(list(&[0, 2, 5]), "0,2,5");
         let conf = "squeue: error: s_p_parse_file: cannot stat file /x: No such file or directory, retrying in 1sec up to 60sec\nsqueue: fatal: Unable to process configuration file\n";
         let queue = s.error(conf, Doing::Queue).to_string();

@@ -12,6 +12,7 @@ use super::{
     tagged,
 };
 use crate::results::{CellResult, CellStatus};
+use base::text;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
@@ -61,7 +62,14 @@ pub struct CellState {
 pub struct Collected {
     pub states: Vec<CellState>,
     pub queue_unknown: Option<String>,
+    /// The files under `cells/` that could not be read as cells (garbage,
+    /// a FIFO, a directory, a link, unreadable), one line each: a cell
+    /// counted as not run may be one of them.
+    pub unreadable: Vec<String>,
 }
+
+/// How many unreadable files `unreadable_lines` names one by one.
+pub const MAX_NAMED: usize = 10;
 
 /// The engine's queued and running tasks of every job of the record.
 fn queue(record: Option<&Submissions>, engine: Option<&dyn Engine>) -> Result<Vec<Task>> {
@@ -84,7 +92,7 @@ pub fn collect(
         Ok(q) => (q, None),
         Err(e) => (Vec::new(), Some(base::error::one_line(&e))),
     };
-    let (cells, _) = tagged::read_all(&plan.paths.results)?;
+    let (cells, unreadable) = tagged::read_all(&plan.paths.results)?;
     let newest = |index: usize| {
         cells
             .iter()
@@ -126,6 +134,7 @@ pub fn collect(
     Ok(Collected {
         states,
         queue_unknown,
+        unreadable,
     })
 }
 
@@ -151,8 +160,10 @@ fn of_result(r: &CellResult) -> State {
 }
 
 /// `plan 5711051fbd14: 4 cells: 1 pending, 1 running, 2 passed, 0 failed`
-/// (not applicable, without result and not run when there are any).
-pub fn summary(plan: &PlanFile, states: &[CellState]) -> String {
+/// (not applicable, without result, not run and unreadable cell files when
+/// there are any).
+pub fn summary(plan: &PlanFile, collected: &Collected) -> String {
+    let states = &collected.states;
     let n = |s: State| states.iter().filter(|c| c.state == s).count();
     let mut line = format!(
         "plan {}: {} cells: {} pending, {} running, {} passed, {} failed",
@@ -180,7 +191,45 @@ pub fn summary(plan: &PlanFile, states: &[CellState]) -> String {
             line.push_str(&format!(", {} {what}", n(s)));
         }
     }
+    let bad = collected.unreadable.len();
+    if bad > 0 {
+        let missing = n(State::NotRun) + n(State::NoResult) + n(State::Unknown);
+        line.push_str(&format!(
+            ", {bad} unreadable cell file{} (below{})",
+            if bad == 1 { "" } else { "s" },
+            if missing > 0 {
+                ": a cell counted as not run or without a result may be one of them"
+            } else {
+                ""
+            }
+        ));
+    }
     line
+}
+
+/// The unreadable files under `results/cells`, each in one escaped line
+/// (at most [`MAX_NAMED`], then how many more), with what to do.
+pub fn unreadable_lines(collected: &Collected, results: &Path) -> Vec<String> {
+    let bad = &collected.unreadable;
+    let mut lines: Vec<String> = bad
+        .iter()
+        .take(MAX_NAMED)
+        .map(|b| format!("unreadable cell file: {}", text::one_line(b, 400)))
+        .collect();
+    if bad.len() > MAX_NAMED {
+        lines.push(format!(
+            "… and {} more unreadable files in {}",
+            bad.len() - MAX_NAMED,
+            text::one_line(&results.join("cells").display().to_string(), 400)
+        ));
+    }
+    if !bad.is_empty() {
+        lines.push(
+            "move each file that is not a cell out of cells/; a cell of this plan's whose file is unreadable is run again by `lab submit --resume`"
+                .into(),
+        );
+    }
+    lines
 }
 
 /// One line per cell in one of `which` states (failed, without a result):
@@ -245,5 +294,60 @@ mod tests {
         let na = result(CellStatus::NotApplicable, 100);
         assert!(state(None, Some(&na), None).done());
         assert!(!State::NoResult.done() && State::NoResult.settled());
+    }
+
+    /// Garbage, a FIFO (nobody writing it: not waited on), a directory, a
+    /// link and a name with an escape sequence under `cells/`: each named
+    /// (escaped, at most MAX_NAMED, then how many more) and counted apart
+    /// from the cells not run.
+    #[test]
+    fn unreadable_cell_files_are_named_and_counted() {
+        let d = std::env::temp_dir().join(format!("lsmpmon-status-bad-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let cells = d.join("cells");
+        std::fs::create_dir_all(cells.join("b-dir.json")).unwrap();
+        std::fs::write(cells.join("\u{1b}[2K.json"), "{").unwrap();
+        let fifo = std::ffi::CString::new(
+            cells
+                .join("a-fifo.json")
+                .into_os_string()
+                .into_encoded_bytes(),
+        )
+        .unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        std::os::unix::fs::symlink("/etc/passwd", cells.join("c-link.json")).unwrap();
+        std::fs::write(cells.join("d-garbage.json"), "garbage").unwrap();
+        for i in 0..10 {
+            std::fs::write(cells.join(format!("g{i:02}.json")), "[]").unwrap();
+        }
+        let plan = super::super::plan_file::for_tests(&d, &d.join("plan.json"));
+        let collected = collect(&plan, None, None).unwrap();
+        assert_eq!(collected.unreadable.len(), 15);
+        let line = summary(&plan, &collected);
+        assert!(
+            line.ends_with(", 8 not run, 15 unreadable cell files (below: a cell counted as not run or without a result may be one of them)"),
+            "{line}"
+        );
+        let lines = unreadable_lines(&collected, &d);
+        assert_eq!(lines.len(), MAX_NAMED + 2, "{lines:#?}");
+        for (i, what) in [
+            "\\u{1b}[2K.json: not a JSON result",
+            "a-fifo.json: not a regular file",
+            "b-dir.json: not a regular file",
+            "c-link.json is a symbolic link",
+            "d-garbage.json: not a JSON result",
+        ]
+        .iter()
+        .enumerate()
+        {
+            assert!(lines[i].contains(what), "{i}: {what}: {}", lines[i]);
+        }
+        assert!(lines.iter().all(|l| !l.contains('\u{1b}')), "{lines:#?}");
+        assert_eq!(
+            lines[MAX_NAMED],
+            format!("… and 5 more unreadable files in {}", cells.display())
+        );
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

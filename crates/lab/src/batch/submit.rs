@@ -60,6 +60,9 @@ pub fn submit(
         )));
     }
     let collected = status::collect(&plan, Some(&record), Some(engine))?;
+    for line in status::unreadable_lines(&collected, &plan.paths.results) {
+        base::say!("lsmpmon: {line}");
+    }
     // Not knowing what is queued, a submission could run cells twice.
     if let Some(why) = collected.queue_unknown {
         return Err(usage(why));
@@ -72,6 +75,7 @@ pub fn submit(
     if to_run.is_empty() {
         base::say!("lsmpmon: every cell of the plan has passed or is queued: nothing to submit");
     }
+    let dir = batch_dir(&plan)?;
     for (cpus, memory_mb, cells) in groups(&to_run) {
         let array = Array {
             plan: &plan,
@@ -79,7 +83,7 @@ pub fn submit(
             cells,
             cpus,
             memory_mb,
-            dir: plan_path.parent().unwrap_or(Path::new(".")),
+            dir: &dir,
         };
         let job = engine.submit(&array)?;
         base::say!(
@@ -100,6 +104,18 @@ pub fn submit(
         return Ok(None);
     }
     watch(&plan, plan_path, &record, engine, opts.poll).map(Some)
+}
+
+/// `RESULTS/batch/<id>/`: where the engine's script and the tasks' logs
+/// go, whether the plan is new or resumed from a file elsewhere (the
+/// directory the plan file is in may be anyone's, or read-only).
+fn batch_dir(plan: &PlanFile) -> Result<PathBuf> {
+    let results = ResultsDir::open(&plan.paths.results)?;
+    let batch = std::path::absolute(results.root.join("batch"))?;
+    secure_fs::private_dir(&batch)?;
+    let dir = batch.join(plan.short_id());
+    secure_fs::private_dir(&dir)?;
+    Ok(dir)
 }
 
 /// A new plan of `req` in `RESULTS/batch/<id>/plan.json`, refused when
@@ -149,8 +165,8 @@ fn watch(
     let mut last = String::new();
     let states = loop {
         let collected = status::collect(plan, Some(record), Some(engine))?;
+        let mut line = status::summary(plan, &collected);
         let states = collected.states;
-        let mut line = status::summary(plan, &states);
         if let Some(why) = collected.queue_unknown {
             line.push_str(&format!(" ({why})"));
         }
@@ -208,8 +224,9 @@ pub fn status(plan_path: &Path) -> Result<(Vec<String>, bool)> {
         .map(|r| registry::by_name(&r.engine))
         .transpose()?;
     let collected = status::collect(&plan, record.as_ref(), engine.as_deref())?;
+    let mut lines = vec![status::summary(&plan, &collected)];
+    lines.extend(status::unreadable_lines(&collected, &plan.paths.results));
     let states = collected.states;
-    let mut lines = vec![status::summary(&plan, &states)];
     lines.extend(nodes::per_node(&states));
     lines.extend(nodes::moved(&states));
     if let Some(why) = collected.queue_unknown {

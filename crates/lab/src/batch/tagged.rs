@@ -35,7 +35,25 @@ pub fn write(results: &Path, cell: &TaggedCell) -> Result<()> {
 /// Every cell of `results/cells`, with its file name; files that are not
 /// cells of this schema are returned as one line each.
 pub fn read_all(results: &Path) -> Result<(Vec<TaggedCell>, Vec<String>)> {
-    let dir = results.join("cells");
+    let mut cells = Vec::new();
+    let bad = read_each(results, |c| {
+        cells.push(c);
+        Ok(())
+    })?;
+    cells.sort_by_key(|c| c.cell.started_unix_s);
+    Ok((cells, bad))
+}
+
+/// Each cell of `results/cells` handed to `each` as it is read (in file
+/// name order), so a caller that keeps less than the whole cell holds one
+/// at a time; files that are not cells are returned as one line each.
+pub fn read_each(
+    results: &Path,
+    mut each: impl FnMut(TaggedCell) -> Result<()>,
+) -> Result<Vec<String>> {
+    let Some(dir) = base::secure_fs::cells_dir(results)? else {
+        return Ok(Vec::new());
+    };
     let mut paths: Vec<_> = match fs::read_dir(&dir) {
         Ok(d) => d
             .flatten()
@@ -46,16 +64,14 @@ pub fn read_all(results: &Path) -> Result<(Vec<TaggedCell>, Vec<String>)> {
         Err(e) => return Err(anyhow::anyhow!("reading {}: {e}", dir.display())),
     };
     paths.sort();
-    let mut cells = Vec::new();
     let mut bad = Vec::new();
     for p in paths {
         let read = base::secure_fs::not_a_link(&p)
             .and_then(|()| load_as::<CellResult>("a lab cell", &p, CELL_SCHEMA, "lab cell"));
         match read {
-            Ok(cell) => cells.push(TaggedCell { cell, file: p }),
+            Ok(cell) => each(TaggedCell { cell, file: p })?,
             Err(e) => bad.push(base::error::one_line(&e)),
         }
     }
-    cells.sort_by_key(|c| c.cell.started_unix_s);
-    Ok((cells, bad))
+    Ok(bad)
 }

@@ -166,7 +166,6 @@ fn bench_dir(plan: &GuestPlan) -> &str {
 
 fn prepare(plan: &GuestPlan) -> Result<()> {
     settle()?;
-    raise_open_files_hard_limit();
     // bench makes its --dir (0700) but not the parents a deep one needs.
     if let Some(parent) = Path::new(bench_dir(plan)).parent() {
         fs::create_dir_all(parent)
@@ -183,27 +182,6 @@ fn prepare(plan: &GuestPlan) -> Result<()> {
         bail!("{WORKLOAD} is not in the guest's initramfs: the host that booted it is not this lsmpmon");
     }
     Ok(())
-}
-
-/// `close` and `creat` hold a descriptor per op of a sample, more than a
-/// guest's 4096; a confined workload may not raise its hard limit (no
-/// CAP_SYS_RESOURCE), so the lab raises it here, unconfined, for what it
-/// starts. The soft limit stays: those ops raise it for their own samples.
-fn raise_open_files_hard_limit() {
-    let Some(nr_open) = bench::nr_open() else {
-        return;
-    };
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: valid rlimit pointers; a refusal leaves the limit as it was.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_max < nr_open {
-            lim.rlim_max = nr_open;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-        }
-    }
 }
 
 /// Runs the configuration's setup script; the spans it marks on its stdout
@@ -350,8 +328,8 @@ fn status_and_failures(cmd: &mut Command) -> Result<(std::process::ExitStatus, V
     // Bytes, not UTF-8 lines: a stray byte must not stop the relay (the
     // bench would then die writing to a closed pipe).
     for line in BufReader::new(stderr).split(b'\n').map_while(Result::ok) {
-        let line = String::from_utf8_lossy(&line);
-        eprintln!("{line}");
+        let line = base::text::escaped(&line, 4000);
+        base::say!("{line}");
         if line.contains(" FAILED: ") {
             failures.push(line.trim_start_matches("bench: ").to_string());
         }

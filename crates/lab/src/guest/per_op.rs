@@ -96,6 +96,7 @@ fn op_calls(
             op: op.into(),
             ops_run: 0,
             calls: Vec::new(),
+            hooks: None,
         });
     }
     let ops_run = b.results.iter().filter_map(|r| r.ops_run).sum();

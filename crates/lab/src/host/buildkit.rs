@@ -80,7 +80,7 @@ fn sources(cache_dir: &Path) -> Result<PathBuf> {
     }
     if !Path::new(TARBALL).is_file() {
         return Err(base::error::usage(format!(
-            "{TARBALL} is missing: apt-get install linux-source-6.1 (scripts/setup.sh does)"
+            "{TARBALL} is missing: apt-get install linux-source-6.1 (scripts/setup.sh --tests does)"
         )));
     }
     let _ = fs::remove_dir_all(&tree);

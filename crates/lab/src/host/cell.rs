@@ -203,7 +203,13 @@ fn tpm_failure(tpm: &mut Swtpm, work: &Path) -> Option<String> {
 /// The guest's report from its stdout; a dead TPM explains a missing one.
 fn read_report(work: &Path, code: i32, tpm_died: Option<&str>) -> Result<model::cell::GuestReport> {
     let stdout = fs::read(work.join("stdout")).unwrap_or_default();
-    let parsed: Result<model::cell::GuestReport, _> = serde_json::from_slice(&stdout);
+    // The guest's text as text every reader of the cell takes: what a
+    // workload printed (escape sequences, carriage returns) escaped.
+    let parsed: Result<model::cell::GuestReport, _> =
+        serde_json::from_slice(&stdout).and_then(|mut v: serde_json::Value| {
+            base::text::printable_json(&mut v);
+            serde_json::from_value(v)
+        });
     if let (Err(_), Some(why)) = (&parsed, tpm_died) {
         bail!("{why}");
     }
@@ -215,9 +221,17 @@ fn read_report(work: &Path, code: i32, tpm_died: Option<&str>) -> Result<model::
     })
 }
 
+/// Characters of the guest's error a cell's reason keeps.
+const MAX_REASON_CHARS: usize = 4000;
+
 /// The cell's status from the guest's report: proved and measured, not
 /// proved, or failed with the guest's own reason.
 fn judge(result: &mut CellResult, report: model::cell::GuestReport) -> Result<()> {
+    let mut report = report;
+    // One line, bounded: the reason is printed with every status.
+    report.error = report
+        .error
+        .map(|e| base::text::one_line(&e, MAX_REASON_CHARS));
     result.status = match (&report.proof, &report.error) {
         (_, Some(e)) => {
             result.reason = Some(e.clone());
@@ -346,7 +360,7 @@ fn check_packages(config: &Config) -> Result<()> {
         .collect();
     if !missing.is_empty() {
         return Err(base::error::usage(format!(
-            "configuration {} needs Debian packages on the host: apt-get install {} (scripts/setup.sh does)",
+            "configuration {} needs Debian packages on the host: apt-get install {} (scripts/setup.sh --tests installs every configuration's)",
             config.name,
             missing.join(" ")
         )));
@@ -369,5 +383,53 @@ pub fn config_ref(c: &Config) -> ConfigRef {
         append: c.spec.append.clone(),
         proof: c.spec.proof.kind,
         measured_lsms: c.spec.measured_lsms.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A workload's escape sequences, carriage return and a bidirectional
+    /// override in the guest's report: the failed cell is written, read
+    /// back by what the table step, `report`, `lab merge` and `lab status`
+    /// read cells with, and its reason says what the workload printed.
+    #[test]
+    fn a_guest_reports_bytes_never_make_its_cell_unreadable() {
+        let fixture = include_str!(
+            "../../../../tests/fixtures/report/lab/cells/6.1-cloud__none__1795500718528-17793-0-vm.json"
+        );
+        let mut cell: CellResult = serde_json::from_str(fixture).unwrap();
+        let mut report = cell.guest.take().unwrap();
+        let printed = "bench: workload FAILED: its output ended: \u{1b}[2K\rall fine\u{202e}";
+        report.error = Some(format!("bench: {printed}\n{}", "x".repeat(10_000)));
+        if let Some(p) = report.proof.as_mut() {
+            p.summary = format!("{}\r\u{1b}[1A", p.summary);
+        }
+        let work = std::env::temp_dir().join(format!("lsmpmon-cell-bytes-{}", std::process::id()));
+        let cells = work.join("cells");
+        fs::create_dir_all(&cells).unwrap();
+        fs::write(work.join("stdout"), serde_json::to_vec(&report).unwrap()).unwrap();
+        let report = read_report(&work, 1, None).unwrap();
+        judge(&mut cell, report).unwrap();
+        assert_eq!(cell.status, CellStatus::Failed);
+        let reason = cell.reason.clone().unwrap();
+        assert!(
+            reason.contains(r"\u{1b}[2K\rall fine\u{202e}\nxxx") && reason.ends_with('…'),
+            "{}",
+            &reason[..200]
+        );
+        assert!(reason.chars().count() <= MAX_REASON_CHARS + 1);
+        fs::write(
+            cells.join("cell.json"),
+            serde_json::to_vec_pretty(&cell).unwrap(),
+        )
+        .unwrap();
+        let (read, bad) = crate::results::read_cells(&cells).unwrap();
+        let _ = fs::remove_dir_all(&work);
+        assert_eq!(bad, Vec::<String>::new());
+        assert_eq!(read.len(), 1);
+        assert_eq!(read[0].status, CellStatus::Failed);
+        assert_eq!(read[0].reason.as_deref(), Some(reason.as_str()));
     }
 }

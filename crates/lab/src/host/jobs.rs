@@ -254,6 +254,7 @@ fn base_result(
         },
         lsmpmon_version: env!("CARGO_PKG_VERSION").into(),
         lsmpmon_commit: base::version::commit().map(String::from),
+        lsmpmon_sha256: base::version::executable_sha256().map(String::from),
         hostname: host.hostname,
         host_cpu: bench::cpu_model(),
         started_unix_s: now.as_secs(),

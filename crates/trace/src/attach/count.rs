@@ -2,9 +2,9 @@
 //! counting calls and returns and timing nothing. Where the kernel has
 //! BPF_TRACE_FEXIT_MULTI (7.x) and the method would be the multi-link, one
 //! program and one link serve every hook, as with the session multi-link.
-use super::fentry::tracing_link;
 use super::interface::Method;
-use super::multi::link_all;
+use super::link::tracing_link;
+use super::multi_link::link_all;
 use super::probe::{Probe, Target};
 use super::template::Template;
 

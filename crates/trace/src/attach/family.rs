@@ -1,28 +1,14 @@
-//! Every attach method declared once, in `auto`'s order: what `--method`
-//! and the result call it, what the kernel must offer for it, how `auto`
-//! weighs it, its programs and how its probes are built. Adding a method is
-//! a file with its [`Method`] implementation and its `FAMILY`, its `mod` line
-//! in attach/mod.rs and its line in [`FAMILIES`]; a method that needs a kernel
-//! feature no other method reads also adds that feature to choose.rs's
-//! `Offer`, and its programs go in a bpf/ file of their own.
+//! What an attach method is ([`Family`]): what `--method` and the result
+//! call it, what the kernel must offer for it, how `auto` weighs it, its
+//! programs and how its probes are built ([`Build`]). The methods declare
+//! theirs; registry.rs lists them.
 use anyhow::Result;
 
-use super::choose::Offer;
 use super::consts::ProbeOptions;
 use super::interface::Method;
 use super::kretprobe::ReturnProbes;
+use super::offer::Offer;
 use super::template::{Kind, Template};
-use super::{fentry, kmulti, kprobe, multi, session};
-
-/// `auto`'s order: the first the kernel offers, unless weighed out.
-pub static FAMILIES: [&Family; 6] = [
-    &multi::FAMILY,
-    &kmulti::SESSION,
-    &kmulti::PAIR,
-    &session::FAMILY,
-    &fentry::FAMILY,
-    &kprobe::FAMILY,
-];
 
 /// The attach types a method needs: their values in this kernel's enum
 /// bpf_attach_type (libbpf 1.1 knows none of the newer ones), 0 where unused.

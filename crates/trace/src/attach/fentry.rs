@@ -1,10 +1,9 @@
 //! fentry/fexit: an entry and an exit program per hook (5.5; the exit reads
 //! the return with bpf_get_func_ret(), 5.17).
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-
 use super::family::{Build, Family};
 use super::interface::Method;
-use super::multi::MultiEntry;
+use super::link::tracing_link;
+use super::multi_link::MultiEntry;
 use super::probe::{self, Probe, Target};
 use super::template::{Kind, Template};
 
@@ -119,20 +118,4 @@ impl FentryFexit {
             self.entry.attach_type(),
         ))
     }
-}
-
-/// A link for tracing program `prog`, loaded with its target (fentry, fexit,
-/// session). The bpf() syscall itself: libbpf-rs links whole objects' programs only.
-pub fn tracing_link(prog: &OwnedFd, attach_type: u32) -> Result<OwnedFd, String> {
-    // SAFETY: a live program fd, no target fd, NULL options.
-    let fd =
-        unsafe { libbpf_sys::bpf_link_create(prog.as_raw_fd(), 0, attach_type, std::ptr::null()) };
-    if fd < 0 {
-        return Err(format!(
-            "attach: {}",
-            std::io::Error::from_raw_os_error(-fd)
-        ));
-    }
-    // SAFETY: a fresh descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }

@@ -2,6 +2,7 @@
 use std::collections::HashMap;
 
 use super::kretprobe::Removal;
+use super::multi_link::MultiEntry;
 use super::probe::{Probe, Target};
 
 pub trait Method {
@@ -16,10 +17,7 @@ pub trait Method {
 
     /// --timing-windows: every hook's entry in one multi-link, made and
     /// dropped at each window, where the method and kernel have one.
-    fn window_entries(
-        &self,
-        _targets: &[Target],
-    ) -> Option<Result<super::multi::MultiEntry, String>> {
+    fn window_entries(&self, _targets: &[Target]) -> Option<Result<MultiEntry, String>> {
         None
     }
 
@@ -29,7 +27,7 @@ pub trait Method {
     fn attach_window_calibration(
         &self,
         _target: &Target,
-    ) -> Option<Result<(Probe, super::multi::MultiEntry), String>> {
+    ) -> Option<Result<(Probe, MultiEntry), String>> {
         None
     }
 

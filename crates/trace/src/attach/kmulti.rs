@@ -13,14 +13,14 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use super::family::{Build, Family};
 use super::interface::Method;
 use super::kretprobe::mounted_tracefs;
-use super::multi::cookie;
+use super::link::cookie;
 use super::probe::{Probe, Target, ALL_HOOKS};
 use super::template::{Kind, Template};
 
 const WHY_KPROBE_MULTI: &str = "one kprobe link for every hook attaches in about 50 ms instead of \
     about 6.6 s and is released in about 0.2 s instead of 36 s (one grace period per link, not one \
     per hook), at about 550-750 virtual ns more per call than fentry/fexit on 6.12 \
-    (BENCHMARKS.md §1; --method fentry-fexit)";
+    (BENCHMARKS.md, 'Cost per traced call'; --method fentry-fexit)";
 
 /// The kprobe program --empty-probes times the links with.
 pub(super) const EMPTY: [&str; 2] = ["hook_kmempty"; 2];

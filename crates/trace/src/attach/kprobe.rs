@@ -1,7 +1,7 @@
 //! kprobe/kretprobe: the fallback for kernels without bpf_get_func_ret()
 //! (before 5.17), and `--method kprobe` on any kernel (on 6.1 it attaches and
-//! releases faster than fentry/fexit, at 2.4× the cost per call: BENCHMARKS.md
-//! §1). Entries through the kprobe PMU; returns through tracefs
+//! releases faster than fentry/fexit, at 2.4× the cost per call: BENCHMARKS.md,
+//! 'Attach and release'). Entries through the kprobe PMU; returns through tracefs
 //! events with lsmpmon's own maxactive (kretprobe.rs), or the PMU where
 //! tracefs is missing.
 use std::{collections::HashMap, ffi::CString, os::fd::OwnedFd};

@@ -5,7 +5,7 @@
 //! only when the trace opens its gate (session.rs), after all are attached.
 //!
 //! The attacher owns the method: which one (choose.rs, in the order of
-//! family.rs's registry), the fallback when the kernel refuses a batch, and
+//! registry.rs), the fallback when the kernel refuses a batch, and
 //! which hooks a method cannot probe. Each attach method is one file with an
 //! implementation of [`interface::Method`] and its `FAMILY` declaration:
 //! multi session (multi.rs), kprobe session and kprobe multi (kmulti.rs),
@@ -22,9 +22,13 @@ mod interface;
 mod kmulti;
 mod kprobe;
 mod kretprobe;
+mod link;
 mod multi;
+mod multi_link;
+pub mod offer;
 mod perf;
 mod probe;
+mod registry;
 mod session;
 mod template;
 
@@ -36,9 +40,10 @@ pub use consts::{HookConsts, ProbeOptions};
 pub use detach::DetachMode;
 pub use probe::{Skipped, Target};
 
-pub use family::{Family, FAMILIES};
+pub use family::Family;
 pub use fentry::FAMILY as FENTRY;
 pub use kprobe::FAMILY as KPROBE;
+pub use registry::FAMILIES;
 
 use self::choose::{Choice, Chosen, MethodArg, NotUsed};
 use self::count::CountOnly;
@@ -91,9 +96,9 @@ pub struct Attacher {
     probes: Vec<Probe>,
     calibration: Option<Probe>,
     /// --timing-windows on 7.x: every hook's entry in one multi-link.
-    window_link: Option<multi::MultiEntry>,
+    window_link: Option<multi_link::MultiEntry>,
     /// ... and the calibration probe's entry, by a multi-link of its own.
-    calibration_link: Option<multi::MultiEntry>,
+    calibration_link: Option<multi_link::MultiEntry>,
 }
 
 impl Attacher {

@@ -3,6 +3,7 @@
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use super::consts::{HookConsts, ProbeOptions};
+use super::link::tracing_link;
 use super::template::Template;
 use crate::hooks::Hook;
 
@@ -100,7 +101,7 @@ impl Probe {
         };
         match (open, w.link.is_some()) {
             (true, false) => {
-                w.link = Some(super::fentry::tracing_link(&self.progs[0], w.attach_type)?);
+                w.link = Some(tracing_link(&self.progs[0], w.attach_type)?);
                 Ok(true)
             }
             (false, true) => {

@@ -1,8 +1,8 @@
 //! Session programs (BPF_TRACE_FSESSION, 7.x): one program per hook that
 //! runs at its entry and at its exit.
 use super::family::{Build, Family};
-use super::fentry::tracing_link;
 use super::interface::Method;
+use super::link::tracing_link;
 use super::probe::{Probe, Target};
 use super::template::{Kind, Template};
 

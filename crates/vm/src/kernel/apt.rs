@@ -8,6 +8,7 @@ use std::{
 use anyhow::{bail, Context, Result};
 
 use super::deb::find_prefixed;
+use super::lock::FetchLock;
 use super::mirror::Mirrors;
 use super::version::version_cmp;
 use crate::cache::{real_dir, refuse_links_under, write_atomic};
@@ -15,8 +16,11 @@ use base::{command, error::usage};
 
 const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
 
+/// Holds its suite's lock while alive: apt runs here without its own locking
+/// (`Debug::NoLocking`), and two fetches of one suite would share the lists.
 pub struct PrivateApt {
     root: PathBuf,
+    _lock: FetchLock,
 }
 
 impl PrivateApt {
@@ -27,6 +31,12 @@ impl PrivateApt {
             )));
         }
         let root = real_dir(cache, &Path::new("apt").join(suite))?;
+        let lock = FetchLock::acquire(&root.join(".lsmpmon.lock"), || {
+            base::say!(
+                "lsmpmon: waiting for another lsmpmon using {}",
+                root.display()
+            )
+        })?;
         for d in ["lists/partial", "archives/partial"] {
             real_dir(&root, Path::new(d))?;
         }
@@ -36,7 +46,7 @@ impl PrivateApt {
             &root.join("sources.list"),
             sources(suite, mirrors).as_bytes(),
         )?;
-        Ok(Self { root })
+        Ok(Self { root, _lock: lock })
     }
 
     fn options(&self) -> Vec<String> {

@@ -33,7 +33,7 @@ pub struct Recipe {
     pub source_package: &'static str,
     pub tarball: &'static str,
     /// Where the package comes from: `None`, installed on the host from
-    /// Debian 12 (scripts/setup.sh); a suite, fetched with the private apt
+    /// Debian 12 (scripts/setup.sh --tests); a suite, fetched with the private apt
     /// into the cache (the system's apt sources are never touched).
     pub suite: Option<&'static str>,
     pub fragment: &'static str,
@@ -246,7 +246,7 @@ fn check_tools(r: &Recipe) -> Result<()> {
         return Ok(());
     }
     Err(usage(format!(
-        "building the {} kernel needs {}: apt-get install {} (scripts/setup.sh does)",
+        "building the {} kernel needs {}: apt-get install {} (scripts/setup.sh --tests does)",
         r.name,
         missing.join(", "),
         missing.join(" ")

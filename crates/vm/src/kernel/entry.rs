@@ -1,5 +1,6 @@
 //! One cache entry (`kernels/<name>/`): its manifest, loaded only if intact,
-//! and the fetch that fills it, one at a time; a fetch that fails leaves
+//! and the fetch that fills it, one at a time per entry (a 20-minute build of
+//! one kernel never holds up the fetch of another); a fetch that fails leaves
 //! nothing behind.
 use std::{
     fs,
@@ -38,11 +39,11 @@ pub fn ensure_current_entry(
     if let Some(k) = load(&real_dir(cache, rel)?)?.filter(|k| stale(k).is_none()) {
         return Ok(k);
     }
-    let kernels = cache.join("kernels");
-    let _lock = FetchLock::acquire(&kernels.join(".fetch.lock"), || {
+    let dir = real_dir(cache, rel)?;
+    let _lock = FetchLock::acquire(&lock_path(&dir), || {
         base::say!(
-            "lsmpmon: waiting for another lsmpmon fetching into {}",
-            kernels.display()
+            "lsmpmon: waiting for another lsmpmon fetching or building {}",
+            dir.display()
         )
     })?;
     // Made again: a fetch that failed meanwhile removed it.
@@ -59,6 +60,13 @@ pub fn ensure_current_entry(
     })?;
     write_atomic(&dir.join(MANIFEST), &serde_json::to_vec_pretty(&kernel)?)?;
     Ok(kernel)
+}
+
+/// The entry's own lock file, beside it: `kernels/.<name>.lock`.
+fn lock_path(entry: &Path) -> PathBuf {
+    let name = entry.file_name().map(|n| n.to_string_lossy().into_owned());
+    let parent = entry.parent().unwrap_or(entry);
+    parent.join(format!(".{}.lock", name.unwrap_or_default()))
 }
 
 /// The entry's kernel if its manifest is complete; an error if the entry was
@@ -177,6 +185,30 @@ mod tests {
         // The entry is complete for a later run, which fetches nothing.
         let later = ensure_entry(&cache, rel, |_| panic!("fetched again")).unwrap();
         assert_eq!(later.vmlinuz_sha256, got[0].vmlinuz_sha256);
+        fs::remove_dir_all(&cache).unwrap();
+    }
+
+    #[test]
+    fn a_slow_fetch_of_one_entry_does_not_hold_up_another() {
+        let cache = scratch("two-entries");
+        let calls = AtomicUsize::new(0);
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let (cache_ref, calls_ref) = (&cache, &calls);
+        std::thread::scope(|s| {
+            let slow = s.spawn(move || {
+                ensure_entry(cache_ref, Path::new("kernels/6.1-smack"), |d| {
+                    // Holds its entry until the other entry is in (or 20 s).
+                    let other = done_rx.recv_timeout(std::time::Duration::from_secs(20));
+                    assert!(other.is_ok(), "the other fetch waited on this one");
+                    fake_fetch(d, calls_ref)
+                })
+            });
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let quick = ensure_entry(&cache, Path::new(ENTRY), |d| fake_fetch(d, &calls));
+            assert!(quick.is_ok(), "{quick:?}");
+            done_tx.send(()).unwrap();
+            assert!(slow.join().unwrap().is_ok());
+        });
         fs::remove_dir_all(&cache).unwrap();
     }
 
