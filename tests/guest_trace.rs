@@ -963,7 +963,9 @@ fn interval_and_syscall_time(series: &str) {
 
 /// A TCP connection request is handled in a softirq (the loopback packet's
 /// receive): its hooks belong to no task, go to "(softirq)" and not to the
-/// connect() that was interrupted, and no task filter lets them through.
+/// connect() that was interrupted, and no task filter lets them through —
+/// unless --with-interrupts gives them to the task they interrupted (the
+/// lab's op-by-op traces: the op whose traffic ran them).
 #[test]
 fn trace_6_1_softirq_hooks_have_no_task() {
     let script = r#"
@@ -974,6 +976,12 @@ echo "A $(tr -d '
 lsmpmon trace --json --hooks 'inet_conn_request,socket_connect' --comm lsmpmon -o /tmp/b.json   -- $B > /dev/null 2>&1
 echo "B $(tr -d '
 ' < /tmp/b.json)"
+lsmpmon trace --json --hooks 'inet_conn_request,socket_connect' --comm lsmpmon --with-interrupts -o /tmp/c.json -- $B > /dev/null 2>&1
+echo "C $(tr -d '
+' < /tmp/c.json)"
+lsmpmon trace --json --hooks 'inet_conn_request,socket_connect' --comm nobody-runs-me --with-interrupts -o /tmp/d.json -- $B > /dev/null 2>&1
+echo "D $(tr -d '
+' < /tmp/d.json)"
 "#;
     let text = guest_stdout("6.1", script);
     let a = tagged(&text, "A");
@@ -994,6 +1002,22 @@ echo "B $(tr -d '
     let b = tagged(&text, "B");
     assert!(calls(&b, "socket_connect") >= 10, "{b}");
     assert_eq!(calls(&b, "inet_conn_request"), 0, "{b}");
+    // On one CPU each request's softirq runs on top of its connect(): with
+    // --with-interrupts the filtered trace has them all, in "(softirq)".
+    let c = tagged(&text, "C");
+    let connects = calls(&c, "socket_connect");
+    assert!(connects >= 10, "{c}");
+    assert_eq!(c["options"]["with_interrupts"], true, "{c}");
+    assert_eq!(calls(&c, "inet_conn_request"), connects, "{c}");
+    assert_eq!(
+        syscall_hook_count(&c, "(softirq)", "inet_conn_request"),
+        connects,
+        "{c}"
+    );
+    // A softirq on top of a task the filter refuses stays out.
+    let d = tagged(&text, "D");
+    assert_eq!(calls(&d, "socket_connect"), 0, "{d}");
+    assert_eq!(calls(&d, "inet_conn_request"), 0, "{d}");
 }
 
 /// --pid and --cgroup keep only their subject: a second workload running at

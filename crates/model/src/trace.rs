@@ -98,6 +98,10 @@ pub struct TraceOptions {
     pub uid: Option<u32>,
     pub cgroup: Option<String>,
     pub object: Option<String>,
+    /// --with-interrupts: hooks of interrupt handlers that interrupted a
+    /// task passing the subject filter are counted as that task's.
+    #[serde(default)]
+    pub with_interrupts: bool,
     pub subtract_floor: bool,
     pub syscall_time: bool,
     /// No histogram, per-syscall table or allow/deny were recorded.

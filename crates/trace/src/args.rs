@@ -90,6 +90,12 @@ pub struct EngineArgs {
     /// Object filter: only calls on a file/dentry/path with this base name (LSMPMON's `o bar`).
     #[arg(long, value_parser = crate::filter_values::object)]
     pub object: Option<String>,
+    /// With a subject filter, also count the hooks an interrupt handler calls
+    /// while it interrupts a task that passes it, as that task's (a loopback
+    /// packet's receive runs in its sender's softirq). Without it they are
+    /// out: they belong to no task.
+    #[arg(long)]
+    pub with_interrupts: bool,
     /// Subtract the measured probe floor from every timing.
     #[arg(long)]
     pub subtract_floor: bool,

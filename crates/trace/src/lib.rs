@@ -429,6 +429,7 @@ fn trace_options(args: &EngineArgs) -> TraceOptions {
         uid: args.uid,
         cgroup: args.cgroup.clone(),
         object: args.object.clone(),
+        with_interrupts: args.with_interrupts,
         subtract_floor: args.subtract_floor,
         syscall_time: args.syscall_time,
         lean: args.lean,

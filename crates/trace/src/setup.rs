@@ -93,6 +93,7 @@ fn set_filters(ro: &mut types::rodata, args: &EngineArgs) -> Result<()> {
         ro.filter_object_on = 1;
         ro.filter_object = fixed_bytes::<{ lim::LSMPMON_OBJ_NAME_LEN as usize }>("--object", obj)?;
     }
+    ro.with_interrupts = args.with_interrupts as u8;
     ro.filters_on = (args.uid.is_some()
         || args.cgroup.is_some()
         || args.comm.is_some()

@@ -289,7 +289,9 @@ fn bench(plan: &GuestPlan, trace_out: Option<&str>) -> Result<BenchResult> {
                 trace_json,
             ]);
             // The ops' own calls: only they run under the workload's name (per_op.rs).
-            c.args(["--comm", &per_op::traced_comm()]);
+            // and what their traffic runs in softirq on top of them (a
+            // loopback packet's receive: tcp and udp's socket_sock_rcv_skb).
+            c.args(["--comm", &per_op::traced_comm(), "--with-interrupts"]);
             // A BPF LSM configuration's own lsm/ programs sit on the very
             // bpf_lsm_* functions --per-lsm times: they are the module being
             // measured, not someone else's probes (the result lists them).

@@ -17,6 +17,8 @@ const volatile __u8 filter_comm_on = 0;
 const volatile char filter_comm[LSMPMON_COMM_LEN] = {};
 const volatile __u8 filter_object_on = 0;
 const volatile char filter_object[LSMPMON_OBJ_NAME_LEN] = {};
+/* --with-interrupts: an interrupt handler is its interrupted task's, not out. */
+const volatile __u8 with_interrupts = 0;
 /* Statistics rows in each CPU's value (hooks + the calibration row). */
 const volatile __u32 stat_rows = 1;
 

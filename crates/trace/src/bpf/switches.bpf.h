@@ -58,14 +58,24 @@ int BPF_PROG(on_switch)
 /*
  * Hooks called from an interrupt handler belong to no task: while one runs,
  * the CPU's subject says so (the interrupted task's verdict is put back
- * after), and with a task filter they are out, as no task passes it.
- * Hardirq handlers do not nest; one can interrupt a softirq.
+ * after), and with a task filter they are out, as no task passes it —
+ * unless --with-interrupts gives them to the task they interrupted when it
+ * passes (on one CPU a loopback packet's receive runs in its sender's
+ * softirq): --pid's verdict here, the others per call on `current`, which
+ * is still that task. Hardirq handlers do not nest; one can interrupt a
+ * softirq.
  */
 #define TASK_FILTERS_ON (filter_tgid || filter_uid_on || filter_cgroup_id || filter_comm_on)
 
-static __always_inline __u32 interrupt_subject(__u32 subject)
+static __always_inline __u32 interrupt_subject(__u32 subject, __u32 interrupted)
 {
-	return TASK_FILTERS_ON ? LSMPMON_SUBJ_OUT : subject;
+	if (!TASK_FILTERS_ON)
+		return subject;
+	if (!with_interrupts)
+		return LSMPMON_SUBJ_OUT;
+	if (interrupted == LSMPMON_SUBJ_UNKNOWN)
+		interrupted = classify(false);
+	return interrupted < LSMPMON_SUBJ_SELF ? subject : LSMPMON_SUBJ_OUT;
 }
 
 /* An interrupt handler begins: the interrupted subject is kept for its end. */
@@ -79,7 +89,7 @@ static __always_inline void interrupt_entry(__u32 subject, bool softirq)
 		c->subject_before_softirq = c->subject;
 	else
 		c->subject_before_irq = c->subject;
-	c->subject = interrupt_subject(subject);
+	c->subject = interrupt_subject(subject, softirq ? c->subject_before_softirq : c->subject_before_irq);
 }
 
 /* Put back, or UNKNOWN (worked out again) if the entry came before attaching. */
