@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test suite, in two tiers.
 #   scripts/test.sh          unit, host and guest tests on Debian's kernels (boots QEMU guests);
-#                            about 25 minutes on a 2-core machine after scripts/run.sh
+#                            about 40 minutes on a 2-core machine from an empty cache
 #   scripts/test.sh --full   adds the tests on lsmpmon's own kernels (built from Debian's source
 #                            on first use: each 13 minutes or more cold); CI runs this
 # A test of the full tier is named own_kernel_*: the quick tier skips exactly those and says so.
