@@ -657,3 +657,28 @@ fn a_cache_that_cannot_be_made_is_a_usage_error() {
         one_error_line(&out)
     );
 }
+
+/// --with-interrupts without a subject filter would change nothing: refused
+/// before anything is loaded, with what to add.
+#[test]
+fn with_interrupts_without_a_subject_filter_is_refused() {
+    for args in [
+        &["trace", "--with-interrupts", "--duration", "0.1"][..],
+        &[
+            "trace",
+            "--with-interrupts",
+            "--object",
+            "x",
+            "--duration",
+            "0.1",
+        ][..],
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let line = one_error_line(&out);
+        assert!(
+            line.contains("--with-interrupts") && line.contains("--comm"),
+            "{line}"
+        );
+    }
+}
