@@ -2910,20 +2910,36 @@ fn the_committed_floor_is_what_the_committed_draws_give() {
             .unwrap_or_else(|| panic!("no stat floor for {series}"));
         assert!(f["draws"].as_u64().unwrap() >= 5, "{f}");
     }
-    // 6.1's floor is what the rule asks: settled draws of `none` only, ten
-    // or more, across three builds or more. A cell that another build ran
-    // again (the same draw index) is one more draw, not a replacement.
-    let six_one: Vec<&Value> = committed["floors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["series"] == "6.1" && f["flavour"] == "cloud" && f["cpus"] == 1)
-        .collect();
-    assert_eq!(six_one.len(), 22, "every paper op");
-    for f in six_one {
-        assert_eq!(f["settled"], true, "{f}");
-        assert!(f["builds"].as_u64().unwrap() >= 3, "{f}");
-        assert!(f["draws"].as_u64().unwrap() >= 12, "{f}");
+    // The Debian kernels' floors are what the rule asks: settled draws of
+    // `none` (and its twins) only, ten or more, across three builds or more,
+    // with the rule's false-positive rate measured on them. A cell that
+    // another build ran again (the same draw index) is one more draw, not a
+    // replacement.
+    for series in ["5.10", "6.1", "6.12", "7.3"] {
+        let floors: Vec<&Value> = committed["floors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["series"] == series && f["flavour"] == "cloud" && f["cpus"] == 1)
+            .collect();
+        assert_eq!(floors.len(), 22, "{series}: every paper op");
+        for f in floors {
+            assert_eq!(f["settled"], true, "{f}");
+            assert!(f["builds"].as_u64().unwrap() >= 3, "{f}");
+            assert!(f["draws"].as_u64().unwrap() >= 12, "{f}");
+        }
+        let rate = committed["error_rates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["series"] == series && r["flavour"] == "cloud")
+            .unwrap_or_else(|| panic!("no error rate for {series}"));
+        // Every ordered pair of every op's draws was judged (22 ops × at
+        // least 12 × 11 pairs).
+        assert!(
+            rate["comparisons"].as_u64().unwrap() >= 22 * 12 * 11,
+            "{rate}"
+        );
     }
 }
 
