@@ -682,3 +682,21 @@ fn with_interrupts_without_a_subject_filter_is_refused() {
         );
     }
 }
+
+/// The refusal comes before the root check: a user learns it first.
+#[test]
+fn with_interrupts_alone_is_refused_before_root_is_asked() {
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            LSMPMON,
+            "trace",
+            "--with-interrupts",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_error_line(&out).contains("--with-interrupts"));
+}

@@ -119,6 +119,8 @@ pub fn table(kernel: &str, cols: &[&Run], every_draw: &[&Run]) -> Option<Table> 
         .filter(|o| o.unit == Unit::NsPerOp)
         .map(|o| o.op.clone())
         .collect();
+    let traced: Vec<&Run> = cols.iter().flat_map(|c| draws(every_draw, c)).collect();
+    let interrupts = interrupts_note(&traced);
     let rows = ops
         .iter()
         .map(|op| Row {
@@ -139,8 +141,8 @@ pub fn table(kernel: &str, cols: &[&Run], every_draw: &[&Run]) -> Option<Table> 
         kernel: kernel.into(),
         notes: vec![
             format!(
-                "Each cell: what the hooks spend per op in the configuration less in `{}` — Σ over every hook's security_* function of calls per op × time per call (probe floor out): the framework's dispatch, its stubs and every module — and, in brackets, the part of it the modules the configuration adds (those it measures, and those active in it but not in the baseline) spend in their own functions; from each side's traced draw, where each op ran in its own workload, traced only while it ran (bench --untimed-name, trace --comm), with the hooks its traffic ran in softirq on top of it (trace --with-interrupts: a loopback packet's receive); then \"of\" the op's untraced overhead over `{}` (medians over draws), and their ratio. Cells traced before hook rows were recorded show the modules' functions alone, without brackets. Not counted: hooks in interrupt context that ran while no task of the op's was current (in traces made without --with-interrupts, every interrupt's), and IMA before 6.9, which the VFS calls directly, not through LSM hooks; a hook called inside another hook is counted in both. ⚑: an established overhead (Table 3 form) explained below ×{} or above ×{}: the hooks do not account for it (the layout, the harness, or work outside the hooks). An overhead within layout noise has no ratio.",
-                base.config, base.config, EXPLAINED_RANGE.0, EXPLAINED_RANGE.1
+                "Each cell: what the hooks spend per op in the configuration less in `{}` — Σ over every hook's security_* function of calls per op × time per call (probe floor out): the framework's dispatch, its stubs and every module — and, in brackets, the part of it the modules the configuration adds (those it measures, and those active in it but not in the baseline) spend in their own functions; from each side's traced draw, where each op ran in its own workload, traced only while it ran (bench --untimed-name, trace --comm){}; then \"of\" the op's untraced overhead over `{}` (medians over draws), and their ratio. Cells traced before hook rows were recorded show the modules' functions alone, without brackets. Not counted: hooks in interrupt context that ran while no task of the op's was current{}, and IMA before 6.9, which the VFS calls directly, not through LSM hooks; a hook called inside another hook is counted in both. ⚑: an established overhead (Table 3 form) explained below ×{} or above ×{}: the hooks do not account for it (the layout, the harness, or work outside the hooks). An overhead within layout noise has no ratio.",
+                base.config, interrupts.0, base.config, interrupts.1, EXPLAINED_RANGE.0, EXPLAINED_RANGE.1
             ),
         ],
         header: std::iter::once("operation".to_string())
@@ -148,6 +150,30 @@ pub fn table(kernel: &str, cols: &[&Run], every_draw: &[&Run]) -> Option<Table> 
             .collect(),
         rows,
     })
+}
+
+/// What the traces say of interrupt handlers' hooks: (counted, not counted).
+fn interrupts_note(runs: &[&Run]) -> (&'static str, &'static str) {
+    let traces = runs.iter().filter_map(|r| forms::trace(r));
+    let (mut with, mut without) = (false, false);
+    for t in traces {
+        if t.options.with_interrupts {
+            with = true;
+        } else {
+            without = true;
+        }
+    }
+    match (with, without) {
+        (true, false) => (
+            ", with every hook an interrupt handler ran on top of it (trace --with-interrupts: a loopback packet's receive, but also an RCU callback or a timer that fell in it)",
+            "",
+        ),
+        (true, true) => (
+            ", and where traced with --with-interrupts every hook an interrupt handler ran on top of it (a loopback packet's receive, an RCU callback, a timer)",
+            " (in traces without --with-interrupts, every interrupt's: tcp and udp's receive half)",
+        ),
+        _ => ("", " (these traces: every interrupt's, tcp and udp's receive half among them)"),
+    }
 }
 
 /// The identity for every kernel that has a run traced op by op.

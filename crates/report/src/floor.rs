@@ -145,8 +145,8 @@ pub fn from_runs(runs: &[Run], made_from: Vec<String>) -> FloorTable {
 
 /// Per kernel, the one-draw-a-side rule (`base::draws::against_reference`)
 /// applied leave-two-out: each ordered pair of an op's draws judged against
-/// the floor of its other draws. Ops with too few draws for a floor without
-/// the pair are left out, as the rule leaves them out.
+/// the floor of its other draws. Ops with fewer draws than a committed
+/// floor needs once the pair is out are left out.
 fn error_rates(pools: &[(Key, Pool, bool)]) -> Vec<RuleErrorRate> {
     let mut rates: Vec<RuleErrorRate> = Vec::new();
     for ((series, flavour, cpus, op), pool, _) in pools {

@@ -170,6 +170,20 @@ pub struct EngineArgs {
 }
 
 impl EngineArgs {
+    /// --with-interrupts changes nothing without a subject filter: refused.
+    pub fn check_with_interrupts(&self) -> anyhow::Result<()> {
+        let subject = self.comm.is_some()
+            || self.pid.is_some()
+            || self.uid.is_some()
+            || self.cgroup.is_some();
+        if self.with_interrupts && !subject {
+            return Err(base::error::usage(
+                "--with-interrupts gives interrupt handlers to the task they interrupt when it passes a subject filter: add --comm, --pid, --uid or --cgroup (without one every interrupt's hooks are counted already)",
+            ));
+        }
+        Ok(())
+    }
+
     /// --sample N for N > 1; None when every call is timed.
     pub fn sample_every(&self) -> Option<u32> {
         self.sample.filter(|&n| n > 1)

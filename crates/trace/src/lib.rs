@@ -177,6 +177,7 @@ fn render(r: &TraceResult, args: &TraceArgs, compact: bool) -> Result<String> {
 /// A trace in stages: discover the hooks → choose the attach method → load
 /// → attach → run and watch → collect, render and release (`finish`).
 pub fn run(args: &TraceArgs) -> Result<i32> {
+    args.engine.check_with_interrupts()?;
     check_root()?;
     let (discovery, kbtf) = discover(&args.engine)?;
     let engine = EngineArgs {

@@ -93,12 +93,7 @@ fn set_filters(ro: &mut types::rodata, args: &EngineArgs) -> Result<()> {
         ro.filter_object_on = 1;
         ro.filter_object = fixed_bytes::<{ lim::LSMPMON_OBJ_NAME_LEN as usize }>("--object", obj)?;
     }
-    let subject = args.pid.is_some() || args.uid.is_some() || args.cgroup.is_some();
-    if args.with_interrupts && !(subject || args.comm.is_some()) {
-        return Err(base::error::usage(
-            "--with-interrupts gives interrupt handlers to the task they interrupt when it passes a subject filter: add --comm, --pid, --uid or --cgroup (without one every interrupt's hooks are counted already)",
-        ));
-    }
+    args.check_with_interrupts()?;
     ro.with_interrupts = args.with_interrupts as u8;
     ro.filters_on = (args.uid.is_some()
         || args.cgroup.is_some()

@@ -73,8 +73,9 @@ static __always_inline __u32 interrupt_subject(__u32 subject, __u32 interrupted)
 		return subject;
 	if (!with_interrupts)
 		return LSMPMON_SUBJ_OUT;
+	/* KP_OLD's reads: bpf_get_current_task_btf is 5.11+, this runs on 5.10 too. */
 	if (interrupted == LSMPMON_SUBJ_UNKNOWN)
-		interrupted = classify(false);
+		interrupted = classify(KP_OLD);
 	return interrupted < LSMPMON_SUBJ_SELF ? subject : LSMPMON_SUBJ_OUT;
 }
 
