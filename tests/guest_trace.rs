@@ -1002,16 +1002,21 @@ echo "D $(tr -d '
     let b = tagged(&text, "B");
     assert!(calls(&b, "socket_connect") >= 10, "{b}");
     assert_eq!(calls(&b, "inet_conn_request"), 0, "{b}");
-    // On one CPU each request's softirq runs on top of its connect(): with
-    // --with-interrupts the filtered trace has them all, in "(softirq)".
+    // On one CPU a request's softirq runs on top of its connect(): with
+    // --with-interrupts the filtered trace has them, in "(softirq)" — all
+    // but the rare one the kernel leaves to ksoftirqd (seen: 176 of 177).
     let c = tagged(&text, "C");
     let connects = calls(&c, "socket_connect");
     assert!(connects >= 10, "{c}");
     assert_eq!(c["options"]["with_interrupts"], true, "{c}");
-    assert_eq!(calls(&c, "inet_conn_request"), connects, "{c}");
+    let requests = calls(&c, "inet_conn_request");
+    assert!(
+        requests <= connects && requests * 20 >= connects * 19,
+        "{requests} of {connects}: {c}"
+    );
     assert_eq!(
         syscall_hook_count(&c, "(softirq)", "inet_conn_request"),
-        connects,
+        requests,
         "{c}"
     );
     // A softirq on top of a task the filter refuses stays out.
